@@ -1,0 +1,114 @@
+/*
+ * backend_mmap.c - the mmap backend: bytes are copied out of one shared,
+ * read-only mapping of the whole file (as long as it was when mapped),
+ * under the SIGBUS guard.
+ *
+ * The mapping is a snapshot of the file's length, not of its content: it
+ * is MAP_SHARED, so in-place writes show through, but the file may since
+ * have been truncated (pages past the new end fault with SIGBUS, the tail
+ * of the last page reads as zeros) or extended (bytes past the mapping).
+ * Each read therefore asks fstat(2) for the current size first, so that
+ * what it returns is what pread(2) would return.
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include <errno.h>
+#include <stdint.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+
+#include "backend.h"
+#include "guard.h"
+
+static int mmap_attach(struct backend_file *f, uint64_t size)
+{
+	void *p;
+
+	if (f->map != NULL)
+		return 0;
+	if (size == 0)
+		return -EINVAL;	/* mmap(2) itself refuses a zero length */
+#if SIZE_MAX < UINT64_MAX
+	if (size > SIZE_MAX)
+		return -EFBIG;
+#endif
+	p = mmap(NULL, (size_t)size, PROT_READ, MAP_SHARED, f->fd, 0);
+	if (p == MAP_FAILED)
+		return -errno;
+	f->map = p;
+	f->map_len = (size_t)size;
+	return 0;
+}
+
+static void mmap_detach(struct backend_file *f)
+{
+	if (f->map != NULL)
+		(void)munmap(f->map, f->map_len);
+	f->map = NULL;
+	f->map_len = 0;
+}
+
+static ssize_t mmap_read(struct backend_file *f, void *dst, size_t len,
+			 uint64_t offset, struct backend_io *io)
+{
+	struct stat st;
+	uint64_t size, end;
+	size_t in_map = 0, n;
+	ssize_t r;
+
+	if (len == 0)
+		return 0;
+	if (f->map == NULL)
+		return backend_pread_full(f->fd, dst, len, offset, io);
+
+	/*
+	 * The current size bounds the answer: a truncated file must give a
+	 * short read, not the zeros of the mapping's last page nor a fault.
+	 */
+	if (fstat(f->fd, &st) < 0)
+		return -errno;
+	size = st.st_size < 0 ? 0 : (uint64_t)st.st_size;
+	if (offset >= size)
+		return 0;
+	/* offset < size <= INT64_MAX and len <= SSIZE_MAX: no wrap below. */
+	n = size - offset < len ? (size_t)(size - offset) : len;
+	end = offset + n;
+
+	if (offset < f->map_len)
+		in_map = end <= f->map_len ? n : (size_t)(f->map_len - offset);
+
+	if (in_map > 0) {
+		if (guard_copy(dst, (const char *)f->map + offset, in_map) < 0) {
+			/*
+			 * SIGBUS inside the source range: the file shrank
+			 * after our fstat, or a page could not be read.  The
+			 * partial copy in dst is not trusted: pread answers
+			 * the whole request (short at the real end of file,
+			 * or the real I/O error).  The caller sees the fault
+			 * in io and retires the entry from the cache.
+			 */
+			io->faults++;
+			return backend_pread_full(f->fd, dst, len, offset, io);
+		}
+		io->bytes_mmap += in_map;
+	}
+	if (in_map == n)
+		return (ssize_t)n;
+
+	/* The file grew past the mapping: the rest is not mapped. */
+	r = backend_pread_full(f->fd, (char *)dst + in_map, n - in_map,
+			       offset + in_map, io);
+	if (r < 0)
+		return in_map > 0 ? (ssize_t)in_map : r;
+	return (ssize_t)(in_map + (size_t)r);
+}
+
+const struct backend_ops backend_mmap_ops = {
+	.name = "mmap",
+	.kind = STORAGE_BACKEND_MMAP,
+	.attach = mmap_attach,
+	.detach = mmap_detach,
+	.read = mmap_read,
+};

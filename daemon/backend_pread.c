@@ -1,0 +1,83 @@
+/*
+ * backend_pread.c - the pread backend: every byte comes from pread(2) on
+ * the entry's descriptor.  Used for what should not or cannot be mapped
+ * (network and pseudo file systems, pipes and devices, empty files) and
+ * when the opener asked for it.
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include <errno.h>
+#include <unistd.h>
+
+#include "backend.h"
+
+ssize_t backend_pread_full(int fd, void *dst, size_t len, uint64_t offset,
+			   struct backend_io *io)
+{
+	char *p = dst;
+	size_t done = 0;
+
+	while (done < len) {
+		/* The caller checked offset + len against the off_t range. */
+		ssize_t n = pread(fd, p + done, len - done, (off_t)(offset + done));
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			/*
+			 * Like read(2) after a partial transfer: the bytes
+			 * already read are the answer; a persistent error
+			 * comes back on the next call, which starts there.
+			 */
+			if (done > 0)
+				break;
+			return -errno;
+		}
+		if (n == 0)
+			break;	/* end of file */
+		done += (size_t)n;
+	}
+	io->bytes_pread += done;
+	return (ssize_t)done;
+}
+
+/* Nothing to prepare: the entry's descriptor is all pread needs. */
+static int pread_attach(struct backend_file *f, uint64_t size)
+{
+	(void)f;
+	(void)size;
+	return 0;
+}
+
+static void pread_detach(struct backend_file *f)
+{
+	(void)f;
+}
+
+static ssize_t pread_read(struct backend_file *f, void *dst, size_t len,
+			  uint64_t offset, struct backend_io *io)
+{
+	/*
+	 * pread(fd, buf, 0, off) is not always 0: on a pipe or socket it is
+	 * -ESPIPE.  Ask the kernel so that the answer is pread's.
+	 */
+	if (len == 0) {
+		ssize_t n;
+
+		do
+			n = pread(f->fd, dst, 0, (off_t)offset);
+		while (n < 0 && errno == EINTR);
+		return n < 0 ? -errno : 0;
+	}
+	return backend_pread_full(f->fd, dst, len, offset, io);
+}
+
+const struct backend_ops backend_pread_ops = {
+	.name = "pread",
+	.kind = STORAGE_BACKEND_PREAD,
+	.attach = pread_attach,
+	.detach = pread_detach,
+	.read = pread_read,
+};

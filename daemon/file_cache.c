@@ -1,0 +1,694 @@
+/*
+ * file_cache.c - the file cache: entries keyed by (st_dev, st_ino), one
+ * descriptor and at most one mapping each, shared by every handle on the
+ * same unchanged file; plus the backend choice made at open and the read
+ * path (storage.h).
+ *
+ * An entry is in one of three states:
+ *   cached   - in the hash table, found by the next open of its file;
+ *              kept (descriptor and mapping) after its last handle closes,
+ *              unless the file has no name left by then;
+ *   stale    - taken out of the hash because the file changed (or a copy
+ *              out of its mapping faulted); lives until its last handle
+ *              closes, then is freed;
+ *   private  - never in the hash: files that are not regular, and files on
+ *              pseudo file systems.  Their content can depend on the
+ *              credentials of the opener (procfs and sysfs check some of
+ *              them against the opener's, e.g. /proc/kallsyms), and a pipe
+ *              or socket descriptor is a stream of its own, so one
+ *              opener's descriptor must never answer for another.  Freed
+ *              when their only handle closes.
+ * Every entry is also on the cache's list of all entries, so that
+ * file_cache_free() reaches the stale and private ones too.
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE 1	/* O_PATH; config.h defines it under autotools */
+#endif
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <unistd.h>
+
+#include "backend.h"
+#include "guard.h"
+#include "storage.h"
+
+#define CACHE_MIN_BUCKETS 64
+
+/* Largest off_t, without assuming its width (32-bit builds without
+ * large-file support have a 32-bit off_t). */
+#define CACHE_OFF_MAX ((uint64_t)(((uint64_t)1 << (sizeof(off_t) * CHAR_BIT - 1)) - 1))
+
+enum fs_class {
+	FS_LOCAL,
+	FS_NETWORK,	/* mmap works but faults page by page over the wire */
+	FS_PSEUDO,	/* st_size is not the length of the content */
+};
+
+struct file_entry {
+	struct backend_file file;	/* descriptor and mapping */
+
+	/* Identity and the validators an open compares against. */
+	dev_t dev;
+	ino_t ino;
+	off_t size;
+	struct timespec mtime;
+	struct timespec ctime;
+	enum fs_class fs;		/* meaningful for regular files */
+	uint32_t fs_type;		/* statfs f_type, for messages */
+
+	unsigned refs;			/* open handles */
+	bool hashed;			/* cached: reachable from the hash */
+	int map_errno;			/* mmap failed once: never retried */
+
+	struct file_entry *hash_next;	/* bucket chain */
+	struct file_entry *all_prev;	/* list of all entries */
+	struct file_entry *all_next;
+};
+
+struct file_cache {
+	struct file_entry **buckets;
+	size_t nbuckets;		/* a power of two */
+	size_t nhashed;
+	struct file_entry *all;
+	struct storage_counters ctr;
+};
+
+static const char *const reason_names[STORAGE_REASON__COUNT] = {
+	[STORAGE_REASON_LOCAL_FILE] = "local-file",
+	[STORAGE_REASON_FORCED] = "forced",
+	[STORAGE_REASON_NOT_REGULAR] = "not-regular",
+	[STORAGE_REASON_EMPTY] = "empty",
+	[STORAGE_REASON_NETWORK_FS] = "network-fs",
+	[STORAGE_REASON_PSEUDO_FS] = "pseudo-fs",
+	[STORAGE_REASON_MMAP_FAILED] = "mmap-failed",
+	[STORAGE_REASON_TOO_LARGE] = "too-large",
+};
+
+const char *storage_reason_name(enum storage_reason reason)
+{
+	if ((unsigned)reason < STORAGE_REASON__COUNT && reason_names[reason] != NULL)
+		return reason_names[reason];
+	return "unknown";
+}
+
+const char *storage_backend_name(enum storage_backend backend)
+{
+	const struct backend_ops *ops = backend_get(backend);
+
+	return ops != NULL ? ops->name : "unknown";
+}
+
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err == NULL || errlen == 0)
+		return;
+	va_start(ap, fmt);
+	(void)vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+static void safe_close(int fd)
+{
+	if (fd >= 0)
+		(void)close(fd);
+}
+
+/* --- file system classification ------------------------------------- */
+
+static enum fs_class fs_classify(uint32_t f_type)
+{
+	switch (f_type) {
+	case 0x6969:		/* NFS */
+	case 0x517B:		/* SMB */
+	case 0xFF534D42:	/* CIFS */
+	case 0xFE534D42:	/* SMB2 */
+	case 0x01021997:	/* 9P */
+	case 0x65735546:	/* FUSE */
+	case 0x0BD00BD0:	/* Lustre */
+	case 0x00C36400:	/* Ceph */
+	case 0x5346414F:	/* AFS (OpenAFS) */
+	case 0x6B414653:	/* AFS (kAFS) */
+	case 0x01161970:	/* GFS2 */
+	case 0x7461636f:	/* OCFS2 */
+	case 0x73757245:	/* CODA */
+	case 0x564c:		/* NCP */
+		return FS_NETWORK;
+	case 0x9fa0:		/* proc */
+	case 0x62656572:	/* sysfs */
+	case 0x64626720:	/* debugfs */
+	case 0x74726163:	/* tracefs */
+	case 0x27e0eb:		/* cgroup */
+	case 0x63677270:	/* cgroup2 */
+	case 0x73636673:	/* securityfs */
+	case 0x62656570:	/* configfs */
+	case 0xcafe4a11:	/* bpf */
+	case 0xde5e81e4:	/* efivarfs */
+	case 0x6165676C:	/* pstore */
+		return FS_PSEUDO;
+	default:
+		return FS_LOCAL;
+	}
+}
+
+/* --- hash table: open hashing on (dev, ino) ------------------------------ */
+
+static size_t cache_hash(dev_t dev, ino_t ino)
+{
+	/* splitmix64's finalizer: inode numbers are often sequential. */
+	uint64_t x = (uint64_t)ino ^ ((uint64_t)dev * 0x9e3779b97f4a7c15ULL);
+
+	x ^= x >> 30;
+	x *= 0xbf58476d1ce4e5b9ULL;
+	x ^= x >> 27;
+	x *= 0x94d049bb133111ebULL;
+	x ^= x >> 31;
+	return (size_t)x;
+}
+
+static struct file_entry *cache_lookup(struct file_cache *cache, dev_t dev, ino_t ino)
+{
+	struct file_entry *e = cache->buckets[cache_hash(dev, ino) & (cache->nbuckets - 1)];
+
+	for (; e != NULL; e = e->hash_next)
+		if (e->dev == dev && e->ino == ino)
+			return e;
+	return NULL;
+}
+
+static void cache_grow(struct file_cache *cache)
+{
+	size_t n = cache->nbuckets * 2;
+	struct file_entry **b;
+
+	if (n < cache->nbuckets)
+		return;
+	b = calloc(n, sizeof(*b));
+	if (b == NULL)
+		return;	/* keep the smaller table: longer chains, still correct */
+	for (size_t i = 0; i < cache->nbuckets; i++) {
+		struct file_entry *e = cache->buckets[i], *next;
+
+		for (; e != NULL; e = next) {
+			size_t k = cache_hash(e->dev, e->ino) & (n - 1);
+
+			next = e->hash_next;
+			e->hash_next = b[k];
+			b[k] = e;
+		}
+	}
+	free(cache->buckets);
+	cache->buckets = b;
+	cache->nbuckets = n;
+}
+
+/* At most one hashed entry per (dev, ino): the caller has unhashed the
+ * previous one. */
+static void cache_insert(struct file_cache *cache, struct file_entry *e)
+{
+	size_t k;
+
+	if (cache->nhashed >= cache->nbuckets)
+		cache_grow(cache);
+	k = cache_hash(e->dev, e->ino) & (cache->nbuckets - 1);
+	e->hash_next = cache->buckets[k];
+	cache->buckets[k] = e;
+	e->hashed = true;
+	cache->nhashed++;
+}
+
+static void cache_unhash(struct file_cache *cache, struct file_entry *e)
+{
+	struct file_entry **p;
+
+	if (!e->hashed)
+		return;
+	p = &cache->buckets[cache_hash(e->dev, e->ino) & (cache->nbuckets - 1)];
+	for (; *p != NULL; p = &(*p)->hash_next) {
+		if (*p == e) {
+			*p = e->hash_next;
+			break;
+		}
+	}
+	e->hash_next = NULL;
+	e->hashed = false;
+	cache->nhashed--;
+}
+
+/* --- entries ----------------------------------------------------------- */
+
+static struct file_entry *entry_new(struct file_cache *cache, int fd,
+				    const struct stat *st, enum fs_class fs,
+				    uint32_t fs_type)
+{
+	struct file_entry *e = calloc(1, sizeof(*e));
+
+	if (e == NULL)
+		return NULL;
+	e->file.fd = fd;
+	e->dev = st->st_dev;
+	e->ino = st->st_ino;
+	e->size = st->st_size;
+	e->mtime = st->st_mtim;
+	e->ctime = st->st_ctim;
+	e->fs = fs;
+	e->fs_type = fs_type;
+
+	e->all_next = cache->all;
+	if (cache->all != NULL)
+		cache->all->all_prev = e;
+	cache->all = e;
+	cache->ctr.entries++;
+	return e;
+}
+
+static void entry_free(struct file_cache *cache, struct file_entry *e)
+{
+	cache_unhash(cache, e);
+	if (e->file.map != NULL) {
+		cache->ctr.mappings--;
+		cache->ctr.mapped_bytes -= e->file.map_len;
+		backend_mmap_ops.detach(&e->file);
+	}
+	safe_close(e->file.fd);
+
+	if (e->all_prev != NULL)
+		e->all_prev->all_next = e->all_next;
+	else
+		cache->all = e->all_next;
+	if (e->all_next != NULL)
+		e->all_next->all_prev = e->all_prev;
+	cache->ctr.entries--;
+	free(e);
+}
+
+/*
+ * Takes e out of the hash so that the next open of its file makes a new
+ * entry.  Refcount invariant: an entry with handles is never freed (nor
+ * unmapped) here, since a reader may be copying out of its mapping; the
+ * last file_cache_close() frees it instead.  One without handles has no
+ * reader and goes now.
+ */
+static void entry_retire(struct file_cache *cache, struct file_entry *e)
+{
+	cache_unhash(cache, e);
+	if (e->refs == 0)
+		entry_free(cache, e);
+}
+
+static bool entry_matches(const struct file_entry *e, const struct stat *st)
+{
+	return e->size == st->st_size &&
+	       e->mtime.tv_sec == st->st_mtim.tv_sec &&
+	       e->mtime.tv_nsec == st->st_mtim.tv_nsec &&
+	       e->ctime.tv_sec == st->st_ctim.tv_sec &&
+	       e->ctime.tv_nsec == st->st_ctim.tv_nsec;
+}
+
+/* --- the cache ----------------------------------------------------------- */
+
+struct file_cache *file_cache_new(void)
+{
+	struct file_cache *cache;
+	int r;
+
+	/* Every copy out of a mapping is guarded; without the handler a
+	 * truncated file would kill the daemon. */
+	r = guard_install();
+	if (r < 0) {
+		errno = -r;
+		return NULL;
+	}
+	cache = calloc(1, sizeof(*cache));
+	if (cache == NULL)
+		return NULL;
+	cache->nbuckets = CACHE_MIN_BUCKETS;
+	cache->buckets = calloc(cache->nbuckets, sizeof(*cache->buckets));
+	if (cache->buckets == NULL) {
+		free(cache);
+		return NULL;
+	}
+	return cache;
+}
+
+struct file_cache *file_cache_free(struct file_cache *cache)
+{
+	if (cache == NULL)
+		return NULL;
+	while (cache->all != NULL)
+		entry_free(cache, cache->all);
+	free(cache->buckets);
+	free(cache);
+	return NULL;
+}
+
+/*
+ * The backend a policy gives this file, before any mapping is tried.
+ * MMAP here may still become PREAD (MMAP_FAILED) or an error when mmap(2)
+ * itself fails.
+ */
+static int select_backend(enum storage_policy policy, const struct stat *st,
+			  enum fs_class fs, uint32_t fs_type,
+			  enum storage_backend *backend, enum storage_reason *reason,
+			  char *err, size_t errlen)
+{
+	bool too_large = false;
+
+#if SIZE_MAX < INT64_MAX
+	too_large = (uint64_t)st->st_size > SIZE_MAX;
+#endif
+
+	switch (policy) {
+	case STORAGE_POLICY_PREAD:
+		*backend = STORAGE_BACKEND_PREAD;
+		*reason = STORAGE_REASON_FORCED;
+		return 0;
+
+	case STORAGE_POLICY_MMAP:
+		/* The opener insists: say why it cannot be done. */
+		if (!S_ISREG(st->st_mode)) {
+			set_err(err, errlen, "mmap required but the file is not a regular file");
+			return -ENODEV;
+		}
+		if (fs == FS_PSEUDO) {
+			set_err(err, errlen,
+				"mmap required but the file is on a pseudo file system (f_type 0x%" PRIx32 ")",
+				fs_type);
+			return -ENODEV;
+		}
+		if (st->st_size == 0) {
+			set_err(err, errlen, "mmap required but the file is empty");
+			return -EINVAL;
+		}
+		if (too_large) {
+			set_err(err, errlen, "mmap required but the file is too large for the address space");
+			return -EFBIG;
+		}
+		/* A network file system is allowed: the user asked. */
+		*backend = STORAGE_BACKEND_MMAP;
+		*reason = STORAGE_REASON_FORCED;
+		return 0;
+
+	case STORAGE_POLICY_AUTO:
+		*backend = STORAGE_BACKEND_PREAD;
+		/*
+		 * The file system goes before the size: sysfs attributes
+		 * claim 4096 bytes whatever they hold, procfs files claim 0.
+		 */
+		if (!S_ISREG(st->st_mode))
+			*reason = STORAGE_REASON_NOT_REGULAR;
+		else if (fs == FS_PSEUDO)
+			*reason = STORAGE_REASON_PSEUDO_FS;
+		else if (fs == FS_NETWORK)
+			*reason = STORAGE_REASON_NETWORK_FS;
+		else if (st->st_size == 0)
+			*reason = STORAGE_REASON_EMPTY;
+		else if (too_large)
+			*reason = STORAGE_REASON_TOO_LARGE;
+		else {
+			*backend = STORAGE_BACKEND_MMAP;
+			*reason = STORAGE_REASON_LOCAL_FILE;
+		}
+		return 0;
+	}
+	set_err(err, errlen, "unknown backend policy %d", (int)policy);
+	return -EINVAL;
+}
+
+int file_cache_open(struct file_cache *cache, int fd, enum storage_policy policy,
+		    struct storage_handle *out, char *err, size_t errlen)
+{
+	enum storage_backend backend;
+	enum storage_reason reason;
+	struct file_entry *e = NULL;
+	enum fs_class fs = FS_LOCAL;
+	uint32_t fs_type = 0;
+	struct statfs sfs;
+	struct stat st;
+	bool shared;
+	int fl, r;
+
+	if (err != NULL && errlen > 0)
+		err[0] = '\0';
+	if (out != NULL)
+		*out = (struct storage_handle){ .entry = NULL };
+	if (cache == NULL || out == NULL) {
+		r = -EINVAL;
+		goto fail_fd;
+	}
+
+	/*
+	 * A passed descriptor proves read access only if it was opened for
+	 * reading: O_PATH and write-only descriptors can be had without read
+	 * permission, and must not open (or reuse) an entry.
+	 */
+	fl = fcntl(fd, F_GETFL);
+	if (fl < 0) {
+		r = -errno;
+		set_err(err, errlen, "not a valid descriptor");
+		goto fail_fd;
+	}
+	if (fl & O_PATH) {
+		set_err(err, errlen, "descriptor opened with O_PATH cannot be read");
+		r = -EBADF;
+		goto fail_fd;
+	}
+	if ((fl & O_ACCMODE) != O_RDONLY && (fl & O_ACCMODE) != O_RDWR) {
+		set_err(err, errlen, "descriptor is not open for reading");
+		r = -EBADF;
+		goto fail_fd;
+	}
+	if (fstat(fd, &st) < 0) {
+		r = -errno;
+		set_err(err, errlen, "fstat failed: %s", strerror(-r));
+		goto fail_fd;
+	}
+	if (S_ISDIR(st.st_mode)) {
+		set_err(err, errlen, "is a directory");
+		r = -EISDIR;
+		goto fail_fd;
+	}
+
+	if (S_ISREG(st.st_mode)) {
+		e = cache_lookup(cache, st.st_dev, st.st_ino);
+		if (e != NULL) {
+			fs = e->fs;	/* same st_dev, same file system */
+			fs_type = e->fs_type;
+		} else {
+			if (fstatfs(fd, &sfs) < 0) {
+				r = -errno;
+				set_err(err, errlen, "fstatfs failed: %s", strerror(-r));
+				goto fail_fd;
+			}
+			fs_type = (uint32_t)sfs.f_type;
+			fs = fs_classify(fs_type);
+		}
+	}
+	shared = S_ISREG(st.st_mode) && fs != FS_PSEUDO;
+
+	r = select_backend(policy, &st, fs, fs_type, &backend, &reason, err, errlen);
+	if (r < 0)
+		goto fail_fd;
+
+	if (e != NULL && !entry_matches(e, &st)) {
+		/* The file changed since the entry was made: its handles keep
+		 * reading the inode as it is now; new opens get a new entry. */
+		entry_retire(cache, e);
+		cache->ctr.stale_replaced++;
+		e = NULL;
+	}
+	if (e != NULL) {
+		/* The entry already has a descriptor for this file; this one
+		 * has served its purpose (proving read access). */
+		safe_close(fd);
+		cache->ctr.cache_hits++;
+	} else {
+		e = entry_new(cache, fd, &st, fs, fs_type);
+		if (e == NULL) {
+			set_err(err, errlen, "out of memory");
+			r = -ENOMEM;
+			goto fail_fd;
+		}
+		if (shared)
+			cache_insert(cache, e);
+		cache->ctr.cache_misses++;
+	}
+	/* fd belongs to the entry, or is closed, from here on. */
+
+	if (backend == STORAGE_BACKEND_MMAP && e->file.map == NULL) {
+		/* The size validated above is the file's size now: it is the
+		 * mapping's length.  A failed mmap is never tried again for
+		 * this entry (it would fail the same way, at a syscall each). */
+		if (e->map_errno == 0) {
+			r = backend_mmap_ops.attach(&e->file, (uint64_t)st.st_size);
+			if (r < 0) {
+				e->map_errno = -r;
+			} else {
+				cache->ctr.mappings++;
+				cache->ctr.mapped_bytes += e->file.map_len;
+			}
+		}
+		if (e->map_errno != 0) {
+			if (policy == STORAGE_POLICY_MMAP) {
+				r = -e->map_errno;
+				set_err(err, errlen, "mmap required but mmap failed: %s",
+					strerror(e->map_errno));
+				/* A new shared entry stays cached (it remembers
+				 * the failure); a private one cannot get here. */
+				if (e->refs == 0 && !e->hashed)
+					entry_free(cache, e);
+				return r;
+			}
+			backend = STORAGE_BACKEND_PREAD;
+			reason = STORAGE_REASON_MMAP_FAILED;
+		}
+	}
+
+	e->refs++;
+	out->entry = e;
+	out->backend = backend;
+	out->reason = reason;
+	out->map_errno = reason == STORAGE_REASON_MMAP_FAILED ? e->map_errno : 0;
+	cache->ctr.opens_by_reason[reason]++;
+	return 0;
+
+fail_fd:
+	safe_close(fd);
+	return r;
+}
+
+void file_cache_close(struct file_cache *cache, struct storage_handle *h)
+{
+	struct file_entry *e;
+
+	if (cache == NULL || h == NULL || h->entry == NULL)
+		return;
+	e = h->entry;
+	h->entry = NULL;
+	if (e->refs == 0)
+		return;	/* closed twice: never drive the count below zero */
+	e->refs--;
+	if (e->refs > 0)
+		return;
+	/*
+	 * Refcount invariant: a cached entry outlives its handles (that is
+	 * the point of the cache); a stale or private one is unreachable for
+	 * new opens, so its last handle frees it.  So does a cached one
+	 * whose file has been deleted (or replaced by rename): no path leads
+	 * to it any more, and our descriptor would pin its blocks.
+	 */
+	if (e->hashed) {
+		struct stat st;
+
+		if (fstat(e->file.fd, &st) == 0 && st.st_nlink == 0)
+			cache_unhash(cache, e);
+	}
+	if (!e->hashed)
+		entry_free(cache, e);
+}
+
+ssize_t storage_read(struct file_cache *cache, struct storage_handle *h,
+		     void *dst, size_t len, uint64_t offset)
+{
+	const struct backend_ops *ops;
+	struct backend_io io = { 0 };
+	struct file_entry *e;
+	ssize_t r;
+
+	if (cache == NULL || h == NULL || h->entry == NULL)
+		return -EBADF;
+	e = h->entry;
+
+	/* Offsets come from clients: check without wrapping, like pread(2)
+	 * (negative offset, or offset + len past the largest loff_t). */
+	if (offset > INT64_MAX || len > INT64_MAX - offset)
+		return -EINVAL;
+	if (offset + len > CACHE_OFF_MAX)
+		return -EOVERFLOW;
+	if (len > SSIZE_MAX)
+		len = SSIZE_MAX;	/* the answer must fit the return type */
+	if (dst == NULL && len > 0)
+		return -EFAULT;
+
+	ops = backend_get(h->backend);
+	if (ops == NULL)
+		return -EINVAL;
+	r = ops->read(&e->file, dst, len, offset, &io);
+
+	cache->ctr.bytes_mmap += io.bytes_mmap;
+	cache->ctr.bytes_pread += io.bytes_pread;
+	if (io.faults > 0) {
+		/*
+		 * SIGBUS recovery: the read was answered by pread, but the
+		 * mapping no longer matches the file.  Retire the entry so
+		 * the next open maps the file anew; its handles (this one
+		 * included) keep it, and its mapping, until they close.
+		 */
+		cache->ctr.sigbus_recoveries += io.faults;
+		cache_unhash(cache, e);
+	}
+	return r;
+}
+
+static int64_t timespec_to_ns(const struct timespec *ts)
+{
+	int64_t ns;
+
+	/* mtime is set by users (utimensat): saturate instead of wrapping. */
+	if (__builtin_mul_overflow((int64_t)ts->tv_sec, (int64_t)1000000000, &ns))
+		return ts->tv_sec < 0 ? INT64_MIN : INT64_MAX;
+	if (__builtin_add_overflow(ns, (int64_t)ts->tv_nsec, &ns))
+		return INT64_MAX;
+	return ns;
+}
+
+int storage_stat(struct storage_handle *h, struct storage_stat *out)
+{
+	struct file_entry *e;
+	struct stat st;
+
+	if (h == NULL || h->entry == NULL || out == NULL)
+		return -EBADF;
+	e = h->entry;
+	if (fstat(e->file.fd, &st) < 0)
+		return -errno;
+	*out = (struct storage_stat){
+		.size = st.st_size < 0 ? 0 : (uint64_t)st.st_size,
+		.dev = (uint64_t)st.st_dev,
+		.ino = (uint64_t)st.st_ino,
+		.mtime_ns = timespec_to_ns(&st.st_mtim),
+		.mode = (uint32_t)st.st_mode,
+		.mapped_length = e->file.map != NULL ? e->file.map_len : 0,
+		.handles = e->refs,
+	};
+	return 0;
+}
+
+void file_cache_counters(const struct file_cache *cache, struct storage_counters *out)
+{
+	if (out == NULL)
+		return;
+	if (cache == NULL) {
+		*out = (struct storage_counters){ 0 };
+		return;
+	}
+	*out = cache->ctr;
+}

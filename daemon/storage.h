@@ -1,0 +1,135 @@
+/*
+ * storage.h - the storage core of hotmapd: the file cache, the backends
+ * (mmap, pread) and the SIGBUS-guarded copy.
+ *
+ * What it is for: turn a readable descriptor into a shared cache entry keyed
+ * by (st_dev, st_ino), pick a backend for each handle at open time, and
+ * answer reads with exactly the bytes pread(2) on that descriptor would
+ * return at that moment.
+ *
+ * What it must not do: include libevent or protobuf headers, log, exit or
+ * abort on bad input.  Every function returns 0 or a positive value on
+ * success and a negative errno on failure.
+ *
+ * Threading: the cache and its entries are not locked; one thread (the event
+ * loop) calls into them.  The guarded copy (guard.h) is thread-safe.
+ */
+#ifndef HOTMAP_STORAGE_H
+#define HOTMAP_STORAGE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* Values match HM_BACKEND_* in client/hotmap.h and the wire protocol. */
+enum storage_backend {
+	STORAGE_BACKEND_MMAP = 1,
+	STORAGE_BACKEND_PREAD = 2,
+};
+
+/* What the opener asked for; captured per handle at open. */
+enum storage_policy {
+	STORAGE_POLICY_AUTO = 0,
+	STORAGE_POLICY_MMAP = 1,	/* required: fail if impossible */
+	STORAGE_POLICY_PREAD = 2,
+};
+
+/* Why a handle got its backend.  Values travel on the wire: append only. */
+enum storage_reason {
+	STORAGE_REASON_LOCAL_FILE = 0,	/* AUTO: regular, non-empty, local fs */
+	STORAGE_REASON_FORCED = 1,	/* policy MMAP or PREAD asked for it */
+	STORAGE_REASON_NOT_REGULAR = 2,	/* pipe, socket, device, ... */
+	STORAGE_REASON_EMPTY = 3,	/* st_size 0 (procfs files have content) */
+	STORAGE_REASON_NETWORK_FS = 4,	/* NFS, CIFS/SMB, 9p, FUSE, Lustre, Ceph, ... */
+	STORAGE_REASON_PSEUDO_FS = 5,	/* procfs, sysfs, debugfs, ...: st_size lies */
+	STORAGE_REASON_MMAP_FAILED = 6,	/* mmap(2) returned an error */
+	STORAGE_REASON_TOO_LARGE = 7,	/* st_size does not fit in size_t */
+	STORAGE_REASON__COUNT
+};
+
+/* Short stable name ("local-file", "forced", "not-regular", "empty",
+ * "network-fs", "pseudo-fs", "mmap-failed", "too-large"); "unknown" else. */
+const char *storage_reason_name(enum storage_reason reason);
+/* "mmap", "pread" or "unknown". */
+const char *storage_backend_name(enum storage_backend backend);
+
+struct file_cache;
+struct file_entry;
+
+/* One opener's view of an entry: the backend it was given at open. */
+struct storage_handle {
+	struct file_entry *entry;
+	enum storage_backend backend;
+	enum storage_reason reason;
+	int map_errno;		/* with STORAGE_REASON_MMAP_FAILED: mmap's errno */
+};
+
+struct storage_stat {
+	uint64_t size;		/* current st_size of the descriptor */
+	uint64_t dev;
+	uint64_t ino;
+	int64_t mtime_ns;
+	uint32_t mode;
+	uint64_t mapped_length;	/* 0 when the entry has no mapping */
+	unsigned handles;	/* open handles on the entry, all sessions */
+};
+
+/* Counters the storage core keeps (never reset here). */
+struct storage_counters {
+	uint64_t entries;		/* entries alive (cached + stale) */
+	uint64_t mappings;		/* entries with a live mapping */
+	uint64_t mapped_bytes;		/* sum of mapping lengths */
+	uint64_t cache_hits;		/* opens that reused an entry */
+	uint64_t cache_misses;		/* opens that made a new entry */
+	uint64_t stale_replaced;	/* entries replaced because the file changed */
+	uint64_t sigbus_recoveries;	/* faults caught in a guarded copy */
+	uint64_t bytes_mmap;		/* bytes served by copying out of a mapping */
+	uint64_t bytes_pread;		/* bytes served by pread */
+	uint64_t opens_by_reason[STORAGE_REASON__COUNT];
+};
+
+struct file_cache *file_cache_new(void);
+/* Frees the cache and every entry (callers close their handles first;
+ * entries still referenced are freed too).  Takes NULL; returns NULL. */
+struct file_cache *file_cache_free(struct file_cache *cache);
+
+/*
+ * Opens a handle on the file behind fd.  Always consumes fd: it becomes the
+ * entry's descriptor, or is closed when an unchanged entry for the same
+ * (st_dev, st_ino) is reused, or on error.
+ *
+ * fd must be readable: not O_PATH, access mode O_RDONLY or O_RDWR
+ * (-EBADF otherwise).  Directories give -EISDIR.
+ * An existing entry is reused only if its size, mtime and ctime are those of
+ * fd now; otherwise it becomes stale (it lives on until its last handle
+ * closes) and a new entry replaces it.
+ *
+ * With STORAGE_POLICY_MMAP, a file that cannot be mapped fails:
+ * -ENODEV (not a regular file, or a pseudo file system), -EINVAL (empty),
+ * -EFBIG (too large for the address space) or mmap's own errno.  When err is
+ * not NULL, a one-line reason without the path is written to it.
+ */
+int file_cache_open(struct file_cache *cache, int fd, enum storage_policy policy,
+		    struct storage_handle *out, char *err, size_t errlen);
+
+/* Drops the handle's reference.  An unchanged entry stays cached (and
+ * mapped) after its last handle closes; a stale one is freed. */
+void file_cache_close(struct file_cache *cache, struct storage_handle *h);
+
+/*
+ * Reads like pread(fd, dst, len, offset) on the handle's descriptor: the
+ * number of bytes read (short only at end of file), 0 at or past EOF, or a
+ * negative errno.  -EINVAL when offset or offset + len exceeds INT64_MAX.
+ * Loops over short preads until len bytes or EOF.
+ * The mmap backend copies under the SIGBUS guard; bytes past the mapped
+ * length (file extended) or a copy that faulted (file truncated) are read
+ * with pread, and a fault marks the entry stale so new opens remap.
+ */
+ssize_t storage_read(struct file_cache *cache, struct storage_handle *h,
+		     void *dst, size_t len, uint64_t offset);
+
+int storage_stat(struct storage_handle *h, struct storage_stat *st);
+
+void file_cache_counters(const struct file_cache *cache, struct storage_counters *out);
+
+#endif
