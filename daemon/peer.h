@@ -1,0 +1,94 @@
+/*
+ * peer.h - one client connection of hotmapd: the transport layer.
+ *
+ * What it is for: own the socket, read with recvmsg (collecting descriptors
+ * passed with SCM_RIGHTS), buffer input until a frame is complete, check
+ * each header before its body is buffered, and hand whole frames to the
+ * service layer; queue replies and write them as the socket allows.
+ *
+ * What it must not do: interpret messages (that is session.c) or touch
+ * files.  It is the only code besides server.c that knows libevent.
+ *
+ * Memory per connection is bounded: input is read only while less than
+ * PEER_INPUT_MAX is buffered, and frames are dispatched only while less than
+ * PEER_OUTPUT_HIGH of replies waits to be written.
+ */
+#ifndef HOTMAP_PEER_H
+#define HOTMAP_PEER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "proto/frame.h"
+
+struct event_base;
+struct peer;
+
+#define PEER_INPUT_MAX		(256u * 1024u)
+#define PEER_OUTPUT_HIGH	(1u * 1024u * 1024u)
+#define PEER_OUTPUT_LOW		(256u * 1024u)
+#define PEER_MAX_FDS		16	/* descriptors queued, not yet claimed */
+
+struct peer_frame {
+	struct hm_frame_header hdr;
+	const uint8_t *body;	/* hdr.length bytes, valid during the call */
+};
+
+struct peer_ops {
+	/* A complete frame: 0 to go on, negative errno to drop the peer. */
+	int (*dispatch)(struct peer *p, const struct peer_frame *f, void *arg);
+	/* Output fell below PEER_OUTPUT_LOW while the peer was paused. */
+	int (*drain)(struct peer *p, void *arg);
+	/*
+	 * The connection is over (EOF, error, protocol violation, or a
+	 * callback asked for it).  Called once, never from inside dispatch or
+	 * drain; the callee frees the peer and must not expect it to be used
+	 * again.  why is a short reason for the log; clean is true when the
+	 * client closed the connection itself.
+	 */
+	void (*closed)(struct peer *p, bool clean, const char *why, void *arg);
+};
+
+struct peer *peer_new(struct event_base *base, int fd, const struct peer_ops *ops, void *arg);
+/* Closes the socket and every unclaimed descriptor.  Takes NULL. */
+void peer_free(struct peer *p);
+
+/* The connected client's credentials (SO_PEERCRED at accept). */
+pid_t peer_pid(const struct peer *p);
+uid_t peer_uid(const struct peer *p);
+gid_t peer_gid(const struct peer *p);
+/* "pid 123 uid 1000" for log lines. */
+const char *peer_name(const struct peer *p);
+
+/* Queues a frame carrying msg.  0 or negative errno. */
+int peer_send(struct peer *p, uint16_t type, uint32_t id, const ProtobufCMessage *msg);
+/* Queues an ERROR frame. */
+int peer_send_error(struct peer *p, uint32_t id, int error, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+/*
+ * Queues one READ_DATA frame with HM_FLAG_MORE and an empty message whose
+ * raw part is written in place by fill(arg, dst, len), which returns the
+ * bytes it wrote (at most len) or a negative errno.  Nothing is queued when
+ * fill returns 0 or an error.  Returns fill's result.
+ */
+ssize_t peer_send_raw(struct peer *p, uint32_t id, size_t len,
+		      ssize_t (*fill)(void *arg, void *dst, size_t len), void *arg);
+
+/* Bytes queued and not yet written. */
+size_t peer_output_pending(const struct peer *p);
+
+/* While paused, no frame is dispatched; drain is called instead. */
+void peer_set_paused(struct peer *p, bool paused);
+
+/* Claims the oldest descriptor received and not yet claimed: the fd, or
+ * -EBADF when the client sent none. */
+int peer_take_fd(struct peer *p);
+
+/* Stops reading, flushes what is queued (at most a few seconds), then
+ * closes with the given reason. */
+void peer_close_after_flush(struct peer *p, const char *why);
+
+#endif

@@ -1,0 +1,42 @@
+/*
+ * resolve.h - open a path a client names, only beneath the roots that the
+ * daemon was given (--root).
+ *
+ * What it is for: the open-by-path request.  The path is resolved with
+ * openat2(RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS) relative to a descriptor
+ * of the root, so neither "..", nor a symlink, nor a magic link can leave
+ * it.  Kernels without openat2 get an equivalent check: the opened file's
+ * real path (/proc/self/fd) must lie beneath the root's real path.
+ *
+ * What it must not do: log, or decide who may open by path (session.c).
+ */
+#ifndef HOTMAP_RESOLVE_H
+#define HOTMAP_RESOLVE_H
+
+#include <stddef.h>
+
+struct resolve_root {
+	char *given;	/* as configured, without trailing slashes */
+	char *real;	/* realpath() of it at start-up */
+	int fd;		/* O_PATH | O_DIRECTORY */
+};
+
+struct resolve_roots {
+	struct resolve_root *v;
+	size_t n;
+};
+
+/* Adds a root: it must exist and be a directory.  Negative errno. */
+int resolve_roots_add(struct resolve_roots *r, const char *dir);
+void resolve_roots_clear(struct resolve_roots *r);
+
+/*
+ * Opens path (absolute) for reading beneath the first root that is a
+ * prefix of it.  Returns the descriptor (O_RDONLY | O_CLOEXEC | O_NOCTTY |
+ * O_NONBLOCK, so a FIFO never blocks the daemon) or a negative errno:
+ * -EACCES when no root contains the path or the path escapes its root,
+ * -EINVAL when the path is not absolute, else open's errno (-ENOENT, ...).
+ */
+int resolve_open(const struct resolve_roots *r, const char *path);
+
+#endif

@@ -1,0 +1,359 @@
+/*
+ * server.c - listener, signals and statistics of hotmapd (see server.h).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+#include <protobuf-c/protobuf-c.h>
+
+#include "daemon/log.h"
+#include "daemon/sd.h"
+#include "daemon/server.h"
+#include "daemon/session.h"
+
+#define SERVER_BACKLOG		128
+#define SERVER_ACCEPT_RETRY_S	1
+
+uint64_t
+server_uptime_us(const struct server *srv)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (uint64_t)(now.tv_sec - srv->started.tv_sec) * 1000000u +
+	       (uint64_t)((now.tv_nsec - srv->started.tv_nsec) / 1000);
+}
+
+bool
+server_peer_is_admin(const struct server *srv, uid_t uid)
+{
+	return uid == 0 || uid == srv->uid;
+}
+
+static const char *const request_keys[HM_MSG__MAX + 1] = {
+	[HM_MSG_HELLO] = "requests_hello",
+	[HM_MSG_OPEN] = "requests_open",
+	[HM_MSG_READ] = "requests_read",
+	[HM_MSG_STAT] = "requests_stat",
+	[HM_MSG_CLOSE] = "requests_close",
+	[HM_MSG_PING] = "requests_ping",
+	[HM_MSG_STATS] = "requests_stats",
+};
+
+static const char *const reason_keys[STORAGE_REASON__COUNT] = {
+	[STORAGE_REASON_LOCAL_FILE] = "opens_local_file",
+	[STORAGE_REASON_FORCED] = "opens_forced",
+	[STORAGE_REASON_NOT_REGULAR] = "opens_not_regular",
+	[STORAGE_REASON_EMPTY] = "opens_empty",
+	[STORAGE_REASON_NETWORK_FS] = "opens_network_fs",
+	[STORAGE_REASON_PSEUDO_FS] = "opens_pseudo_fs",
+	[STORAGE_REASON_MMAP_FAILED] = "opens_mmap_failed",
+	[STORAGE_REASON_TOO_LARGE] = "opens_too_large",
+};
+
+void
+server_stats_foreach(struct server *srv, server_stat_cb cb, void *arg)
+{
+	const struct server_counters *c = &srv->counters;
+	struct storage_counters sc;
+	size_t i;
+
+	file_cache_counters(srv->cache, &sc);
+	cb("version", 0, PACKAGE_VERSION, arg);
+	cb("libevent_version", 0, event_get_version(), arg);
+	cb("protobuf_c_version", 0, protobuf_c_version(), arg);
+	cb("pid", (uint64_t)getpid(), NULL, arg);
+	cb("uptime_us", server_uptime_us(srv), NULL, arg);
+	cb("clients", c->clients, NULL, arg);
+	cb("clients_total", c->clients_total, NULL, arg);
+	cb("clients_dropped", c->clients_dropped, NULL, arg);
+	cb("handles", c->handles, NULL, arg);
+	for (i = 0; i <= HM_MSG__MAX; i++)
+		if (request_keys[i] != NULL)
+			cb(request_keys[i], c->requests[i], NULL, arg);
+	cb("errors_replied", c->errors_replied, NULL, arg);
+	cb("accept_backoffs", c->accept_backoffs, NULL, arg);
+	cb("bytes_served", c->bytes_served, NULL, arg);
+	cb("bytes_mmap", sc.bytes_mmap, NULL, arg);
+	cb("bytes_pread", sc.bytes_pread, NULL, arg);
+	cb("files", sc.entries, NULL, arg);
+	cb("mappings", sc.mappings, NULL, arg);
+	cb("mapped_bytes", sc.mapped_bytes, NULL, arg);
+	cb("cache_hits", sc.cache_hits, NULL, arg);
+	cb("cache_misses", sc.cache_misses, NULL, arg);
+	cb("stale_replaced", sc.stale_replaced, NULL, arg);
+	cb("sigbus_recoveries", sc.sigbus_recoveries, NULL, arg);
+	for (i = 0; i < STORAGE_REASON__COUNT; i++)
+		cb(reason_keys[i], sc.opens_by_reason[i], NULL, arg);
+}
+
+static void
+server_accept_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct server *srv = arg;
+	struct timeval tv = { SERVER_ACCEPT_RETRY_S, 0 };
+	int i;
+
+	(void)what;
+	/* A bounded batch per wake-up keeps one flood from starving the loop. */
+	for (i = 0; i < 64; i++) {
+		int c = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+		if (c < 0) {
+			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+				/* Out of descriptors: stop accepting for a
+				 * second instead of spinning; clients wait in
+				 * the backlog and those connected go on. */
+				log_warn("accept: %s; pausing new connections for %d s",
+					 strerror(errno), SERVER_ACCEPT_RETRY_S);
+				srv->counters.accept_backoffs++;
+				event_del(srv->ev_accept);
+				evtimer_add(srv->ev_accept_retry, &tv);
+			} else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR &&
+				   errno != ECONNABORTED) {
+				log_warn("accept: %s", strerror(errno));
+			}
+			return;
+		}
+		if (session_new(srv, c) < 0)
+			log_warn("accept: out of memory for a new client");
+	}
+}
+
+static void
+server_accept_retry_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct server *srv = arg;
+
+	(void)fd;
+	(void)what;
+	event_add(srv->ev_accept, NULL);
+}
+
+static void
+server_signal_cb(evutil_socket_t sig, short what, void *arg)
+{
+	struct server *srv = arg;
+
+	(void)what;
+	if (sig == SIGHUP) {
+		log_notice("SIGHUP: nothing to reload (hotmapd has no configuration file yet)");
+		return;
+	}
+	log_notice("%s: shutting down", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+	sd_notify(0, "STOPPING=1");
+	event_base_loopexit(srv->base, NULL);
+}
+
+int
+server_init(struct server *srv, struct server_config *cfg, char *err, size_t errlen)
+{
+	static const int sigs[] = { SIGTERM, SIGINT, SIGHUP };
+	size_t i;
+
+	memset(srv, 0, sizeof *srv);
+	srv->listen_fd = -1;
+	srv->cfg = *cfg;
+	memset(&cfg->roots, 0, sizeof cfg->roots);
+	srv->uid = geteuid();
+	clock_gettime(CLOCK_MONOTONIC, &srv->started);
+	srv->base = event_base_new();
+	srv->cache = file_cache_new();
+	if (srv->base == NULL || srv->cache == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	for (i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
+		srv->ev_signals[i] = evsignal_new(srv->base, sigs[i], server_signal_cb, srv);
+		if (srv->ev_signals[i] == NULL || event_add(srv->ev_signals[i], NULL) < 0) {
+			snprintf(err, errlen, "cannot handle signal %d", sigs[i]);
+			return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
+static int
+mkdir_parent(const char *path, char *err, size_t errlen)
+{
+	char dir[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	char *slash;
+
+	snprintf(dir, sizeof dir, "%s", path);
+	slash = strrchr(dir, '/');
+	if (slash == NULL || slash == dir)
+		return 0;
+	*slash = '\0';
+	if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
+		int e = errno;
+
+		snprintf(err, errlen, "cannot create %s: %s", dir, strerror(e));
+		return -e;
+	}
+	return 0;
+}
+
+/* Another daemon answering on path?  A stale socket file is removed. */
+static int
+remove_stale_socket(const struct sockaddr_un *sa, char *err, size_t errlen)
+{
+	struct stat st;
+	int fd, rc;
+
+	if (lstat(sa->sun_path, &st) < 0)
+		return 0;
+	if (!S_ISSOCK(st.st_mode)) {
+		snprintf(err, errlen, "%s exists and is not a socket", sa->sun_path);
+		return -EEXIST;
+	}
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	rc = connect(fd, (const struct sockaddr *)sa, sizeof *sa);
+	close(fd);
+	if (rc == 0) {
+		snprintf(err, errlen, "another hotmapd is listening on %s", sa->sun_path);
+		return -EADDRINUSE;
+	}
+	if (unlink(sa->sun_path) < 0 && errno != ENOENT) {
+		int e = errno;
+
+		snprintf(err, errlen, "cannot remove stale socket %s: %s", sa->sun_path, strerror(e));
+		return -e;
+	}
+	return 0;
+}
+
+static int
+server_bind(struct server *srv, char *err, size_t errlen)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	const char *path = srv->cfg.socket_path;
+	int fd, rc, e;
+
+	if (strlen(path) >= sizeof sa.sun_path) {
+		snprintf(err, errlen, "socket path too long (%zu bytes, at most %zu): %s",
+			 strlen(path), sizeof sa.sun_path - 1, path);
+		return -ENAMETOOLONG;
+	}
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+	rc = mkdir_parent(path, err, errlen);
+	if (rc < 0)
+		return rc;
+	rc = remove_stale_socket(&sa, err, errlen);
+	if (rc < 0)
+		return rc;
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		e = errno;
+		snprintf(err, errlen, "socket: %s", strerror(e));
+		return -e;
+	}
+	if (bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0) {
+		e = errno;
+		snprintf(err, errlen, "bind %s: %s", path, strerror(e));
+		close(fd);
+		return -e;
+	}
+	srv->socket_bound = true;
+	/* Anyone who can reach the socket may connect: opening by descriptor
+	 * only ever serves what the client could read itself. */
+	if (chmod(path, 0666) < 0 || listen(fd, SERVER_BACKLOG) < 0) {
+		e = errno;
+		snprintf(err, errlen, "listen on %s: %s", path, strerror(e));
+		close(fd);
+		return -e;
+	}
+	srv->listen_fd = fd;
+	return 0;
+}
+
+int
+server_listen(struct server *srv, char *err, size_t errlen)
+{
+	int n = sd_listen_fds(1);
+	int rc;
+
+	if (n > 1) {
+		snprintf(err, errlen, "systemd passed %d sockets; hotmapd takes one", n);
+		return -EINVAL;
+	}
+	if (n == 1) {
+		if (sd_is_socket_unix(SD_LISTEN_FDS_START, SOCK_STREAM, 1, NULL, 0) <= 0) {
+			snprintf(err, errlen, "the socket systemd passed is not a listening Unix stream socket");
+			return -EINVAL;
+		}
+		srv->listen_fd = SD_LISTEN_FDS_START;
+		srv->socket_activated = true;
+		fcntl(srv->listen_fd, F_SETFD, FD_CLOEXEC);
+		fcntl(srv->listen_fd, F_SETFL, fcntl(srv->listen_fd, F_GETFL) | O_NONBLOCK);
+	} else {
+		rc = server_bind(srv, err, errlen);
+		if (rc < 0)
+			return rc;
+	}
+	srv->ev_accept = event_new(srv->base, srv->listen_fd, EV_READ | EV_PERSIST,
+				   server_accept_cb, srv);
+	srv->ev_accept_retry = evtimer_new(srv->base, server_accept_retry_cb, srv);
+	if (srv->ev_accept == NULL || srv->ev_accept_retry == NULL ||
+	    event_add(srv->ev_accept, NULL) < 0) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+int
+server_run(struct server *srv)
+{
+	char status[256];
+
+	snprintf(status, sizeof status, "READY=1\nSTATUS=serving on %s",
+		 srv->socket_activated ? "the socket systemd passed" : srv->cfg.socket_path);
+	sd_notify(0, status);
+	log_notice("hotmapd %s ready on %s (backend %s, %zu root%s)", PACKAGE_VERSION,
+		   srv->socket_activated ? "the socket systemd passed" : srv->cfg.socket_path,
+		   srv->cfg.policy == STORAGE_POLICY_MMAP ? "mmap" :
+		   srv->cfg.policy == STORAGE_POLICY_PREAD ? "pread" : "auto",
+		   srv->cfg.roots.n, srv->cfg.roots.n == 1 ? "" : "s");
+	if (event_base_dispatch(srv->base) < 0)
+		return -EIO;
+	return 0;
+}
+
+void
+server_fini(struct server *srv)
+{
+	size_t i;
+
+	while (srv->sessions != NULL)
+		session_free(srv->sessions);
+	if (srv->ev_accept != NULL)
+		event_free(srv->ev_accept);
+	if (srv->ev_accept_retry != NULL)
+		event_free(srv->ev_accept_retry);
+	for (i = 0; i < sizeof srv->ev_signals / sizeof srv->ev_signals[0]; i++)
+		if (srv->ev_signals[i] != NULL)
+			event_free(srv->ev_signals[i]);
+	if (srv->listen_fd >= 0 && !srv->socket_activated)
+		close(srv->listen_fd);
+	if (srv->socket_bound)
+		unlink(srv->cfg.socket_path);
+	srv->cache = file_cache_free(srv->cache);
+	resolve_roots_clear(&srv->cfg.roots);
+	if (srv->base != NULL)
+		event_base_free(srv->base);
+	memset(srv, 0, sizeof *srv);
+	srv->listen_fd = -1;
+}

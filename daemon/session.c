@@ -1,0 +1,576 @@
+/*
+ * session.c - a client's requests and handles (see session.h).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "daemon/log.h"
+#include "daemon/peer.h"
+#include "daemon/server.h"
+#include "daemon/session.h"
+#include "daemon/storage.h"
+
+struct session_handle {
+	bool used;
+	struct storage_handle h;
+};
+
+/* A READ being streamed: one chunk at a time while the socket takes it. */
+struct session_stream {
+	bool active;
+	uint32_t id;
+	size_t slot;
+	uint64_t offset;
+	uint64_t remaining;
+	uint64_t total;
+};
+
+struct session {
+	struct server *srv;
+	struct peer *peer;
+	struct session *prev, *next;
+	bool hello_done;
+
+	struct session_handle *handles;
+	size_t nhandles;	/* slots allocated */
+	size_t used;		/* slots in use */
+	size_t free_hint;	/* lowest slot that may be free */
+
+	struct session_stream stream;
+};
+
+typedef int (*session_handler)(struct session *s, uint32_t id, ProtobufCMessage *msg);
+
+struct session_command {
+	uint16_t type;
+	session_handler handler;
+	bool needs_admin;
+};
+
+static int session_hello(struct session *s, uint32_t id, ProtobufCMessage *msg);
+static int session_open(struct session *s, uint32_t id, ProtobufCMessage *msg);
+static int session_read(struct session *s, uint32_t id, ProtobufCMessage *msg);
+static int session_stat(struct session *s, uint32_t id, ProtobufCMessage *msg);
+static int session_close(struct session *s, uint32_t id, ProtobufCMessage *msg);
+static int session_ping(struct session *s, uint32_t id, ProtobufCMessage *msg);
+static int session_stats(struct session *s, uint32_t id, ProtobufCMessage *msg);
+
+/* Requests a client may send; any other type disconnects it. */
+static const struct session_command session_commands[] = {
+	{ HM_MSG_HELLO, session_hello, false },
+	{ HM_MSG_OPEN, session_open, false },
+	{ HM_MSG_READ, session_read, false },
+	{ HM_MSG_STAT, session_stat, false },
+	{ HM_MSG_CLOSE, session_close, false },
+	{ HM_MSG_PING, session_ping, false },
+	{ HM_MSG_STATS, session_stats, true },
+};
+
+static void
+session_unlink(struct session *s)
+{
+	if (s->prev != NULL)
+		s->prev->next = s->next;
+	else if (s->srv->sessions == s)
+		s->srv->sessions = s->next;
+	if (s->next != NULL)
+		s->next->prev = s->prev;
+	s->prev = s->next = NULL;
+}
+
+struct session *
+session_next(struct session *s)
+{
+	return s->next;
+}
+
+static struct session_handle *
+session_handle_get(struct session *s, uint64_t handle)
+{
+	if (handle == 0 || handle > s->nhandles || !s->handles[handle - 1].used)
+		return NULL;
+	return &s->handles[handle - 1];
+}
+
+/* A free slot's number (1-based), or -EMFILE / -ENOMEM. */
+static int64_t
+session_handle_alloc(struct session *s)
+{
+	size_t i;
+
+	if (s->used == s->nhandles) {
+		size_t n = s->nhandles == 0 ? 16 : s->nhandles * 2;
+		struct session_handle *v;
+
+		if (n > SESSION_MAX_HANDLES)
+			n = SESSION_MAX_HANDLES;
+		if (n == s->nhandles)
+			return -EMFILE;
+		v = realloc(s->handles, n * sizeof *v);
+		if (v == NULL)
+			return -ENOMEM;
+		memset(v + s->nhandles, 0, (n - s->nhandles) * sizeof *v);
+		s->free_hint = s->nhandles;
+		s->handles = v;
+		s->nhandles = n;
+	}
+	for (i = s->free_hint; i < s->nhandles; i++)
+		if (!s->handles[i].used)
+			break;
+	/* used < nhandles and every slot below free_hint is used, so i is
+	 * free; free_hint moves past it only once the open succeeds. */
+	return (int64_t)i + 1;
+}
+
+static void
+session_handle_release(struct session *s, uint64_t handle)
+{
+	struct session_handle *sh = &s->handles[handle - 1];
+
+	file_cache_close(s->srv->cache, &sh->h);
+	memset(sh, 0, sizeof *sh);
+	s->used--;
+	s->srv->counters.handles--;
+	if (handle - 1 < s->free_hint)
+		s->free_hint = handle - 1;
+}
+
+static int
+session_error(struct session *s, uint32_t id, int error, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static int
+session_error(struct session *s, uint32_t id, int error, const char *fmt, ...)
+{
+	char text[480];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof text, fmt, ap);
+	va_end(ap);
+	s->srv->counters.errors_replied++;
+	log_debug("client %s: request %u: %s", peer_name(s->peer), id, text);
+	return peer_send_error(s->peer, id, error, "%s", text);
+}
+
+static int
+session_hello(struct session *s, uint32_t id, ProtobufCMessage *msg)
+{
+	Hotmap__Hello *m = (Hotmap__Hello *)msg;
+	Hotmap__HelloReply r = HOTMAP__HELLO_REPLY__INIT;
+
+	if (s->hello_done)
+		return session_error(s, id, EPROTO, "HELLO sent twice");
+	if (m->version != HM_PROTO_VERSION) {
+		session_error(s, id, EPROTONOSUPPORT,
+			      "protocol version %u is not supported; this daemon speaks %u",
+			      m->version, HM_PROTO_VERSION);
+		peer_close_after_flush(s->peer, "unsupported protocol version in HELLO");
+		return 0;
+	}
+	s->hello_done = true;
+	log_info("client %s: hello from \"%.64s\"", peer_name(s->peer),
+		 m->client_name != NULL ? m->client_name : "");
+	r.version = HM_PROTO_VERSION;
+	r.features = m->features & HM_FEATURES_ALL;
+	r.server_version = (char *)PACKAGE_VERSION;
+	r.max_frame = HM_FRAME_MAX_MESSAGE;
+	return peer_send(s->peer, HM_MSG_HELLO_REPLY, id, &r.base);
+}
+
+static void
+session_reason_text(const struct storage_handle *h, char *buf, size_t len)
+{
+	if (h->reason == STORAGE_REASON_MMAP_FAILED)
+		snprintf(buf, len, "%s: %s", storage_reason_name(h->reason), strerror(h->map_errno));
+	else
+		snprintf(buf, len, "%s", storage_reason_name(h->reason));
+}
+
+static int
+session_open(struct session *s, uint32_t id, ProtobufCMessage *msg)
+{
+	Hotmap__Open *m = (Hotmap__Open *)msg;
+	Hotmap__OpenReply r = HOTMAP__OPEN_REPLY__INIT;
+	const char *name = m->path != NULL && m->path[0] != '\0' ? m->path : "(descriptor)";
+	enum storage_policy policy;
+	struct storage_stat st;
+	char err[256], reason[128];
+	struct session_handle *sh;
+	int64_t slot;
+	int fd, rc;
+
+	if (m->policy > STORAGE_POLICY_PREAD) {
+		if (!m->by_path) {
+			fd = peer_take_fd(s->peer);
+			if (fd >= 0)
+				close(fd);
+		}
+		return session_error(s, id, EINVAL, "%s: unknown backend policy %u", name, m->policy);
+	}
+	/* The open's own choice wins; AUTO defers to the daemon's --backend. */
+	policy = m->policy != STORAGE_POLICY_AUTO ? (enum storage_policy)m->policy : s->srv->cfg.policy;
+
+	if (!m->by_path) {
+		fd = peer_take_fd(s->peer);
+		if (fd < 0)
+			return session_error(s, id, EBADF, "%s: OPEN by descriptor came without one", name);
+	} else {
+		if (s->srv->cfg.roots.n == 0)
+			return session_error(s, id, EACCES,
+					     "%s: open by path is disabled (hotmapd has no --root)", name);
+		fd = resolve_open(&s->srv->cfg.roots, name);
+		if (fd < 0)
+			return session_error(s, id, -fd, "%s: %s", name,
+					     fd == -EACCES ? "not beneath a root of hotmapd" :
+					     fd == -EINVAL ? "not an absolute path" : strerror(-fd));
+	}
+
+	slot = session_handle_alloc(s);
+	if (slot < 0) {
+		close(fd);
+		return session_error(s, id, (int)-slot, "%s: %s (a client may hold %d handles)",
+				     name, strerror((int)-slot), SESSION_MAX_HANDLES);
+	}
+	sh = &s->handles[slot - 1];
+	err[0] = '\0';
+	rc = file_cache_open(s->srv->cache, fd, policy, &sh->h, err, sizeof err);
+	if (rc < 0)
+		return session_error(s, id, -rc, "%s: %s", name, err[0] != '\0' ? err : strerror(-rc));
+	sh->used = true;
+	s->free_hint = (size_t)slot;
+	s->used++;
+	s->srv->counters.handles++;
+
+	storage_stat(&sh->h, &st);
+	session_reason_text(&sh->h, reason, sizeof reason);
+	log_debug("client %s: open %s -> handle %lld, %s (%s)", peer_name(s->peer), name,
+		  (long long)slot, storage_backend_name(sh->h.backend), reason);
+	r.handle = (uint64_t)slot;
+	r.size = st.size;
+	r.backend = sh->h.backend;
+	r.reason = sh->h.reason;
+	r.reason_text = reason;
+	return peer_send(s->peer, HM_MSG_OPEN_REPLY, id, &r.base);
+}
+
+struct session_fill {
+	struct session *s;
+	struct storage_handle *h;
+	uint64_t offset;
+};
+
+static ssize_t
+session_fill(void *arg, void *dst, size_t len)
+{
+	struct session_fill *f = arg;
+
+	return storage_read(f->s->srv->cache, f->h, dst, len, f->offset);
+}
+
+static int
+session_stream_end(struct session *s)
+{
+	Hotmap__ReadReply r = HOTMAP__READ_REPLY__INIT;
+	struct session_stream *st = &s->stream;
+
+	r.total = st->total;
+	st->active = false;
+	peer_set_paused(s->peer, false);
+	return peer_send(s->peer, HM_MSG_READ_DATA, st->id, &r.base);
+}
+
+/*
+ * Streams the active READ in chunks while the client takes them: once
+ * PEER_OUTPUT_HIGH bytes wait, the peer pauses and calls back on drain.
+ * A read ends short at EOF; an error before the first byte is an ERROR
+ * reply, an error after it ends the read short, as pread would.
+ */
+static int
+session_stream(struct session *s)
+{
+	struct session_stream *st = &s->stream;
+
+	while (st->remaining > 0) {
+		struct session_fill f;
+		size_t chunk;
+		ssize_t n;
+
+		if (peer_output_pending(s->peer) >= PEER_OUTPUT_HIGH) {
+			peer_set_paused(s->peer, true);
+			return 0;
+		}
+		chunk = st->remaining < SESSION_READ_CHUNK ? (size_t)st->remaining : SESSION_READ_CHUNK;
+		f = (struct session_fill){ s, &s->handles[st->slot].h, st->offset };
+		n = peer_send_raw(s->peer, st->id, chunk, session_fill, &f);
+		if (n < 0 && st->total == 0) {
+			st->active = false;
+			peer_set_paused(s->peer, false);
+			return session_error(s, st->id, (int)-n, "read at offset %llu: %s",
+					     (unsigned long long)st->offset, strerror((int)-n));
+		}
+		if (n <= 0)
+			break;
+		s->srv->counters.bytes_served += (uint64_t)n;
+		st->total += (uint64_t)n;
+		st->offset += (uint64_t)n;
+		st->remaining -= (uint64_t)n;
+		if ((size_t)n < chunk)
+			break;	/* end of file */
+	}
+	return session_stream_end(s);
+}
+
+static int
+session_read(struct session *s, uint32_t id, ProtobufCMessage *msg)
+{
+	Hotmap__Read *m = (Hotmap__Read *)msg;
+	struct session_handle *sh = session_handle_get(s, m->handle);
+
+	if (sh == NULL)
+		return session_error(s, id, EBADF, "read: no handle %llu", (unsigned long long)m->handle);
+	/* pread(2) refuses offsets whose end does not fit in off_t. */
+	if (m->offset > INT64_MAX || m->length > (uint64_t)INT64_MAX - m->offset)
+		return session_error(s, id, EINVAL, "read: offset %llu + length %llu overflows",
+				     (unsigned long long)m->offset, (unsigned long long)m->length);
+	s->stream = (struct session_stream){
+		.active = true,
+		.id = id,
+		.slot = m->handle - 1,
+		.offset = m->offset,
+		.remaining = m->length,
+	};
+	return session_stream(s);
+}
+
+static int
+session_stat(struct session *s, uint32_t id, ProtobufCMessage *msg)
+{
+	Hotmap__StatRequest *m = (Hotmap__StatRequest *)msg;
+	struct session_handle *sh = session_handle_get(s, m->handle);
+	Hotmap__StatReply r = HOTMAP__STAT_REPLY__INIT;
+	struct storage_stat st;
+	char reason[128];
+	int rc;
+
+	if (sh == NULL)
+		return session_error(s, id, EBADF, "stat: no handle %llu", (unsigned long long)m->handle);
+	rc = storage_stat(&sh->h, &st);
+	if (rc < 0)
+		return session_error(s, id, -rc, "stat: %s", strerror(-rc));
+	session_reason_text(&sh->h, reason, sizeof reason);
+	r.size = st.size;
+	r.backend = sh->h.backend;
+	r.reason = sh->h.reason;
+	r.reason_text = reason;
+	r.dev = st.dev;
+	r.ino = st.ino;
+	r.mtime_ns = st.mtime_ns;
+	r.mode = st.mode;
+	r.mapped_length = st.mapped_length;
+	r.handles = st.handles;
+	return peer_send(s->peer, HM_MSG_STAT_REPLY, id, &r.base);
+}
+
+static int
+session_close(struct session *s, uint32_t id, ProtobufCMessage *msg)
+{
+	Hotmap__Close *m = (Hotmap__Close *)msg;
+	Hotmap__CloseReply r = HOTMAP__CLOSE_REPLY__INIT;
+
+	if (session_handle_get(s, m->handle) == NULL)
+		return session_error(s, id, EBADF, "close: no handle %llu", (unsigned long long)m->handle);
+	session_handle_release(s, m->handle);
+	return peer_send(s->peer, HM_MSG_CLOSE_REPLY, id, &r.base);
+}
+
+static int
+session_ping(struct session *s, uint32_t id, ProtobufCMessage *msg)
+{
+	Hotmap__PingReply r = HOTMAP__PING_REPLY__INIT;
+
+	(void)msg;
+	r.server_version = (char *)PACKAGE_VERSION;
+	r.uptime_us = server_uptime_us(s->srv);
+	r.pid = (uint32_t)getpid();
+	return peer_send(s->peer, HM_MSG_PING_REPLY, id, &r.base);
+}
+
+struct stats_builder {
+	Hotmap__StatsReply__Stat *v;
+	Hotmap__StatsReply__Stat **ptrs;
+	size_t n, cap;
+	bool failed;
+};
+
+static void
+stats_add(const char *key, uint64_t value, const char *text, void *arg)
+{
+	struct stats_builder *b = arg;
+	Hotmap__StatsReply__Stat *e;
+
+	if (b->failed)
+		return;
+	if (b->n == b->cap) {
+		size_t cap = b->cap == 0 ? 64 : b->cap * 2;
+		Hotmap__StatsReply__Stat *v = realloc(b->v, cap * sizeof *v);
+
+		if (v == NULL) {
+			b->failed = true;
+			return;
+		}
+		b->v = v;
+		b->cap = cap;
+	}
+	e = &b->v[b->n++];
+	hotmap__stats_reply__stat__init(e);
+	e->key = (char *)key;
+	e->value = value;
+	e->text = (char *)(text != NULL ? text : "");
+}
+
+static int
+session_stats(struct session *s, uint32_t id, ProtobufCMessage *msg)
+{
+	Hotmap__StatsReply r = HOTMAP__STATS_REPLY__INIT;
+	struct stats_builder b = { 0 };
+	size_t i;
+	int rc;
+
+	(void)msg;
+	server_stats_foreach(s->srv, stats_add, &b);
+	if (b.failed) {
+		free(b.v);
+		return session_error(s, id, ENOMEM, "stats: out of memory");
+	}
+	b.ptrs = calloc(b.n + 1, sizeof *b.ptrs);
+	if (b.ptrs == NULL) {
+		free(b.v);
+		return session_error(s, id, ENOMEM, "stats: out of memory");
+	}
+	for (i = 0; i < b.n; i++)
+		b.ptrs[i] = &b.v[i];
+	r.n_stats = b.n;
+	r.stats = b.ptrs;
+	rc = peer_send(s->peer, HM_MSG_STATS_REPLY, id, &r.base);
+	free(b.ptrs);
+	free(b.v);
+	return rc;
+}
+
+static int
+session_dispatch(struct peer *p, const struct peer_frame *f, void *arg)
+{
+	struct session *s = arg;
+	const struct session_command *cmd = NULL;
+	ProtobufCMessage *msg;
+	size_t i;
+	int rc;
+
+	(void)p;
+	for (i = 0; i < sizeof session_commands / sizeof session_commands[0]; i++)
+		if (session_commands[i].type == f->hdr.type)
+			cmd = &session_commands[i];
+	if (cmd == NULL)
+		return -EBADMSG;	/* a reply type from a client */
+	if (frame_decode(&f->hdr, f->body, &msg) < 0)
+		return -EBADMSG;
+	s->srv->counters.requests[f->hdr.type]++;
+	if (!s->hello_done && cmd->type != HM_MSG_HELLO) {
+		session_error(s, f->hdr.id, EPROTO, "%s before HELLO", frame_type_name(f->hdr.type));
+		peer_close_after_flush(s->peer, "request before HELLO");
+		rc = 0;
+	} else if (cmd->needs_admin && !server_peer_is_admin(s->srv, peer_uid(s->peer))) {
+		rc = session_error(s, f->hdr.id, EPERM,
+				   "%s needs an administrator (uid 0 or hotmapd's uid %ld)",
+				   frame_type_name(f->hdr.type), (long)s->srv->uid);
+	} else {
+		rc = cmd->handler(s, f->hdr.id, msg);
+	}
+	protobuf_c_message_free_unpacked(msg, NULL);
+	return rc;
+}
+
+static int
+session_drain(struct peer *p, void *arg)
+{
+	struct session *s = arg;
+
+	(void)p;
+	if (!s->stream.active)
+		return 0;
+	return session_stream(s);
+}
+
+static void
+session_closed(struct peer *p, bool clean, const char *why, void *arg)
+{
+	struct session *s = arg;
+
+	(void)p;
+	if (clean)
+		log_info("client %s: disconnected", peer_name(s->peer));
+	else {
+		s->srv->counters.clients_dropped++;
+		log_warn("client %s: disconnecting: %s", peer_name(s->peer), why);
+	}
+	session_free(s);
+}
+
+static const struct peer_ops session_peer_ops = {
+	.dispatch = session_dispatch,
+	.drain = session_drain,
+	.closed = session_closed,
+};
+
+int
+session_new(struct server *srv, int fd)
+{
+	struct session *s;
+
+	s = calloc(1, sizeof *s);
+	if (s == NULL) {
+		close(fd);
+		return -ENOMEM;
+	}
+	s->srv = srv;
+	s->peer = peer_new(srv->base, fd, &session_peer_ops, s);
+	if (s->peer == NULL) {
+		close(fd);
+		free(s);
+		return -ENOMEM;
+	}
+	s->next = srv->sessions;
+	if (s->next != NULL)
+		s->next->prev = s;
+	srv->sessions = s;
+	srv->counters.clients++;
+	srv->counters.clients_total++;
+	log_info("client %s: connected", peer_name(s->peer));
+	return 0;
+}
+
+void
+session_free(struct session *s)
+{
+	size_t i;
+
+	if (s == NULL)
+		return;
+	for (i = 0; i < s->nhandles; i++)
+		if (s->handles[i].used)
+			session_handle_release(s, i + 1);
+	free(s->handles);
+	session_unlink(s);
+	s->srv->counters.clients--;
+	peer_free(s->peer);
+	free(s);
+}

@@ -1,0 +1,29 @@
+/*
+ * session.h - one client of hotmapd: its handle table and the dispatch of
+ * its requests (the service layer between peer.c and the storage core).
+ *
+ * What it must not do: read or write the socket (peer.c), or know how a
+ * file is read (storage).  Every request gets a reply with its id: the
+ * answer, or ERROR with an errno and a message.
+ */
+#ifndef HOTMAP_SESSION_H
+#define HOTMAP_SESSION_H
+
+struct server;
+struct session;
+
+/* Limits per client. */
+#define SESSION_MAX_HANDLES	65536
+/* Bytes one READ_DATA frame carries: small enough to bound the memory a
+ * slow client pins, large enough that headers cost nothing. */
+#define SESSION_READ_CHUNK	(256u * 1024u)
+
+/* Takes ownership of the connected socket fd (closed on failure). */
+int session_new(struct server *srv, int fd);
+/* Closes every handle the client held.  Takes NULL. */
+void session_free(struct session *s);
+
+/* Sessions form a list from server->sessions. */
+struct session *session_next(struct session *s);
+
+#endif
