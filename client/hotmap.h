@@ -1,0 +1,106 @@
+/*
+ * hotmap.h - libhotmap, the client library of hotmapd.
+ *
+ * Read byte ranges of files through the hotmap daemon, which keeps their
+ * memory mappings alive across requests and processes.  The calls mirror
+ * open(2), pread(2), fstat(2) and close(2): a hm_file reads exactly what a
+ * descriptor opened when hm_open returned would read.
+ *
+ * Errors are reported as -1 (or NULL) with errno set; the daemon's errno
+ * travels back unchanged.  The library never logs, exits or aborts, and
+ * never raises SIGPIPE.  A hm_client may be used from several threads at
+ * once: its requests are serialised.  See libhotmap(3).
+ */
+#ifndef HOTMAP_H
+#define HOTMAP_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct hm_client hm_client;
+typedef struct hm_file hm_file;
+
+/* hm_open flags.  0 is AUTO: the daemon maps regular files on local file
+ * systems and reads everything else with pread. */
+#define HM_O_MMAP	0x1	/* require a mapping; fail if the file cannot be mapped */
+#define HM_O_PREAD	0x2	/* read with pread, never map */
+#define HM_O_PATH	0x4	/* let the daemon open the path (beneath its --root) */
+
+/* hm_stat backends */
+#define HM_BACKEND_MMAP		1
+#define HM_BACKEND_PREAD	2
+
+/* hm_stat reasons: why the backend was chosen */
+#define HM_REASON_LOCAL_FILE	0	/* regular, non-empty file on a local file system */
+#define HM_REASON_FORCED	1	/* HM_O_MMAP, HM_O_PREAD or the daemon's --backend */
+#define HM_REASON_NOT_REGULAR	2	/* pipe, socket, device */
+#define HM_REASON_EMPTY		3	/* size 0 when opened */
+#define HM_REASON_NETWORK_FS	4	/* NFS, CIFS/SMB, 9p, FUSE, Lustre, Ceph, ... */
+#define HM_REASON_PSEUDO_FS	5	/* procfs, sysfs, ...: the size does not tell the content */
+#define HM_REASON_MMAP_FAILED	6	/* mmap(2) failed; reason_text says why */
+#define HM_REASON_TOO_LARGE	7	/* larger than the daemon's address space */
+
+struct hm_stat {
+	uint64_t size;		/* the file's size now */
+	int backend;		/* HM_BACKEND_MMAP or HM_BACKEND_PREAD, fixed at open */
+	int reason;		/* HM_REASON_* */
+	char reason_text[128];	/* e.g. "mmap-failed: Cannot allocate memory" */
+	uint64_t dev;		/* st_dev, st_ino of the file the handle reads */
+	uint64_t ino;
+	int64_t mtime_ns;	/* modification time, ns since the epoch */
+	uint32_t mode;		/* st_mode */
+	uint32_t handles;	/* handles open on this file, all clients */
+	uint64_t mapped_length;	/* bytes of the daemon's mapping, 0 if none */
+};
+
+/* Connects to hotmapd.  socket_path NULL: $HOTMAP_SOCKET, else
+ * /run/hotmap/hotmapd.sock as root, else $XDG_RUNTIME_DIR/hotmap/hotmapd.sock. */
+hm_client *hm_connect(const char *socket_path);
+/* Closes the connection and frees every hm_file still open on it.  Takes
+ * NULL. */
+void hm_disconnect(hm_client *c);
+
+/* Opens path.  By default the library opens it (so the caller's own
+ * permissions apply) and passes the descriptor to the daemon. */
+hm_file *hm_open(hm_client *c, const char *path, int flags);
+/* pread(2) on the file: bytes read, short only at end of file, 0 at or
+ * past it; -1 and errno on error. */
+ssize_t hm_pread(hm_file *f, void *buf, size_t len, uint64_t offset);
+int hm_stat(hm_file *f, struct hm_stat *st);
+/* Frees f whatever happens; -1 and errno if the daemon could not be told. */
+int hm_close(hm_file *f);
+
+/* The library's version, e.g. "0.1.0". */
+const char *hm_version(void);
+
+/* The daemon's message for the calling thread's last failed call (e.g.
+ * "/srv/x: not beneath a root of hotmapd"), or "" when the failure was
+ * local or there was none.  Valid until the thread's next call. */
+const char *hm_last_error(void);
+
+/* --- For tools (hotmapctl); stable like the rest. ---------------------- */
+
+struct hm_ping {
+	char server_version[32];
+	uint64_t uptime_us;
+	uint32_t pid;
+};
+/* A round trip to the daemon. */
+int hm_ping(hm_client *c, struct hm_ping *out);
+
+/* The daemon's counters: calls cb once per key, in the daemon's order;
+ * text is "" for numeric keys.  Needs an administrator (EPERM). */
+int hm_stats(hm_client *c,
+	     void (*cb)(const char *key, uint64_t value, const char *text, void *arg),
+	     void *arg);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

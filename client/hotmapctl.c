@@ -1,0 +1,343 @@
+/*
+ * hotmapctl.c - the admin and test CLI of hotmapd, over libhotmap.
+ *
+ * Commands are a table: name, handler, one-line help.  Each handler parses
+ * its own options and returns the exit status (0 ok, 1 failed, 2 usage).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "client/hotmap.h"
+
+#define READ_BUF (1u << 20)
+
+static const char *socket_path;	/* NULL: as hm_connect(NULL) */
+
+struct command {
+	const char *name;
+	const char *args;
+	const char *help;
+	int (*run)(int argc, char **argv);
+};
+
+static int cmd_ping(int argc, char **argv);
+static int cmd_stats(int argc, char **argv);
+static int cmd_read(int argc, char **argv);
+
+static const struct command commands[] = {
+	{ "ping", "", "print the daemon's version, pid, uptime and round-trip time", cmd_ping },
+	{ "stats", "", "print the daemon's counters", cmd_stats },
+	{ "read", "[--backend auto|mmap|pread] [--by-path] PATH [OFFSET [LENGTH]]",
+	  "write bytes of PATH to standard output", cmd_read },
+};
+
+static void
+usage(FILE *f)
+{
+	size_t i;
+
+	fprintf(f, "Usage: hotmapctl [--socket PATH] COMMAND [ARGS]\n"
+		   "Talk to hotmapd.\n\n"
+		   "  -s, --socket PATH   the daemon's socket (default: as libhotmap finds it)\n"
+		   "  -h, --help          show this help and exit\n"
+		   "  -V, --version       show the version and exit\n\n"
+		   "Commands:\n");
+	for (i = 0; i < sizeof commands / sizeof commands[0]; i++)
+		fprintf(f, "  %s %s\n      %s\n", commands[i].name, commands[i].args, commands[i].help);
+	fprintf(f, "\nSee hotmapctl(1).\n");
+}
+
+/* Prints "hotmapctl: what: why", why being the daemon's message when it
+ * sent one (it may already name what) or strerror. */
+static void
+report(const char *what, int err)
+{
+	const char *daemon_msg = hm_last_error();
+	size_t len = strlen(what);
+
+	if (daemon_msg[0] == '\0')
+		fprintf(stderr, "hotmapctl: %s: %s\n", what, strerror(err));
+	else if (strncmp(daemon_msg, what, len) == 0 && daemon_msg[len] == ':')
+		fprintf(stderr, "hotmapctl: %s\n", daemon_msg);
+	else
+		fprintf(stderr, "hotmapctl: %s: %s\n", what, daemon_msg);
+}
+
+static hm_client *
+connect_or_report(void)
+{
+	hm_client *c = hm_connect(socket_path);
+
+	if (c == NULL) {
+		int err = errno;
+
+		if (socket_path == NULL && err == ENOENT && getenv("HOTMAP_SOCKET") == NULL &&
+		    getenv("XDG_RUNTIME_DIR") == NULL && geteuid() != 0)
+			fprintf(stderr, "hotmapctl: no socket: give --socket, or set HOTMAP_SOCKET\n");
+		else
+			report(socket_path != NULL ? socket_path : "connect", err);
+	}
+	return c;
+}
+
+static double
+now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
+static int
+cmd_ping(int argc, char **argv)
+{
+	struct hm_ping p;
+	hm_client *c;
+	double t0, t1;
+
+	(void)argv;
+	if (argc > 1) {
+		fprintf(stderr, "hotmapctl: ping takes no arguments\n");
+		return 2;
+	}
+	c = connect_or_report();
+	if (c == NULL)
+		return 1;
+	t0 = now_us();
+	if (hm_ping(c, &p) < 0) {
+		report("ping", errno);
+		hm_disconnect(c);
+		return 1;
+	}
+	t1 = now_us();
+	printf("hotmapd %s pid %" PRIu32 " up %.1f s: round trip %.0f us\n", p.server_version,
+	       p.pid, (double)p.uptime_us / 1e6, t1 - t0);
+	hm_disconnect(c);
+	return 0;
+}
+
+static void
+print_stat(const char *key, uint64_t value, const char *text, void *arg)
+{
+	(void)arg;
+	if (text[0] != '\0')
+		printf("%-24s %s\n", key, text);
+	else
+		printf("%-24s %" PRIu64 "\n", key, value);
+}
+
+static int
+cmd_stats(int argc, char **argv)
+{
+	hm_client *c;
+	int rc = 0;
+
+	(void)argv;
+	if (argc > 1) {
+		fprintf(stderr, "hotmapctl: stats takes no arguments\n");
+		return 2;
+	}
+	c = connect_or_report();
+	if (c == NULL)
+		return 1;
+	if (hm_stats(c, print_stat, NULL) < 0) {
+		report("stats", errno);
+		rc = 1;
+	}
+	hm_disconnect(c);
+	return rc;
+}
+
+/* A byte count: decimal, 0x hex, or with a K, M, G or T suffix (powers of
+ * 1024). */
+static int
+parse_size(const char *s, uint64_t *out)
+{
+	unsigned long long v;
+	unsigned shift = 0;
+	char *end;
+
+	if (s[0] == '-' || s[0] == '\0')
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 0);
+	if (errno != 0)
+		return -errno;
+	switch (*end) {
+	case 'k': case 'K': shift = 10; end++; break;
+	case 'm': case 'M': shift = 20; end++; break;
+	case 'g': case 'G': shift = 30; end++; break;
+	case 't': case 'T': shift = 40; end++; break;
+	}
+	if (*end != '\0')
+		return -EINVAL;
+	if (shift > 0 && v > (UINT64_MAX >> shift))
+		return -ERANGE;
+	*out = (uint64_t)v << shift;
+	return 0;
+}
+
+static int
+write_all(int fd, const char *p, size_t n)
+{
+	while (n > 0) {
+		ssize_t w = write(fd, p, n);
+
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+static int
+cmd_read(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "backend", required_argument, NULL, 'b' },
+		{ "by-path", no_argument, NULL, 'p' },
+		{ NULL, 0, NULL, 0 },
+	};
+	uint64_t offset = 0, length = UINT64_MAX;
+	bool to_eof = true;
+	int flags = 0, opt, rc = 0;
+	const char *path;
+	hm_client *c;
+	hm_file *f;
+	char *buf;
+
+	optind = 0;
+	while ((opt = getopt_long(argc, argv, "+b:p", opts, NULL)) != -1) {
+		switch (opt) {
+		case 'b':
+			if (strcmp(optarg, "mmap") == 0)
+				flags |= HM_O_MMAP;
+			else if (strcmp(optarg, "pread") == 0)
+				flags |= HM_O_PREAD;
+			else if (strcmp(optarg, "auto") != 0) {
+				fprintf(stderr, "hotmapctl: read: unknown backend '%s' (auto, mmap, pread)\n",
+					optarg);
+				return 2;
+			}
+			break;
+		case 'p':
+			flags |= HM_O_PATH;
+			break;
+		default:
+			return 2;
+		}
+	}
+	if (argc - optind < 1 || argc - optind > 3) {
+		fprintf(stderr, "hotmapctl: usage: read [--backend B] [--by-path] PATH [OFFSET [LENGTH]]\n");
+		return 2;
+	}
+	path = argv[optind];
+	if (argc - optind >= 2 && parse_size(argv[optind + 1], &offset) < 0) {
+		fprintf(stderr, "hotmapctl: read: bad offset '%s'\n", argv[optind + 1]);
+		return 2;
+	}
+	if (argc - optind == 3) {
+		if (parse_size(argv[optind + 2], &length) < 0) {
+			fprintf(stderr, "hotmapctl: read: bad length '%s'\n", argv[optind + 2]);
+			return 2;
+		}
+		to_eof = false;
+	}
+
+	buf = malloc(READ_BUF);
+	if (buf == NULL) {
+		report("read", ENOMEM);
+		return 1;
+	}
+	c = connect_or_report();
+	if (c == NULL) {
+		free(buf);
+		return 1;
+	}
+	f = hm_open(c, path, flags);
+	if (f == NULL) {
+		report(path, errno);
+		rc = 1;
+		goto out;
+	}
+	while (to_eof || length > 0) {
+		size_t want = !to_eof && length < READ_BUF ? (size_t)length : READ_BUF;
+		ssize_t n = hm_pread(f, buf, want, offset);
+		int w;
+
+		if (n < 0) {
+			report(path, errno);
+			rc = 1;
+			break;
+		}
+		if (n == 0)
+			break;
+		w = write_all(STDOUT_FILENO, buf, (size_t)n);
+		if (w < 0) {
+			fprintf(stderr, "hotmapctl: write: %s\n", strerror(-w));
+			rc = 1;
+			break;
+		}
+		offset += (uint64_t)n;
+		if (!to_eof)
+			length -= (uint64_t)n;
+	}
+	hm_close(f);
+out:
+	hm_disconnect(c);
+	free(buf);
+	return rc;
+}
+
+int
+main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "socket", required_argument, NULL, 's' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 },
+	};
+	size_t i;
+	int opt;
+
+	while ((opt = getopt_long(argc, argv, "+s:hV", opts, NULL)) != -1) {
+		switch (opt) {
+		case 's':
+			socket_path = optarg;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		case 'V':
+			printf("hotmapctl %s (libhotmap %s)\n", PACKAGE_VERSION, hm_version());
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind >= argc) {
+		usage(stderr);
+		return 2;
+	}
+	for (i = 0; i < sizeof commands / sizeof commands[0]; i++)
+		if (strcmp(argv[optind], commands[i].name) == 0)
+			return commands[i].run(argc - optind, argv + optind);
+	fprintf(stderr, "hotmapctl: unknown command '%s' (try --help)\n", argv[optind]);
+	return 2;
+}
