@@ -1,0 +1,29 @@
+# Sourced by contrib/dev/quickstart and contrib/dev/test: installs, with
+# apt-get, the Debian/Ubuntu packages hotmap needs to build and test that
+# are not installed yet.
+HOTMAP_DEPS="build-essential autoconf automake libtool pkg-config
+	libevent-dev libprotobuf-c-dev protobuf-c-compiler libsystemd-dev
+	libcmocka-dev mandoc"
+
+hotmap_install_deps() {
+	missing=
+	for p in $HOTMAP_DEPS; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
+			missing="$missing $p"
+	done
+	[ -z "$missing" ] && return 0
+	echo "Installing:$missing"
+	sudo=
+	[ "$(id -u)" -eq 0 ] || sudo=sudo
+	$sudo apt-get update -qq &&
+	DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends $missing
+}
+
+hotmap_build() {
+	# $@: extra configure options
+	[ -x configure ] || autoreconf -fi
+	if [ ! -f Makefile ] || [ configure -nt config.status ]; then
+		./configure --enable-werror "$@"
+	fi
+	make -j"$(nproc)"
+}
