@@ -183,6 +183,20 @@ peer_take_cmsgs(struct peer *p, struct msghdr *msg)
 		peer_fail(p, "more than %d unclaimed descriptors", PEER_MAX_FDS);
 }
 
+/* Whether the input starts with a whole frame (left unanswered while the
+ * peer was paused). */
+static bool
+peer_frame_complete(struct peer *p)
+{
+	uint8_t hb[HM_FRAME_HEADER_SIZE];
+	struct hm_frame_header h;
+
+	if (evbuffer_copyout(p->in, hb, sizeof hb) != (ev_ssize_t)sizeof hb)
+		return false;
+	frame_header_decode(hb, &h);
+	return evbuffer_get_length(p->in) >= HM_FRAME_HEADER_SIZE + (size_t)h.length;
+}
+
 static void
 peer_read_cb(evutil_socket_t fd, short what, void *arg)
 {
@@ -216,8 +230,17 @@ peer_read_cb(evutil_socket_t fd, short what, void *arg)
 	}
 	peer_take_cmsgs(p, &msg);
 	if (n == 0) {
-		p->clean = true;
-		peer_fail(p, "client closed the connection");
+		size_t left = evbuffer_get_length(p->in);
+
+		/* Hanging up between frames is a normal goodbye; in the middle
+		 * of one, the client sent a truncated frame. */
+		if (left == 0 || peer_frame_complete(p)) {
+			p->clean = true;
+			peer_fail(p, "client closed the connection");
+		} else {
+			peer_fail(p, "truncated frame: the client closed the connection "
+				  "with %zu bytes of a frame sent", left);
+		}
 		goto out;
 	}
 	vec.iov_len = (size_t)n;

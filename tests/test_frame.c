@@ -315,6 +315,7 @@ test_peer_truncated_frame_waits(void **state)
 	pt_run(t);
 	assert_int_equal(t->frames, 3);
 	assert_int_equal(t->closed, 1);
+	assert_non_null(strstr(t->why, "truncated frame"));
 }
 
 static void
