@@ -335,9 +335,16 @@ main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	for (i = 0; i < sizeof commands / sizeof commands[0]; i++)
-		if (strcmp(argv[optind], commands[i].name) == 0)
-			return commands[i].run(argc - optind, argv + optind);
+	for (i = 0; i < sizeof commands / sizeof commands[0]; i++) {
+		char name[64];
+
+		if (strcmp(argv[optind], commands[i].name) != 0)
+			continue;
+		/* getopt's own messages then start with "hotmapctl read:" */
+		snprintf(name, sizeof name, "hotmapctl %s", commands[i].name);
+		argv[optind] = name;
+		return commands[i].run(argc - optind, argv + optind);
+	}
 	fprintf(stderr, "hotmapctl: unknown command '%s' (try --help)\n", argv[optind]);
 	return 2;
 }

@@ -341,6 +341,14 @@ session_read(struct session *s, uint32_t id, ProtobufCMessage *msg)
 	if (m->offset > INT64_MAX || m->length > (uint64_t)INT64_MAX - m->offset)
 		return session_error(s, id, EINVAL, "read: offset %llu + length %llu overflows",
 				     (unsigned long long)m->offset, (unsigned long long)m->length);
+	if (m->length == 0) {
+		/* Nothing to stream, but pread(2) still fails on a pipe. */
+		ssize_t rc = storage_read(s->srv->cache, &sh->h, NULL, 0, m->offset);
+
+		if (rc < 0)
+			return session_error(s, id, (int)-rc, "read at offset %llu: %s",
+					     (unsigned long long)m->offset, strerror((int)-rc));
+	}
 	s->stream = (struct session_stream){
 		.active = true,
 		.id = id,
