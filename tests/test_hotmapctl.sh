@@ -1,0 +1,282 @@
+#!/bin/sh
+# test_hotmapctl.sh - hotmapctl against a real hotmapd, as a user runs it.
+#
+# Prints TAP.  make check sets HOTMAPD and HOTMAPCTL (absolute paths of the
+# built programs); run by hand from the build directory, the paths below it
+# are used.  Everything lives in one mktemp directory, removed at the end.
+
+# strerror texts are matched below.
+LC_ALL=C
+export LC_ALL
+
+HOTMAPD=${HOTMAPD:-daemon/hotmapd}
+HOTMAPCTL=${HOTMAPCTL:-client/hotmapctl}
+# Absolute: one test runs hotmapctl from another directory.
+case $HOTMAPD in /*) ;; *) HOTMAPD=$PWD/$HOTMAPD ;; esac
+case $HOTMAPCTL in /*) ;; *) HOTMAPCTL=$PWD/$HOTMAPCTL ;; esac
+PLAN=50
+
+n=0
+failed=0
+
+ok() {
+	n=$((n + 1))
+	echo "ok $n - $1"
+}
+
+# not_ok NAME [DETAIL...]: each detail becomes a TAP comment line.
+not_ok() {
+	n=$((n + 1))
+	failed=$((failed + 1))
+	echo "not ok $n - $1"
+	shift
+	for line in "$@"; do
+		printf '%s\n' "$line" | sed 's/^/# /'
+	done
+}
+
+bail() {
+	echo "Bail out! $1"
+	[ -f "$dir/hotmapd.log" ] && tail -n 40 "$dir/hotmapd.log" | sed 's/^/# /' 
+	exit 1
+}
+
+for prog in "$HOTMAPD" "$HOTMAPCTL"; do
+	if [ ! -x "$prog" ]; then
+		echo "1..$PLAN"
+		echo "Bail out! $prog not found: set HOTMAPD and HOTMAPCTL, or run from the build directory"
+		exit 1
+	fi
+done
+
+dir=$(mktemp -d "${TMPDIR:-/tmp}/hotmapctl-test.XXXXXX") || exit 1
+sock=$dir/sock
+root=$dir/root
+pid=
+cleanup() {
+	[ -n "$pid" ] && kill -KILL "$pid" 2>/dev/null
+	rm -rf "$dir"
+}
+trap cleanup EXIT
+trap 'exit 1' HUP INT TERM
+
+mkdir "$root" "$dir/outside" || exit 1
+# 3 MiB and a few bytes: reads cross the daemon's 1 MiB frames and 256 KiB
+# chunks.  Random bytes: every byte value, no line structure.
+file=$root/data
+size=$((3 * 1024 * 1024 + 77))
+head -c "$size" /dev/urandom >"$file" || exit 1
+: >"$root/empty"
+head -c 1000 /dev/urandom >"$dir/outside/secret" || exit 1
+
+ctl() {
+	"$HOTMAPCTL" --socket "$sock" "$@"
+}
+
+echo "1..$PLAN"
+
+"$HOTMAPD" --foreground --socket "$sock" --root "$root" -v >"$dir/hotmapd.log" 2>&1 &
+pid=$!
+tries=0
+until ctl ping >/dev/null 2>&1; do
+	kill -0 "$pid" 2>/dev/null || { wait "$pid"; bail "hotmapd exited ($?) before listening"; }
+	tries=$((tries + 1))
+	[ "$tries" -lt 300 ] || bail "hotmapd did not listen on $sock within 30 s"
+	sleep 0.1
+done
+
+# --- ping ------------------------------------------------------------------
+version=$("$HOTMAPCTL" --version | sed -n 's/^hotmapctl \([^ ]*\) .*/\1/p')
+out=$(ctl ping 2>&1)
+rc=$?
+if [ $rc -eq 0 ] && [ -n "$version" ] &&
+   printf '%s\n' "$out" | grep -q "^hotmapd $version pid $pid "; then
+	ok "ping prints the daemon's version and pid"
+else
+	not_ok "ping prints the daemon's version and pid" "exit $rc, version '$version', output:" "$out"
+fi
+
+# --- read ------------------------------------------------------------------
+
+# expect_range OFFSET LENGTH: the bytes of $file there, as dd would copy them.
+expect_range() {
+	tail -c +$(($1 + 1)) "$file" | head -c "$2"
+}
+
+# check_read NAME ARGS... : hotmapctl read ARGS equals $dir/expect.
+check_read() {
+	name=$1
+	shift
+	ctl read "$@" >"$dir/out" 2>"$dir/err"
+	rc=$?
+	if [ $rc -eq 0 ] && [ ! -s "$dir/err" ] && cmp -s "$dir/out" "$dir/expect"; then
+		ok "$name"
+	else
+		not_ok "$name" "exit $rc; $(wc -c <"$dir/out") bytes, want $(wc -c <"$dir/expect")" \
+			"$(cat "$dir/err")"
+	fi
+}
+
+mib=$((1024 * 1024))
+for range in "0 1" "0 0" "1 4095" "4095 2" "100 5000" "$((mib - 3)) $((2 * mib))" \
+	     "$((256 * 1024 - 1)) $((mib + 2))" "$((size - 10)) 100" "$((size - 1)) 1" \
+	     "$size 10" "$((size + 4096)) 10" "0 $size"; do
+	set -- $range
+	expect_range "$1" "$2" >"$dir/expect"
+	check_read "read $1 $2 equals the file's bytes there" "$file" "$1" "$2"
+done
+
+cp "$file" "$dir/expect"
+check_read "read of the whole file equals the file" "$file"
+check_read "read --backend mmap of the whole file" --backend mmap "$file"
+check_read "read --backend pread of the whole file" --backend pread "$file"
+check_read "read --backend auto of the whole file" --backend auto "$file"
+
+expect_range 1234567 "$size" >"$dir/expect"
+check_read "read from an offset to the end" "$file" 1234567
+
+expect_range 1024 "$mib" >"$dir/expect"
+check_read "read with K and M suffixes" "$file" 1K 1M
+expect_range 4096 256 >"$dir/expect"
+check_read "read with hex offset and length" "$file" 0x1000 0x100
+
+: >"$dir/expect"
+check_read "read of an empty file prints nothing" "$root/empty"
+check_read "read --backend pread of an empty file prints nothing" --backend pread "$root/empty"
+
+# --- open by path ------------------------------------------------------------
+cp "$file" "$dir/expect"
+check_read "read --by-path beneath --root" --by-path "$file"
+check_read "read --by-path --backend pread beneath --root" --by-path --backend pread "$file"
+(cd "$root" && "$HOTMAPCTL" --socket "$sock" read --by-path data) >"$dir/out" 2>"$dir/err"
+rc=$?
+if [ $rc -eq 0 ] && cmp -s "$dir/out" "$dir/expect"; then
+	ok "read --by-path of a relative path from the caller's directory"
+else
+	not_ok "read --by-path of a relative path from the caller's directory" "exit $rc" \
+		"$(cat "$dir/err")"
+fi
+
+# expect_fail NAME STATUS PATTERN ARGS...: hotmapctl ARGS exits STATUS, prints
+# nothing on stdout and "hotmapctl: ..." matching PATTERN on stderr.
+expect_fail() {
+	name=$1
+	want=$2
+	pattern=$3
+	shift 3
+	"$HOTMAPCTL" "$@" >"$dir/out" 2>"$dir/err"
+	rc=$?
+	if [ $rc -eq "$want" ] && [ ! -s "$dir/out" ] && grep -q "^hotmapctl: " "$dir/err" &&
+	   grep -q -- "$pattern" "$dir/err"; then
+		ok "$name"
+	else
+		not_ok "$name" "exit $rc (want $want), stderr (want /$pattern/):" "$(cat "$dir/err")" \
+			"stdout: $(head -c 200 "$dir/out")"
+	fi
+}
+
+expect_fail "read --by-path outside --root fails with exit 1" 1 "$dir/outside/secret.*not beneath" \
+	--socket "$sock" read --by-path "$dir/outside/secret"
+expect_fail "read --by-path escaping by .. fails with exit 1" 1 "not beneath" \
+	--socket "$sock" read --by-path "$root/../outside/secret"
+ln -s "$dir/outside/secret" "$root/link-out"
+expect_fail "read --by-path of a symlink out of --root fails with exit 1" 1 "link-out" \
+	--socket "$sock" read --by-path "$root/link-out"
+expect_fail "read of a missing file fails with exit 1" 1 "$root/missing: No such file" \
+	--socket "$sock" read "$root/missing"
+expect_fail "read of a directory fails with exit 1" 1 "$root" \
+	--socket "$sock" read "$root"
+expect_fail "read --backend mmap of an empty file fails with exit 1" 1 "empty" \
+	--socket "$sock" read --backend mmap "$root/empty"
+expect_fail "no daemon on the socket: exit 1" 1 "$dir/nosock" \
+	--socket "$dir/nosock" ping
+
+# --- usage errors --------------------------------------------------------------
+expect_fail "read without a path exits 2" 2 "usage" --socket "$sock" read
+expect_fail "read with a negative offset exits 2" 2 "bad offset" --socket "$sock" read "$file" -5
+expect_fail "read with a bad offset exits 2" 2 "bad offset" --socket "$sock" read "$file" abc
+expect_fail "read with a bad length exits 2" 2 "bad length" --socket "$sock" read "$file" 0 10Q
+expect_fail "read with a length that overflows exits 2" 2 "bad length" \
+	--socket "$sock" read "$file" 0 99999999999999999999
+expect_fail "read with too many arguments exits 2" 2 "usage" --socket "$sock" read "$file" 0 1 2
+expect_fail "read --backend with an unknown backend exits 2" 2 "unknown backend" \
+	--socket "$sock" read --backend bogus "$file"
+# getopt words this one itself ("read: unrecognized option"): only the
+# status and the option's name are checked.
+"$HOTMAPCTL" --socket "$sock" read --bogus "$file" >"$dir/out" 2>"$dir/err"
+rc=$?
+if [ $rc -eq 2 ] && [ ! -s "$dir/out" ] && grep -q -- "--bogus" "$dir/err"; then
+	ok "read with an unknown option exits 2"
+else
+	not_ok "read with an unknown option exits 2" "exit $rc" "$(cat "$dir/err")"
+fi
+expect_fail "ping with an argument exits 2" 2 "ping" --socket "$sock" ping extra
+expect_fail "stats with an argument exits 2" 2 "stats" --socket "$sock" stats extra
+expect_fail "an unknown command exits 2" 2 "unknown command 'frobnicate'" --socket "$sock" frobnicate
+
+"$HOTMAPCTL" --socket "$sock" >"$dir/out" 2>"$dir/err"
+rc=$?
+if [ $rc -eq 2 ] && grep -q "^Usage: hotmapctl" "$dir/err"; then
+	ok "no command exits 2 with the usage"
+else
+	not_ok "no command exits 2 with the usage" "exit $rc" "$(cat "$dir/err")"
+fi
+
+# --- stats ---------------------------------------------------------------------
+ctl stats >"$dir/out" 2>"$dir/err"
+rc=$?
+missing=
+for key in version pid uptime_us clients handles bytes_served requests_read cache_hits \
+	   cache_misses mappings; do
+	grep -q "^$key  *[^ ]" "$dir/out" || missing="$missing $key"
+done
+if [ $rc -eq 0 ] && [ -z "$missing" ]; then
+	ok "stats prints bytes_served, handles, clients and the rest"
+else
+	not_ok "stats prints bytes_served, handles, clients and the rest" "exit $rc, missing:$missing" \
+		"$(cat "$dir/out" "$dir/err")"
+fi
+served=$(sed -n 's/^bytes_served  *//p' "$dir/out")
+# Every read above went through the daemon: at least the whole file six
+# times over.
+if [ -n "$served" ] && [ "$served" -ge $((6 * size)) ]; then
+	ok "stats counts the bytes served"
+else
+	not_ok "stats counts the bytes served" "bytes_served '$served', want at least $((6 * size))"
+fi
+handles=$(sed -n 's/^handles  *//p' "$dir/out")
+stats_pid=$(sed -n 's/^pid  *//p' "$dir/out")
+if [ "$handles" = 0 ] && [ "$stats_pid" = "$pid" ]; then
+	ok "stats: no handle left open by the reads, and the daemon's pid"
+else
+	not_ok "stats: no handle left open by the reads, and the daemon's pid" \
+		"handles '$handles', pid '$stats_pid' (want 0, $pid)"
+fi
+
+# --- stop ------------------------------------------------------------------------
+kill -TERM "$pid"
+wait "$pid"
+rc=$?
+pid=
+if [ $rc -eq 0 ]; then
+	ok "hotmapd exits 0 on SIGTERM"
+else
+	not_ok "hotmapd exits 0 on SIGTERM" "exit $rc" "$(cat "$dir/hotmapd.log")"
+fi
+if [ ! -e "$sock" ]; then
+	ok "hotmapd removed its socket"
+else
+	not_ok "hotmapd removed its socket"
+fi
+expect_fail "ping after the daemon stopped fails with exit 1" 1 "$sock" --socket "$sock" ping
+
+if [ "$n" -ne "$PLAN" ]; then
+	echo "# ran $n tests, planned $PLAN"
+	exit 1
+fi
+if [ "$failed" -gt 0 ]; then
+	echo "# $failed of $n failed; the end of hotmapd.log:"
+	tail -n 40 "$dir/hotmapd.log" | sed 's/^/# /' 
+	exit 1
+fi
+exit 0
