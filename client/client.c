@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -32,6 +33,29 @@
 #define CLIENT_RECV_CHUNK	(64u * 1024u)
 #define CLIENT_BUF_MAX		(HM_FRAME_HEADER_SIZE + HM_FRAME_MAX_MESSAGE + CLIENT_RECV_CHUNK)
 
+/* Shared region defaults, overridable with HOTMAP_SHM_SIZE (0: none) and
+ * HOTMAP_SHM_THRESHOLD (the smallest hm_pread that goes through it). */
+#define CLIENT_SHM_SIZE		(16u << 20)
+#define CLIENT_SHM_THRESHOLD	4096u
+#define REGION_BLOCK		4096u
+/* Requests a batch sends before reading their replies: small enough that
+ * the requests never fill the socket while the daemon waits for us to read. */
+#define CLIENT_BATCH_WINDOW	256u
+
+/*
+ * The shared region: a sealed memfd the daemon copies file bytes into.
+ * Space is handed out in blocks; a view holds its blocks, and a reference
+ * to the region, until it is released, even after hm_disconnect.
+ */
+struct hm_region {
+	pthread_mutex_t lock;
+	unsigned refs;		/* the client, plus one per view */
+	uint8_t *base;
+	size_t size;
+	size_t nblocks;
+	uint64_t *used;		/* one bit per block */
+};
+
 struct hm_client {
 	int fd;
 	pthread_mutex_t lock;
@@ -40,6 +64,20 @@ struct hm_client {
 	uint8_t *in;		/* received, not yet consumed: in[start, end) */
 	size_t start, end, cap;
 	hm_file *files;		/* open files, for hm_disconnect */
+	struct hm_region *region;	/* NULL: every byte comes over the socket */
+	size_t shm_threshold;
+};
+
+/* One READ on the wire: into buf over the socket, or into the region. */
+struct read_op {
+	uint64_t handle;
+	uint64_t offset;
+	size_t len;
+	uint8_t *buf;
+	bool shm;
+	size_t shm_off;
+	uint32_t id;
+	ssize_t result;		/* bytes, or -errno from the daemon */
 };
 
 struct hm_file {
@@ -65,11 +103,10 @@ client_break(hm_client *c, int err)
 	return -err;
 }
 
+/* Writes len bytes, the first sendmsg carrying pass_fd when >= 0. */
 static int
-client_send(hm_client *c, uint16_t type, uint32_t id, const ProtobufCMessage *msg, int pass_fd)
+client_write(hm_client *c, const uint8_t *buf, size_t len, int pass_fd)
 {
-	uint8_t small[1024], *buf = small;
-	size_t size = HM_FRAME_HEADER_SIZE + frame_message_size(msg);
 	union {
 		char buf[CMSG_SPACE(sizeof(int))];
 		struct cmsghdr align;
@@ -77,23 +114,12 @@ client_send(hm_client *c, uint16_t type, uint32_t id, const ProtobufCMessage *ms
 	struct msghdr mh;
 	struct iovec iov;
 	size_t off = 0;
-	int n, rc = 0;
 
-	if (size > sizeof small) {
-		buf = malloc(size);
-		if (buf == NULL)
-			return -ENOMEM;
-	}
-	n = frame_encode(type, id, 0, msg, 0, buf, size);
-	if (n < 0) {
-		rc = n;
-		goto out;
-	}
-	while (off < (size_t)n) {
+	while (off < len) {
 		ssize_t w;
 
-		iov.iov_base = buf + off;
-		iov.iov_len = (size_t)n - off;
+		iov.iov_base = (void *)(buf + off);
+		iov.iov_len = len - off;
 		memset(&mh, 0, sizeof mh);
 		mh.msg_iov = &iov;
 		mh.msg_iovlen = 1;
@@ -113,12 +139,27 @@ client_send(hm_client *c, uint16_t type, uint32_t id, const ProtobufCMessage *ms
 		if (w < 0) {
 			if (errno == EINTR)
 				continue;
-			rc = client_break(c, errno);
-			goto out;
+			return client_break(c, errno);
 		}
 		off += (size_t)w;
 	}
-out:
+	return 0;
+}
+
+static int
+client_send(hm_client *c, uint16_t type, uint32_t id, const ProtobufCMessage *msg, int pass_fd)
+{
+	uint8_t small[1024], *buf = small;
+	size_t size = HM_FRAME_HEADER_SIZE + frame_message_size(msg);
+	int n, rc;
+
+	if (size > sizeof small) {
+		buf = malloc(size);
+		if (buf == NULL)
+			return -ENOMEM;
+	}
+	n = frame_encode(type, id, 0, msg, 0, buf, size);
+	rc = n < 0 ? n : client_write(c, buf, (size_t)n, pass_fd);
 	if (buf != small)
 		free(buf);
 	return rc;
@@ -254,14 +295,146 @@ fail(int err)
 	return -1;
 }
 
+/* --- the shared region ------------------------------------------------ */
+
+static void
+region_unref(struct hm_region *r)
+{
+	unsigned left;
+
+	if (r == NULL)
+		return;
+	pthread_mutex_lock(&r->lock);
+	left = --r->refs;
+	pthread_mutex_unlock(&r->lock);
+	if (left > 0)
+		return;
+	munmap(r->base, r->size);
+	pthread_mutex_destroy(&r->lock);
+	free(r->used);
+	free(r);
+}
+
+static bool
+region_block_used(const struct hm_region *r, size_t i)
+{
+	return (r->used[i / 64] >> (i % 64)) & 1;
+}
+
+static void
+region_mark(struct hm_region *r, size_t first, size_t n, bool used)
+{
+	size_t i;
+
+	for (i = first; i < first + n; i++) {
+		if (used)
+			r->used[i / 64] |= 1ull << (i % 64);
+		else
+			r->used[i / 64] &= ~(1ull << (i % 64));
+	}
+}
+
+/* First fit: the offset of len free bytes (rounded up to blocks), or
+ * -ENOSPC. */
+static int
+region_alloc(struct hm_region *r, size_t len, size_t *off)
+{
+	size_t need = len == 0 ? 1 : (len + REGION_BLOCK - 1) / REGION_BLOCK;
+	size_t i, run = 0;
+	int rc = -ENOSPC;
+
+	if (r == NULL || need > r->nblocks)
+		return -ENOSPC;
+	pthread_mutex_lock(&r->lock);
+	for (i = 0; i < r->nblocks; i++) {
+		run = region_block_used(r, i) ? 0 : run + 1;
+		if (run == need) {
+			region_mark(r, i + 1 - need, need, true);
+			*off = (i + 1 - need) * REGION_BLOCK;
+			rc = 0;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&r->lock);
+	return rc;
+}
+
+static void
+region_free(struct hm_region *r, size_t off, size_t len)
+{
+	size_t need = len == 0 ? 1 : (len + REGION_BLOCK - 1) / REGION_BLOCK;
+
+	pthread_mutex_lock(&r->lock);
+	region_mark(r, off / REGION_BLOCK, need, false);
+	pthread_mutex_unlock(&r->lock);
+}
+
+/* A sealed memfd of size bytes, mapped; its descriptor in *fd. */
+static struct hm_region *
+region_new(size_t size, int *fd)
+{
+	struct hm_region *r;
+
+	*fd = -1;
+	size = (size + REGION_BLOCK - 1) / REGION_BLOCK * REGION_BLOCK;
+	r = calloc(1, sizeof *r);
+	if (r == NULL)
+		return NULL;
+	r->size = size;
+	r->nblocks = size / REGION_BLOCK;
+	r->used = calloc((r->nblocks + 63) / 64, sizeof *r->used);
+	*fd = memfd_create("hotmap-region", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (r->used == NULL || *fd < 0 || ftruncate(*fd, (off_t)size) < 0 ||
+	    fcntl(*fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0)
+		goto fail;
+	r->base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, *fd, 0);
+	if (r->base == MAP_FAILED)
+		goto fail;
+	pthread_mutex_init(&r->lock, NULL);
+	r->refs = 1;
+	return r;
+fail:
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+	free(r->used);
+	free(r);
+	return NULL;
+}
+
+static size_t
+env_size(const char *name, size_t dflt)
+{
+	const char *v = getenv(name);
+	unsigned long long n;
+	char *end;
+
+	if (v == NULL || *v == '\0')
+		return dflt;
+	errno = 0;
+	n = strtoull(v, &end, 0);
+	if (errno != 0 || v[0] == '-')
+		return dflt;
+	switch (*end) {
+	case 'k': case 'K': n <<= 10; end++; break;
+	case 'm': case 'M': n <<= 20; end++; break;
+	case 'g': case 'G': n <<= 30; end++; break;
+	}
+	if (*end != '\0' || n > HM_SHM_MAX)
+		return dflt;
+	return (size_t)n;
+}
+
 static int
 client_connect(hm_client *c, const char *socket_path)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	Hotmap__Hello hello = HOTMAP__HELLO__INIT;
+	Hotmap__HelloReply *r;
 	ProtobufCMessage *reply;
 	char path[sizeof sa.sun_path];
-	int rc;
+	size_t shm_size;
+	int shm_fd = -1, rc;
 
 	if (socket_path == NULL) {
 		rc = frame_default_socket(path, sizeof path);
@@ -280,10 +453,23 @@ client_connect(hm_client *c, const char *socket_path)
 	hello.version = HM_PROTO_VERSION;
 	hello.features = HM_FEATURES_ALL;
 	hello.client_name = (char *)program_invocation_short_name;
-	rc = client_call(c, HM_MSG_HELLO, &hello.base, -1, HM_MSG_HELLO_REPLY, &reply);
+	shm_size = env_size("HOTMAP_SHM_SIZE", CLIENT_SHM_SIZE);
+	if (shm_size > 0)
+		c->region = region_new(shm_size, &shm_fd);
+	if (c->region != NULL)
+		hello.shm_size = c->region->size;
+	rc = client_call(c, HM_MSG_HELLO, &hello.base, shm_fd, HM_MSG_HELLO_REPLY, &reply);
+	if (shm_fd >= 0)
+		close(shm_fd);
 	if (rc < 0)
 		return rc;
-	rc = ((Hotmap__HelloReply *)reply)->version == HM_PROTO_VERSION ? 0 : -EPROTONOSUPPORT;
+	r = (Hotmap__HelloReply *)reply;
+	rc = r->version == HM_PROTO_VERSION ? 0 : -EPROTONOSUPPORT;
+	if (!r->shm_accepted) {
+		/* An older or stricter daemon: everything over the socket. */
+		region_unref(c->region);
+		c->region = NULL;
+	}
 	protobuf_c_message_free_unpacked(reply, NULL);
 	return rc;
 }
@@ -300,6 +486,7 @@ hm_connect(const char *socket_path)
 		return NULL;
 	c->fd = -1;
 	c->next_id = 1;
+	c->shm_threshold = env_size("HOTMAP_SHM_THRESHOLD", CLIENT_SHM_THRESHOLD);
 	pthread_mutex_init(&c->lock, NULL);
 	rc = client_connect(c, socket_path);
 	if (rc < 0) {
@@ -326,6 +513,7 @@ hm_disconnect(hm_client *c)
 	if (c->fd >= 0)
 		close(c->fd);	/* the daemon closes the handles with the session */
 	pthread_mutex_destroy(&c->lock);
+	region_unref(c->region);	/* views may keep it mapped */
 	free(c->in);
 	free(c);
 	errno = saved;
@@ -403,68 +591,262 @@ hm_open(hm_client *c, const char *path, int flags)
 	return f;
 }
 
-/* The READ reply: READ_DATA frames with HM_FLAG_MORE carrying bytes, then
- * one without it carrying the total.  Lock held. */
-static ssize_t
-client_read(hm_client *c, uint64_t handle, uint8_t *buf, size_t len, uint64_t offset)
+/* --- reads ------------------------------------------------------------- */
+
+/* Sends the READs of ops[0..n) in one write.  Lock held. */
+static int
+client_send_reads(hm_client *c, struct read_op *ops, size_t n)
 {
-	Hotmap__Read req = HOTMAP__READ__INIT;
-	struct hm_frame_header h;
-	ProtobufCMessage *msg;
-	size_t got = 0;
-	uint32_t id;
+	size_t cap = n * (HM_FRAME_HEADER_SIZE + 64), len = 0, i;
+	uint8_t *buf;
 	int rc;
 
 	if (c->broken)
 		return -c->broken;
-	id = c->next_id++;
-	req.handle = handle;
-	req.offset = offset;
-	req.length = len;
-	rc = client_send(c, HM_MSG_READ, id, &req.base, -1);
-	if (rc < 0)
-		return rc;
+	buf = malloc(cap);
+	if (buf == NULL)
+		return -ENOMEM;
+	for (i = 0; i < n; i++) {
+		Hotmap__Read req = HOTMAP__READ__INIT;
+		int w;
+
+		ops[i].id = c->next_id++;
+		req.handle = ops[i].handle;
+		req.offset = ops[i].offset;
+		req.length = ops[i].len;
+		req.to_shm = ops[i].shm;
+		req.shm_offset = ops[i].shm_off;
+		w = frame_encode(HM_MSG_READ, ops[i].id, 0, &req.base, 0, buf + len, cap - len);
+		if (w < 0) {
+			free(buf);
+			return w;
+		}
+		len += (size_t)w;
+	}
+	rc = client_write(c, buf, len, -1);
+	free(buf);
+	return rc;
+}
+
+/*
+ * Receives the reply to op: READ_DATA frames with HM_FLAG_MORE carrying
+ * bytes (socket reads), then one without it carrying the total; or ERROR,
+ * which sets op->result to -errno.  Returns < 0 only when the connection
+ * failed.  Lock held.
+ */
+static int
+client_recv_read(hm_client *c, struct read_op *op)
+{
+	struct hm_frame_header h;
+	ProtobufCMessage *msg;
+	uint64_t total;
+	size_t got = 0;
+	int rc;
+
 	for (;;) {
-		rc = client_recv_frame(c, id, &h, &msg);
-		if (rc < 0)
-			return rc;
-		if (h.type != HM_MSG_READ_DATA || h.raw_length > len - got) {
+		rc = client_recv_frame(c, op->id, &h, &msg);
+		if (rc < 0) {
+			if (c->broken)
+				return rc;
+			op->result = rc;	/* the daemon's errno for this read */
+			return 0;
+		}
+		if (h.type != HM_MSG_READ_DATA ||
+		    (h.raw_length > 0 && (op->shm || h.raw_length > op->len - got))) {
 			protobuf_c_message_free_unpacked(msg, NULL);
 			return client_break(c, EPROTO);
 		}
 		if (h.flags & HM_FLAG_MORE) {
 			protobuf_c_message_free_unpacked(msg, NULL);
-			rc = client_recv_raw(c, buf + got, h.raw_length);
+			rc = client_recv_raw(c, op->buf + got, h.raw_length);
 			if (rc < 0)
 				return rc;
 			got += h.raw_length;
 			continue;
 		}
-		rc = ((Hotmap__ReadReply *)msg)->total == got && h.raw_length == 0 ? 0 : -EPROTO;
+		total = ((Hotmap__ReadReply *)msg)->total;
 		protobuf_c_message_free_unpacked(msg, NULL);
-		if (rc < 0)
+		if (h.raw_length != 0 || (op->shm ? total > op->len : total != got))
 			return client_break(c, EPROTO);
-		return (ssize_t)got;
+		op->result = (ssize_t)total;
+		return 0;
 	}
+}
+
+/* Checks a range as pread(2) would: 0 or -EINVAL. */
+static int
+check_range(size_t len, uint64_t offset)
+{
+	if (len > SSIZE_MAX || offset > INT64_MAX || len > (uint64_t)INT64_MAX - offset)
+		return -EINVAL;
+	return 0;
+}
+
+/* Runs ops[0..n) (n <= CLIENT_BATCH_WINDOW): reads of at least the
+ * threshold go through the region when it has room, the rest over the
+ * socket; region bytes are then copied to each op's buf.  Lock held. */
+static int
+client_run_reads(hm_client *c, struct read_op *ops, size_t n)
+{
+	size_t i, done = 0;
+	int rc;
+
+	for (i = 0; i < n; i++)
+		ops[i].shm = ops[i].len >= c->shm_threshold &&
+			     region_alloc(c->region, ops[i].len, &ops[i].shm_off) == 0;
+	rc = client_send_reads(c, ops, n);
+	for (; rc == 0 && done < n; done++)
+		rc = client_recv_read(c, &ops[done]);
+	for (i = 0; i < n; i++) {
+		if (!ops[i].shm)
+			continue;
+		if (i < done && rc == 0 && ops[i].result > 0)
+			memcpy(ops[i].buf, c->region->base + ops[i].shm_off, (size_t)ops[i].result);
+		region_free(c->region, ops[i].shm_off, ops[i].len);
+	}
+	return rc;
 }
 
 HM_EXPORT ssize_t
 hm_pread(hm_file *f, void *buf, size_t len, uint64_t offset)
 {
-	ssize_t n;
+	struct read_op op = { 0 };
+	int rc;
 
 	set_last_error(NULL);
 	if (f == NULL || (buf == NULL && len > 0))
 		return fail(EINVAL);
 	/* As pread(2): the end of the range must fit in off_t. */
-	if (len > SSIZE_MAX || offset > INT64_MAX || len > (uint64_t)INT64_MAX - offset)
+	if (check_range(len, offset) < 0)
 		return fail(EINVAL);
+	op.handle = f->handle;
+	op.offset = offset;
+	op.len = len;
+	op.buf = buf;
 	pthread_mutex_lock(&f->c->lock);
-	n = client_read(f->c, f->handle, buf, len, offset);
+	rc = client_run_reads(f->c, &op, 1);
 	pthread_mutex_unlock(&f->c->lock);
-	if (n < 0)
-		return fail((int)-n);
-	return n;
+	if (rc < 0)
+		return fail(-rc);
+	if (op.result < 0)
+		return fail((int)-op.result);
+	return op.result;
+}
+
+HM_EXPORT int
+hm_read_batch(hm_client *c, struct hm_io *io, size_t n)
+{
+	struct read_op ops[CLIENT_BATCH_WINDOW];
+	size_t map[CLIENT_BATCH_WINDOW];
+	size_t i = 0, k, m;
+	int rc = 0;
+
+	set_last_error(NULL);
+	if (c == NULL || (io == NULL && n > 0))
+		return fail(EINVAL);
+	pthread_mutex_lock(&c->lock);
+	while (i < n && rc == 0) {
+		/* one window of valid ios; the others get their error here */
+		for (m = 0; i < n && m < CLIENT_BATCH_WINDOW; i++) {
+			struct hm_io *x = &io[i];
+
+			if (x->file == NULL || x->file->c != c)
+				x->result = -EBADF;
+			else if ((x->buf == NULL && x->len > 0) || check_range(x->len, x->offset) < 0)
+				x->result = -EINVAL;
+			else {
+				ops[m] = (struct read_op){
+					.handle = x->file->handle, .offset = x->offset,
+					.len = x->len, .buf = x->buf,
+				};
+				map[m++] = i;
+			}
+		}
+		rc = client_run_reads(c, ops, m);
+		for (k = 0; k < m; k++)
+			io[map[k]].result = rc < 0 ? rc : ops[k].result;
+	}
+	/* a connection that failed leaves the rest unanswered */
+	for (; i < n; i++)
+		io[i].result = rc;
+	pthread_mutex_unlock(&c->lock);
+	return rc < 0 ? fail(-rc) : 0;
+}
+
+/* The private fields of struct hm_view. */
+#define VIEW_REGION(v)	(*(struct hm_region **)&(v)->priv_[0])
+#define VIEW_HEAP(v)	((v)->priv_[1])
+
+HM_EXPORT int
+hm_view_range(hm_file *f, uint64_t offset, size_t len, struct hm_view *v)
+{
+	struct read_op op = { 0 };
+	hm_client *c;
+	int rc;
+
+	set_last_error(NULL);
+	if (v != NULL)
+		memset(v, 0, sizeof *v);
+	if (f == NULL || v == NULL || check_range(len, offset) < 0)
+		return fail(EINVAL);
+	c = f->c;
+	op.handle = f->handle;
+	op.offset = offset;
+	op.len = len;
+	pthread_mutex_lock(&c->lock);
+	op.shm = region_alloc(c->region, len, &op.shm_off) == 0;
+	if (!op.shm) {
+		/* No room in the region (or none): the bytes come over the
+		 * socket into memory of the view's own. */
+		op.buf = malloc(len > 0 ? len : 1);
+		if (op.buf == NULL) {
+			pthread_mutex_unlock(&c->lock);
+			return fail(ENOMEM);
+		}
+	}
+	rc = client_send_reads(c, &op, 1);
+	if (rc == 0)
+		rc = client_recv_read(c, &op);
+	if (rc == 0 && op.result < 0)
+		rc = (int)op.result;
+	if (rc < 0) {
+		if (op.shm)
+			region_free(c->region, op.shm_off, len);
+		free(op.buf);
+		pthread_mutex_unlock(&c->lock);
+		return fail(-rc);
+	}
+	if (op.shm) {
+		pthread_mutex_lock(&c->region->lock);
+		c->region->refs++;	/* the view outlives hm_disconnect */
+		pthread_mutex_unlock(&c->region->lock);
+		VIEW_REGION(v) = c->region;
+		v->priv_[2] = (void *)(uintptr_t)op.shm_off;
+		v->priv_[3] = (void *)(uintptr_t)len;
+		v->data = c->region->base + op.shm_off;
+	} else {
+		VIEW_HEAP(v) = op.buf;
+		v->data = op.buf;
+	}
+	v->len = (size_t)op.result;
+	pthread_mutex_unlock(&c->lock);
+	return 0;
+}
+
+HM_EXPORT void
+hm_view_release(struct hm_view *v)
+{
+	struct hm_region *r;
+
+	if (v == NULL)
+		return;
+	r = VIEW_REGION(v);
+	if (r != NULL) {
+		region_free(r, (size_t)(uintptr_t)v->priv_[2], (size_t)(uintptr_t)v->priv_[3]);
+		region_unref(r);
+	}
+	free(VIEW_HEAP(v));
+	memset(v, 0, sizeof *v);
 }
 
 HM_EXPORT int

@@ -72,6 +72,34 @@ hm_file *hm_open(hm_client *c, const char *path, int flags);
  * past it; -1 and errno on error. */
 ssize_t hm_pread(hm_file *f, void *buf, size_t len, uint64_t offset);
 int hm_stat(hm_file *f, struct hm_stat *st);
+
+/* Many reads, across files of one client, in one round trip per window of
+ * up to 256.  Each io gets its own result: bytes read (as hm_pread) or a
+ * negative errno.  Returns 0 when every io has its result; -1 and errno
+ * when the connection failed (the ios not yet answered carry that error). */
+struct hm_io {
+	hm_file *file;
+	uint64_t offset;
+	size_t len;
+	void *buf;
+	ssize_t result;
+};
+int hm_read_batch(hm_client *c, struct hm_io *io, size_t n);
+
+/* A read whose bytes stay in the client's shared region until released:
+ * one copy in all, from the daemon's mapping to the region.  data and len
+ * are valid until hm_view_release, even across other calls and after
+ * hm_disconnect.  len is short only at end of file.  When the region is
+ * full, or there is none, the view is filled over the socket into memory
+ * of its own.  -1 and errno on failure (v is then empty). */
+struct hm_view {
+	const void *data;
+	size_t len;
+	void *priv_[4];		/* private */
+};
+int hm_view_range(hm_file *f, uint64_t offset, size_t len, struct hm_view *v);
+/* Gives the view's bytes back.  Takes an empty or released view. */
+void hm_view_release(struct hm_view *v);
 /* Frees f whatever happens; -1 and errno if the daemon could not be told. */
 int hm_close(hm_file *f);
 

@@ -85,6 +85,7 @@ server_stats_foreach(struct server *srv, server_stat_cb cb, void *arg)
 	cb("errors_replied", c->errors_replied, NULL, arg);
 	cb("accept_backoffs", c->accept_backoffs, NULL, arg);
 	cb("bytes_served", c->bytes_served, NULL, arg);
+	cb("bytes_shm", c->bytes_shm, NULL, arg);
 	cb("bytes_mmap", sc.bytes_mmap, NULL, arg);
 	cb("bytes_pread", sc.bytes_pread, NULL, arg);
 	cb("files", sc.entries, NULL, arg);

@@ -38,7 +38,8 @@ struct server_counters {
 	uint64_t errors_replied;		/* ERROR replies sent */
 	uint64_t clients_total;			/* connections accepted */
 	uint64_t clients_dropped;		/* disconnected for a bad frame */
-	uint64_t bytes_served;			/* raw bytes queued to clients */
+	uint64_t bytes_served;			/* file bytes given to clients */
+	uint64_t bytes_shm;			/* of which into shared regions */
 	uint64_t accept_backoffs;		/* accept paused: out of descriptors */
 	uint64_t handles;			/* handles open now, all sessions */
 	uint64_t clients;			/* connected now */

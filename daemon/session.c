@@ -10,6 +10,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include "daemon/log.h"
@@ -45,6 +48,12 @@ struct session {
 	size_t free_hint;	/* lowest slot that may be free */
 
 	struct session_stream stream;
+
+	/* The client's shared region (HELLO with shm_size): READs with
+	 * to_shm land here.  Sealed against shrinking, so a copy into it
+	 * cannot fault. */
+	uint8_t *shm;
+	size_t shm_size;
 };
 
 typedef int (*session_handler)(struct session *s, uint32_t id, ProtobufCMessage *msg);
@@ -161,11 +170,55 @@ session_error(struct session *s, uint32_t id, int error, const char *fmt, ...)
 	return peer_send_error(s->peer, id, error, "%s", text);
 }
 
+/*
+ * Maps the memfd that came with HELLO.  It must be sealed against shrinking
+ * and growing, and exactly the size announced: then the daemon's copies
+ * into it can never fault, whatever the client does to its end.
+ */
+static int
+session_map_region(struct session *s, uint64_t size, char *err, size_t errlen)
+{
+	int fd = peer_take_fd(s->peer);
+	struct stat st;
+	int seals, rc = 0;
+	void *p;
+
+	if (fd < 0) {
+		snprintf(err, errlen, "no descriptor came with HELLO");
+		return -EBADF;
+	}
+	seals = fcntl(fd, F_GET_SEALS);
+	if (size > HM_SHM_MAX) {
+		snprintf(err, errlen, "%llu bytes is more than the %llu a client may share",
+			 (unsigned long long)size, (unsigned long long)HM_SHM_MAX);
+		rc = -EFBIG;
+	} else if (seals < 0 || (seals & (F_SEAL_SHRINK | F_SEAL_GROW)) != (F_SEAL_SHRINK | F_SEAL_GROW)) {
+		snprintf(err, errlen, "the region is not a memfd sealed against shrinking and growing");
+		rc = -EPERM;
+	} else if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size != size) {
+		snprintf(err, errlen, "the region's size is not the %llu bytes announced",
+			 (unsigned long long)size);
+		rc = -EINVAL;
+	} else {
+		p = mmap(NULL, (size_t)size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		if (p == MAP_FAILED) {
+			rc = -errno;
+			snprintf(err, errlen, "mmap: %s", strerror(-rc));
+		} else {
+			s->shm = p;
+			s->shm_size = (size_t)size;
+		}
+	}
+	close(fd);
+	return rc;
+}
+
 static int
 session_hello(struct session *s, uint32_t id, ProtobufCMessage *msg)
 {
 	Hotmap__Hello *m = (Hotmap__Hello *)msg;
 	Hotmap__HelloReply r = HOTMAP__HELLO_REPLY__INIT;
+	char shm_error[160];
 
 	if (s->hello_done)
 		return session_error(s, id, EPROTO, "HELLO sent twice");
@@ -181,6 +234,17 @@ session_hello(struct session *s, uint32_t id, ProtobufCMessage *msg)
 		 m->client_name != NULL ? m->client_name : "");
 	r.version = HM_PROTO_VERSION;
 	r.features = m->features & HM_FEATURES_ALL;
+	if (m->shm_size > 0) {
+		int rc = session_map_region(s, m->shm_size, shm_error, sizeof shm_error);
+
+		if (rc < 0) {
+			log_info("client %s: shared region refused: %s", peer_name(s->peer), shm_error);
+			r.shm_error = shm_error;
+			r.features &= ~HM_FEATURE_SHM;
+		} else {
+			r.shm_accepted = true;
+		}
+	}
 	r.server_version = (char *)PACKAGE_VERSION;
 	r.max_frame = HM_FRAME_MAX_MESSAGE;
 	return peer_send(s->peer, HM_MSG_HELLO_REPLY, id, &r.base);
@@ -329,6 +393,30 @@ session_stream(struct session *s)
 	return session_stream_end(s);
 }
 
+/* A READ into the shared region: one copy, one small reply. */
+static int
+session_read_shm(struct session *s, uint32_t id, const Hotmap__Read *m, struct session_handle *sh)
+{
+	Hotmap__ReadReply r = HOTMAP__READ_REPLY__INIT;
+	ssize_t n;
+
+	if (s->shm == NULL)
+		return session_error(s, id, EINVAL, "read: no shared region was registered");
+	if (m->shm_offset > s->shm_size || m->length > s->shm_size - m->shm_offset)
+		return session_error(s, id, EINVAL,
+				     "read: %llu bytes at %llu do not fit the %zu-byte shared region",
+				     (unsigned long long)m->length, (unsigned long long)m->shm_offset,
+				     s->shm_size);
+	n = storage_read(s->srv->cache, &sh->h, s->shm + m->shm_offset, (size_t)m->length, m->offset);
+	if (n < 0)
+		return session_error(s, id, (int)-n, "read at offset %llu: %s",
+				     (unsigned long long)m->offset, strerror((int)-n));
+	s->srv->counters.bytes_served += (uint64_t)n;
+	s->srv->counters.bytes_shm += (uint64_t)n;
+	r.total = (uint64_t)n;
+	return peer_send(s->peer, HM_MSG_READ_DATA, id, &r.base);
+}
+
 static int
 session_read(struct session *s, uint32_t id, ProtobufCMessage *msg)
 {
@@ -341,6 +429,8 @@ session_read(struct session *s, uint32_t id, ProtobufCMessage *msg)
 	if (m->offset > INT64_MAX || m->length > (uint64_t)INT64_MAX - m->offset)
 		return session_error(s, id, EINVAL, "read: offset %llu + length %llu overflows",
 				     (unsigned long long)m->offset, (unsigned long long)m->length);
+	if (m->to_shm)
+		return session_read_shm(s, id, m, sh);
 	if (m->length == 0) {
 		/* Nothing to stream, but pread(2) still fails on a pipe. */
 		ssize_t rc = storage_read(s->srv->cache, &sh->h, NULL, 0, m->offset);
@@ -577,6 +667,8 @@ session_free(struct session *s)
 		if (s->handles[i].used)
 			session_handle_release(s, i + 1);
 	free(s->handles);
+	if (s->shm != NULL)
+		munmap(s->shm, s->shm_size);
 	session_unlink(s);
 	s->srv->counters.clients--;
 	peer_free(s->peer);

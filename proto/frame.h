@@ -37,10 +37,14 @@
  * into several READ_DATA frames, so neither side buffers a whole read. */
 #define HM_FRAME_MAX_RAW	(1u * 1024u * 1024u)
 
-/* Feature bits negotiated by HELLO.  None yet beyond the base protocol. */
+/* Feature bits negotiated by HELLO. */
 #define HM_FEATURE_FD_PASSING	(1ull << 0)
 #define HM_FEATURE_OPEN_BY_PATH	(1ull << 1)
-#define HM_FEATURES_ALL		(HM_FEATURE_FD_PASSING | HM_FEATURE_OPEN_BY_PATH)
+#define HM_FEATURE_SHM		(1ull << 2)	/* shared-memory read replies */
+#define HM_FEATURES_ALL		(HM_FEATURE_FD_PASSING | HM_FEATURE_OPEN_BY_PATH | HM_FEATURE_SHM)
+
+/* Largest shared region a client may register. */
+#define HM_SHM_MAX		(1ull << 30)
 
 #define HM_FLAG_MORE		0x01	/* READ_DATA: more frames follow */
 

@@ -1260,6 +1260,7 @@ test_bad_client_garbage(void **state)
 	uint8_t bytes[256];
 	struct wire_header hdr;
 	unsigned variant;
+	int rc;
 
 	for (variant = 0; variant < 5; variant++) {
 		uint64_t dropped = dropped_now(h);
@@ -1292,7 +1293,10 @@ test_bad_client_garbage(void **state)
 			hdr = (struct wire_header){ .raw_length = 16, .type = WIRE_PING,
 						    .version = WIRE_VERSION, .id = 2 };
 			assert_int_equal(wire_send(fd, &hdr, NULL, 0, -1), 0);
-			assert_int_equal(wire_send_bytes(fd, bytes, 16), 0);
+			/* the daemon may hang up on the header alone, before
+			 * these bytes arrive */
+			rc = wire_send_bytes(fd, bytes, 16);
+			assert_true(rc == 0 || rc == -EPIPE || rc == -ECONNRESET);
 			break;
 		}
 		wire_expect_eof(fd, 10000);

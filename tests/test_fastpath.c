@@ -1,0 +1,543 @@
+/*
+ * test_fastpath.c - batched reads, the shared-memory transport and
+ * zero-copy views, against a real hotmapd (tests/harness.h), checked byte
+ * for byte and errno for errno against pread(2).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "tests/harness.h"
+
+#define KiB (1024u)
+#define MiB (1024u * 1024u)
+
+static const struct harness_opts opts_default = { .backend = NULL };
+
+static int
+setup(void **state)
+{
+	/* each test sets the client's environment itself */
+	unsetenv("HOTMAP_SHM_SIZE");
+	unsetenv("HOTMAP_SHM_THRESHOLD");
+	*state = harness_start(*state);
+	return 0;
+}
+
+static int
+teardown(void **state)
+{
+	unsetenv("HOTMAP_SHM_SIZE");
+	unsetenv("HOTMAP_SHM_THRESHOLD");
+	harness_free_buffers();
+	harness_stop(*state);
+	return 0;
+}
+
+/* What pread(2) says for the range: bytes into ref, or -errno. */
+static ssize_t
+ref_read(int fd, void *ref, size_t len, uint64_t offset)
+{
+	ssize_t n = pread(fd, ref, len, (off_t)offset);
+
+	return n < 0 ? -errno : n;
+}
+
+static void
+assert_same(ssize_t got, const void *buf, ssize_t want, const void *ref, const char *what)
+{
+	if (got != want)
+		fail_msg("%s: hotmap gave %zd, pread %zd", what, got, want);
+	if (want > 0 && memcmp(buf, ref, (size_t)want) != 0)
+		fail_msg("%s: bytes differ from pread's", what);
+}
+
+struct files {
+	char big[PATH_MAX], small[PATH_MAX], empty[PATH_MAX], fifo[PATH_MAX];
+	int fd[4];		/* reference descriptors, in that order */
+	hm_file *f[4];
+};
+
+static void
+files_open(struct harness *h, hm_client *c, struct files *fs)
+{
+	const char *paths[4];
+	int i;
+
+	harness_path(h, "root/big", fs->big);
+	harness_path(h, "root/small", fs->small);
+	harness_path(h, "root/empty", fs->empty);
+	harness_path(h, "root/fifo", fs->fifo);
+	harness_write_file(fs->big, 3 * MiB + 17, 1);
+	harness_write_file(fs->small, 4097, 2);
+	harness_write_file(fs->empty, 0, 3);
+	assert_int_equal(mkfifo(fs->fifo, 0600), 0);
+	paths[0] = fs->big;
+	paths[1] = fs->small;
+	paths[2] = fs->empty;
+	paths[3] = fs->fifo;
+	for (i = 0; i < 4; i++) {
+		fs->fd[i] = open(paths[i], O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+		assert_true(fs->fd[i] >= 0);
+		fs->f[i] = hm_open(c, paths[i], 0);
+		assert_non_null(fs->f[i]);
+	}
+}
+
+static void
+files_close(struct files *fs)
+{
+	int i;
+
+	for (i = 0; i < 4; i++) {
+		assert_int_equal(hm_close(fs->f[i]), 0);
+		close(fs->fd[i]);
+	}
+}
+
+/*
+ * 300 ranges (more than one window of 256) across four files: sizes from
+ * 0 to 2 MiB, past EOF, straddling EOF, on a FIFO (ESPIPE), plus ios the
+ * library refuses itself; each result must be pread's.
+ */
+static void
+run_mixed_batch(struct harness *h)
+{
+	enum { N = 300 };
+	static const size_t lens[] = { 0, 1, 4095, 4096, 4097, 65536, 100000, 2 * MiB };
+	hm_client *c = harness_connect(h);
+	struct hm_io *io = calloc(N, sizeof *io);
+	int *which = calloc(N, sizeof *which);
+	uint64_t rng = 42;
+	struct files fs;
+	uint8_t *ref;
+	int i;
+
+	assert_non_null(io);
+	assert_non_null(which);
+	ref = malloc(2 * MiB);
+	assert_non_null(ref);
+	files_open(h, c, &fs);
+	for (i = 0; i < N; i++) {
+		uint64_t r = harness_rand(&rng);
+
+		which[i] = (int)(r % 4);
+		io[i].file = fs.f[which[i]];
+		io[i].len = lens[(r >> 8) % (sizeof lens / sizeof lens[0])];
+		switch ((r >> 16) % 4) {
+		case 0: io[i].offset = 0; break;
+		case 1: io[i].offset = (r >> 24) % (3 * MiB + 17); break;	/* anywhere */
+		case 2: io[i].offset = 3 * MiB + 17 - 100; break;		/* straddles EOF of big */
+		default: io[i].offset = 5 * MiB; break;				/* past every EOF */
+		}
+		io[i].buf = malloc(io[i].len + 1);
+		assert_non_null(io[i].buf);
+		io[i].result = 12345;
+	}
+	/* refused by the library, answered in place */
+	io[7].file = NULL;
+	io[8].offset = UINT64_MAX - 10;
+	io[9].buf = NULL;
+	io[9].len = 10;
+
+	assert_int_equal(hm_read_batch(c, io, N), 0);
+	assert_int_equal(io[7].result, -EBADF);
+	assert_int_equal(io[8].result, -EINVAL);
+	assert_int_equal(io[9].result, -EINVAL);
+	for (i = 0; i < N; i++) {
+		char what[64];
+		ssize_t want;
+
+		if (i >= 7 && i <= 9)
+			continue;
+		want = ref_read(fs.fd[which[i]], ref, io[i].len, io[i].offset);
+		snprintf(what, sizeof what, "io %d (file %d, %zu at %llu)", i, which[i], io[i].len,
+			 (unsigned long long)io[i].offset);
+		assert_same(io[i].result, io[i].buf, want, ref, what);
+	}
+	/* an empty batch is fine */
+	assert_int_equal(hm_read_batch(c, io, 0), 0);
+	for (i = 0; i < N; i++)
+		free(io[i].buf);
+	files_close(&fs);
+	/* the connection is still in step */
+	assert_int_equal(hm_ping(c, NULL), 0);
+	hm_disconnect(c);
+	free(io);
+	free(which);
+	free(ref);
+}
+
+static void
+test_batch_mixed_shm(void **state)
+{
+	run_mixed_batch(*state);
+}
+
+static void
+test_batch_mixed_socket(void **state)
+{
+	setenv("HOTMAP_SHM_SIZE", "0", 1);
+	run_mixed_batch(*state);
+}
+
+static void
+test_batch_small_region(void **state)
+{
+	/* 64 KiB of region: most reads do not fit and go over the socket,
+	 * in the same batch as those that do */
+	setenv("HOTMAP_SHM_SIZE", "64K", 1);
+	setenv("HOTMAP_SHM_THRESHOLD", "0", 1);
+	run_mixed_batch(*state);
+}
+
+/* The shared region carries the bytes: the daemon counts them there, and
+ * not when the client has no region. */
+static void
+test_shm_counts(void **state)
+{
+	struct harness *h = *state;
+	char path[PATH_MAX];
+	uint8_t buf[64 * KiB];
+	hm_client *c, *admin;
+	uint64_t before;
+	hm_file *f;
+
+	harness_path(h, "root/f", path);
+	harness_write_file(path, MiB, 9);
+	admin = harness_connect(h);
+	c = harness_connect(h);
+	f = hm_open(c, path, 0);
+	assert_non_null(f);
+	before = harness_stat(admin, "bytes_shm");
+	assert_int_equal(hm_pread(f, buf, sizeof buf, 4096), (ssize_t)sizeof buf);
+	assert_int_equal(harness_stat(admin, "bytes_shm"), before + sizeof buf);
+	hm_close(f);
+	hm_disconnect(c);
+
+	setenv("HOTMAP_SHM_SIZE", "0", 1);
+	c = harness_connect(h);
+	f = hm_open(c, path, 0);
+	assert_non_null(f);
+	before = harness_stat(admin, "bytes_shm");
+	assert_int_equal(hm_pread(f, buf, sizeof buf, 4096), (ssize_t)sizeof buf);
+	assert_int_equal(harness_stat(admin, "bytes_shm"), before);
+	hm_close(f);
+	hm_disconnect(c);
+	hm_disconnect(admin);
+}
+
+/* Views keep their bytes across other reads and other views. */
+static void
+run_views_held(struct harness *h)
+{
+	enum { NV = 12 };
+	hm_client *c = harness_connect(h);
+	struct hm_view v[NV];
+	uint64_t off[NV];
+	size_t len[NV];
+	uint8_t *ref = malloc(2 * MiB), *buf = malloc(MiB);
+	struct files fs;
+	uint64_t rng = 7;
+	int i;
+
+	assert_non_null(ref);
+	assert_non_null(buf);
+	files_open(h, c, &fs);
+	for (i = 0; i < NV; i++) {
+		off[i] = harness_rand(&rng) % (3 * MiB);
+		len[i] = i == 0 ? 0 : (size_t)(harness_rand(&rng) % (2 * MiB));
+		assert_int_equal(hm_view_range(fs.f[0], off[i], len[i], &v[i]), 0);
+		/* other traffic between views */
+		assert_true(hm_pread(fs.f[1], buf, 4097, 0) == 4097);
+		assert_true(hm_pread(fs.f[0], buf, MiB, off[i] / 2) > 0);
+	}
+	for (i = 0; i < NV; i++) {
+		ssize_t want = ref_read(fs.fd[0], ref, len[i], off[i]);
+
+		assert_same((ssize_t)v[i].len, v[i].data, want, ref, "held view");
+		hm_view_release(&v[i]);
+		assert_null(v[i].data);
+		hm_view_release(&v[i]);	/* twice is harmless */
+	}
+	/* past EOF: an empty view; a FIFO: ESPIPE and an empty view */
+	assert_int_equal(hm_view_range(fs.f[0], 10 * MiB, 4096, &v[0]), 0);
+	assert_int_equal(v[0].len, 0);
+	hm_view_release(&v[0]);
+	errno = 0;
+	assert_int_equal(hm_view_range(fs.f[3], 0, 4096, &v[0]), -1);
+	assert_int_equal(errno, ESPIPE);
+	assert_null(v[0].data);
+	assert_int_equal(v[0].len, 0);
+	hm_view_release(&v[0]);
+	errno = 0;
+	assert_int_equal(hm_view_range(fs.f[0], UINT64_MAX, 1, &v[0]), -1);
+	assert_int_equal(errno, EINVAL);
+
+	files_close(&fs);
+	hm_disconnect(c);
+	free(ref);
+	free(buf);
+}
+
+static void
+test_views_held(void **state)
+{
+	run_views_held(*state);
+}
+
+static void
+test_views_region_full(void **state)
+{
+	/* 1 MiB of region for up to 12 views of up to 2 MiB: most are served
+	 * over the socket into memory of their own, and read the same */
+	setenv("HOTMAP_SHM_SIZE", "1M", 1);
+	run_views_held(*state);
+}
+
+static void
+test_views_without_region(void **state)
+{
+	setenv("HOTMAP_SHM_SIZE", "0", 1);
+	run_views_held(*state);
+}
+
+/* A view outlives its client: readable after hm_disconnect, released
+ * after it (AddressSanitizer and valgrind watch this one). */
+static void
+test_view_after_disconnect(void **state)
+{
+	struct harness *h = *state;
+	char path[PATH_MAX];
+	uint8_t ref[8192];
+	struct hm_view v;
+	hm_client *c;
+	hm_file *f;
+	int fd;
+
+	harness_path(h, "root/f", path);
+	harness_write_file(path, 100000, 5);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	c = harness_connect(h);
+	f = hm_open(c, path, 0);
+	assert_non_null(f);
+	assert_int_equal(hm_view_range(f, 5000, sizeof ref, &v), 0);
+	hm_disconnect(c);
+	assert_same((ssize_t)v.len, v.data, ref_read(fd, ref, sizeof ref, 5000), ref, "view after disconnect");
+	hm_view_release(&v);
+	close(fd);
+}
+
+/* A client that dies holding views (and its region) costs the daemon
+ * nothing: it serves the next client and its count of clients drops. */
+static void
+test_client_dies_holding_views(void **state)
+{
+	struct harness *h = *state;
+	char path[PATH_MAX];
+	uint8_t buf[4096], ref[4096];
+	int status, fd, sync[2];
+	hm_client *admin, *c;
+	hm_file *f;
+	pid_t pid;
+	char x;
+
+	harness_path(h, "root/f", path);
+	harness_write_file(path, 4 * MiB, 6);
+	admin = harness_connect(h);
+	assert_int_equal(pipe(sync), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct hm_view v[8];
+		hm_client *cc = hm_connect(h->sock);
+		hm_file *ff = cc != NULL ? hm_open(cc, path, 0) : NULL;
+		int i;
+
+		if (ff == NULL)
+			_exit(1);
+		for (i = 0; i < 8; i++)
+			if (hm_view_range(ff, (uint64_t)i * 512 * KiB, 512 * KiB, &v[i]) < 0)
+				_exit(2);
+		if (write(sync[1], "v", 1) != 1)
+			_exit(3);
+		pause();
+		_exit(4);
+	}
+	close(sync[1]);
+	assert_int_equal(read(sync[0], &x, 1), 1);
+	close(sync[0]);
+	assert_int_equal(harness_stat(admin, "clients"), 2);
+	kill(pid, SIGKILL);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFSIGNALED(status));
+	harness_wait_stat(admin, "clients", 1);
+
+	c = harness_connect(h);
+	f = hm_open(c, path, 0);
+	assert_non_null(f);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_same(hm_pread(f, buf, sizeof buf, MiB + 3), buf,
+		    ref_read(fd, ref, sizeof ref, MiB + 3), ref, "after the death");
+	close(fd);
+	hm_close(f);
+	hm_disconnect(c);
+	hm_disconnect(admin);
+}
+
+/* The daemon maps a region only if it is a memfd sealed against shrinking
+ * and growing, of the size announced; otherwise the client goes on without
+ * one, and a READ into a region it does not have is EINVAL. */
+static void
+hello_with_region(struct harness *h, int region_fd, uint64_t size, bool want_accepted)
+{
+	struct wire_msg m = { .n = 0 };
+	struct wire_header hdr;
+	uint8_t reply[1024];
+	char err[256] = "";
+	uint64_t accepted = 0;
+	int fd = wire_connect(h);
+
+	wire_varint(&m, 1, WIRE_VERSION);
+	wire_varint(&m, 2, 7);
+	wire_string(&m, 3, "region-test");
+	wire_varint(&m, 4, size);
+	assert_int_equal(wire_send_msg(fd, WIRE_HELLO, 1, &m, region_fd), 0);
+	assert_int_equal(wire_recv(fd, &hdr, reply, sizeof reply, 10000), 1);
+	assert_int_equal(hdr.type, WIRE_HELLO_REPLY);
+	wire_get_varint(reply, hdr.length, 5, &accepted);
+	wire_get_string(reply, hdr.length, 6, err, sizeof err);
+	assert_int_equal(accepted, want_accepted ? 1 : 0);
+	if (!want_accepted) {
+		assert_true(err[0] != '\0');
+		/* READ into the region it does not have: EINVAL, not a crash */
+		m.n = 0;
+		wire_varint(&m, 1, 1);
+		wire_varint(&m, 2, 0);
+		wire_varint(&m, 3, 16);
+		wire_varint(&m, 4, 1);
+		wire_varint(&m, 5, 0);
+		assert_int_equal(wire_send_msg(fd, WIRE_READ, 2, &m, -1), 0);
+		assert_int_equal(wire_recv(fd, &hdr, reply, sizeof reply, 10000), 1);
+		assert_int_equal(hdr.type, WIRE_ERROR);
+	}
+	close(fd);
+}
+
+static void
+test_region_refused(void **state)
+{
+	struct harness *h = *state;
+	int fd;
+
+	/* not sealed */
+	fd = memfd_create("unsealed", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	assert_true(fd >= 0);
+	assert_int_equal(ftruncate(fd, 65536), 0);
+	hello_with_region(h, fd, 65536, false);
+	/* sealed, but not the size announced */
+	assert_int_equal(fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW), 0);
+	hello_with_region(h, fd, 1 << 20, false);
+	/* too large to be allowed */
+	hello_with_region(h, fd, (uint64_t)4 << 30, false);
+	/* announced, but no descriptor came */
+	hello_with_region(h, -1, 65536, false);
+	/* and the right one is taken */
+	hello_with_region(h, fd, 65536, true);
+	close(fd);
+}
+
+/* A READ into the region must fit inside it. */
+static void
+test_region_bounds(void **state)
+{
+	struct harness *h = *state;
+	struct wire_msg m = { .n = 0 };
+	struct wire_header hdr;
+	uint8_t reply[1024];
+	char path[PATH_MAX];
+	uint64_t handle = 0;
+	int fd, region, file;
+
+	harness_path(h, "root/f", path);
+	harness_write_file(path, 100000, 4);
+	region = memfd_create("region", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	assert_true(region >= 0);
+	assert_int_equal(ftruncate(region, 65536), 0);
+	assert_int_equal(fcntl(region, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW), 0);
+	fd = wire_connect(h);
+	wire_varint(&m, 1, WIRE_VERSION);
+	wire_varint(&m, 4, 65536);
+	assert_int_equal(wire_send_msg(fd, WIRE_HELLO, 1, &m, region), 0);
+	assert_int_equal(wire_recv(fd, &hdr, reply, sizeof reply, 10000), 1);
+	file = open(path, O_RDONLY | O_CLOEXEC);
+	m.n = 0;
+	wire_string(&m, 2, path);
+	assert_int_equal(wire_send_msg(fd, WIRE_OPEN, 2, &m, file), 0);
+	close(file);
+	assert_int_equal(wire_recv(fd, &hdr, reply, sizeof reply, 10000), 1);
+	assert_int_equal(hdr.type, WIRE_OPEN_REPLY);
+	assert_int_equal(wire_get_varint(reply, hdr.length, 1, &handle), 0);
+	{
+		/* (shm_offset, length): past the end, wrapping, and just fitting */
+		static const uint64_t cases[][3] = {
+			{ 65536 - 100, 101, 0 }, { 65537, 0, 0 }, { UINT64_MAX - 10, 20, 0 },
+			{ 8, UINT64_MAX - 4, 0 }, { 65536 - 100, 100, 1 },
+		};
+		size_t i;
+
+		for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+			m.n = 0;
+			wire_varint(&m, 1, handle);
+			wire_varint(&m, 2, 0);
+			wire_varint(&m, 3, cases[i][1]);
+			wire_varint(&m, 4, 1);
+			wire_varint(&m, 5, cases[i][0]);
+			assert_int_equal(wire_send_msg(fd, WIRE_READ, (uint32_t)(10 + i), &m, -1), 0);
+			assert_int_equal(wire_recv(fd, &hdr, reply, sizeof reply, 10000), 1);
+			assert_int_equal(hdr.id, 10 + i);
+			assert_int_equal(hdr.type, cases[i][2] ? WIRE_READ_DATA : WIRE_ERROR);
+		}
+	}
+	close(fd);
+	close(region);
+}
+
+#define T(fn, o) cmocka_unit_test_prestate_setup_teardown(fn, setup, teardown, (void *)&(o))
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		T(test_batch_mixed_shm, opts_default),
+		T(test_batch_mixed_socket, opts_default),
+		T(test_batch_small_region, opts_default),
+		T(test_shm_counts, opts_default),
+		T(test_views_held, opts_default),
+		T(test_views_region_full, opts_default),
+		T(test_views_without_region, opts_default),
+		T(test_view_after_disconnect, opts_default),
+		T(test_client_dies_holding_views, opts_default),
+		T(test_region_refused, opts_default),
+		T(test_region_bounds, opts_default),
+	};
+
+	return cmocka_run_group_tests_name("fastpath", tests, NULL, NULL);
+}
