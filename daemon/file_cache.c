@@ -660,6 +660,16 @@ static int64_t timespec_to_ns(const struct timespec *ts)
 	return ns;
 }
 
+int storage_willneed(struct storage_handle *h, uint64_t offset, uint64_t len)
+{
+	if (h == NULL || h->entry == NULL)
+		return -EBADF;
+	if (offset > CACHE_OFF_MAX || len > CACHE_OFF_MAX - offset)
+		return -EINVAL;
+	/* posix_fadvise returns the error number rather than setting errno */
+	return -posix_fadvise(h->entry->file.fd, (off_t)offset, (off_t)len, POSIX_FADV_WILLNEED);
+}
+
 int storage_stat(struct storage_handle *h, struct storage_stat *out)
 {
 	struct file_entry *e;

@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -189,6 +190,11 @@ main(int argc, char **argv)
 	}
 	log_set_level(verbose >= 2 ? LOG_DEBUG : verbose == 1 ? LOG_INFO : LOG_NOTICE);
 
+	/* Reply chunks (256 KiB) are allocated and freed all the time: keep
+	 * them in the heap for reuse instead of a fresh mmap each, whose
+	 * every page would fault on first write and be unmapped again. */
+	mallopt(M_MMAP_THRESHOLD, 4 * 1024 * 1024);
+	mallopt(M_TRIM_THRESHOLD, 64 * 1024 * 1024);
 	/* A client that hangs up mid-reply must cost an EPIPE, not the
 	 * daemon. */
 	signal(SIGPIPE, SIG_IGN);

@@ -21,9 +21,19 @@
 #include "daemon/session.h"
 #include "daemon/storage.h"
 
+/* Readahead for handles read in order: each read that continues the last
+ * one asks for the next window ahead of it, doubling up to the maximum;
+ * a jump starts over.  The kernel's own readahead is per descriptor, and
+ * the daemon's descriptor is shared by every reader of the file. */
+#define SESSION_RA_MIN		(256u * 1024u)
+#define SESSION_RA_MAX		(16u * 1024u * 1024u)
+
 struct session_handle {
 	bool used;
 	struct storage_handle h;
+	uint64_t next;		/* where the last read ended */
+	uint64_t ra_end;	/* readahead asked for up to here */
+	uint32_t ra_window;	/* 0: not sequential (yet) */
 };
 
 /* A READ being streamed: one chunk at a time while the socket takes it. */
@@ -417,6 +427,31 @@ session_read_shm(struct session *s, uint32_t id, const Hotmap__Read *m, struct s
 	return peer_send(s->peer, HM_MSG_READ_DATA, id, &r.base);
 }
 
+static void
+session_readahead(struct session_handle *sh, uint64_t offset, uint64_t length)
+{
+	uint64_t end = offset + length;	/* checked against INT64_MAX */
+
+	if (length == 0)
+		return;
+	if (offset != sh->next || sh->next == 0) {
+		sh->ra_window = 0;
+		sh->ra_end = end;
+		sh->next = end;
+		return;
+	}
+	sh->next = end;
+	if (sh->ra_end < end)
+		sh->ra_end = end;
+	/* keep a window in flight ahead of the reader */
+	if (sh->ra_end - end >= sh->ra_window / 2 && sh->ra_window != 0)
+		return;
+	sh->ra_window = sh->ra_window == 0 ? SESSION_RA_MIN :
+			sh->ra_window >= SESSION_RA_MAX / 2 ? SESSION_RA_MAX : sh->ra_window * 2;
+	if (storage_willneed(&sh->h, sh->ra_end, sh->ra_window) == 0)
+		sh->ra_end += sh->ra_window;
+}
+
 static int
 session_read(struct session *s, uint32_t id, ProtobufCMessage *msg)
 {
@@ -429,6 +464,7 @@ session_read(struct session *s, uint32_t id, ProtobufCMessage *msg)
 	if (m->offset > INT64_MAX || m->length > (uint64_t)INT64_MAX - m->offset)
 		return session_error(s, id, EINVAL, "read: offset %llu + length %llu overflows",
 				     (unsigned long long)m->offset, (unsigned long long)m->length);
+	session_readahead(sh, m->offset, m->length);
 	if (m->to_shm)
 		return session_read_shm(s, id, m, sh);
 	if (m->length == 0) {

@@ -130,6 +130,11 @@ ssize_t storage_read(struct file_cache *cache, struct storage_handle *h,
 
 int storage_stat(struct storage_handle *h, struct storage_stat *st);
 
+/* Asks the kernel to start reading [offset, offset + len) into the page
+ * cache now (posix_fadvise WILLNEED), for a reader that is about to get
+ * there.  Returns at once; 0 or a negative errno. */
+int storage_willneed(struct storage_handle *h, uint64_t offset, uint64_t len);
+
 void file_cache_counters(const struct file_cache *cache, struct storage_counters *out);
 
 #endif
