@@ -77,6 +77,8 @@ struct read_op {
 	bool shm;
 	size_t shm_off;
 	uint32_t id;
+	size_t got;		/* socket bytes received so far */
+	bool done;
 	ssize_t result;		/* bytes, or -errno from the daemon */
 };
 
@@ -227,11 +229,13 @@ client_recv_raw(hm_client *c, uint8_t *dst, size_t n)
 	return 0;
 }
 
-/* Reads the next frame's header and message for request id.  An ERROR
+/* Reads the next frame's header and message, which must answer one of the
+ * requests first_id .. first_id + count - 1 (h->id says which).  An ERROR
  * reply becomes its negative errno (message in hm_last_error); *msg is set
  * otherwise, and raw bytes, if any, are left for the caller. */
 static int
-client_recv_frame(hm_client *c, uint32_t id, struct hm_frame_header *h, ProtobufCMessage **msg)
+client_recv_frame_of(hm_client *c, uint32_t first_id, uint32_t count,
+		     struct hm_frame_header *h, ProtobufCMessage **msg)
 {
 	int rc;
 
@@ -240,7 +244,7 @@ client_recv_frame(hm_client *c, uint32_t id, struct hm_frame_header *h, Protobuf
 	if (rc < 0)
 		return rc;
 	frame_header_decode(c->in + c->start, h);
-	if (frame_header_check(h) < 0 || h->id != id)
+	if (frame_header_check(h) < 0 || h->id - first_id >= count)
 		return client_break(c, EPROTO);
 	rc = client_fill(c, HM_FRAME_HEADER_SIZE + h->length);
 	if (rc < 0)
@@ -259,6 +263,12 @@ client_recv_frame(hm_client *c, uint32_t id, struct hm_frame_header *h, Protobuf
 		return -err;
 	}
 	return 0;
+}
+
+static int
+client_recv_frame(hm_client *c, uint32_t id, struct hm_frame_header *h, ProtobufCMessage **msg)
+{
+	return client_recv_frame_of(c, id, 1, h, msg);
 }
 
 /* One request and its one-frame reply of reply_type.  Lock held. */
@@ -629,48 +639,61 @@ client_send_reads(hm_client *c, struct read_op *ops, size_t n)
 }
 
 /*
- * Receives the reply to op: READ_DATA frames with HM_FLAG_MORE carrying
- * bytes (socket reads), then one without it carrying the total; or ERROR,
- * which sets op->result to -errno.  Returns < 0 only when the connection
- * failed.  Lock held.
+ * Receives the replies to ops[0..n), whose ids follow one another: the
+ * daemon answers reads as they complete, so replies come in any order and
+ * the data frames of several may interleave.  A reply is READ_DATA frames
+ * with HM_FLAG_MORE carrying bytes (socket reads), then one without it
+ * carrying the total; or ERROR, which sets that op's result to -errno.
+ * Returns < 0 only when the connection failed.  Lock held.
  */
 static int
-client_recv_read(hm_client *c, struct read_op *op)
+client_recv_reads(hm_client *c, struct read_op *ops, size_t n)
 {
-	struct hm_frame_header h;
-	ProtobufCMessage *msg;
-	uint64_t total;
-	size_t got = 0;
-	int rc;
+	size_t left = n;
 
-	for (;;) {
-		rc = client_recv_frame(c, op->id, &h, &msg);
+	while (left > 0) {
+		struct hm_frame_header h;
+		ProtobufCMessage *msg;
+		struct read_op *op;
+		uint64_t total;
+		int rc;
+
+		rc = client_recv_frame_of(c, ops[0].id, (uint32_t)n, &h, &msg);
+		if (rc < 0 && c->broken)
+			return rc;
+		op = &ops[h.id - ops[0].id];
+		if (op->done) {
+			protobuf_c_message_free_unpacked(msg, NULL);
+			return client_break(c, EPROTO);
+		}
 		if (rc < 0) {
-			if (c->broken)
-				return rc;
 			op->result = rc;	/* the daemon's errno for this read */
-			return 0;
+			op->done = true;
+			left--;
+			continue;
 		}
 		if (h.type != HM_MSG_READ_DATA ||
-		    (h.raw_length > 0 && (op->shm || h.raw_length > op->len - got))) {
+		    (h.raw_length > 0 && (op->shm || h.raw_length > op->len - op->got))) {
 			protobuf_c_message_free_unpacked(msg, NULL);
 			return client_break(c, EPROTO);
 		}
 		if (h.flags & HM_FLAG_MORE) {
 			protobuf_c_message_free_unpacked(msg, NULL);
-			rc = client_recv_raw(c, op->buf + got, h.raw_length);
+			rc = client_recv_raw(c, op->buf + op->got, h.raw_length);
 			if (rc < 0)
 				return rc;
-			got += h.raw_length;
+			op->got += h.raw_length;
 			continue;
 		}
 		total = ((Hotmap__ReadReply *)msg)->total;
 		protobuf_c_message_free_unpacked(msg, NULL);
-		if (h.raw_length != 0 || (op->shm ? total > op->len : total != got))
+		if (h.raw_length != 0 || (op->shm ? total > op->len : total != op->got))
 			return client_break(c, EPROTO);
 		op->result = (ssize_t)total;
-		return 0;
+		op->done = true;
+		left--;
 	}
+	return 0;
 }
 
 /* Checks a range as pread(2) would: 0 or -EINVAL. */
@@ -688,19 +711,19 @@ check_range(size_t len, uint64_t offset)
 static int
 client_run_reads(hm_client *c, struct read_op *ops, size_t n)
 {
-	size_t i, done = 0;
+	size_t i;
 	int rc;
 
 	for (i = 0; i < n; i++)
 		ops[i].shm = ops[i].len >= c->shm_threshold &&
 			     region_alloc(c->region, ops[i].len, &ops[i].shm_off) == 0;
 	rc = client_send_reads(c, ops, n);
-	for (; rc == 0 && done < n; done++)
-		rc = client_recv_read(c, &ops[done]);
+	if (rc == 0 && n > 0)
+		rc = client_recv_reads(c, ops, n);
 	for (i = 0; i < n; i++) {
 		if (!ops[i].shm)
 			continue;
-		if (i < done && rc == 0 && ops[i].result > 0)
+		if (rc == 0 && ops[i].result > 0)
 			memcpy(ops[i].buf, c->region->base + ops[i].shm_off, (size_t)ops[i].result);
 		region_free(c->region, ops[i].shm_off, ops[i].len);
 	}
@@ -806,7 +829,7 @@ hm_view_range(hm_file *f, uint64_t offset, size_t len, struct hm_view *v)
 	}
 	rc = client_send_reads(c, &op, 1);
 	if (rc == 0)
-		rc = client_recv_read(c, &op);
+		rc = client_recv_reads(c, &op, 1);
 	if (rc == 0 && op.result < 0)
 		rc = (int)op.result;
 	if (rc < 0) {

@@ -9,7 +9,7 @@
  * struct backend_file.
  *
  * What it must not do: know about the cache, handles, policies or
- * counters beyond struct backend_io; log; retry a failed attach.
+ * counters beyond struct storage_io; log; retry a failed attach.
  */
 #ifndef HOTMAP_BACKEND_H
 #define HOTMAP_BACKEND_H
@@ -28,12 +28,6 @@ struct backend_file {
 	size_t map_len;		/* st_size when the mapping was made */
 };
 
-/* What one read did, for the cache's counters. */
-struct backend_io {
-	uint64_t bytes_mmap;	/* bytes copied out of the mapping */
-	uint64_t bytes_pread;	/* bytes read with pread */
-	unsigned faults;	/* guarded copies that hit a SIGBUS */
-};
 
 struct backend_ops {
 	const char *name;
@@ -54,7 +48,7 @@ struct backend_ops {
 	 * the abandoned copy: bytes of the same file, never anything else.
 	 */
 	ssize_t (*read)(struct backend_file *f, void *dst, size_t len,
-			uint64_t offset, struct backend_io *io);
+			uint64_t offset, struct storage_io *io);
 };
 
 extern const struct backend_ops backend_mmap_ops;
@@ -63,7 +57,7 @@ extern const struct backend_ops backend_pread_ops;
 /* The pread loop itself; the mmap backend answers with it what it cannot
  * (or, after a fault, must not) copy from the mapping. */
 ssize_t backend_pread_full(int fd, void *dst, size_t len, uint64_t offset,
-			   struct backend_io *io);
+			   struct storage_io *io);
 
 static inline const struct backend_ops *backend_get(enum storage_backend kind)
 {

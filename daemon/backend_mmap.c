@@ -15,7 +15,9 @@
 #endif
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
+#include <unistd.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 
@@ -50,8 +52,30 @@ static void mmap_detach(struct backend_file *f)
 	f->map_len = 0;
 }
 
+/* Largest range whose residency is checked before an inline copy; larger
+ * ones are left to a worker. */
+#define MMAP_NOWAIT_MAX_PAGES 1024
+
+/* Whether every page of [offset, offset + len) of the mapping is in the
+ * page cache, so that copying it cannot wait for the disk. */
+static bool mmap_resident(const struct backend_file *f, uint64_t offset, size_t len)
+{
+	unsigned char vec[MMAP_NOWAIT_MAX_PAGES];
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+	uintptr_t start = ((uintptr_t)f->map + offset) & ~(page - 1);
+	uintptr_t end = (uintptr_t)f->map + offset + len;
+	size_t n = (end - start + page - 1) / page, i;
+
+	if (n > MMAP_NOWAIT_MAX_PAGES || mincore((void *)start, end - start, vec) < 0)
+		return false;
+	for (i = 0; i < n; i++)
+		if (!(vec[i] & 1))
+			return false;
+	return true;
+}
+
 static ssize_t mmap_read(struct backend_file *f, void *dst, size_t len,
-			 uint64_t offset, struct backend_io *io)
+			 uint64_t offset, struct storage_io *io)
 {
 	struct stat st;
 	uint64_t size, end;
@@ -79,6 +103,8 @@ static ssize_t mmap_read(struct backend_file *f, void *dst, size_t len,
 	if (offset < f->map_len)
 		in_map = end <= f->map_len ? n : (size_t)(f->map_len - offset);
 
+	if (in_map > 0 && io->nowait && !mmap_resident(f, offset, in_map))
+		return -EAGAIN;
 	if (in_map > 0) {
 		if (guard_copy(dst, (const char *)f->map + offset, in_map) < 0) {
 			/*

@@ -9,20 +9,33 @@
 #endif
 
 #include <errno.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "backend.h"
 
 ssize_t backend_pread_full(int fd, void *dst, size_t len, uint64_t offset,
-			   struct backend_io *io)
+			   struct storage_io *io)
 {
 	char *p = dst;
 	size_t done = 0;
 
 	while (done < len) {
 		/* The caller checked offset + len against the off_t range. */
-		ssize_t n = pread(fd, p + done, len - done, (off_t)(offset + done));
+		ssize_t n;
 
+		if (io->nowait) {
+			/* Only what the page cache holds: a short answer may
+			 * be the end of file or a page that is not there, and
+			 * the next round tells (0, or EAGAIN). */
+			struct iovec iov = { p + done, len - done };
+
+			n = preadv2(fd, &iov, 1, (off_t)(offset + done), RWF_NOWAIT);
+			if (n < 0 && (errno == EAGAIN || errno == EOPNOTSUPP || errno == ESPIPE))
+				return -EAGAIN;	/* a worker does it, waiting */
+		} else {
+			n = pread(fd, p + done, len - done, (off_t)(offset + done));
+		}
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -57,7 +70,7 @@ static void pread_detach(struct backend_file *f)
 }
 
 static ssize_t pread_read(struct backend_file *f, void *dst, size_t len,
-			  uint64_t offset, struct backend_io *io)
+			  uint64_t offset, struct storage_io *io)
 {
 	/*
 	 * pread(fd, buf, 0, off) is not always 0: on a pipe or socket it is

@@ -605,47 +605,86 @@ void file_cache_close(struct file_cache *cache, struct storage_handle *h)
 		entry_free(cache, e);
 }
 
-ssize_t storage_read(struct file_cache *cache, struct storage_handle *h,
-		     void *dst, size_t len, uint64_t offset)
+/* Checks the range as pread(2) would; may lower *len.  0 or -errno. */
+static int check_read(const struct storage_handle *h, const void *dst, size_t *len,
+		      uint64_t offset)
 {
-	const struct backend_ops *ops;
-	struct backend_io io = { 0 };
-	struct file_entry *e;
-	ssize_t r;
-
-	if (cache == NULL || h == NULL || h->entry == NULL)
+	if (h == NULL || h->entry == NULL)
 		return -EBADF;
-	e = h->entry;
-
 	/* Offsets come from clients: check without wrapping, like pread(2)
 	 * (negative offset, or offset + len past the largest loff_t). */
-	if (offset > INT64_MAX || len > INT64_MAX - offset)
+	if (offset > INT64_MAX || *len > INT64_MAX - offset)
 		return -EINVAL;
-	if (offset + len > CACHE_OFF_MAX)
+	if (offset + *len > CACHE_OFF_MAX)
 		return -EOVERFLOW;
-	if (len > SSIZE_MAX)
-		len = SSIZE_MAX;	/* the answer must fit the return type */
-	if (dst == NULL && len > 0)
+	if (*len > SSIZE_MAX)
+		*len = SSIZE_MAX;	/* the answer must fit the return type */
+	if (dst == NULL && *len > 0)
 		return -EFAULT;
-
-	ops = backend_get(h->backend);
-	if (ops == NULL)
+	if (backend_get(h->backend) == NULL)
 		return -EINVAL;
-	r = ops->read(&e->file, dst, len, offset, &io);
+	return 0;
+}
 
-	cache->ctr.bytes_mmap += io.bytes_mmap;
-	cache->ctr.bytes_pread += io.bytes_pread;
-	if (io.faults > 0) {
+ssize_t storage_read_detached(const struct storage_handle *h, void *dst, size_t len,
+			      uint64_t offset, struct storage_io *io)
+{
+	int r = check_read(h, dst, &len, offset);
+
+	if (r < 0)
+		return r;
+	return backend_get(h->backend)->read(&h->entry->file, dst, len, offset, io);
+}
+
+void storage_read_finish(struct file_cache *cache, struct storage_handle *h,
+			 const struct storage_io *io)
+{
+	if (cache == NULL || h == NULL || h->entry == NULL)
+		return;
+	cache->ctr.bytes_mmap += io->bytes_mmap;
+	cache->ctr.bytes_pread += io->bytes_pread;
+	if (io->faults > 0) {
 		/*
 		 * SIGBUS recovery: the read was answered by pread, but the
 		 * mapping no longer matches the file.  Retire the entry so
 		 * the next open maps the file anew; its handles (this one
 		 * included) keep it, and its mapping, until they close.
 		 */
-		cache->ctr.sigbus_recoveries += io.faults;
-		cache_unhash(cache, e);
+		cache->ctr.sigbus_recoveries += io->faults;
+		cache_unhash(cache, h->entry);
 	}
+}
+
+static ssize_t read_accounted(struct file_cache *cache, struct storage_handle *h,
+			      void *dst, size_t len, uint64_t offset, bool nowait)
+{
+	struct storage_io io = { .nowait = nowait };
+	ssize_t r;
+
+	if (cache == NULL)
+		return -EBADF;
+	r = storage_read_detached(h, dst, len, offset, &io);
+	storage_read_finish(cache, h, &io);
 	return r;
+}
+
+ssize_t storage_read(struct file_cache *cache, struct storage_handle *h,
+		     void *dst, size_t len, uint64_t offset)
+{
+	return read_accounted(cache, h, dst, len, offset, false);
+}
+
+ssize_t storage_read_nowait(struct file_cache *cache, struct storage_handle *h,
+			    void *dst, size_t len, uint64_t offset)
+{
+	return read_accounted(cache, h, dst, len, offset, true);
+}
+
+void storage_handle_dup(const struct storage_handle *h, struct storage_handle *out)
+{
+	*out = *h;
+	if (h->entry != NULL)
+		h->entry->refs++;
 }
 
 static int64_t timespec_to_ns(const struct timespec *ts)

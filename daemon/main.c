@@ -39,6 +39,8 @@ usage(FILE *f)
 		"  -f, --foreground       stay in the foreground (as under systemd)\n"
 		"  -b, --backend NAME     auto (default), mmap (required) or pread\n"
 		"  -r, --root DIR         allow open by path beneath DIR (repeatable)\n"
+		"  -w, --workers N        threads for reads that may wait for the disk\n"
+		"                         (default: one per core, 2 to 8)\n"
 		"  -v, --verbose          log more (twice: debug)\n"
 		"  -h, --help             show this help and exit\n"
 		"  -V, --version          show the version and exit\n"
@@ -112,6 +114,7 @@ main(int argc, char **argv)
 		{ "foreground", no_argument, NULL, 'f' },
 		{ "backend", required_argument, NULL, 'b' },
 		{ "root", required_argument, NULL, 'r' },
+		{ "workers", required_argument, NULL, 'w' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
@@ -123,7 +126,7 @@ main(int argc, char **argv)
 	bool foreground = false;
 	int verbose = 0, ready_fd = -1, failed = 0, c, rc;
 
-	while ((c = getopt_long(argc, argv, "s:fb:r:vhV", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "s:fb:r:w:vhV", opts, NULL)) != -1) {
 		switch (c) {
 		case 's':
 			cfg.socket_path = optarg;
@@ -152,6 +155,21 @@ main(int argc, char **argv)
 				failed = 1;
 			}
 			break;
+		case 'w': {
+			char *end;
+			unsigned long n;
+
+			errno = 0;
+			n = strtoul(optarg, &end, 10);
+			if (errno != 0 || *end != '\0' || optarg[0] == '-' || n < 1 || n > 256) {
+				fprintf(stderr, "hotmapd: --workers: '%s' is not a number from 1 to 256\n",
+					optarg);
+				failed = 1;
+			} else {
+				cfg.workers = (unsigned)n;
+			}
+			break;
+		}
 		case 'v':
 			verbose++;
 			break;

@@ -28,6 +28,7 @@ struct peer {
 	struct event *ev_read;
 	struct event *ev_write;
 	struct event *ev_flush;		/* close_after_flush deadline */
+	struct event *ev_kick;		/* peer_kick */
 	struct evbuffer *in;
 	struct evbuffer *out;
 	const struct peer_ops *ops;
@@ -290,6 +291,69 @@ peer_flush_timeout_cb(evutil_socket_t fd, short what, void *arg)
 	peer_finish(p);
 }
 
+static void
+peer_kick_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct peer *p = arg;
+
+	(void)fd;
+	(void)what;
+	peer_process(p);
+	peer_finish(p);
+}
+
+void
+peer_kick(struct peer *p)
+{
+	event_active(p->ev_kick, EV_TIMEOUT, 0);
+}
+
+static void
+peer_free_buffer(const void *data, size_t len, void *arg)
+{
+	(void)data;
+	(void)len;
+	free(arg);
+}
+
+int
+peer_send_owned(struct peer *p, uint32_t id, uint8_t *buf, size_t len)
+{
+	size_t off = 0;
+
+	while (off < len) {
+		size_t n = len - off < HM_FRAME_MAX_RAW ? len - off : HM_FRAME_MAX_RAW;
+		bool last = off + n == len;
+		struct hm_frame_header h = {
+			.length = 0,
+			.raw_length = (uint32_t)n,
+			.type = HM_MSG_READ_DATA,
+			.version = HM_PROTO_VERSION,
+			.flags = HM_FLAG_MORE,
+			.id = id,
+		};
+		uint8_t hb[HM_FRAME_HEADER_SIZE];
+
+		frame_header_encode(&h, hb);
+		/* the buffer is freed with its last piece, which the evbuffer
+		 * releases after all the others */
+		if (evbuffer_add(p->out, hb, sizeof hb) < 0 ||
+		    evbuffer_add_reference(p->out, buf + off, n, last ? peer_free_buffer : NULL,
+					   last ? buf : NULL) < 0) {
+			/* Pieces already queued refer to buf: then it
+			 * leaks rather than dangles (the caller drops the
+			 * peer on this error). */
+			if (off == 0)
+				free(buf);
+			return -ENOMEM;
+		}
+		off += n;
+	}
+	if (len == 0)
+		free(buf);
+	return 0;
+}
+
 struct peer *
 peer_new(struct event_base *base, int fd, const struct peer_ops *ops, void *arg)
 {
@@ -315,8 +379,9 @@ peer_new(struct event_base *base, int fd, const struct peer_ops *ops, void *arg)
 	p->ev_read = event_new(base, fd, EV_READ | EV_PERSIST, peer_read_cb, p);
 	p->ev_write = event_new(base, fd, EV_WRITE | EV_PERSIST, peer_write_cb, p);
 	p->ev_flush = evtimer_new(base, peer_flush_timeout_cb, p);
+	p->ev_kick = event_new(base, -1, 0, peer_kick_cb, p);
 	if (p->in == NULL || p->out == NULL || p->ev_read == NULL || p->ev_write == NULL ||
-	    p->ev_flush == NULL) {
+	    p->ev_flush == NULL || p->ev_kick == NULL) {
 		p->fd = -1;	/* the caller still owns fd on failure */
 		peer_free(p);
 		return NULL;
@@ -336,6 +401,8 @@ peer_free(struct peer *p)
 		event_free(p->ev_write);
 	if (p->ev_flush != NULL)
 		event_free(p->ev_flush);
+	if (p->ev_kick != NULL)
+		event_free(p->ev_kick);
 	if (p->in != NULL)
 		evbuffer_free(p->in);
 	if (p->out != NULL)

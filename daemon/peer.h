@@ -77,6 +77,18 @@ int peer_send_error(struct peer *p, uint32_t id, int error, const char *fmt, ...
 ssize_t peer_send_raw(struct peer *p, uint32_t id, size_t len,
 		      ssize_t (*fill)(void *arg, void *dst, size_t len), void *arg);
 
+/*
+ * Queues READ_DATA frames with HM_FLAG_MORE carrying buf[0, len) without
+ * copying it: the frames refer to buf, and free(buf) runs once the last
+ * byte is written (or the peer is freed).  Takes ownership of buf even on
+ * failure.  0 or negative errno.
+ */
+int peer_send_owned(struct peer *p, uint32_t id, uint8_t *buf, size_t len);
+
+/* Dispatches the frames waiting in the input, as soon as the loop runs
+ * again (after peer_set_paused(p, false) outside a peer callback). */
+void peer_kick(struct peer *p);
+
 /* Bytes queued and not yet written. */
 size_t peer_output_pending(const struct peer *p);
 

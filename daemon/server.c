@@ -21,6 +21,7 @@
 #include "daemon/sd.h"
 #include "daemon/server.h"
 #include "daemon/session.h"
+#include "daemon/workers.h"
 
 #define SERVER_BACKLOG		128
 #define SERVER_ACCEPT_RETRY_S	1
@@ -86,6 +87,8 @@ server_stats_foreach(struct server *srv, server_stat_cb cb, void *arg)
 	cb("accept_backoffs", c->accept_backoffs, NULL, arg);
 	cb("bytes_served", c->bytes_served, NULL, arg);
 	cb("bytes_shm", c->bytes_shm, NULL, arg);
+	cb("reads_offloaded", c->reads_offloaded, NULL, arg);
+	cb("workers", srv->cfg.workers, NULL, arg);
 	cb("bytes_mmap", sc.bytes_mmap, NULL, arg);
 	cb("bytes_pread", sc.bytes_pread, NULL, arg);
 	cb("files", sc.entries, NULL, arg);
@@ -172,7 +175,20 @@ server_init(struct server *srv, struct server_config *cfg, char *err, size_t err
 	srv->base = event_base_new();
 	srv->cache = file_cache_new();
 	if (srv->base == NULL || srv->cache == NULL) {
-		snprintf(err, errlen, "out of memory");
+		snprintf(err, errlen, "%s", srv->cache == NULL && errno == EBUSY ?
+			 "cannot take over SIGBUS (is ASAN_OPTIONS handle_sigbus=2 set?)" :
+			 "out of memory");
+		return -ENOMEM;
+	}
+	if (srv->cfg.workers == 0) {
+		long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+		srv->cfg.workers = n < 2 ? 2 : n > 8 ? 8 : (unsigned)n;
+	}
+	srv->workers = workers_new(srv->base, srv->cfg.workers);
+	if (srv->workers == NULL) {
+		snprintf(err, errlen, "cannot start %u worker threads: %s", srv->cfg.workers,
+			 strerror(errno));
 		return -ENOMEM;
 	}
 	for (i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
@@ -338,6 +354,9 @@ server_fini(struct server *srv)
 {
 	size_t i;
 
+	/* Jobs first: their completions still answer (or free) sessions. */
+	workers_free(srv->workers);
+	srv->workers = NULL;
 	while (srv->sessions != NULL)
 		session_free(srv->sessions);
 	if (srv->ev_accept != NULL)

@@ -30,6 +30,7 @@ struct server_config {
 	const char *socket_path;
 	enum storage_policy policy;	/* --backend */
 	struct resolve_roots roots;	/* --root; empty: open by path refused */
+	unsigned workers;		/* --workers; 0: as many as cores, 2 to 8 */
 };
 
 /* Counters of the service layer.  The storage core keeps its own. */
@@ -40,6 +41,7 @@ struct server_counters {
 	uint64_t clients_dropped;		/* disconnected for a bad frame */
 	uint64_t bytes_served;			/* file bytes given to clients */
 	uint64_t bytes_shm;			/* of which into shared regions */
+	uint64_t reads_offloaded;		/* reads handed to workers */
 	uint64_t accept_backoffs;		/* accept paused: out of descriptors */
 	uint64_t handles;			/* handles open now, all sessions */
 	uint64_t clients;			/* connected now */
@@ -49,6 +51,7 @@ struct server {
 	struct event_base *base;
 	struct server_config cfg;
 	struct file_cache *cache;
+	struct workers *workers;	/* reads that may wait for the disk */
 	struct server_counters counters;
 
 	int listen_fd;

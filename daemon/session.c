@@ -20,6 +20,7 @@
 #include "daemon/server.h"
 #include "daemon/session.h"
 #include "daemon/storage.h"
+#include "daemon/workers.h"
 
 /* Readahead for handles read in order: each read that continues the last
  * one asks for the next window ahead of it, doubling up to the maximum;
@@ -39,6 +40,7 @@ struct session_handle {
 /* A READ being streamed: one chunk at a time while the socket takes it. */
 struct session_stream {
 	bool active;
+	bool waiting;		/* for a worker to read the next chunk */
 	uint32_t id;
 	size_t slot;
 	uint64_t offset;
@@ -64,7 +66,38 @@ struct session {
 	 * cannot fault. */
 	uint8_t *shm;
 	size_t shm_size;
+
+	unsigned inflight;	/* reads handed to workers, not yet done */
+	bool paused;		/* no new requests until work completes */
+	bool dead;		/* the client is gone; freed by the last job */
 };
+
+/* Reads of a client that may be with the workers at once: new requests
+ * wait beyond this, which bounds the memory one client pins. */
+#define SESSION_MAX_INFLIGHT	32
+
+enum read_kind {
+	READ_SHM,	/* into the shared region, one small reply */
+	READ_SOCKET,	/* up to SESSION_READ_CHUNK, one frame of data */
+	READ_CHUNK,	/* the next chunk of the stream */
+};
+
+/* A read handed to a worker because it might wait for the disk. */
+struct read_job {
+	struct worker_job job;
+	struct session *s;
+	enum read_kind kind;
+	uint32_t id;
+	struct storage_handle h;	/* its own reference to the entry */
+	uint64_t offset;
+	size_t len;
+	uint8_t *dst;			/* where the worker writes */
+	uint8_t *heap;			/* READ_SOCKET, READ_CHUNK: owned */
+	struct storage_io io;
+	ssize_t result;
+};
+
+static void session_destroy(struct session *s);
 
 typedef int (*session_handler)(struct session *s, uint32_t id, ProtobufCMessage *msg);
 
@@ -336,37 +369,128 @@ session_open(struct session *s, uint32_t id, ProtobufCMessage *msg)
 	return peer_send(s->peer, HM_MSG_OPEN_REPLY, id, &r.base);
 }
 
+/* Pauses the client's requests while a stream is active or too much of
+ * its work is with the workers; resumes them once neither holds. */
+static void
+session_update_pause(struct session *s)
+{
+	bool want = s->stream.active || s->inflight >= SESSION_MAX_INFLIGHT;
+
+	if (want == s->paused)
+		return;
+	s->paused = want;
+	peer_set_paused(s->peer, want);
+	if (!want)
+		peer_kick(s->peer);
+}
+
+static void read_job_run(struct worker_job *job);
+static void read_job_done(struct worker_job *job);
+
+/* Hands a read to the workers.  0, or -ENOMEM (nothing was queued). */
+static int
+session_submit(struct session *s, enum read_kind kind, uint32_t id,
+	       struct storage_handle *h, uint64_t offset, size_t len, uint8_t *dst)
+{
+	struct read_job *j = calloc(1, sizeof *j);
+
+	if (j == NULL)
+		return -ENOMEM;
+	if (dst == NULL) {
+		j->heap = malloc(len > 0 ? len : 1);
+		if (j->heap == NULL) {
+			free(j);
+			return -ENOMEM;
+		}
+		dst = j->heap;
+	}
+	j->job.run = read_job_run;
+	j->job.done = read_job_done;
+	j->s = s;
+	j->kind = kind;
+	j->id = id;
+	storage_handle_dup(h, &j->h);
+	j->offset = offset;
+	j->len = len;
+	j->dst = dst;
+	s->inflight++;
+	s->srv->counters.reads_offloaded++;
+	workers_submit(s->srv->workers, &j->job);
+	session_update_pause(s);
+	return 0;
+}
+
+/* The reply to a read into the shared region. */
+static int
+session_shm_reply(struct session *s, uint32_t id, ssize_t n, uint64_t offset)
+{
+	Hotmap__ReadReply r = HOTMAP__READ_REPLY__INIT;
+
+	if (n < 0)
+		return session_error(s, id, (int)-n, "read at offset %llu: %s",
+				     (unsigned long long)offset, strerror((int)-n));
+	s->srv->counters.bytes_served += (uint64_t)n;
+	s->srv->counters.bytes_shm += (uint64_t)n;
+	r.total = (uint64_t)n;
+	return peer_send(s->peer, HM_MSG_READ_DATA, id, &r.base);
+}
+
+/* The last frame of a socket read: its total. */
+static int
+session_read_end(struct session *s, uint32_t id, uint64_t total)
+{
+	Hotmap__ReadReply r = HOTMAP__READ_REPLY__INIT;
+
+	r.total = total;
+	return peer_send(s->peer, HM_MSG_READ_DATA, id, &r.base);
+}
+
 struct session_fill {
 	struct session *s;
 	struct storage_handle *h;
 	uint64_t offset;
 };
 
+/* Fills a reply frame in place, but only from the page cache. */
 static ssize_t
 session_fill(void *arg, void *dst, size_t len)
 {
 	struct session_fill *f = arg;
 
-	return storage_read(f->s->srv->cache, f->h, dst, len, f->offset);
+	return storage_read_nowait(f->s->srv->cache, f->h, dst, len, f->offset);
 }
 
 static int
 session_stream_end(struct session *s)
 {
-	Hotmap__ReadReply r = HOTMAP__READ_REPLY__INIT;
+	struct session_stream *st = &s->stream;
+	int rc;
+
+	st->active = false;
+	rc = session_read_end(s, st->id, st->total);
+	session_update_pause(s);
+	return rc;
+}
+
+/* Folds n more bytes of the stream in; true when the stream is over. */
+static bool
+session_stream_advance(struct session *s, ssize_t n, size_t chunk)
+{
 	struct session_stream *st = &s->stream;
 
-	r.total = st->total;
-	st->active = false;
-	peer_set_paused(s->peer, false);
-	return peer_send(s->peer, HM_MSG_READ_DATA, st->id, &r.base);
+	s->srv->counters.bytes_served += (uint64_t)n;
+	st->total += (uint64_t)n;
+	st->offset += (uint64_t)n;
+	st->remaining -= (uint64_t)n;
+	return (size_t)n < chunk || st->remaining == 0;	/* end of file, or done */
 }
 
 /*
  * Streams the active READ in chunks while the client takes them: once
- * PEER_OUTPUT_HIGH bytes wait, the peer pauses and calls back on drain.
- * A read ends short at EOF; an error before the first byte is an ERROR
- * reply, an error after it ends the read short, as pread would.
+ * PEER_OUTPUT_HIGH bytes wait, it stops and session_drain goes on.  A
+ * chunk not in the page cache goes to a worker, and the stream waits for
+ * it.  A read ends short at EOF; an error before the first byte is an
+ * ERROR reply, an error after it ends the read short, as pread would.
  */
 static int
 session_stream(struct session *s)
@@ -374,57 +498,103 @@ session_stream(struct session *s)
 	struct session_stream *st = &s->stream;
 
 	while (st->remaining > 0) {
+		struct storage_handle *h = &s->handles[st->slot].h;
 		struct session_fill f;
 		size_t chunk;
 		ssize_t n;
 
-		if (peer_output_pending(s->peer) >= PEER_OUTPUT_HIGH) {
-			peer_set_paused(s->peer, true);
+		if (st->waiting || peer_output_pending(s->peer) >= PEER_OUTPUT_HIGH)
 			return 0;
-		}
 		chunk = st->remaining < SESSION_READ_CHUNK ? (size_t)st->remaining : SESSION_READ_CHUNK;
-		f = (struct session_fill){ s, &s->handles[st->slot].h, st->offset };
+		f = (struct session_fill){ s, h, st->offset };
 		n = peer_send_raw(s->peer, st->id, chunk, session_fill, &f);
+		if (n == -EAGAIN) {
+			if (session_submit(s, READ_CHUNK, st->id, h, st->offset, chunk, NULL) == 0) {
+				st->waiting = true;
+				return 0;
+			}
+			n = -ENOMEM;
+		}
 		if (n < 0 && st->total == 0) {
 			st->active = false;
-			peer_set_paused(s->peer, false);
+			session_update_pause(s);
 			return session_error(s, st->id, (int)-n, "read at offset %llu: %s",
 					     (unsigned long long)st->offset, strerror((int)-n));
 		}
-		if (n <= 0)
+		if (n <= 0 || session_stream_advance(s, n, chunk))
 			break;
-		s->srv->counters.bytes_served += (uint64_t)n;
-		st->total += (uint64_t)n;
-		st->offset += (uint64_t)n;
-		st->remaining -= (uint64_t)n;
-		if ((size_t)n < chunk)
-			break;	/* end of file */
 	}
 	return session_stream_end(s);
 }
 
-/* A READ into the shared region: one copy, one small reply. */
-static int
-session_read_shm(struct session *s, uint32_t id, const Hotmap__Read *m, struct session_handle *sh)
+static void
+read_job_run(struct worker_job *job)
 {
-	Hotmap__ReadReply r = HOTMAP__READ_REPLY__INIT;
-	ssize_t n;
+	struct read_job *j = (struct read_job *)job;
 
-	if (s->shm == NULL)
-		return session_error(s, id, EINVAL, "read: no shared region was registered");
-	if (m->shm_offset > s->shm_size || m->length > s->shm_size - m->shm_offset)
-		return session_error(s, id, EINVAL,
-				     "read: %llu bytes at %llu do not fit the %zu-byte shared region",
-				     (unsigned long long)m->length, (unsigned long long)m->shm_offset,
-				     s->shm_size);
-	n = storage_read(s->srv->cache, &sh->h, s->shm + m->shm_offset, (size_t)m->length, m->offset);
-	if (n < 0)
-		return session_error(s, id, (int)-n, "read at offset %llu: %s",
-				     (unsigned long long)m->offset, strerror((int)-n));
-	s->srv->counters.bytes_served += (uint64_t)n;
-	s->srv->counters.bytes_shm += (uint64_t)n;
-	r.total = (uint64_t)n;
-	return peer_send(s->peer, HM_MSG_READ_DATA, id, &r.base);
+	j->io.nowait = false;
+	j->result = storage_read_detached(&j->h, j->dst, j->len, j->offset, &j->io);
+}
+
+/* On the loop thread: the worker's read is done; answer it. */
+static void
+read_job_done(struct worker_job *job)
+{
+	struct read_job *j = (struct read_job *)job;
+	struct session *s = j->s;
+	int rc = 0;
+
+	storage_read_finish(s->srv->cache, &j->h, &j->io);
+	file_cache_close(s->srv->cache, &j->h);
+	s->inflight--;
+	if (s->dead) {
+		free(j->heap);
+		free(j);
+		if (s->inflight == 0)
+			session_destroy(s);
+		return;
+	}
+	switch (j->kind) {
+	case READ_SHM:
+		rc = session_shm_reply(s, j->id, j->result, j->offset);
+		break;
+	case READ_SOCKET:
+		if (j->result < 0) {
+			rc = session_error(s, j->id, (int)-j->result, "read at offset %llu: %s",
+					   (unsigned long long)j->offset, strerror((int)-j->result));
+			break;
+		}
+		s->srv->counters.bytes_served += (uint64_t)j->result;
+		rc = peer_send_owned(s->peer, j->id, j->heap, (size_t)j->result);
+		j->heap = NULL;
+		if (rc == 0)
+			rc = session_read_end(s, j->id, (uint64_t)j->result);
+		break;
+	case READ_CHUNK:
+		s->stream.waiting = false;
+		if (j->result < 0 && s->stream.total == 0) {
+			s->stream.active = false;
+			rc = session_error(s, j->id, (int)-j->result, "read at offset %llu: %s",
+					   (unsigned long long)j->offset, strerror((int)-j->result));
+			break;
+		}
+		if (j->result > 0) {
+			rc = peer_send_owned(s->peer, j->id, j->heap, (size_t)j->result);
+			j->heap = NULL;
+		}
+		if (rc == 0 && (j->result <= 0 || session_stream_advance(s, j->result, j->len)))
+			rc = session_stream_end(s);
+		else if (rc == 0)
+			rc = session_stream(s);
+		break;
+	}
+	free(j->heap);
+	free(j);
+	if (rc < 0)
+		log_warn("client %s: cannot queue a reply: %s", peer_name(s->peer), strerror(-rc));
+	session_update_pause(s);
+	/* there may be output to write, or input to dispatch, now */
+	peer_kick(s->peer);
 }
 
 static void
@@ -452,11 +622,35 @@ session_readahead(struct session_handle *sh, uint64_t offset, uint64_t length)
 		sh->ra_end += sh->ra_window;
 }
 
+/* A READ into the shared region: one copy, one small reply. */
+static int
+session_read_shm(struct session *s, uint32_t id, const Hotmap__Read *m, struct session_handle *sh)
+{
+	uint8_t *dst;
+	ssize_t n;
+
+	if (s->shm == NULL)
+		return session_error(s, id, EINVAL, "read: no shared region was registered");
+	if (m->shm_offset > s->shm_size || m->length > s->shm_size - m->shm_offset)
+		return session_error(s, id, EINVAL,
+				     "read: %llu bytes at %llu do not fit the %zu-byte shared region",
+				     (unsigned long long)m->length, (unsigned long long)m->shm_offset,
+				     s->shm_size);
+	dst = s->shm + m->shm_offset;
+	n = storage_read_nowait(s->srv->cache, &sh->h, dst, (size_t)m->length, m->offset);
+	if (n == -EAGAIN &&
+	    session_submit(s, READ_SHM, id, &sh->h, m->offset, (size_t)m->length, dst) == 0)
+		return 0;
+	return session_shm_reply(s, id, n == -EAGAIN ? -ENOMEM : n, m->offset);
+}
+
 static int
 session_read(struct session *s, uint32_t id, ProtobufCMessage *msg)
 {
 	Hotmap__Read *m = (Hotmap__Read *)msg;
 	struct session_handle *sh = session_handle_get(s, m->handle);
+	struct session_fill f;
+	ssize_t n;
 
 	if (sh == NULL)
 		return session_error(s, id, EBADF, "read: no handle %llu", (unsigned long long)m->handle);
@@ -467,22 +661,32 @@ session_read(struct session *s, uint32_t id, ProtobufCMessage *msg)
 	session_readahead(sh, m->offset, m->length);
 	if (m->to_shm)
 		return session_read_shm(s, id, m, sh);
-	if (m->length == 0) {
-		/* Nothing to stream, but pread(2) still fails on a pipe. */
-		ssize_t rc = storage_read(s->srv->cache, &sh->h, NULL, 0, m->offset);
-
-		if (rc < 0)
-			return session_error(s, id, (int)-rc, "read at offset %llu: %s",
-					     (unsigned long long)m->offset, strerror((int)-rc));
+	if (m->length > SESSION_READ_CHUNK) {
+		s->stream = (struct session_stream){
+			.active = true,
+			.id = id,
+			.slot = m->handle - 1,
+			.offset = m->offset,
+			.remaining = m->length,
+		};
+		session_update_pause(s);
+		return session_stream(s);
 	}
-	s->stream = (struct session_stream){
-		.active = true,
-		.id = id,
-		.slot = m->handle - 1,
-		.offset = m->offset,
-		.remaining = m->length,
-	};
-	return session_stream(s);
+	/* One frame: in place when the page cache has it, else a worker.
+	 * Even a read of nothing asks the file: pread(2) fails on a pipe. */
+	f = (struct session_fill){ s, &sh->h, m->offset };
+	n = m->length == 0 ? storage_read_nowait(s->srv->cache, &sh->h, NULL, 0, m->offset) :
+			     peer_send_raw(s->peer, id, (size_t)m->length, session_fill, &f);
+	if (n == -EAGAIN) {
+		if (session_submit(s, READ_SOCKET, id, &sh->h, m->offset, (size_t)m->length, NULL) == 0)
+			return 0;
+		n = -ENOMEM;
+	}
+	if (n < 0)
+		return session_error(s, id, (int)-n, "read at offset %llu: %s",
+				     (unsigned long long)m->offset, strerror((int)-n));
+	s->srv->counters.bytes_served += (uint64_t)n;
+	return session_read_end(s, id, (uint64_t)n);
 }
 
 static int
@@ -639,7 +843,7 @@ session_drain(struct peer *p, void *arg)
 	struct session *s = arg;
 
 	(void)p;
-	if (!s->stream.active)
+	if (!s->stream.active || s->stream.waiting)
 		return 0;
 	return session_stream(s);
 }
@@ -692,6 +896,16 @@ session_new(struct server *srv, int fd)
 	return 0;
 }
 
+/* What outlives the connection while workers still read for it: the
+ * session itself, and the region they may be writing into. */
+static void
+session_destroy(struct session *s)
+{
+	if (s->shm != NULL)
+		munmap(s->shm, s->shm_size);
+	free(s);
+}
+
 void
 session_free(struct session *s)
 {
@@ -703,10 +917,15 @@ session_free(struct session *s)
 		if (s->handles[i].used)
 			session_handle_release(s, i + 1);
 	free(s->handles);
-	if (s->shm != NULL)
-		munmap(s->shm, s->shm_size);
+	s->handles = NULL;
+	s->nhandles = 0;
 	session_unlink(s);
 	s->srv->counters.clients--;
 	peer_free(s->peer);
-	free(s);
+	s->peer = NULL;
+	if (s->inflight > 0) {
+		s->dead = true;	/* the last job's completion destroys it */
+		return;
+	}
+	session_destroy(s);
 }

@@ -17,6 +17,7 @@
 #ifndef HOTMAP_STORAGE_H
 #define HOTMAP_STORAGE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -88,6 +89,14 @@ struct storage_counters {
 	uint64_t opens_by_reason[STORAGE_REASON__COUNT];
 };
 
+/* What one read did (for the cache's counters), and how it may do it. */
+struct storage_io {
+	bool nowait;		/* in: -EAGAIN rather than wait for the disk */
+	uint64_t bytes_mmap;	/* bytes copied out of the mapping */
+	uint64_t bytes_pread;	/* bytes read with pread */
+	unsigned faults;	/* guarded copies that hit a SIGBUS */
+};
+
 struct file_cache *file_cache_new(void);
 /* Frees the cache and every entry (callers close their handles first;
  * entries still referenced are freed too).  Takes NULL; returns NULL. */
@@ -127,6 +136,29 @@ void file_cache_close(struct file_cache *cache, struct storage_handle *h);
  */
 ssize_t storage_read(struct file_cache *cache, struct storage_handle *h,
 		     void *dst, size_t len, uint64_t offset);
+
+/*
+ * storage_read, but -EAGAIN at once when answering would wait for the disk
+ * (a page not in the page cache, or a file type that may block), so that
+ * the event loop can hand the read to a worker.
+ */
+ssize_t storage_read_nowait(struct file_cache *cache, struct storage_handle *h,
+			    void *dst, size_t len, uint64_t offset);
+
+/*
+ * The read itself, for worker threads: it touches nothing shared but the
+ * file, and leaves its counts in io.  The caller holds a reference to the
+ * entry (storage_handle_dup) for as long as it runs, and folds io in with
+ * storage_read_finish on the cache's thread afterwards.
+ */
+ssize_t storage_read_detached(const struct storage_handle *h, void *dst, size_t len,
+			      uint64_t offset, struct storage_io *io);
+void storage_read_finish(struct file_cache *cache, struct storage_handle *h,
+			 const struct storage_io *io);
+
+/* Another reference to h's entry (a job that may outlive the handle);
+ * drop it with file_cache_close. */
+void storage_handle_dup(const struct storage_handle *h, struct storage_handle *out);
 
 int storage_stat(struct storage_handle *h, struct storage_stat *st);
 

@@ -520,6 +520,90 @@ test_region_bounds(void **state)
 	close(region);
 }
 
+/* Pages not in the page cache are read by a worker, not by the event
+ * loop: the daemon counts them, and the bytes are pread's.  Each reference
+ * read warms the file (readahead), so the cache is dropped before each. */
+static void
+test_cold_reads_offloaded(void **state)
+{
+	struct harness *h = *state;
+	size_t len = 8 * MiB, page = (size_t)sysconf(_SC_PAGESIZE), i, resident = 0;
+	uint8_t *buf = malloc(len), *ref = malloc(len), *vec;
+	char path[PATH_MAX];
+	hm_client *c, *admin;
+	uint64_t before;
+	ssize_t got;
+	struct hm_view v;
+	hm_file *f;
+	void *map;
+	int fd;
+
+	assert_non_null(buf);
+	assert_non_null(ref);
+	harness_path(h, "root/cold", path);
+	harness_write_file(path, len, 11);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(fdatasync(fd), 0);
+	assert_int_equal(posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED), 0);
+	map = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
+	assert_true(map != MAP_FAILED);
+	vec = malloc(len / page);
+	assert_non_null(vec);
+	assert_int_equal(mincore(map, len, vec), 0);
+	for (i = 0; i < len / page; i++)
+		resident += vec[i] & 1;
+	munmap(map, len);
+	free(vec);
+	if (resident > len / page / 2) {
+		/* a file system that keeps everything in memory (tmpfs) */
+		close(fd);
+		free(buf);
+		free(ref);
+		skip();
+	}
+	admin = harness_connect(h);
+	c = harness_connect(h);
+	f = hm_open(c, path, 0);
+	assert_non_null(f);
+	/* through the region, into a view, over the socket in one frame, and
+	 * streamed: each cold, each by a worker */
+	assert_int_equal(posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED), 0);
+	before = harness_stat(admin, "reads_offloaded");
+	got = hm_pread(f, buf, 64 * KiB, 0);
+	assert_same(got, buf, ref_read(fd, ref, 64 * KiB, 0), ref, "cold shm");
+	assert_true(harness_stat(admin, "reads_offloaded") > before);
+	assert_int_equal(posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED), 0);
+	before = harness_stat(admin, "reads_offloaded");
+	assert_int_equal(hm_view_range(f, 2 * MiB, 8192, &v), 0);
+	/* (the reference read comes after: it would warm the file) */
+	assert_same((ssize_t)v.len, v.data, ref_read(fd, ref, 8192, 2 * MiB), ref, "cold view");
+	hm_view_release(&v);
+	assert_true(harness_stat(admin, "reads_offloaded") > before);
+	hm_disconnect(c);
+	setenv("HOTMAP_SHM_SIZE", "0", 1);
+	c = harness_connect(h);
+	f = hm_open(c, path, 0);
+	assert_non_null(f);
+	assert_int_equal(posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED), 0);
+	before = harness_stat(admin, "reads_offloaded");
+	got = hm_pread(f, buf, 4096, 4 * MiB);
+	assert_same(got, buf, ref_read(fd, ref, 4096, 4 * MiB), ref,
+		    "cold frame");
+	assert_true(harness_stat(admin, "reads_offloaded") > before);
+	assert_int_equal(posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED), 0);
+	before = harness_stat(admin, "reads_offloaded");
+	got = hm_pread(f, buf, 2 * MiB, 6 * MiB);
+	assert_same(got, buf, ref_read(fd, ref, 2 * MiB, 6 * MiB), ref,
+		    "cold stream");
+	assert_true(harness_stat(admin, "reads_offloaded") > before);
+	hm_disconnect(c);
+	hm_disconnect(admin);
+	close(fd);
+	free(buf);
+	free(ref);
+}
+
 #define T(fn, o) cmocka_unit_test_prestate_setup_teardown(fn, setup, teardown, (void *)&(o))
 
 int
@@ -537,6 +621,7 @@ main(void)
 		T(test_client_dies_holding_views, opts_default),
 		T(test_region_refused, opts_default),
 		T(test_region_bounds, opts_default),
+		T(test_cold_reads_offloaded, opts_default),
 	};
 
 	return cmocka_run_group_tests_name("fastpath", tests, NULL, NULL);

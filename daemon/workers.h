@@ -1,0 +1,31 @@
+/*
+ * workers.h - a small pool of threads for reads that may block: copies
+ * that may fault on cold pages, preads that wait for the disk, files whose
+ * reads may wait (devices, pipes).  The event loop never waits for them.
+ *
+ * A job's run() executes on a worker thread; its done() then executes on
+ * the event loop's thread, in the order jobs finish.  run() must touch
+ * nothing the loop thread owns (see storage_read_detached).
+ */
+#ifndef HOTMAP_WORKERS_H
+#define HOTMAP_WORKERS_H
+
+struct event_base;
+struct workers;
+
+struct worker_job {
+	void (*run)(struct worker_job *job);	/* on a worker thread */
+	void (*done)(struct worker_job *job);	/* on the loop thread, after run */
+	struct worker_job *next;		/* private to the pool */
+};
+
+/* n threads (at least 1).  NULL and errno on failure. */
+struct workers *workers_new(struct event_base *base, unsigned n);
+/* Runs what is queued, completes it (done() called), joins the threads.
+ * Takes NULL. */
+void workers_free(struct workers *w);
+void workers_submit(struct workers *w, struct worker_job *job);
+/* Jobs submitted and not yet completed. */
+unsigned workers_pending(const struct workers *w);
+
+#endif
