@@ -152,6 +152,7 @@ run_mixed_batch(struct harness *h)
 	/* refused by the library, answered in place */
 	io[7].file = NULL;
 	io[8].offset = UINT64_MAX - 10;
+	free(io[9].buf);
 	io[9].buf = NULL;
 	io[9].len = 10;
 
