@@ -546,12 +546,14 @@ hm_open(hm_client *c, const char *path, int flags)
 	int fd = -1, rc;
 
 	set_last_error(NULL);
-	if (c == NULL || path == NULL || (flags & ~(HM_O_MMAP | HM_O_PREAD | HM_O_PATH)) != 0 ||
+	if (c == NULL || path == NULL ||
+	    (flags & ~(HM_O_MMAP | HM_O_PREAD | HM_O_PATH | HM_O_WARM)) != 0 ||
 	    (flags & (HM_O_MMAP | HM_O_PREAD)) == (HM_O_MMAP | HM_O_PREAD)) {
 		errno = EINVAL;
 		return NULL;
 	}
 	req.policy = flags & HM_O_MMAP ? 1 : flags & HM_O_PREAD ? 2 : 0;
+	req.warm = (flags & HM_O_WARM) != 0;
 	req.path = (char *)path;
 	if (flags & HM_O_PATH) {
 		req.by_path = true;
@@ -931,6 +933,30 @@ hm_close(hm_file *f)
 	pthread_mutex_unlock(&c->lock);
 	free(f);
 	return rc < 0 ? fail(-rc) : 0;
+}
+
+HM_EXPORT ssize_t
+hm_warm(hm_file *f, uint64_t offset, uint64_t len)
+{
+	Hotmap__Warm req = HOTMAP__WARM__INIT;
+	ProtobufCMessage *reply;
+	uint64_t warmed;
+	int rc;
+
+	set_last_error(NULL);
+	if (f == NULL || offset > INT64_MAX)
+		return fail(EINVAL);
+	req.handle = f->handle;
+	req.offset = offset;
+	req.length = len;
+	pthread_mutex_lock(&f->c->lock);
+	rc = client_call(f->c, HM_MSG_WARM, &req.base, -1, HM_MSG_WARM_REPLY, &reply);
+	pthread_mutex_unlock(&f->c->lock);
+	if (rc < 0)
+		return fail(-rc);
+	warmed = ((Hotmap__WarmReply *)reply)->warmed;
+	protobuf_c_message_free_unpacked(reply, NULL);
+	return warmed > SSIZE_MAX ? SSIZE_MAX : (ssize_t)warmed;
 }
 
 HM_EXPORT const char *

@@ -30,6 +30,7 @@ typedef struct hm_file hm_file;
 #define HM_O_MMAP	0x1	/* require a mapping; fail if the file cannot be mapped */
 #define HM_O_PREAD	0x2	/* read with pread, never map */
 #define HM_O_PATH	0x4	/* let the daemon open the path (beneath its --root) */
+#define HM_O_WARM	0x8	/* start bringing the whole file into memory now */
 
 /* hm_stat backends */
 #define HM_BACKEND_MMAP		1
@@ -100,6 +101,11 @@ struct hm_view {
 int hm_view_range(hm_file *f, uint64_t offset, size_t len, struct hm_view *v);
 /* Gives the view's bytes back.  Takes an empty or released view. */
 void hm_view_release(struct hm_view *v);
+
+/* Brings [offset, offset + len) of the file into memory in the daemon
+ * (its mapping's page tables, or the page cache) and returns when done:
+ * the bytes of the range inside the file, or -1 and errno. */
+ssize_t hm_warm(hm_file *f, uint64_t offset, uint64_t len);
 /* Frees f whatever happens; -1 and errno if the daemon could not be told. */
 int hm_close(hm_file *f);
 

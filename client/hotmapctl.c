@@ -32,12 +32,15 @@ struct command {
 static int cmd_ping(int argc, char **argv);
 static int cmd_stats(int argc, char **argv);
 static int cmd_read(int argc, char **argv);
+static int cmd_warm(int argc, char **argv);
 
 static const struct command commands[] = {
 	{ "ping", "", "print the daemon's version, pid, uptime and round-trip time", cmd_ping },
 	{ "stats", "", "print the daemon's counters", cmd_stats },
 	{ "read", "[--backend auto|mmap|pread] [--by-path] PATH [OFFSET [LENGTH]]",
 	  "write bytes of PATH to standard output", cmd_read },
+	{ "warm", "[--backend auto|mmap|pread] [--by-path] [--quiet] PATH...",
+	  "bring files into the daemon's memory before they are read", cmd_warm },
 };
 
 static void
@@ -300,6 +303,107 @@ cmd_read(int argc, char **argv)
 out:
 	hm_disconnect(c);
 	free(buf);
+	return rc;
+}
+
+/* Warms in steps so that a terminal can show progress; each step is one
+ * request the daemon answers when that much is in memory. */
+#define WARM_STEP (64ull << 20)
+
+static void
+warm_progress(const char *path, uint64_t done, uint64_t size, bool final)
+{
+	int width = 30, fill = size > 0 ? (int)(done * (uint64_t)width / size) : width;
+
+	fprintf(stderr, "\r%s [%.*s%*s] %3d%% %llu/%llu MiB%s", path, fill,
+		"##############################", width - fill, "",
+		size > 0 ? (int)(done * 100 / size) : 100, (unsigned long long)(done >> 20),
+		(unsigned long long)(size >> 20), final ? "\n" : "");
+}
+
+static int
+cmd_warm(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "backend", required_argument, NULL, 'b' },
+		{ "by-path", no_argument, NULL, 'p' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ NULL, 0, NULL, 0 },
+	};
+	bool quiet = false, tty = isatty(STDERR_FILENO);
+	int flags = 0, opt, rc = 0, i;
+	hm_client *c;
+
+	optind = 0;
+	while ((opt = getopt_long(argc, argv, "+b:pq", opts, NULL)) != -1) {
+		switch (opt) {
+		case 'b':
+			if (strcmp(optarg, "mmap") == 0)
+				flags |= HM_O_MMAP;
+			else if (strcmp(optarg, "pread") == 0)
+				flags |= HM_O_PREAD;
+			else if (strcmp(optarg, "auto") != 0) {
+				fprintf(stderr, "hotmapctl: warm: unknown backend '%s' (auto, mmap, pread)\n",
+					optarg);
+				return 2;
+			}
+			break;
+		case 'p':
+			flags |= HM_O_PATH;
+			break;
+		case 'q':
+			quiet = true;
+			break;
+		default:
+			return 2;
+		}
+	}
+	if (optind >= argc) {
+		fprintf(stderr, "hotmapctl: usage: warm [--backend B] [--by-path] [--quiet] PATH...\n");
+		return 2;
+	}
+	c = connect_or_report();
+	if (c == NULL)
+		return 1;
+	for (i = optind; i < argc; i++) {
+		const char *path = argv[i];
+		struct hm_stat st;
+		uint64_t done = 0;
+		hm_file *f = hm_open(c, path, flags);
+
+		if (f == NULL || hm_stat(f, &st) < 0) {
+			report(path, errno);
+			if (f != NULL)
+				hm_close(f);
+			rc = 1;
+			continue;
+		}
+		while (done < st.size) {
+			ssize_t n = hm_warm(f, done, WARM_STEP);
+
+			if (n < 0) {
+				if (tty && !quiet)
+					fputc('\n', stderr);
+				report(path, errno);
+				rc = 1;
+				break;
+			}
+			if (n == 0)
+				break;	/* the file shrank */
+			done += (uint64_t)n;
+			if (tty && !quiet)
+				warm_progress(path, done, st.size, false);
+		}
+		if (!quiet && (rc == 0 || done > 0)) {
+			if (tty)
+				warm_progress(path, done, st.size, true);
+			else
+				printf("%s: %llu bytes warm (%s)\n", path, (unsigned long long)done,
+				       st.backend == HM_BACKEND_MMAP ? "mapping populated" : "page cache");
+		}
+		hm_close(f);
+	}
+	hm_disconnect(c);
 	return rc;
 }
 

@@ -38,6 +38,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <unistd.h>
@@ -678,6 +679,60 @@ ssize_t storage_read_nowait(struct file_cache *cache, struct storage_handle *h,
 			    void *dst, size_t len, uint64_t offset)
 {
 	return read_accounted(cache, h, dst, len, offset, true);
+}
+
+ssize_t storage_warm_detached(const struct storage_handle *h, uint64_t offset, uint64_t len,
+			      struct storage_io *io)
+{
+	const struct backend_file *f;
+	size_t scratch_len = 1 << 20;
+	char *scratch;
+	struct stat st;
+	uint64_t size, end, pos;
+
+	if (h == NULL || h->entry == NULL)
+		return -EBADF;
+	f = &h->entry->file;
+	if (fstat(f->fd, &st) < 0)
+		return -errno;
+	size = st.st_size < 0 ? 0 : (uint64_t)st.st_size;
+	if (offset >= size)
+		return 0;
+	end = len > size - offset ? size : offset + len;
+	if (h->backend == STORAGE_BACKEND_MMAP && f->map != NULL && offset < f->map_len) {
+		uint64_t mend = end < f->map_len ? end : f->map_len;
+		uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+		uintptr_t start = ((uintptr_t)f->map + offset) & ~(page - 1);
+
+		if (madvise((void *)start, (uintptr_t)f->map + mend - start, MADV_POPULATE_READ) == 0)
+			return (ssize_t)(end - offset);
+		/* Older kernels: touch each page.  A fault (the file shrank)
+		 * ends the warm early; it is only a hint. */
+		for (pos = start; pos < (uintptr_t)f->map + mend; pos += page) {
+			char c;
+
+			if (guard_copy(&c, (const void *)pos, 1) < 0) {
+				io->faults++;
+				break;
+			}
+		}
+		return (ssize_t)(end - offset);
+	}
+	/* Not mapped: read it through, so that it is in the page cache when
+	 * asked for; what is read is not kept. */
+	scratch = malloc(scratch_len);
+	if (scratch == NULL)
+		return -ENOMEM;
+	for (pos = offset; pos < end;) {
+		size_t n = end - pos < scratch_len ? (size_t)(end - pos) : scratch_len;
+		ssize_t r = backend_pread_full(f->fd, scratch, n, pos, io);
+
+		if (r <= 0)
+			break;
+		pos += (uint64_t)r;
+	}
+	free(scratch);
+	return (ssize_t)(end - offset);
 }
 
 void storage_handle_dup(const struct storage_handle *h, struct storage_handle *out)

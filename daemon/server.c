@@ -50,6 +50,7 @@ static const char *const request_keys[HM_MSG__MAX + 1] = {
 	[HM_MSG_CLOSE] = "requests_close",
 	[HM_MSG_PING] = "requests_ping",
 	[HM_MSG_STATS] = "requests_stats",
+	[HM_MSG_WARM] = "requests_warm",
 };
 
 static const char *const reason_keys[STORAGE_REASON__COUNT] = {
@@ -88,6 +89,7 @@ server_stats_foreach(struct server *srv, server_stat_cb cb, void *arg)
 	cb("bytes_served", c->bytes_served, NULL, arg);
 	cb("bytes_shm", c->bytes_shm, NULL, arg);
 	cb("reads_offloaded", c->reads_offloaded, NULL, arg);
+	cb("warms", c->warms, NULL, arg);
 	cb("workers", srv->cfg.workers, NULL, arg);
 	cb("bytes_mmap", sc.bytes_mmap, NULL, arg);
 	cb("bytes_pread", sc.bytes_pread, NULL, arg);

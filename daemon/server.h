@@ -42,6 +42,7 @@ struct server_counters {
 	uint64_t bytes_served;			/* file bytes given to clients */
 	uint64_t bytes_shm;			/* of which into shared regions */
 	uint64_t reads_offloaded;		/* reads handed to workers */
+	uint64_t warms;				/* warm requests, and opens with warm */
 	uint64_t accept_backoffs;		/* accept paused: out of descriptors */
 	uint64_t handles;			/* handles open now, all sessions */
 	uint64_t clients;			/* connected now */

@@ -80,6 +80,8 @@ enum read_kind {
 	READ_SHM,	/* into the shared region, one small reply */
 	READ_SOCKET,	/* up to SESSION_READ_CHUNK, one frame of data */
 	READ_CHUNK,	/* the next chunk of the stream */
+	READ_WARM,	/* WARM: bring a range into memory, then reply */
+	READ_WARM_OPEN,	/* an open's warm: in the background, no reply */
 };
 
 /* A read handed to a worker because it might wait for the disk. */
@@ -98,6 +100,8 @@ struct read_job {
 };
 
 static void session_destroy(struct session *s);
+static int session_submit(struct session *s, enum read_kind kind, uint32_t id,
+			  struct storage_handle *h, uint64_t offset, size_t len, uint8_t *dst);
 
 typedef int (*session_handler)(struct session *s, uint32_t id, ProtobufCMessage *msg);
 
@@ -114,6 +118,7 @@ static int session_stat(struct session *s, uint32_t id, ProtobufCMessage *msg);
 static int session_close(struct session *s, uint32_t id, ProtobufCMessage *msg);
 static int session_ping(struct session *s, uint32_t id, ProtobufCMessage *msg);
 static int session_stats(struct session *s, uint32_t id, ProtobufCMessage *msg);
+static int session_warm(struct session *s, uint32_t id, ProtobufCMessage *msg);
 
 /* Requests a client may send; any other type disconnects it. */
 static const struct session_command session_commands[] = {
@@ -124,6 +129,7 @@ static const struct session_command session_commands[] = {
 	{ HM_MSG_CLOSE, session_close, false },
 	{ HM_MSG_PING, session_ping, false },
 	{ HM_MSG_STATS, session_stats, true },
+	{ HM_MSG_WARM, session_warm, false },
 };
 
 static void
@@ -361,6 +367,12 @@ session_open(struct session *s, uint32_t id, ProtobufCMessage *msg)
 	session_reason_text(&sh->h, reason, sizeof reason);
 	log_debug("client %s: open %s -> handle %lld, %s (%s)", peer_name(s->peer), name,
 		  (long long)slot, storage_backend_name(sh->h.backend), reason);
+	if (m->warm) {
+		/* the whole file, behind the reply; a failure only costs the
+		 * warmth */
+		if (session_submit(s, READ_WARM_OPEN, id, &sh->h, 0, (size_t)INT64_MAX, NULL) == 0)
+			s->srv->counters.warms++;
+	}
 	r.handle = (uint64_t)slot;
 	r.size = st.size;
 	r.backend = sh->h.backend;
@@ -396,7 +408,7 @@ session_submit(struct session *s, enum read_kind kind, uint32_t id,
 
 	if (j == NULL)
 		return -ENOMEM;
-	if (dst == NULL) {
+	if (dst == NULL && kind != READ_WARM && kind != READ_WARM_OPEN) {
 		j->heap = malloc(len > 0 ? len : 1);
 		if (j->heap == NULL) {
 			free(j);
@@ -533,7 +545,10 @@ read_job_run(struct worker_job *job)
 	struct read_job *j = (struct read_job *)job;
 
 	j->io.nowait = false;
-	j->result = storage_read_detached(&j->h, j->dst, j->len, j->offset, &j->io);
+	if (j->kind == READ_WARM || j->kind == READ_WARM_OPEN)
+		j->result = storage_warm_detached(&j->h, j->offset, j->len, &j->io);
+	else
+		j->result = storage_read_detached(&j->h, j->dst, j->len, j->offset, &j->io);
 }
 
 /* On the loop thread: the worker's read is done; answer it. */
@@ -569,6 +584,18 @@ read_job_done(struct worker_job *job)
 		j->heap = NULL;
 		if (rc == 0)
 			rc = session_read_end(s, j->id, (uint64_t)j->result);
+		break;
+	case READ_WARM:
+		if (j->result < 0) {
+			rc = session_error(s, j->id, (int)-j->result, "warm: %s", strerror((int)-j->result));
+		} else {
+			Hotmap__WarmReply r = HOTMAP__WARM_REPLY__INIT;
+
+			r.warmed = (uint64_t)j->result;
+			rc = peer_send(s->peer, HM_MSG_WARM_REPLY, j->id, &r.base);
+		}
+		break;
+	case READ_WARM_OPEN:
 		break;
 	case READ_CHUNK:
 		s->stream.waiting = false;
@@ -687,6 +714,26 @@ session_read(struct session *s, uint32_t id, ProtobufCMessage *msg)
 				     (unsigned long long)m->offset, strerror((int)-n));
 	s->srv->counters.bytes_served += (uint64_t)n;
 	return session_read_end(s, id, (uint64_t)n);
+}
+
+static int
+session_warm(struct session *s, uint32_t id, ProtobufCMessage *msg)
+{
+	Hotmap__Warm *m = (Hotmap__Warm *)msg;
+	struct session_handle *sh = session_handle_get(s, m->handle);
+	uint64_t len = m->length;
+
+	if (sh == NULL)
+		return session_error(s, id, EBADF, "warm: no handle %llu", (unsigned long long)m->handle);
+	if (m->offset > INT64_MAX)
+		return session_error(s, id, EINVAL, "warm: offset %llu is too large",
+				     (unsigned long long)m->offset);
+	if (len > (uint64_t)INT64_MAX - m->offset)
+		len = (uint64_t)INT64_MAX - m->offset;	/* "to the end" */
+	if (session_submit(s, READ_WARM, id, &sh->h, m->offset, (size_t)len, NULL) < 0)
+		return session_error(s, id, ENOMEM, "warm: out of memory");
+	s->srv->counters.warms++;
+	return 0;
 }
 
 static int

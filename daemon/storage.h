@@ -156,6 +156,16 @@ ssize_t storage_read_detached(const struct storage_handle *h, void *dst, size_t 
 void storage_read_finish(struct file_cache *cache, struct storage_handle *h,
 			 const struct storage_io *io);
 
+/*
+ * Brings [offset, offset + len) of the file into memory, for worker
+ * threads (like storage_read_detached): for a mapped handle, the mapping's
+ * page tables too (MADV_POPULATE_READ, or a guarded touch of each page on
+ * older kernels), so that later copies take no fault; otherwise the page
+ * cache.  Returns the bytes of the range inside the file, or -errno.
+ */
+ssize_t storage_warm_detached(const struct storage_handle *h, uint64_t offset, uint64_t len,
+			      struct storage_io *io);
+
 /* Another reference to h's entry (a job that may outlive the handle);
  * drop it with file_cache_close. */
 void storage_handle_dup(const struct storage_handle *h, struct storage_handle *out);

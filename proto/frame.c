@@ -30,6 +30,8 @@ static const struct {
 	[HM_MSG_STATS] = { "STATS", &hotmap__stats_request__descriptor },
 	[HM_MSG_STATS_REPLY] = { "STATS_REPLY", &hotmap__stats_reply__descriptor },
 	[HM_MSG_ERROR] = { "ERROR", &hotmap__error__descriptor },
+	[HM_MSG_WARM] = { "WARM", &hotmap__warm__descriptor },
+	[HM_MSG_WARM_REPLY] = { "WARM_REPLY", &hotmap__warm_reply__descriptor },
 };
 
 const ProtobufCMessageDescriptor *

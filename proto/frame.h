@@ -64,7 +64,9 @@ enum hm_msg_type {
 	HM_MSG_STATS = 13,
 	HM_MSG_STATS_REPLY = 14,
 	HM_MSG_ERROR = 15,
-	HM_MSG__MAX = 15
+	HM_MSG_WARM = 16,
+	HM_MSG_WARM_REPLY = 17,
+	HM_MSG__MAX = 17
 };
 
 struct hm_frame_header {

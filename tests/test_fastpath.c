@@ -605,6 +605,79 @@ test_cold_reads_offloaded(void **state)
 	free(ref);
 }
 
+/* Fraction (percent) of the file's pages in the page cache. */
+static unsigned
+resident_percent(int fd, size_t len)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE), n = (len + page - 1) / page, i, in = 0;
+	unsigned char *vec = malloc(n);
+	void *map = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
+
+	assert_non_null(vec);
+	assert_true(map != MAP_FAILED);
+	assert_int_equal(mincore(map, len, vec), 0);
+	for (i = 0; i < n; i++)
+		in += vec[i] & 1;
+	munmap(map, len);
+	free(vec);
+	return (unsigned)(in * 100 / n);
+}
+
+/* hm_warm brings a cold file into memory, through either backend, and
+ * answers with the bytes of the range inside the file; HM_O_WARM starts
+ * the same in the background. */
+static void
+test_warm(void **state)
+{
+	struct harness *h = *state;
+	size_t len = 16 * MiB;
+	char path[PATH_MAX];
+	uint8_t buf[4096], ref[4096];
+	hm_client *c;
+	hm_file *f;
+	ssize_t got;
+	int fd, i;
+
+	harness_path(h, "root/warm", path);
+	harness_write_file(path, len, 12);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(fdatasync(fd), 0);
+	assert_int_equal(posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED), 0);
+	if (resident_percent(fd, len) > 50) {
+		close(fd);
+		skip();	/* tmpfs: nothing is ever cold */
+	}
+	c = harness_connect(h);
+	for (i = 0; i < 2; i++) {
+		f = hm_open(c, path, i == 0 ? 0 : HM_O_PREAD);
+		assert_non_null(f);
+		assert_int_equal(posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED), 0);
+		assert_int_equal(hm_warm(f, 0, len), (ssize_t)len);
+		assert_true(resident_percent(fd, len) >= 90);
+		/* ranges: clipped at EOF, past it, zero-length */
+		assert_int_equal(hm_warm(f, len - 100, 4096), 100);
+		assert_int_equal(hm_warm(f, len + 1, 4096), 0);
+		assert_int_equal(hm_warm(f, 0, 0), 0);
+		errno = 0;
+		assert_int_equal(hm_warm(f, UINT64_MAX, 1), -1);
+		assert_int_equal(errno, EINVAL);
+		got = hm_pread(f, buf, sizeof buf, 5 * MiB);
+		assert_same(got, buf, ref_read(fd, ref, sizeof ref, 5 * MiB), ref, "after warm");
+		assert_int_equal(hm_close(f), 0);
+	}
+	/* in the background, from the open */
+	assert_int_equal(posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED), 0);
+	f = hm_open(c, path, HM_O_WARM | HM_O_PREAD);
+	assert_non_null(f);
+	for (i = 0; i < 500 && resident_percent(fd, len) < 90; i++)
+		usleep(10000);
+	assert_true(resident_percent(fd, len) >= 90);
+	assert_int_equal(hm_close(f), 0);
+	hm_disconnect(c);
+	close(fd);
+}
+
 #define T(fn, o) cmocka_unit_test_prestate_setup_teardown(fn, setup, teardown, (void *)&(o))
 
 int
@@ -623,6 +696,7 @@ main(void)
 		T(test_region_refused, opts_default),
 		T(test_region_bounds, opts_default),
 		T(test_cold_reads_offloaded, opts_default),
+		T(test_warm, opts_default),
 	};
 
 	return cmocka_run_group_tests_name("fastpath", tests, NULL, NULL);

@@ -14,7 +14,7 @@ HOTMAPCTL=${HOTMAPCTL:-client/hotmapctl}
 # Absolute: one test runs hotmapctl from another directory.
 case $HOTMAPD in /*) ;; *) HOTMAPD=$PWD/$HOTMAPD ;; esac
 case $HOTMAPCTL in /*) ;; *) HOTMAPCTL=$PWD/$HOTMAPCTL ;; esac
-PLAN=50
+PLAN=54
 
 n=0
 failed=0
@@ -252,6 +252,34 @@ else
 	not_ok "stats: no handle left open by the reads, and the daemon's pid" \
 		"handles '$handles', pid '$stats_pid' (want 0, $pid)"
 fi
+
+# --- warm ------------------------------------------------------------------------
+ctl warm "$file" "$root/empty" >"$dir/out" 2>"$dir/err"
+rc=$?
+if [ $rc -eq 0 ] && grep -q "^$file: $size bytes warm" "$dir/out" &&
+   grep -q "^$root/empty: 0 bytes warm" "$dir/out"; then
+	ok "warm reports each file's bytes brought into memory"
+else
+	not_ok "warm reports each file's bytes brought into memory" "exit $rc" \
+		"$(cat "$dir/out" "$dir/err")"
+fi
+ctl warm --quiet --backend pread "$file" >"$dir/out" 2>"$dir/err"
+rc=$?
+if [ $rc -eq 0 ] && [ ! -s "$dir/out" ] && [ ! -s "$dir/err" ]; then
+	ok "warm --quiet --backend pread says nothing and succeeds"
+else
+	not_ok "warm --quiet --backend pread says nothing and succeeds" "exit $rc" \
+		"$(cat "$dir/out" "$dir/err")"
+fi
+ctl warm "$file" "$dir/no-such-file" >"$dir/out" 2>"$dir/err"
+rc=$?
+if [ $rc -eq 1 ] && grep -q "^$file: $size bytes warm" "$dir/out" &&
+   grep -q "^hotmapctl: $dir/no-such-file: No such file" "$dir/err"; then
+	ok "warm goes on past a missing file and exits 1"
+else
+	not_ok "warm goes on past a missing file and exits 1" "exit $rc" "$(cat "$dir/out" "$dir/err")"
+fi
+expect_fail "warm without a path exits 2" 2 "usage" --socket "$sock" warm
 
 # --- stop ------------------------------------------------------------------------
 kill -TERM "$pid"
