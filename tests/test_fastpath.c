@@ -521,15 +521,57 @@ test_region_bounds(void **state)
 	close(region);
 }
 
+/* Fraction (percent) of the file's pages in the page cache. */
+static unsigned
+resident_range(int fd, uint64_t off, size_t len)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE), n = (len + page - 1) / page, i, in = 0;
+	unsigned char *vec = malloc(n);
+	void *map = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, (off_t)off);
+
+	assert_non_null(vec);
+	assert_true(map != MAP_FAILED);
+	assert_int_equal(mincore(map, len, vec), 0);
+	for (i = 0; i < n; i++)
+		in += vec[i] & 1;
+	munmap(map, len);
+	free(vec);
+	return (unsigned)(in * 100 / n);
+}
+
+static unsigned
+resident_percent(int fd, size_t len)
+{
+	return resident_range(fd, 0, len);
+}
+
+/* Drops the file from the page cache until [off, off + len) is out of it:
+ * readahead still in flight from an earlier read may land after a first
+ * DONTNEED.  False when it stays in (tmpfs). */
+static bool
+make_cold(int fd, uint64_t off, size_t len)
+{
+	int i;
+
+	for (i = 0; i < 100; i++) {
+		assert_int_equal(posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED), 0);
+		if (resident_range(fd, off, len) == 0)
+			return true;
+		usleep(10000);
+	}
+	return false;
+}
+
 /* Pages not in the page cache are read by a worker, not by the event
- * loop: the daemon counts them, and the bytes are pread's.  Each reference
- * read warms the file (readahead), so the cache is dropped before each. */
+ * loop: the daemon counts them, and the bytes are pread's.  Each read
+ * warms the file around it (readahead, up to read_ahead_kb), so the reads
+ * lie 10 MiB apart and the cache is dropped before each. */
 static void
 test_cold_reads_offloaded(void **state)
 {
 	struct harness *h = *state;
-	size_t len = 8 * MiB, page = (size_t)sysconf(_SC_PAGESIZE), i, resident = 0;
-	uint8_t *buf = malloc(len), *ref = malloc(len), *vec;
+	size_t len = 40 * MiB, page = (size_t)sysconf(_SC_PAGESIZE), i, resident = 0;
+	uint8_t *buf = malloc(2 * MiB), *ref = malloc(2 * MiB), *vec;
 	char path[PATH_MAX];
 	hm_client *c, *admin;
 	uint64_t before;
@@ -569,16 +611,16 @@ test_cold_reads_offloaded(void **state)
 	assert_non_null(f);
 	/* through the region, into a view, over the socket in one frame, and
 	 * streamed: each cold, each by a worker */
-	assert_int_equal(posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED), 0);
+	assert_true(make_cold(fd, 0, 64 * KiB));
 	before = harness_stat(admin, "reads_offloaded");
 	got = hm_pread(f, buf, 64 * KiB, 0);
 	assert_same(got, buf, ref_read(fd, ref, 64 * KiB, 0), ref, "cold shm");
 	assert_true(harness_stat(admin, "reads_offloaded") > before);
-	assert_int_equal(posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED), 0);
+	assert_true(make_cold(fd, 10 * MiB, 8192));
 	before = harness_stat(admin, "reads_offloaded");
-	assert_int_equal(hm_view_range(f, 2 * MiB, 8192, &v), 0);
+	assert_int_equal(hm_view_range(f, 10 * MiB, 8192, &v), 0);
 	/* (the reference read comes after: it would warm the file) */
-	assert_same((ssize_t)v.len, v.data, ref_read(fd, ref, 8192, 2 * MiB), ref, "cold view");
+	assert_same((ssize_t)v.len, v.data, ref_read(fd, ref, 8192, 10 * MiB), ref, "cold view");
 	hm_view_release(&v);
 	assert_true(harness_stat(admin, "reads_offloaded") > before);
 	hm_disconnect(c);
@@ -586,16 +628,16 @@ test_cold_reads_offloaded(void **state)
 	c = harness_connect(h);
 	f = hm_open(c, path, 0);
 	assert_non_null(f);
-	assert_int_equal(posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED), 0);
+	assert_true(make_cold(fd, 20 * MiB, 4096));
 	before = harness_stat(admin, "reads_offloaded");
-	got = hm_pread(f, buf, 4096, 4 * MiB);
-	assert_same(got, buf, ref_read(fd, ref, 4096, 4 * MiB), ref,
+	got = hm_pread(f, buf, 4096, 20 * MiB);
+	assert_same(got, buf, ref_read(fd, ref, 4096, 20 * MiB), ref,
 		    "cold frame");
 	assert_true(harness_stat(admin, "reads_offloaded") > before);
-	assert_int_equal(posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED), 0);
+	assert_true(make_cold(fd, 30 * MiB, 2 * MiB));
 	before = harness_stat(admin, "reads_offloaded");
-	got = hm_pread(f, buf, 2 * MiB, 6 * MiB);
-	assert_same(got, buf, ref_read(fd, ref, 2 * MiB, 6 * MiB), ref,
+	got = hm_pread(f, buf, 2 * MiB, 30 * MiB);
+	assert_same(got, buf, ref_read(fd, ref, 2 * MiB, 30 * MiB), ref,
 		    "cold stream");
 	assert_true(harness_stat(admin, "reads_offloaded") > before);
 	hm_disconnect(c);
@@ -603,24 +645,6 @@ test_cold_reads_offloaded(void **state)
 	close(fd);
 	free(buf);
 	free(ref);
-}
-
-/* Fraction (percent) of the file's pages in the page cache. */
-static unsigned
-resident_percent(int fd, size_t len)
-{
-	size_t page = (size_t)sysconf(_SC_PAGESIZE), n = (len + page - 1) / page, i, in = 0;
-	unsigned char *vec = malloc(n);
-	void *map = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
-
-	assert_non_null(vec);
-	assert_true(map != MAP_FAILED);
-	assert_int_equal(mincore(map, len, vec), 0);
-	for (i = 0; i < n; i++)
-		in += vec[i] & 1;
-	munmap(map, len);
-	free(vec);
-	return (unsigned)(in * 100 / n);
 }
 
 /* hm_warm brings a cold file into memory, through either backend, and
