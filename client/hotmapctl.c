@@ -161,6 +161,22 @@ cmd_stats(int argc, char **argv)
 	return rc;
 }
 
+/* --backend NAME of a command: sets the matching hm_open flag. */
+static int
+parse_backend(const char *cmd, const char *name, int *flags)
+{
+	*flags &= ~(HM_O_MMAP | HM_O_PREAD);
+	if (strcmp(name, "mmap") == 0)
+		*flags |= HM_O_MMAP;
+	else if (strcmp(name, "pread") == 0)
+		*flags |= HM_O_PREAD;
+	else if (strcmp(name, "auto") != 0) {
+		fprintf(stderr, "hotmapctl: %s: unknown backend '%s' (auto, mmap, pread)\n", cmd, name);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 /* A byte count: decimal, 0x hex, or with a K, M, G or T suffix (powers of
  * 1024). */
 static int
@@ -227,15 +243,8 @@ cmd_read(int argc, char **argv)
 	while ((opt = getopt_long(argc, argv, "+b:p", opts, NULL)) != -1) {
 		switch (opt) {
 		case 'b':
-			if (strcmp(optarg, "mmap") == 0)
-				flags |= HM_O_MMAP;
-			else if (strcmp(optarg, "pread") == 0)
-				flags |= HM_O_PREAD;
-			else if (strcmp(optarg, "auto") != 0) {
-				fprintf(stderr, "hotmapctl: read: unknown backend '%s' (auto, mmap, pread)\n",
-					optarg);
+			if (parse_backend("read", optarg, &flags) < 0)
 				return 2;
-			}
 			break;
 		case 'p':
 			flags |= HM_O_PATH;
@@ -338,15 +347,8 @@ cmd_warm(int argc, char **argv)
 	while ((opt = getopt_long(argc, argv, "+b:pq", opts, NULL)) != -1) {
 		switch (opt) {
 		case 'b':
-			if (strcmp(optarg, "mmap") == 0)
-				flags |= HM_O_MMAP;
-			else if (strcmp(optarg, "pread") == 0)
-				flags |= HM_O_PREAD;
-			else if (strcmp(optarg, "auto") != 0) {
-				fprintf(stderr, "hotmapctl: warm: unknown backend '%s' (auto, mmap, pread)\n",
-					optarg);
+			if (parse_backend("warm", optarg, &flags) < 0)
 				return 2;
-			}
 			break;
 		case 'p':
 			flags |= HM_O_PATH;
