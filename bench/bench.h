@@ -1,0 +1,324 @@
+/*
+ * bench.h - hmbench, the benchmark of hotmap against in-process reads,
+ * nginx and the machine's own floors (see bench/run and
+ * docs/performance.md).
+ *
+ * What it is for: one run measures every contender on the same data and the
+ * same workloads, alternating contenders round by round, and reports
+ * medians with min and max.  A contender is one way for a client to read a
+ * byte range of a file; the table of them (contender.c) is the one place a
+ * new transport is added.
+ *
+ * What it must not do: change what it measures (no hotmap internals are
+ * used: only hotmap.h, the daemon's command line and /proc), or leave a
+ * server running after it exits.
+ */
+#ifndef HMBENCH_BENCH_H
+#define HMBENCH_BENCH_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define BENCH_MAX_ROUNDS	50
+#define BENCH_MAX_METRICS	12
+#define BENCH_MAX_LIST		8
+
+/* --- options ------------------------------------------------------------- */
+
+struct bench_opts {
+	bool quick;
+	unsigned rounds;
+	const char *data_dir;		/* NULL: a temporary directory */
+	bool keep_data;
+	const char *results_dir;	/* NULL: no files, stdout only */
+	const char *hotmapd;		/* the daemon binary */
+	const char *nginx;		/* NULL: nginx skipped */
+	const char *nginx_skip;		/* why nginx is skipped, for the report */
+	const char *workloads;		/* comma list, NULL: all */
+	const char *contenders;		/* comma list, NULL: all */
+	const char *source;		/* what was measured, for the report */
+	uint64_t seed;
+
+	uint64_t file_size;		/* the hot file */
+	uint64_t scan_size;		/* the file of the cache states and isolation */
+	unsigned rand_ops;		/* random 4 KiB reads per round */
+	unsigned batches[BENCH_MAX_LIST];
+	unsigned nbatches;
+	uint64_t seq_bytes;		/* bytes read by the sequential workload per round */
+
+	unsigned train_files, train_cols, train_rows, train_batch;
+	unsigned train_epochs, train_random;
+	unsigned train_clients[BENCH_MAX_LIST];
+	unsigned ntrain_clients;
+
+	unsigned procs, proc_reads;
+	uint64_t proc_read_size;
+
+	unsigned iso_ops;
+
+	unsigned scale_files[BENCH_MAX_LIST];
+	unsigned nscale_files;
+	unsigned scale_clients;
+	unsigned scale_ops;
+	uint64_t scale_file_size;
+};
+
+/* --- the run ------------------------------------------------------------- */
+
+struct bench_ctx {
+	struct bench_opts o;
+	char data_dir[PATH_MAX];	/* the files read */
+	char run_dir[PATH_MAX];		/* sockets, nginx prefix, logs */
+	bool data_dir_made;
+	char hot_path[PATH_MAX];
+	char scan_path[PATH_MAX];
+
+	char hotmap_sock[PATH_MAX];
+	const char *hotmapd_orig;	/* the binary hotmapd is a copy of */
+	pid_t hotmapd_pid;
+	unsigned hotmapd_starts;
+
+	char nginx_sock[PATH_MAX];
+	pid_t nginx_pid;
+	char nginx_version[128];
+};
+
+extern struct bench_ctx bench;
+
+/* --- contenders (contender.c) -------------------------------------------- */
+
+/* Which workloads a contender joins. */
+#define W_RAND		0x001	/* random 4 KiB, single and batched */
+#define W_SEQ		0x002	/* sequential 1 MiB */
+#define W_CACHE		0x004	/* cache states, sequential 64 KiB scan */
+#define W_TRAIN		0x008	/* training-style columns */
+#define W_PROCS		0x010	/* short-lived processes */
+#define W_ISO		0x020	/* isolation */
+#define W_SCALE		0x040	/* many files, many clients */
+#define W_SCALE_CLIENTS	0x080	/* has connections: the many-clients point */
+
+/* Contender kinds. */
+#define CF_REFERENCE	0x01	/* in-process pread: the reference of every ratio */
+#define CF_MAPPING	0x02	/* the client maps the file itself */
+#define CF_TOUCHED	0x04	/* ...and pre-touches it at open, outside the timing */
+#define CF_HOTMAP	0x08	/* served by hotmapd: its faults and memory are reported */
+#define CF_NGINX	0x10	/* served by nginx */
+#define CF_BATCH_ONLY	0x20	/* measured only where reads come in batches */
+
+struct bench_range {
+	void *file;		/* a file open on the session */
+	uint64_t off;
+	size_t len;
+	void *buf;
+};
+
+struct contender {
+	const char *name;		/* short, for tables and files */
+	const char *label;		/* one line for the report */
+	unsigned flags;			/* CF_* */
+	unsigned workloads;		/* W_* */
+	int hm_flags;			/* hm_open flags (hotmap contenders) */
+	/* HOTMAP_SHM_SIZE while connecting (hotmap); NULL: the library's
+	 * default. */
+	const char *shm_size;
+	/* How a batch is read. */
+	const char *batch_note;
+
+	/* NULL and *why filled when this contender cannot run in this run. */
+	bool (*available)(const struct contender *c, char *why, size_t len);
+	/* A client's connection (per process; in-process contenders have a
+	 * token one).  NULL and errno on failure. */
+	void *(*session_open)(const struct contender *c);
+	void (*session_close)(void *s);
+	/* Opens path, whose size is size, for reading.  Mapping contenders
+	 * map here (and pre-touch, CF_TOUCHED).  NULL and errno on failure. */
+	void *(*file_open)(void *s, const char *path, uint64_t size);
+	/* Reads like pread(2) into buf: bytes read, short only at end of
+	 * file, or -1 and errno. */
+	ssize_t (*read)(void *f, void *buf, size_t len, uint64_t off);
+	/* Reads n ranges, of any files open on session s, at once: 0, or -1
+	 * and errno.  NULL: read() one after another. */
+	int (*read_batch)(void *s, struct bench_range *r, size_t n);
+	/* Zero-copy: makes n ranges available at once without copying them
+	 * into their buffers, then gives them back.  NULL: the contender
+	 * copies.  When set, timed reads use it instead of read(). */
+	int (*view_ranges)(void *s, struct bench_range *r, size_t n);
+	void (*file_close)(void *f);
+};
+
+extern const struct contender contenders[];
+extern const size_t ncontenders;
+
+const struct contender *contender_find(const char *name);
+bool contender_selected(const struct contender *c);
+/* The reads of a timed batch (or of one range, n == 1): view_ranges,
+ * read_batch, or read() one after another.  Every range must come back
+ * whole. */
+int contender_read_ranges(const struct contender *c, void *s, struct bench_range *r, size_t n);
+/* The contender's own resident pages of an open file, for a mapping
+ * contender (mincore on its mapping), else -1. */
+double contender_mapping_residency(const struct contender *c, void *f);
+
+/* --- servers (server.c) -------------------------------------------------- */
+
+int hotmapd_start(void);
+void hotmapd_stop(void);
+int hotmapd_restart(void);
+int nginx_start(void);
+void nginx_stop(void);
+/* Kills every server without waiting: for exit paths and signals. */
+void servers_kill(void);
+/* Sums the RSS fields ("RssAnon", "VmPTE") of nginx's master and workers. */
+long nginx_status_kib(const char *field);
+
+/* --- HTTP client for nginx (httpc.c) ------------------------------------- */
+
+struct httpc;
+struct http_range {
+	const char *url;
+	uint64_t off;
+	size_t len;
+	void *buf;
+};
+struct httpc *httpc_connect(const char *sock_path);
+void httpc_close(struct httpc *h);
+/* GETs the ranges, pipelined in one write; each reply lands in its range's
+ * buffer.  Bytes in total, or -1 and errno. */
+ssize_t httpc_get_ranges(struct httpc *h, const struct http_range *r, size_t n);
+
+/* --- floors (floor.c) ---------------------------------------------------- */
+
+struct floor_result {
+	double elapsed_s;
+	uint64_t bytes;
+	uint64_t ops;
+	double *lat_us;		/* per op or per batch, may be NULL */
+	size_t nlat;
+};
+
+struct floor_ops {
+	const char *name;
+	const char *label;
+	unsigned workloads;	/* W_RAND and/or W_SEQ */
+	int (*setup)(void **state);
+	void (*teardown)(void *state);
+	/* n reads of len at offs (random) in batches of batch; or a sequential
+	 * pass of total bytes in chunks of len (offs NULL). */
+	int (*run)(void *state, const uint64_t *offs, size_t n, size_t len, size_t batch,
+		   uint64_t total, struct floor_result *res);
+};
+
+extern const struct floor_ops floors[];
+extern const size_t nfloors;
+
+/* The reply of a hotmap READ of len bytes on the wire: a 16-byte header per
+ * 256 KiB chunk of data and a 19-byte end frame.  The floors send the same. */
+#define WIRE_REQUEST_SIZE	28
+#define WIRE_HEADER_SIZE	16
+#define WIRE_CHUNK		(256u * 1024u)
+#define WIRE_END_SIZE		19
+
+/* --- results (report.c) -------------------------------------------------- */
+
+struct metric {
+	const char *key;	/* "ops_s", "gb_s", "p50_us", ... */
+	const char *unit;
+	double v[BENCH_MAX_ROUNDS];
+	unsigned n;
+};
+
+struct row {
+	char workload[24];
+	char variant[32];
+	char contender[24];
+	char note[160];
+	bool higher_better;	/* of the first metric, the primary one */
+	struct metric m[BENCH_MAX_METRICS];
+	unsigned nm;
+	/* every latency sample of every round, for the distribution */
+	double *lat;
+	size_t nlat, caplat;
+};
+
+struct row *row_get(const char *workload, const char *variant, const char *contender);
+void row_note(struct row *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void row_add(struct row *r, const char *key, const char *unit, double v);
+void row_add_latencies(struct row *r, const double *lat, size_t n);
+/* A workload's heading and what it measured, for the table. */
+void report_section(const char *workload, const char *title, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+void report_meta(const char *key, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void report_print_table(const char *workload);
+int report_write(const char *dir);
+void report_failure(const char *workload, const char *contender, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+unsigned report_failures(void);
+
+/* --- helpers (util.c) ---------------------------------------------------- */
+
+double now_s(void);
+/* Percentile p (0-100) of sorted samples, nearest rank. */
+double percentile(const double *sorted, size_t n, double p);
+void sort_doubles(double *v, size_t n);
+double median_of(const double *v, size_t n);
+
+struct faults {
+	long minflt, majflt;
+};
+void faults_self(struct faults *f);
+/* A process's faults from /proc/PID/stat; zeros when unreadable. */
+void faults_pid(pid_t pid, struct faults *f);
+/* A field of /proc/PID/status in KiB ("RssAnon", "VmPTE"), -1 if absent. */
+long proc_status_kib(pid_t pid, const char *field);
+
+/* Fraction (0-1) of the file's pages in the page cache, from mincore on a
+ * fresh mapping; -1 on error. */
+double file_residency(const char *path);
+/* Drops the file's pages from the page cache (POSIX_FADV_DONTNEED). */
+int file_evict(const char *path);
+/* Reads the whole file with pread so that it is in the page cache. */
+int file_warm(const char *path);
+/* Sets the file's times to now: hotmapd then sees a changed file and its
+ * next open of it retires the cached entry and its mapping. */
+int file_bump_mtime(const char *path);
+
+uint64_t rng_next(uint64_t *s);
+/* n offsets aligned to align, uniform so that off + len <= size. */
+void random_offsets(uint64_t seed, uint64_t *offs, size_t n, uint64_t size, size_t len, size_t align);
+
+int write_file(const char *path, uint64_t size, uint64_t seed);
+int mkdir_p(const char *path, mode_t mode);
+int remove_tree(const char *path);
+/* snprintf for paths: exits when the result does not fit. */
+void xsnprintf(char *dst, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void *xmalloc(size_t n);
+void *xcalloc(size_t n, size_t size);
+/* A buffer aligned to a page and pre-faulted. */
+void *page_buffer(size_t n);
+
+/* Runs fn in n child processes.  Each child calls setup (outside the
+ * timing), waits until every child is ready, calls run, and reports. */
+struct child_report {
+	int status;		/* 0 or an errno */
+	double t0, t1;		/* CLOCK_MONOTONIC, comparable across processes */
+	uint64_t bytes;
+	uint64_t ops;
+	long minflt, majflt;
+	double lat_p50, lat_p99;	/* per op or batch, in us */
+	char err[120];
+};
+typedef int (*child_fn)(unsigned idx, void *arg, void **state, struct child_report *rep);
+/* -1 and errno when a child could not be started; each child's status in
+ * its report. */
+int run_children(unsigned n, child_fn setup, child_fn run, child_fn teardown, void *arg,
+		 struct child_report *reps);
+
+/* name is an element of the comma-separated list. */
+bool list_has(const char *list, const char *name);
+void bench_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+extern bool bench_is_child;
+
+#endif

@@ -1,0 +1,645 @@
+/*
+ * contender.c - the ways a client can read a byte range, side by side.
+ *
+ * The table at the end is the one place a contender is added: each hotmap
+ * transport and read call (hm_pread over the socket or the shared region,
+ * hm_read_batch, hm_view_range) is a row with its own open/read/batch/view
+ * hooks, and every workload whose W_* bit it carries measures it in the
+ * same rounds as the others.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "bench/bench.h"
+#include "hotmap.h"
+
+/* Every session starts with the contender it belongs to. */
+struct session {
+	const struct contender *c;
+	hm_client *hm;		/* hotmap */
+	struct httpc *http;	/* nginx */
+};
+
+static bool
+always(const struct contender *c, char *why, size_t len)
+{
+	(void)c;
+	(void)why;
+	(void)len;
+	return true;
+}
+
+static void *
+session_new(const struct contender *c)
+{
+	struct session *s = xcalloc(1, sizeof *s);
+
+	s->c = c;
+	return s;
+}
+
+static void
+session_free(void *s)
+{
+	free(s);
+}
+
+/* --- in-process pread ------------------------------------------------------ */
+
+struct fd_file {
+	int fd;
+};
+
+static void *
+pread_open(void *s, const char *path, uint64_t size)
+{
+	struct fd_file *f;
+	int fd;
+
+	(void)s;
+	(void)size;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	f = xcalloc(1, sizeof *f);
+	f->fd = fd;
+	return f;
+}
+
+static ssize_t
+pread_read(void *fp, void *buf, size_t len, uint64_t off)
+{
+	struct fd_file *f = fp;
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t n = pread(f->fd, (char *)buf + done, len - done, (off_t)(off + done));
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return done > 0 ? (ssize_t)done : -1;
+		}
+		if (n == 0)
+			break;
+		done += (size_t)n;
+	}
+	return (ssize_t)done;
+}
+
+static void
+pread_close(void *fp)
+{
+	struct fd_file *f = fp;
+
+	close(f->fd);
+	free(f);
+}
+
+/* --- in-process mmap ------------------------------------------------------- */
+
+struct map_file {
+	const struct contender *c;
+	char *map;
+	uint64_t size;
+};
+
+static void *
+mmap_open(void *sp, const char *path, uint64_t size)
+{
+	struct session *s = sp;
+	struct map_file *f;
+	void *p;
+	int fd;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	p = mmap(NULL, (size_t)size, PROT_READ, MAP_SHARED, fd, 0);
+	close(fd);
+	if (p == MAP_FAILED)
+		return NULL;
+	if (s->c->flags & CF_TOUCHED) {
+		/*
+		 * The pre-touched variant faults every page in now, outside
+		 * the timing, by reading a byte of each, as an application
+		 * (or hotmapd's first pass) would.  Not MAP_POPULATE: on the
+		 * VM this was written on, pages populated that way stayed
+		 * about 10x slower to read for a long time afterwards (see
+		 * docs/performance.md).
+		 */
+		volatile const char *q = p;
+		long page = sysconf(_SC_PAGESIZE);
+		uint64_t off;
+		char sum = 0;
+
+		for (off = 0; off < size; off += (uint64_t)page)
+			sum += q[off];
+		(void)sum;
+	}
+	f = xcalloc(1, sizeof *f);
+	f->c = s->c;
+	f->map = p;
+	f->size = size;
+	return f;
+}
+
+static ssize_t
+mmap_read(void *fp, void *buf, size_t len, uint64_t off)
+{
+	struct map_file *f = fp;
+
+	if (off >= f->size)
+		return 0;
+	if (len > f->size - off)
+		len = (size_t)(f->size - off);
+	memcpy(buf, f->map + off, len);
+	return (ssize_t)len;
+}
+
+static void
+mmap_close(void *fp)
+{
+	struct map_file *f = fp;
+
+	munmap(f->map, (size_t)f->size);
+	free(f);
+}
+
+double
+contender_mapping_residency(const struct contender *c, void *fp)
+{
+	struct map_file *f = fp;
+	long page = sysconf(_SC_PAGESIZE);
+	size_t pages, i, in = 0;
+	unsigned char *vec;
+
+	if (!(c->flags & CF_MAPPING))
+		return -1;
+	pages = ((size_t)f->size + (size_t)page - 1) / (size_t)page;
+	vec = xmalloc(pages);
+	if (mincore(f->map, (size_t)f->size, vec) < 0) {
+		free(vec);
+		return -1;
+	}
+	for (i = 0; i < pages; i++)
+		in += vec[i] & 1;
+	free(vec);
+	return (double)in / (double)pages;
+}
+
+/* --- hotmap, through libhotmap ---------------------------------------------- */
+
+/* A hotmap file: the handle and the session it is open on. */
+struct hm_handle {
+	struct session *s;
+	hm_file *f;
+};
+
+#define HM_MAX_RANGES	256
+
+static bool
+hotmap_available(const struct contender *c, char *why, size_t len)
+{
+	(void)c;
+	if (bench.hotmapd_pid > 0)
+		return true;
+	snprintf(why, len, "hotmapd is not running");
+	return false;
+}
+
+static void *
+hotmap_session_open(const struct contender *c)
+{
+	struct session *s = session_new(c);
+	int e;
+
+	/* The transport is chosen at connect: the shared region or none.
+	 * hmbench runs one thread, so the environment is ours to change. */
+	if (c->shm_size != NULL)
+		setenv("HOTMAP_SHM_SIZE", c->shm_size, 1);
+	s->hm = hm_connect(bench.hotmap_sock);
+	e = errno;
+	unsetenv("HOTMAP_SHM_SIZE");
+	if (s->hm == NULL) {
+		free(s);
+		errno = e;
+		return NULL;
+	}
+	return s;
+}
+
+static void
+hotmap_session_close(void *sp)
+{
+	struct session *s = sp;
+
+	hm_disconnect(s->hm);
+	free(s);
+}
+
+static void *
+hotmap_open(void *sp, const char *path, uint64_t size)
+{
+	struct session *s = sp;
+	struct hm_handle *h;
+	hm_file *f;
+
+	(void)size;
+	f = hm_open(s->hm, path, s->c->hm_flags);
+	if (f == NULL)
+		return NULL;
+	h = xcalloc(1, sizeof *h);
+	h->s = s;
+	h->f = f;
+	return h;
+}
+
+static ssize_t
+hotmap_read(void *fp, void *buf, size_t len, uint64_t off)
+{
+	struct hm_handle *h = fp;
+
+	return hm_pread(h->f, buf, len, off);
+}
+
+static void
+hotmap_close(void *fp)
+{
+	struct hm_handle *h = fp;
+
+	hm_close(h->f);
+	free(h);
+}
+
+static int
+hotmap_read_batch(void *sp, struct bench_range *r, size_t n)
+{
+	struct session *s = sp;
+	struct hm_io io[HM_MAX_RANGES];
+	size_t i, k, done = 0;
+
+	while (done < n) {
+		k = n - done < HM_MAX_RANGES ? n - done : HM_MAX_RANGES;
+		for (i = 0; i < k; i++)
+			io[i] = (struct hm_io){
+				.file = ((struct hm_handle *)r[done + i].file)->f,
+				.offset = r[done + i].off,
+				.len = r[done + i].len,
+				.buf = r[done + i].buf,
+			};
+		if (hm_read_batch(s->hm, io, k) < 0)
+			return -1;
+		for (i = 0; i < k; i++) {
+			if (io[i].result < 0) {
+				errno = (int)-io[i].result;
+				return -1;
+			}
+			if ((size_t)io[i].result != io[i].len) {
+				errno = EIO;
+				return -1;
+			}
+		}
+		done += k;
+	}
+	return 0;
+}
+
+/* All n ranges held as views at once (as a consumer of a batch would hold
+ * them), then released: the bytes are never copied to r->buf. */
+static int
+hotmap_view_ranges(void *sp, struct bench_range *r, size_t n)
+{
+	struct hm_view v[HM_MAX_RANGES];
+	size_t i, k, j, done = 0;
+	int rc = 0;
+
+	(void)sp;
+	while (rc == 0 && done < n) {
+		k = n - done < HM_MAX_RANGES ? n - done : HM_MAX_RANGES;
+		for (i = 0; i < k; i++) {
+			struct hm_handle *h = r[done + i].file;
+
+			if (hm_view_range(h->f, r[done + i].off, r[done + i].len, &v[i]) < 0) {
+				rc = -1;
+				break;
+			}
+			if (v[i].len != r[done + i].len) {
+				i++;
+				errno = EIO;
+				rc = -1;
+				break;
+			}
+		}
+		for (j = 0; j < i; j++)
+			hm_view_release(&v[j]);
+		done += k;
+	}
+	return rc;
+}
+
+/* The view contender's copying read, for verification and set-up: the
+ * bytes of a view, copied out. */
+static ssize_t
+hotmap_view_read(void *fp, void *buf, size_t len, uint64_t off)
+{
+	struct hm_handle *h = fp;
+	struct hm_view v;
+	size_t n;
+
+	if (hm_view_range(h->f, off, len, &v) < 0)
+		return -1;
+	n = v.len;
+	memcpy(buf, v.data, n);
+	hm_view_release(&v);
+	return (ssize_t)n;
+}
+
+/* --- nginx: HTTP/1.1 Range requests over a Unix socket ------------------------ */
+
+struct url_file {
+	struct session *s;
+	uint64_t size;
+	char url[PATH_MAX];
+};
+
+static bool
+nginx_available(const struct contender *c, char *why, size_t len)
+{
+	(void)c;
+	if (bench.nginx_pid > 0)
+		return true;
+	snprintf(why, len, "%s", bench.o.nginx_skip != NULL ? bench.o.nginx_skip : "nginx is not running");
+	return false;
+}
+
+static void *
+nginx_session_open(const struct contender *c)
+{
+	struct session *s = session_new(c);
+
+	s->http = httpc_connect(bench.nginx_sock);
+	if (s->http == NULL) {
+		int e = errno;
+
+		free(s);
+		errno = e;
+		return NULL;
+	}
+	return s;
+}
+
+static void
+nginx_session_close(void *sp)
+{
+	struct session *s = sp;
+
+	httpc_close(s->http);
+	free(s);
+}
+
+static void *
+nginx_open(void *sp, const char *path, uint64_t size)
+{
+	size_t dl = strlen(bench.data_dir);
+	struct url_file *f;
+
+	/* nginx's root is the data directory. */
+	if (strncmp(path, bench.data_dir, dl) != 0 || path[dl] != '/') {
+		errno = EINVAL;
+		return NULL;
+	}
+	f = xcalloc(1, sizeof *f);
+	f->s = sp;
+	f->size = size;
+	snprintf(f->url, sizeof f->url, "%s", path + dl);
+	return f;
+}
+
+/* Pipelined GETs on the session's one connection, across files. */
+static int
+nginx_read_batch(void *sp, struct bench_range *r, size_t n)
+{
+	struct session *s = sp;
+	struct http_range g[HM_MAX_RANGES];
+	size_t i, k, done = 0;
+
+	while (done < n) {
+		k = n - done < HM_MAX_RANGES ? n - done : HM_MAX_RANGES;
+		for (i = 0; i < k; i++) {
+			struct url_file *f = r[done + i].file;
+
+			/* A range past the end would be a 416: the workloads
+			 * stay inside the file. */
+			if (r[done + i].off >= f->size || r[done + i].len == 0 ||
+			    r[done + i].len > f->size - r[done + i].off) {
+				errno = EINVAL;
+				return -1;
+			}
+			g[i] = (struct http_range){ f->url, r[done + i].off, r[done + i].len, r[done + i].buf };
+		}
+		if (httpc_get_ranges(s->http, g, k) < 0)
+			return -1;
+		done += k;
+	}
+	return 0;
+}
+
+static ssize_t
+nginx_read(void *fp, void *buf, size_t len, uint64_t off)
+{
+	struct url_file *f = fp;
+	struct http_range g = { f->url, off, len, buf };
+
+	if (off >= f->size || len == 0)
+		return 0;
+	if (g.len > f->size - off)
+		g.len = (size_t)(f->size - off);
+	if (httpc_get_ranges(f->s->http, &g, 1) < 0)
+		return -1;
+	return (ssize_t)g.len;
+}
+
+static void
+nginx_close(void *f)
+{
+	free(f);
+}
+
+/* --- the table --------------------------------------------------------------- */
+
+const struct contender contenders[] = {
+	{
+		.name = "pread",
+		.label = "in-process pread(2) on a persistent descriptor: the reference",
+		.flags = CF_REFERENCE,
+		.workloads = W_RAND | W_SEQ | W_CACHE | W_TRAIN | W_PROCS | W_ISO | W_SCALE,
+		.batch_note = "one pread after another",
+		.available = always,
+		.session_open = session_new,
+		.session_close = session_free,
+		.file_open = pread_open,
+		.read = pread_read,
+		.file_close = pread_close,
+	},
+	{
+		.name = "mmap-new",
+		.label = "in-process mmap, a new mapping each round: the first touch of a page faults",
+		.flags = CF_MAPPING,
+		.workloads = W_RAND | W_SEQ | W_CACHE | W_TRAIN | W_PROCS,
+		.batch_note = "one memcpy after another",
+		.available = always,
+		.session_open = session_new,
+		.session_close = session_free,
+		.file_open = mmap_open,
+		.read = mmap_read,
+		.file_close = mmap_close,
+	},
+	{
+		.name = "mmap-touched",
+		.label = "in-process mmap, every page touched at open, outside the timing",
+		.flags = CF_MAPPING | CF_TOUCHED,
+		.workloads = W_RAND | W_SEQ | W_CACHE | W_ISO,
+		.batch_note = "one memcpy after another",
+		.available = always,
+		.session_open = session_new,
+		.session_close = session_free,
+		.file_open = mmap_open,
+		.read = mmap_read,
+		.file_close = mmap_close,
+	},
+	{
+		.name = "hotmap-socket",
+		.label = "hotmapd, hm_pread with no shared region (HOTMAP_SHM_SIZE=0): every byte over the socket",
+		.flags = CF_HOTMAP,
+		.workloads = W_RAND | W_SEQ | W_PROCS,
+		.shm_size = "0",
+		.batch_note = "hm_pread: one round trip per read",
+		.available = hotmap_available,
+		.session_open = hotmap_session_open,
+		.session_close = hotmap_session_close,
+		.file_open = hotmap_open,
+		.read = hotmap_read,
+		.file_close = hotmap_close,
+	},
+	{
+		.name = "hotmap",
+		.label = "hotmapd, hm_pread with the library's defaults (16 MiB shared region for reads >= 4 KiB)",
+		.flags = CF_HOTMAP,
+		.workloads = W_RAND | W_SEQ | W_CACHE | W_TRAIN | W_PROCS | W_ISO | W_SCALE | W_SCALE_CLIENTS,
+		.batch_note = "hm_pread: one round trip per read",
+		.available = hotmap_available,
+		.session_open = hotmap_session_open,
+		.session_close = hotmap_session_close,
+		.file_open = hotmap_open,
+		.read = hotmap_read,
+		.file_close = hotmap_close,
+	},
+	{
+		.name = "hotmap-batch",
+		.label = "hotmapd, hm_read_batch (one round trip per 256 ranges), defaults",
+		.flags = CF_HOTMAP | CF_BATCH_ONLY,
+		.workloads = W_RAND | W_TRAIN,
+		.batch_note = "hm_read_batch",
+		.available = hotmap_available,
+		.session_open = hotmap_session_open,
+		.session_close = hotmap_session_close,
+		.file_open = hotmap_open,
+		.read = hotmap_read,
+		.read_batch = hotmap_read_batch,
+		.file_close = hotmap_close,
+	},
+	{
+		.name = "hotmap-view",
+		.label = "hotmapd, hm_view_range + hm_view_release: bytes left in the shared region, no copy out",
+		.flags = CF_HOTMAP,
+		.workloads = W_RAND | W_SEQ | W_TRAIN,
+		.batch_note = "one hm_view_range after another, all held, then released",
+		.available = hotmap_available,
+		.session_open = hotmap_session_open,
+		.session_close = hotmap_session_close,
+		.file_open = hotmap_open,
+		.read = hotmap_view_read,
+		.view_ranges = hotmap_view_ranges,
+		.file_close = hotmap_close,
+	},
+	{
+		.name = "hotmap-pread",
+		.label = "hotmapd with the HM_O_PREAD backend (the daemon preads), library defaults",
+		.flags = CF_HOTMAP,
+		.workloads = W_SEQ | W_CACHE | W_ISO,
+		.hm_flags = HM_O_PREAD,
+		.batch_note = "hm_pread: one round trip per read",
+		.available = hotmap_available,
+		.session_open = hotmap_session_open,
+		.session_close = hotmap_session_close,
+		.file_open = hotmap_open,
+		.read = hotmap_read,
+		.file_close = hotmap_close,
+	},
+	{
+		.name = "nginx",
+		.label = "nginx on a Unix socket: HTTP/1.1 Range, keep-alive, sendfile, open_file_cache",
+		.flags = CF_NGINX,
+		.workloads = W_RAND | W_SEQ | W_CACHE | W_TRAIN | W_PROCS | W_ISO | W_SCALE | W_SCALE_CLIENTS,
+		.batch_note = "pipelined requests on one keep-alive connection",
+		.available = nginx_available,
+		.session_open = nginx_session_open,
+		.session_close = nginx_session_close,
+		.file_open = nginx_open,
+		.read = nginx_read,
+		.read_batch = nginx_read_batch,
+		.file_close = nginx_close,
+	},
+};
+
+const size_t ncontenders = sizeof contenders / sizeof contenders[0];
+
+const struct contender *
+contender_find(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < ncontenders; i++)
+		if (strcmp(contenders[i].name, name) == 0)
+			return &contenders[i];
+	return NULL;
+}
+
+bool
+contender_selected(const struct contender *c)
+{
+	/* The reference is always measured: every ratio needs it. */
+	if (bench.o.contenders == NULL || (c->flags & CF_REFERENCE))
+		return true;
+	return list_has(bench.o.contenders, c->name);
+}
+
+int
+contender_read_ranges(const struct contender *c, void *s, struct bench_range *r, size_t n)
+{
+	size_t i;
+
+	if (c->view_ranges != NULL)
+		return c->view_ranges(s, r, n);
+	if (c->read_batch != NULL && n > 1)
+		return c->read_batch(s, r, n);
+	for (i = 0; i < n; i++) {
+		ssize_t got = c->read(r[i].file, r[i].buf, r[i].len, r[i].off);
+
+		if (got < 0)
+			return -1;
+		if ((size_t)got != r[i].len) {
+			errno = EIO;
+			return -1;
+		}
+	}
+	return 0;
+}
