@@ -49,6 +49,7 @@ struct peer {
 };
 
 static void peer_update_events(struct peer *p);
+static void peer_write_now(struct peer *p);
 
 static void
 peer_fail(struct peer *p, const char *fmt, ...)
@@ -247,35 +248,58 @@ peer_read_cb(evutil_socket_t fd, short what, void *arg)
 	vec.iov_len = (size_t)n;
 	evbuffer_commit_space(p->in, &vec, 1);
 	peer_process(p);
+	peer_write_now(p);
 out:
 	peer_finish(p);
+}
+
+/* Writes what the socket takes now, then lets paused work go on and
+ * dispatches what waited for output room. */
+static void
+peer_write(struct peer *p)
+{
+	int n = evbuffer_write(p->out, p->fd);
+
+	if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+		peer_fail(p, "write: %s", strerror(errno));
+		return;
+	}
+	if (p->closing)
+		return;	/* peer_finish closes once all is written */
+	if (p->paused && evbuffer_get_length(p->out) < PEER_OUTPUT_LOW) {
+		int r = p->ops->drain(p, p->arg);
+
+		if (r < 0) {
+			peer_fail(p, "streaming a reply: %s", strerror(-r));
+			return;
+		}
+	}
+	peer_process(p);
 }
 
 static void
 peer_write_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct peer *p = arg;
-	int n;
 
+	(void)fd;
 	(void)what;
-	n = evbuffer_write(p->out, fd);
-	if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
-		peer_fail(p, "write: %s", strerror(errno));
-		goto out;
-	}
-	if (p->closing)
-		goto out;	/* peer_finish closes once all is written */
-	if (p->paused && evbuffer_get_length(p->out) < PEER_OUTPUT_LOW) {
-		int r = p->ops->drain(p, p->arg);
-
-		if (r < 0) {
-			peer_fail(p, "streaming a reply: %s", strerror(-r));
-			goto out;
-		}
-	}
-	peer_process(p);
-out:
+	peer_write(p);
 	peer_finish(p);
+}
+
+/*
+ * After requests were dispatched: write their replies at once rather than
+ * arm EV_WRITE and wait one more loop pass for it (two epoll_ctl and one
+ * epoll_wait per request otherwise).  The socket has room almost always;
+ * what it does not take waits for EV_WRITE as before.
+ */
+static void
+peer_write_now(struct peer *p)
+{
+	if (!p->dead && evbuffer_get_length(p->out) > 0 &&
+	    !event_pending(p->ev_write, EV_WRITE, NULL))
+		peer_write(p);
 }
 
 static void
@@ -299,6 +323,7 @@ peer_kick_cb(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	peer_process(p);
+	peer_write_now(p);
 	peer_finish(p);
 }
 
