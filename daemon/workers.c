@@ -165,8 +165,21 @@ workers_free(struct workers *w)
 	/* workers drain the queue before they stop */
 	for (i = 0; i < w->nthreads; i++)
 		pthread_join(w->threads[i], NULL);
-	if (w->efd >= 0)
+	/* Completions may submit more (the next chunk of a stream): with no
+	 * thread left, run those here until nothing is left to do. */
+	while (w->efd >= 0 && (w->finished_head != NULL || w->todo_head != NULL)) {
+		struct worker_job *job = w->todo_head;
+
+		w->todo_head = w->todo_tail = NULL;
+		while (job != NULL) {
+			struct worker_job *next = job->next;
+
+			job->run(job);
+			push(&w->finished_head, &w->finished_tail, job);
+			job = next;
+		}
 		workers_complete(w);
+	}
 	if (w->ev != NULL)
 		event_free(w->ev);
 	if (w->efd >= 0)

@@ -702,6 +702,62 @@ test_warm(void **state)
 	close(fd);
 }
 
+/* SIGTERM while a client streams a cold read, chunk after chunk through
+ * the workers: the daemon finishes or drops that work, exits 0 (under
+ * AddressSanitizer: without a leak) and the client gets an error or a
+ * short read, not a hang. */
+static void
+test_shutdown_mid_stream(void **state)
+{
+	struct harness *h = *state;
+	size_t len = 64 * MiB;
+	char path[PATH_MAX];
+	int fd, status, sync[2];
+	pid_t child;
+	char x;
+
+	harness_path(h, "root/big", path);
+	harness_write_file(path, len, 13);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(fdatasync(fd), 0);
+	assert_int_equal(posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED), 0);
+	close(fd);
+	assert_int_equal(pipe(sync), 0);
+	child = fork();
+	assert_true(child >= 0);
+	if (child == 0) {
+		uint8_t *buf = malloc(len);
+		hm_client *c;
+		hm_file *f;
+		ssize_t n;
+
+		setenv("HOTMAP_SHM_SIZE", "0", 1);
+		c = hm_connect(h->sock);
+		f = c != NULL ? hm_open(c, path, 0) : NULL;
+		if (buf == NULL || f == NULL || write(sync[1], "o", 1) != 1)
+			_exit(2);
+		n = hm_pread(f, buf, len, 0);
+		/* all of it (the daemon was quicker), a short read, or the
+		 * connection's end: never anything else */
+		_exit(n == (ssize_t)len || (n < 0 && (errno == ECONNRESET || errno == EPIPE)) ||
+		      (n >= 0 && n < (ssize_t)len) ? 0 : 3);
+	}
+	close(sync[1]);
+	assert_int_equal(read(sync[0], &x, 1), 1);
+	close(sync[0]);
+	usleep(20000);
+	assert_int_equal(kill(h->pid, SIGTERM), 0);
+	assert_int_equal(waitpid(h->pid, &status, 0), h->pid);
+	h->pid = 0;
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	assert_int_equal(access(h->sock, F_OK), -1);
+	assert_int_equal(waitpid(child, &status, 0), child);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+}
+
 #define T(fn, o) cmocka_unit_test_prestate_setup_teardown(fn, setup, teardown, (void *)&(o))
 
 int
@@ -721,6 +777,7 @@ main(void)
 		T(test_region_bounds, opts_default),
 		T(test_cold_reads_offloaded, opts_default),
 		T(test_warm, opts_default),
+		T(test_shutdown_mid_stream, opts_default),
 	};
 
 	return cmocka_run_group_tests_name("fastpath", tests, NULL, NULL);
