@@ -14,11 +14,16 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <event2/event.h>
 
 #include "daemon/workers.h"
+
+/* How much nicer than the loop thread the workers are. */
+#define WORKERS_NICE 10
 
 struct workers {
 	pthread_mutex_t lock;
@@ -50,6 +55,15 @@ worker_main(void *arg)
 {
 	struct workers *w = arg;
 
+	/*
+	 * Below the event loop in the scheduler's eyes: a cold scan's copies
+	 * then take the CPU the loop does not need, and a hot client's reads,
+	 * answered on the loop, do not wait behind them.  (Linux: nice is per
+	 * thread.)  Failure only costs that preference.
+	 */
+	if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), WORKERS_NICE) < 0) {
+		/* e.g. a seccomp filter: the worker runs at the loop's priority */
+	}
 	pthread_mutex_lock(&w->lock);
 	for (;;) {
 		struct worker_job *job = w->todo_head;
