@@ -475,6 +475,14 @@ nginx_close(void *f)
 
 /* --- the table --------------------------------------------------------------- */
 
+/* What every hotmap contender shares: they differ in how they read. */
+#define HOTMAP_SESSION_OPS \
+	.available = hotmap_available, \
+	.session_open = hotmap_session_open, \
+	.session_close = hotmap_session_close, \
+	.file_open = hotmap_open, \
+	.file_close = hotmap_close
+
 const struct contender contenders[] = {
 	{
 		.name = "pread",
@@ -522,12 +530,8 @@ const struct contender contenders[] = {
 		.workloads = W_RAND | W_SEQ | W_PROCS,
 		.shm_size = "0",
 		.batch_note = "hm_pread: one round trip per read",
-		.available = hotmap_available,
-		.session_open = hotmap_session_open,
-		.session_close = hotmap_session_close,
-		.file_open = hotmap_open,
+		HOTMAP_SESSION_OPS,
 		.read = hotmap_read,
-		.file_close = hotmap_close,
 	},
 	{
 		.name = "hotmap",
@@ -535,12 +539,8 @@ const struct contender contenders[] = {
 		.flags = CF_HOTMAP,
 		.workloads = W_RAND | W_SEQ | W_CACHE | W_TRAIN | W_PROCS | W_ISO | W_SCALE | W_SCALE_CLIENTS,
 		.batch_note = "hm_pread: one round trip per read",
-		.available = hotmap_available,
-		.session_open = hotmap_session_open,
-		.session_close = hotmap_session_close,
-		.file_open = hotmap_open,
+		HOTMAP_SESSION_OPS,
 		.read = hotmap_read,
-		.file_close = hotmap_close,
 	},
 	{
 		.name = "hotmap-batch",
@@ -548,13 +548,9 @@ const struct contender contenders[] = {
 		.flags = CF_HOTMAP | CF_BATCH_ONLY,
 		.workloads = W_RAND | W_TRAIN,
 		.batch_note = "hm_read_batch",
-		.available = hotmap_available,
-		.session_open = hotmap_session_open,
-		.session_close = hotmap_session_close,
-		.file_open = hotmap_open,
+		HOTMAP_SESSION_OPS,
 		.read = hotmap_read,
 		.read_batch = hotmap_read_batch,
-		.file_close = hotmap_close,
 	},
 	{
 		.name = "hotmap-view",
@@ -562,13 +558,9 @@ const struct contender contenders[] = {
 		.flags = CF_HOTMAP,
 		.workloads = W_RAND | W_SEQ | W_TRAIN,
 		.batch_note = "one hm_view_range after another, all held, then released",
-		.available = hotmap_available,
-		.session_open = hotmap_session_open,
-		.session_close = hotmap_session_close,
-		.file_open = hotmap_open,
+		HOTMAP_SESSION_OPS,
 		.read = hotmap_view_read,
 		.view_ranges = hotmap_view_ranges,
-		.file_close = hotmap_close,
 	},
 	{
 		.name = "hotmap-pread",
@@ -577,12 +569,8 @@ const struct contender contenders[] = {
 		.workloads = W_SEQ | W_CACHE | W_ISO,
 		.hm_flags = HM_O_PREAD,
 		.batch_note = "hm_pread: one round trip per read",
-		.available = hotmap_available,
-		.session_open = hotmap_session_open,
-		.session_close = hotmap_session_close,
-		.file_open = hotmap_open,
+		HOTMAP_SESSION_OPS,
 		.read = hotmap_read,
-		.file_close = hotmap_close,
 	},
 	{
 		.name = "nginx",
