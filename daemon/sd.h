@@ -12,6 +12,7 @@
 #else
 #include <errno.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #define SD_LISTEN_FDS_START 3
 
@@ -27,6 +28,14 @@ static inline int
 sd_listen_fds(int unset_environment)
 {
 	(void)unset_environment;
+	return 0;
+}
+
+static inline int
+sd_watchdog_enabled(int unset_environment, uint64_t *usec)
+{
+	(void)unset_environment;
+	(void)usec;
 	return 0;
 }
 

@@ -333,6 +333,35 @@ server_listen(struct server *srv, char *err, size_t errlen)
 	return 0;
 }
 
+/* Service manager updates: WATCHDOG=1 at half the watchdog interval (the
+ * loop is alive if this timer runs), and a one-line STATUS summary. */
+static void
+server_status_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct server *srv = arg;
+	struct storage_counters sc;
+	uint64_t requests = 0, now = server_uptime_us(srv);
+	double rate;
+	char msg[256];
+	size_t i;
+
+	(void)fd;
+	(void)what;
+	for (i = 0; i <= HM_MSG__MAX; i++)
+		requests += srv->counters.requests[i];
+	rate = now > srv->status_at_us ?
+	       (double)(requests - srv->status_requests) * 1e6 / (double)(now - srv->status_at_us) : 0;
+	srv->status_requests = requests;
+	srv->status_at_us = now;
+	file_cache_counters(srv->cache, &sc);
+	snprintf(msg, sizeof msg,
+		 "%sSTATUS=clients %llu, files %llu, mapped %.1f MiB, %.0f requests/s",
+		 srv->watchdog_usec > 0 ? "WATCHDOG=1\n" : "",
+		 (unsigned long long)srv->counters.clients, (unsigned long long)sc.entries,
+		 (double)sc.mapped_bytes / 1048576.0, rate);
+	sd_notify(0, msg);
+}
+
 int
 server_run(struct server *srv)
 {
@@ -341,6 +370,19 @@ server_run(struct server *srv)
 	snprintf(status, sizeof status, "READY=1\nSTATUS=serving on %s",
 		 srv->socket_activated ? "the socket systemd passed" : srv->cfg.socket_path);
 	sd_notify(0, status);
+	if (getenv("NOTIFY_SOCKET") != NULL) {
+		struct timeval tv = { 5, 0 };
+
+		if (sd_watchdog_enabled(0, &srv->watchdog_usec) <= 0)
+			srv->watchdog_usec = 0;
+		if (srv->watchdog_usec > 0 && srv->watchdog_usec / 2 < 5000000u) {
+			tv.tv_sec = (time_t)(srv->watchdog_usec / 2 / 1000000u);
+			tv.tv_usec = (suseconds_t)(srv->watchdog_usec / 2 % 1000000u);
+		}
+		srv->ev_status = event_new(srv->base, -1, EV_PERSIST, server_status_cb, srv);
+		if (srv->ev_status == NULL || event_add(srv->ev_status, &tv) < 0)
+			log_warn("cannot schedule watchdog and status updates to systemd");
+	}
 	log_notice("hotmapd %s ready on %s (backend %s, %zu root%s)", PACKAGE_VERSION,
 		   srv->socket_activated ? "the socket systemd passed" : srv->cfg.socket_path,
 		   srv->cfg.policy == STORAGE_POLICY_MMAP ? "mmap" :
@@ -365,6 +407,8 @@ server_fini(struct server *srv)
 		event_free(srv->ev_accept);
 	if (srv->ev_accept_retry != NULL)
 		event_free(srv->ev_accept_retry);
+	if (srv->ev_status != NULL)
+		event_free(srv->ev_status);
 	for (i = 0; i < sizeof srv->ev_signals / sizeof srv->ev_signals[0]; i++)
 		if (srv->ev_signals[i] != NULL)
 			event_free(srv->ev_signals[i]);

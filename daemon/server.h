@@ -61,6 +61,10 @@ struct server {
 	struct event *ev_accept;
 	struct event *ev_accept_retry;
 	struct event *ev_signals[4];
+	struct event *ev_status;	/* WATCHDOG=1 and STATUS= to systemd */
+	uint64_t watchdog_usec;		/* 0: no watchdog asked for */
+	uint64_t status_requests;	/* requests at the last STATUS */
+	uint64_t status_at_us;		/* uptime at the last STATUS */
 
 	struct session *sessions;	/* doubly linked through session */
 	struct timespec started;	/* CLOCK_MONOTONIC */

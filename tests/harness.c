@@ -192,8 +192,10 @@ exec_daemon(const struct harness *h, const char *prog, const struct harness_opts
 	unsetenv("LISTEN_FDS");
 	unsetenv("LISTEN_PID");
 	unsetenv("LISTEN_FDNAMES");
-	unsetenv("NOTIFY_SOCKET");
-	unsetenv("WATCHDOG_USEC");
+	if (opts == NULL || !opts->keep_notify) {
+		unsetenv("NOTIFY_SOCKET");
+		unsetenv("WATCHDOG_USEC");
+	}
 	unsetenv("JOURNAL_STREAM");
 	signal(SIGPIPE, SIG_DFL);
 	execv(prog, (char *const *)argv);
