@@ -3,7 +3,7 @@
 # are not installed yet.
 HOTMAP_DEPS="build-essential autoconf automake libtool pkg-config
 	libevent-dev libprotobuf-c-dev protobuf-c-compiler libsystemd-dev
-	libcmocka-dev mandoc"
+	libcmocka-dev mandoc systemd"
 
 hotmap_install_deps() {
 	missing=
