@@ -36,7 +36,7 @@ static int cmd_warm(int argc, char **argv);
 
 static const struct command commands[] = {
 	{ "ping", "", "print the daemon's version, pid, uptime and round-trip time", cmd_ping },
-	{ "stats", "", "print the daemon's counters", cmd_stats },
+	{ "stats", "[--json | --prometheus]", "print the daemon's counters", cmd_stats },
 	{ "read", "[--backend auto|mmap|pread] [--by-path] PATH [OFFSET [LENGTH]]",
 	  "write bytes of PATH to standard output", cmd_read },
 	{ "warm", "[--backend auto|mmap|pread] [--by-path] [--quiet] PATH...",
@@ -129,33 +129,125 @@ cmd_ping(int argc, char **argv)
 	return 0;
 }
 
+enum stats_format { STATS_HUMAN, STATS_JSON, STATS_PROMETHEUS };
+
+struct stats_out {
+	enum stats_format format;
+	unsigned n;		/* keys printed so far */
+	char info[512];		/* Prometheus: the text keys, as labels */
+};
+
+/* Keys that are state now rather than totals since start: gauges. */
+static bool
+stat_is_gauge(const char *key)
+{
+	static const char *const gauges[] = {
+		"pid", "uptime_us", "clients", "handles", "files", "mappings", "mapped_bytes",
+		"workers",
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof gauges / sizeof gauges[0]; i++)
+		if (strcmp(key, gauges[i]) == 0)
+			return true;
+	return false;
+}
+
+/* JSON and label values: the daemon's texts are versions, but escape
+ * anyway. */
+static void
+print_quoted(const char *t)
+{
+	putchar('"');
+	for (; *t != '\0'; t++) {
+		if (*t == '"' || *t == '\\')
+			printf("\\%c", *t);
+		else if ((unsigned char)*t < 0x20)
+			printf("\\u%04x", (unsigned char)*t);
+		else
+			putchar(*t);
+	}
+	putchar('"');
+}
+
 static void
 print_stat(const char *key, uint64_t value, const char *text, void *arg)
 {
-	(void)arg;
-	if (text[0] != '\0')
-		printf("%-24s %s\n", key, text);
-	else
-		printf("%-24s %" PRIu64 "\n", key, value);
+	struct stats_out *o = arg;
+
+	switch (o->format) {
+	case STATS_HUMAN:
+		if (text[0] != '\0')
+			printf("%-24s %s\n", key, text);
+		else
+			printf("%-24s %" PRIu64 "\n", key, value);
+		break;
+	case STATS_JSON:
+		printf("%s\n  \"%s\": ", o->n == 0 ? "{" : ",", key);
+		if (text[0] != '\0')
+			print_quoted(text);
+		else
+			printf("%" PRIu64, value);
+		break;
+	case STATS_PROMETHEUS:
+		if (text[0] != '\0') {
+			/* one info metric carries the texts as labels */
+			size_t len = strlen(o->info);
+
+			snprintf(o->info + len, sizeof o->info - len, "%s%s=\"%s\"",
+				 len > 0 ? "," : "", key, text);
+			break;
+		}
+		/* counters end in _total, as the exposition format wants */
+		if (stat_is_gauge(key))
+			printf("# TYPE hotmap_%s gauge\nhotmap_%s %" PRIu64 "\n", key, key, value);
+		else
+			printf("# TYPE hotmap_%s_total counter\nhotmap_%s_total %" PRIu64 "\n", key,
+			       key, value);
+		break;
+	}
+	o->n++;
 }
 
 static int
 cmd_stats(int argc, char **argv)
 {
+	static const struct option opts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "prometheus", no_argument, NULL, 'P' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct stats_out out = { .format = STATS_HUMAN };
 	hm_client *c;
-	int rc = 0;
+	int opt, rc = 0;
 
-	(void)argv;
-	if (argc > 1) {
-		fprintf(stderr, "hotmapctl: stats takes no arguments\n");
+	optind = 0;
+	while ((opt = getopt_long(argc, argv, "+jP", opts, NULL)) != -1) {
+		switch (opt) {
+		case 'j':
+			out.format = STATS_JSON;
+			break;
+		case 'P':
+			out.format = STATS_PROMETHEUS;
+			break;
+		default:
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "hotmapctl: usage: stats [--json | --prometheus]\n");
 		return 2;
 	}
 	c = connect_or_report();
 	if (c == NULL)
 		return 1;
-	if (hm_stats(c, print_stat, NULL) < 0) {
+	if (hm_stats(c, print_stat, &out) < 0) {
 		report("stats", errno);
 		rc = 1;
+	} else if (out.format == STATS_JSON) {
+		printf("%s}\n", out.n == 0 ? "{\n" : "\n");
+	} else if (out.format == STATS_PROMETHEUS && out.info[0] != '\0') {
+		printf("# TYPE hotmap_info gauge\nhotmap_info{%s} 1\n", out.info);
 	}
 	hm_disconnect(c);
 	return rc;

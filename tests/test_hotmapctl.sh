@@ -14,7 +14,7 @@ HOTMAPCTL=${HOTMAPCTL:-client/hotmapctl}
 # Absolute: one test runs hotmapctl from another directory.
 case $HOTMAPD in /*) ;; *) HOTMAPD=$PWD/$HOTMAPD ;; esac
 case $HOTMAPCTL in /*) ;; *) HOTMAPCTL=$PWD/$HOTMAPCTL ;; esac
-PLAN=54
+PLAN=56
 
 n=0
 failed=0
@@ -251,6 +251,28 @@ if [ "$handles" = 0 ] && [ "$stats_pid" = "$pid" ]; then
 else
 	not_ok "stats: no handle left open by the reads, and the daemon's pid" \
 		"handles '$handles', pid '$stats_pid' (want 0, $pid)"
+fi
+
+# --- stats --json and --prometheus ------------------------------------------------
+ctl stats --json >"$dir/out" 2>"$dir/err"
+rc=$?
+if [ $rc -eq 0 ] && head -n 1 "$dir/out" | grep -qx '{' && tail -n 1 "$dir/out" | grep -qx '}' &&
+   grep -q '^  "bytes_served": [0-9][0-9]*,$' "$dir/out" && grep -q '^  "version": "' "$dir/out" &&
+   { ! command -v python3 >/dev/null 2>&1 || python3 -m json.tool "$dir/out" >/dev/null 2>&1; }; then
+	ok "stats --json prints one JSON object with every key"
+else
+	not_ok "stats --json prints one JSON object with every key" "exit $rc" "$(cat "$dir/out" "$dir/err")"
+fi
+ctl stats --prometheus >"$dir/out" 2>"$dir/err"
+rc=$?
+bad=$(grep -v -e '^# TYPE hotmap_[a-z0-9_]* \(counter\|gauge\)$' \
+	-e '^hotmap_[a-z0-9_]* [0-9][0-9]*$' -e '^hotmap_info{version="[^"]*",.*} 1$' "$dir/out")
+if [ $rc -eq 0 ] && [ -z "$bad" ] && grep -q '^hotmap_bytes_served_total [0-9]' "$dir/out" &&
+   grep -q '^hotmap_clients [0-9]' "$dir/out"; then
+	ok "stats --prometheus prints the text exposition format"
+else
+	not_ok "stats --prometheus prints the text exposition format" "exit $rc, bad lines:" "$bad" \
+		"$(cat "$dir/err")"
 fi
 
 # --- warm ------------------------------------------------------------------------
