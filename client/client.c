@@ -1021,3 +1021,52 @@ hm_stats(hm_client *c, void (*cb)(const char *key, uint64_t value, const char *t
 	protobuf_c_message_free_unpacked(reply, NULL);
 	return 0;
 }
+
+HM_EXPORT int
+hm_files(hm_client *c, void (*cb)(const struct hm_file_info *info, void *arg), void *arg)
+{
+	uint32_t offset = 0;
+
+	set_last_error(NULL);
+	if (c == NULL || cb == NULL)
+		return fail(EINVAL);
+	for (;;) {
+		Hotmap__Files req = HOTMAP__FILES__INIT;
+		ProtobufCMessage *reply;
+		Hotmap__FilesReply *r;
+		bool more;
+		size_t i;
+		int rc;
+
+		req.offset = offset;
+		pthread_mutex_lock(&c->lock);
+		rc = client_call(c, HM_MSG_FILES, &req.base, -1, HM_MSG_FILES_REPLY, &reply);
+		pthread_mutex_unlock(&c->lock);
+		if (rc < 0)
+			return fail(-rc);
+		r = (Hotmap__FilesReply *)reply;
+		for (i = 0; i < r->n_files; i++) {
+			const Hotmap__FilesReply__File *f = r->files[i];
+			struct hm_file_info info = {
+				.path = f->path,
+				.size = f->size,
+				.backend = (int)f->backend,
+				.reason = (int)f->reason,
+				.handles = f->handles,
+				.stale = f->stale,
+				.hits = f->hits,
+				.bytes = f->bytes,
+				.idle_ms = f->idle_ms,
+				.resident_pct = f->resident_pct,
+			};
+
+			cb(&info, arg);
+		}
+		/* pages follow the daemon's list as it is at each request */
+		more = r->n_files > 0 && r->next < r->total;
+		offset = r->next;
+		protobuf_c_message_free_unpacked(reply, NULL);
+		if (!more)
+			return 0;
+	}
+}

@@ -133,6 +133,23 @@ int hm_stats(hm_client *c,
 	     void (*cb)(const char *key, uint64_t value, const char *text, void *arg),
 	     void *arg);
 
+/* One cached file of the daemon (hm_files). */
+struct hm_file_info {
+	const char *path;	/* its name now; valid during the callback */
+	uint64_t size;
+	int backend;		/* HM_BACKEND_MMAP when the daemon has it mapped */
+	int reason;		/* HM_REASON_* of the last open */
+	unsigned handles;	/* open now, all clients */
+	int stale;		/* replaced by a newer version; freed at its last close */
+	uint64_t hits;		/* opens that found it cached */
+	uint64_t bytes;		/* bytes read from it */
+	uint64_t idle_ms;	/* since its last open or read */
+	int resident_pct;	/* pages in memory, -1 when unknown */
+};
+
+/* Calls cb once per cached file.  Needs an administrator (EPERM). */
+int hm_files(hm_client *c, void (*cb)(const struct hm_file_info *info, void *arg), void *arg);
+
 #ifdef __cplusplus
 }
 #endif

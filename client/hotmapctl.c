@@ -33,12 +33,15 @@ static int cmd_ping(int argc, char **argv);
 static int cmd_stats(int argc, char **argv);
 static int cmd_read(int argc, char **argv);
 static int cmd_warm(int argc, char **argv);
+static int cmd_files(int argc, char **argv);
 
 static const struct command commands[] = {
 	{ "ping", "", "print the daemon's version, pid, uptime and round-trip time", cmd_ping },
 	{ "stats", "[--json | --prometheus]", "print the daemon's counters", cmd_stats },
 	{ "read", "[--backend auto|mmap|pread] [--by-path] PATH [OFFSET [LENGTH]]",
 	  "write bytes of PATH to standard output", cmd_read },
+	{ "files", "[--sort bytes|hits|size|resident|idle|path] [--json]",
+	  "list the daemon's cached files", cmd_files },
 	{ "warm", "[--backend auto|mmap|pread] [--by-path] [--quiet] PATH...",
 	  "bring files into the daemon's memory before they are read", cmd_warm },
 };
@@ -404,6 +407,175 @@ cmd_read(int argc, char **argv)
 out:
 	hm_disconnect(c);
 	free(buf);
+	return rc;
+}
+
+struct file_row {
+	char *path;
+	struct hm_file_info info;
+};
+
+struct file_rows {
+	struct file_row *v;
+	size_t n, cap;
+	bool failed;
+};
+
+static void
+collect_file(const struct hm_file_info *info, void *arg)
+{
+	struct file_rows *rows = arg;
+
+	if (rows->failed)
+		return;
+	if (rows->n == rows->cap) {
+		size_t cap = rows->cap == 0 ? 64 : rows->cap * 2;
+		struct file_row *v = realloc(rows->v, cap * sizeof *v);
+
+		if (v == NULL) {
+			rows->failed = true;
+			return;
+		}
+		rows->v = v;
+		rows->cap = cap;
+	}
+	rows->v[rows->n].info = *info;
+	rows->v[rows->n].path = strdup(info->path);
+	if (rows->v[rows->n].path == NULL) {
+		rows->failed = true;
+		return;
+	}
+	rows->v[rows->n].info.path = rows->v[rows->n].path;
+	rows->n++;
+}
+
+static const char *file_sort_key;
+
+/* Largest first for numbers (the busiest files on top), A to Z for paths,
+ * most recently used first for idle. */
+static int
+compare_files(const void *pa, const void *pb)
+{
+	const struct hm_file_info *a = &((const struct file_row *)pa)->info;
+	const struct hm_file_info *b = &((const struct file_row *)pb)->info;
+	uint64_t x, y;
+
+	if (strcmp(file_sort_key, "path") == 0)
+		return strcmp(a->path, b->path);
+	if (strcmp(file_sort_key, "hits") == 0)
+		x = a->hits, y = b->hits;
+	else if (strcmp(file_sort_key, "size") == 0)
+		x = a->size, y = b->size;
+	else if (strcmp(file_sort_key, "resident") == 0)
+		x = (uint64_t)(a->resident_pct + 1), y = (uint64_t)(b->resident_pct + 1);
+	else if (strcmp(file_sort_key, "idle") == 0)
+		x = b->idle_ms, y = a->idle_ms;
+	else
+		x = a->bytes, y = b->bytes;
+	return x > y ? -1 : x < y ? 1 : strcmp(a->path, b->path);
+}
+
+static const char *
+reason_name(int reason)
+{
+	static const char *const names[] = {
+		"local-file", "forced", "not-regular", "empty", "network-fs", "pseudo-fs",
+		"mmap-failed", "too-large",
+	};
+
+	return reason >= 0 && (size_t)reason < sizeof names / sizeof names[0] ? names[reason] : "unknown";
+}
+
+static void
+print_file_json(const struct hm_file_info *f, bool first)
+{
+	printf("%s\n  {\"path\": ", first ? "" : ",");
+	print_quoted(f->path);
+	printf(", \"size\": %" PRIu64 ", \"backend\": \"%s\", \"reason\": \"%s\", "
+	       "\"handles\": %u, \"stale\": %s, \"hits\": %" PRIu64 ", \"bytes\": %" PRIu64
+	       ", \"idle_ms\": %" PRIu64 ", \"resident_pct\": %d}",
+	       f->size, f->backend == HM_BACKEND_MMAP ? "mmap" : "pread", reason_name(f->reason),
+	       f->handles, f->stale ? "true" : "false", f->hits, f->bytes, f->idle_ms,
+	       f->resident_pct);
+}
+
+static int
+cmd_files(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "sort", required_argument, NULL, 's' },
+		{ "json", no_argument, NULL, 'j' },
+		{ NULL, 0, NULL, 0 },
+	};
+	static const char *const keys[] = { "bytes", "hits", "size", "resident", "idle", "path" };
+	struct file_rows rows = { 0 };
+	bool json = false, known;
+	hm_client *c;
+	size_t i;
+	int opt, rc = 0;
+
+	file_sort_key = "bytes";
+	optind = 0;
+	while ((opt = getopt_long(argc, argv, "+s:j", opts, NULL)) != -1) {
+		switch (opt) {
+		case 's':
+			known = false;
+			for (i = 0; i < sizeof keys / sizeof keys[0]; i++)
+				known |= strcmp(optarg, keys[i]) == 0;
+			if (!known) {
+				fprintf(stderr, "hotmapctl: files: unknown sort key '%s' "
+					"(bytes, hits, size, resident, idle, path)\n", optarg);
+				return 2;
+			}
+			file_sort_key = optarg;
+			break;
+		case 'j':
+			json = true;
+			break;
+		default:
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "hotmapctl: usage: files [--sort KEY] [--json]\n");
+		return 2;
+	}
+	c = connect_or_report();
+	if (c == NULL)
+		return 1;
+	if (hm_files(c, collect_file, &rows) < 0 || rows.failed) {
+		report("files", rows.failed ? ENOMEM : errno);
+		rc = 1;
+		goto out;
+	}
+	qsort(rows.v, rows.n, sizeof *rows.v, compare_files);
+	if (json) {
+		printf("[");
+		for (i = 0; i < rows.n; i++)
+			print_file_json(&rows.v[i].info, i == 0);
+		printf("%s]\n", rows.n > 0 ? "\n" : "");
+		goto out;
+	}
+	printf("%12s %-6s %-12s %7s %8s %9s %12s %9s  %s\n", "SIZE", "BACKEND", "REASON",
+	       "HANDLES", "RESIDENT", "HITS", "BYTES", "IDLE_S", "PATH");
+	for (i = 0; i < rows.n; i++) {
+		const struct hm_file_info *f = &rows.v[i].info;
+		char resident[16];
+
+		if (f->resident_pct < 0)
+			snprintf(resident, sizeof resident, "-");
+		else
+			snprintf(resident, sizeof resident, "%d%%", f->resident_pct);
+		printf("%12" PRIu64 " %-6s %-12s %7u %8s %9" PRIu64 " %12" PRIu64 " %9.1f  %s%s\n",
+		       f->size, f->backend == HM_BACKEND_MMAP ? "mmap" : "pread",
+		       reason_name(f->reason), f->handles, resident, f->hits, f->bytes,
+		       (double)f->idle_ms / 1000.0, f->path, f->stale ? " (stale)" : "");
+	}
+out:
+	for (i = 0; i < rows.n; i++)
+		free(rows.v[i].path);
+	free(rows.v);
+	hm_disconnect(c);
 	return rc;
 }
 

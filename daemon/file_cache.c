@@ -38,6 +38,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -74,6 +75,12 @@ struct file_entry {
 	unsigned refs;			/* open handles */
 	bool hashed;			/* cached: reachable from the hash */
 	int map_errno;			/* mmap failed once: never retried */
+
+	/* For listings (file_cache_foreach); the loop thread updates them. */
+	uint64_t hits;			/* opens that found this entry */
+	uint64_t bytes;			/* bytes read from it */
+	uint64_t last_use_ns;		/* CLOCK_MONOTONIC of the last open or read */
+	enum storage_reason last_reason;	/* of the last open */
 
 	struct file_entry *hash_next;	/* bucket chain */
 	struct file_entry *all_prev;	/* list of all entries */
@@ -131,6 +138,14 @@ static void safe_close(int fd)
 {
 	if (fd >= 0)
 		(void)close(fd);
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 /* --- file system classification ------------------------------------- */
@@ -521,6 +536,7 @@ int file_cache_open(struct file_cache *cache, int fd, enum storage_policy policy
 		 * has served its purpose (proving read access). */
 		safe_close(fd);
 		cache->ctr.cache_hits++;
+		e->hits++;
 	} else {
 		e = entry_new(cache, fd, &st, fs, fs_type);
 		if (e == NULL) {
@@ -564,6 +580,8 @@ int file_cache_open(struct file_cache *cache, int fd, enum storage_policy policy
 	}
 
 	e->refs++;
+	e->last_use_ns = now_ns();
+	e->last_reason = reason;
 	out->entry = e;
 	out->backend = backend;
 	out->reason = reason;
@@ -644,6 +662,8 @@ void storage_read_finish(struct file_cache *cache, struct storage_handle *h,
 		return;
 	cache->ctr.bytes_mmap += io->bytes_mmap;
 	cache->ctr.bytes_pread += io->bytes_pread;
+	h->entry->bytes += io->bytes_mmap + io->bytes_pread;
+	h->entry->last_use_ns = now_ns();
 	if (io->faults > 0) {
 		/*
 		 * SIGBUS recovery: the read was answered by pread, but the
@@ -795,4 +815,72 @@ void file_cache_counters(const struct file_cache *cache, struct storage_counters
 		return;
 	}
 	*out = cache->ctr;
+}
+
+/* Percent of the file's pages in memory: the mapping's when there is one
+ * (what a read would copy without waiting), else the page cache's through
+ * a mapping made for the question.  -1 when it cannot be told. */
+static int entry_resident_percent(const struct file_entry *e, uint64_t size)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE), len, n, i, in = 0;
+	unsigned char *vec;
+	void *map = e->file.map;
+	bool own = false;
+
+	if (size == 0)
+		return 100;
+	if (map != NULL) {
+		len = e->file.map_len;
+	} else {
+		if (size > SIZE_MAX)
+			return -1;
+		len = (size_t)size;
+		map = mmap(NULL, len, PROT_READ, MAP_SHARED, e->file.fd, 0);
+		if (map == MAP_FAILED)
+			return -1;
+		own = true;
+	}
+	n = (len + page - 1) / page;
+	vec = malloc(n);
+	if (vec != NULL && mincore(map, len, vec) == 0) {
+		for (i = 0; i < n; i++)
+			in += vec[i] & 1;
+	} else {
+		n = 0;
+	}
+	free(vec);
+	if (own)
+		munmap(map, len);
+	return n == 0 ? -1 : (int)(in * 100 / n);
+}
+
+void file_cache_foreach(struct file_cache *cache,
+			void (*cb)(const struct storage_entry_info *info, void *arg), void *arg)
+{
+	uint64_t now = now_ns();
+	struct file_entry *e;
+
+	if (cache == NULL)
+		return;
+	for (e = cache->all; e != NULL; e = e->all_next) {
+		struct storage_entry_info info = { 0 };
+		struct stat st = { 0 };
+		char link[64];
+		ssize_t n;
+
+		snprintf(link, sizeof link, "/proc/self/fd/%d", e->file.fd);
+		n = readlink(link, info.path, sizeof info.path - 1);
+		info.path[n > 0 ? n : 0] = '\0';
+		info.size = fstat(e->file.fd, &st) == 0 && st.st_size > 0 ? (uint64_t)st.st_size : 0;
+		info.mapped_length = e->file.map != NULL ? e->file.map_len : 0;
+		info.last_reason = e->last_reason;
+		info.handles = e->refs;
+		info.cached = e->hashed;
+		info.hits = e->hits;
+		info.bytes = e->bytes;
+		info.idle_ms = now > e->last_use_ns ? (now - e->last_use_ns) / 1000000u : 0;
+		info.resident_pct = S_ISREG(st.st_mode) && e->fs != FS_PSEUDO ?
+				    entry_resident_percent(e, info.size) : -1;
+		cb(&info, arg);
+	}
 }

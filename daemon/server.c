@@ -51,6 +51,7 @@ static const char *const request_keys[HM_MSG__MAX + 1] = {
 	[HM_MSG_PING] = "requests_ping",
 	[HM_MSG_STATS] = "requests_stats",
 	[HM_MSG_WARM] = "requests_warm",
+	[HM_MSG_FILES] = "requests_files",
 };
 
 static const char *const reason_keys[STORAGE_REASON__COUNT] = {

@@ -119,6 +119,7 @@ static int session_close(struct session *s, uint32_t id, ProtobufCMessage *msg);
 static int session_ping(struct session *s, uint32_t id, ProtobufCMessage *msg);
 static int session_stats(struct session *s, uint32_t id, ProtobufCMessage *msg);
 static int session_warm(struct session *s, uint32_t id, ProtobufCMessage *msg);
+static int session_files(struct session *s, uint32_t id, ProtobufCMessage *msg);
 
 /* Requests a client may send; any other type disconnects it. */
 static const struct session_command session_commands[] = {
@@ -130,6 +131,7 @@ static const struct session_command session_commands[] = {
 	{ HM_MSG_PING, session_ping, false },
 	{ HM_MSG_STATS, session_stats, true },
 	{ HM_MSG_WARM, session_warm, false },
+	{ HM_MSG_FILES, session_files, true },
 };
 
 static void
@@ -734,6 +736,100 @@ session_warm(struct session *s, uint32_t id, ProtobufCMessage *msg)
 		return session_error(s, id, ENOMEM, "warm: out of memory");
 	s->srv->counters.warms++;
 	return 0;
+}
+
+/* A page of the cached files: entries from offset on while the reply
+ * stays well under the frame cap. */
+struct files_page {
+	uint32_t offset, index, total;
+	size_t bytes;
+	bool full;
+	Hotmap__FilesReply__File *v;
+	Hotmap__FilesReply__File **ptrs;
+	char **paths;
+	size_t n, cap;
+	bool failed;
+};
+
+static void
+files_add(const struct storage_entry_info *info, void *arg)
+{
+	struct files_page *p = arg;
+	Hotmap__FilesReply__File *f;
+	size_t cost = strlen(info->path) + 80;	/* an upper bound of its packing */
+
+	p->total++;
+	if (p->index++ < p->offset || p->full || p->failed)
+		return;
+	if (p->bytes + cost > HM_FRAME_MAX_MESSAGE - 1024) {
+		p->full = true;
+		return;
+	}
+	if (p->n == p->cap) {
+		size_t cap = p->cap == 0 ? 64 : p->cap * 2;
+		Hotmap__FilesReply__File *v = realloc(p->v, cap * sizeof *v);
+		char **paths;
+
+		if (v != NULL)
+			p->v = v;
+		paths = v != NULL ? realloc(p->paths, cap * sizeof *paths) : NULL;
+		if (v == NULL || paths == NULL) {
+			p->failed = true;
+			return;
+		}
+		p->paths = paths;
+		p->cap = cap;
+	}
+	p->paths[p->n] = strdup(info->path);
+	if (p->paths[p->n] == NULL) {
+		p->failed = true;
+		return;
+	}
+	f = &p->v[p->n];
+	hotmap__files_reply__file__init(f);
+	f->path = p->paths[p->n];
+	f->size = info->size;
+	f->backend = info->mapped_length > 0 ? STORAGE_BACKEND_MMAP : STORAGE_BACKEND_PREAD;
+	f->reason = info->last_reason;
+	f->handles = info->handles;
+	f->stale = !info->cached;
+	f->hits = info->hits;
+	f->bytes = info->bytes;
+	f->idle_ms = info->idle_ms;
+	f->resident_pct = info->resident_pct;
+	p->n++;
+	p->bytes += cost;
+}
+
+static int
+session_files(struct session *s, uint32_t id, ProtobufCMessage *msg)
+{
+	Hotmap__Files *m = (Hotmap__Files *)msg;
+	Hotmap__FilesReply r = HOTMAP__FILES_REPLY__INIT;
+	struct files_page p = { .offset = m->offset };
+	size_t i;
+	int rc;
+
+	file_cache_foreach(s->srv->cache, files_add, &p);
+	if (!p.failed)
+		p.ptrs = calloc(p.n + 1, sizeof *p.ptrs);
+	if (p.failed || p.ptrs == NULL) {
+		rc = session_error(s, id, ENOMEM, "files: out of memory");
+	} else {
+		for (i = 0; i < p.n; i++)
+			p.ptrs[i] = &p.v[i];
+		r.files = p.ptrs;
+		r.n_files = p.n;
+		r.total = p.total;
+		r.next = p.offset + (uint32_t)p.n;
+		rc = peer_send(s->peer, HM_MSG_FILES_REPLY, id, &r.base);
+	}
+	for (i = 0; i < p.n; i++)
+		free(p.paths[i]);
+	free(p.paths);
+	free(p.ptrs);
+	free(p.v);
+	return rc;
 }
 
 static int

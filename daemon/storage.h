@@ -179,4 +179,23 @@ int storage_willneed(struct storage_handle *h, uint64_t offset, uint64_t len);
 
 void file_cache_counters(const struct file_cache *cache, struct storage_counters *out);
 
+/* One entry, for listings (hotmapctl files). */
+struct storage_entry_info {
+	char path[4096];		/* the file's name now (readlink of our fd) */
+	uint64_t size;
+	uint64_t mapped_length;		/* 0: no mapping */
+	enum storage_reason last_reason;	/* of the last open */
+	unsigned handles;
+	bool cached;			/* found by the next open (not stale) */
+	uint64_t hits;			/* opens that found it */
+	uint64_t bytes;			/* bytes read from it */
+	uint64_t idle_ms;		/* since the last open or read */
+	int resident_pct;		/* pages in memory (mincore), -1 unknown */
+};
+
+/* Calls cb for every entry, cached or stale.  Not for the hot path: each
+ * entry costs a readlink, an fstat and a mincore over the file. */
+void file_cache_foreach(struct file_cache *cache,
+			void (*cb)(const struct storage_entry_info *info, void *arg), void *arg);
+
 #endif

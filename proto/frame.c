@@ -32,6 +32,8 @@ static const struct {
 	[HM_MSG_ERROR] = { "ERROR", &hotmap__error__descriptor },
 	[HM_MSG_WARM] = { "WARM", &hotmap__warm__descriptor },
 	[HM_MSG_WARM_REPLY] = { "WARM_REPLY", &hotmap__warm_reply__descriptor },
+	[HM_MSG_FILES] = { "FILES", &hotmap__files__descriptor },
+	[HM_MSG_FILES_REPLY] = { "FILES_REPLY", &hotmap__files_reply__descriptor },
 };
 
 const ProtobufCMessageDescriptor *

@@ -66,7 +66,9 @@ enum hm_msg_type {
 	HM_MSG_ERROR = 15,
 	HM_MSG_WARM = 16,
 	HM_MSG_WARM_REPLY = 17,
-	HM_MSG__MAX = 17
+	HM_MSG_FILES = 18,
+	HM_MSG_FILES_REPLY = 19,
+	HM_MSG__MAX = 19
 };
 
 struct hm_frame_header {

@@ -758,6 +758,70 @@ test_shutdown_mid_stream(void **state)
 	assert_int_equal(WEXITSTATUS(status), 0);
 }
 
+struct listing {
+	unsigned n, mapped, stale;
+	uint64_t bytes_of_first;
+	char first[PATH_MAX];
+};
+
+static void
+list_cb(const struct hm_file_info *info, void *arg)
+{
+	struct listing *l = arg;
+
+	l->n++;
+	l->mapped += info->backend == HM_BACKEND_MMAP;
+	l->stale += info->stale != 0;
+	if (strcmp(info->path, l->first) == 0)
+		l->bytes_of_first = info->bytes;
+}
+
+/* hm_files lists every cached file, across as many pages as it takes (long
+ * names make a reply of a few hundred files exceed one frame), with the
+ * bytes read from each and the stale versions still open. */
+static void
+test_files_listing(void **state)
+{
+	enum { N = 400 };
+	struct harness *h = *state;
+	char name[PATH_MAX], path[PATH_MAX];
+	hm_file *f[N];
+	struct listing l = { 0 };
+	uint8_t buf[100];
+	hm_client *c;
+	int i;
+
+	c = harness_connect(h);
+	for (i = 0; i < N; i++) {
+		snprintf(name, sizeof name, "root/%03d-%0200d", i, 0);
+		harness_path(h, name, path);
+		harness_write_file(path, 1000 + (uint64_t)i, (uint64_t)i);
+		f[i] = hm_open(c, path, 0);
+		assert_non_null(f[i]);
+		if (i == 0)
+			snprintf(l.first, sizeof l.first, "%s", path);
+	}
+	assert_int_equal(hm_pread(f[0], buf, sizeof buf, 0), (ssize_t)sizeof buf);
+	assert_int_equal(hm_files(c, list_cb, &l), 0);
+	assert_int_equal(l.n, N);
+	assert_int_equal(l.mapped, N);
+	assert_int_equal(l.stale, 0);
+	assert_int_equal(l.bytes_of_first, sizeof buf);
+
+	/* a new version of the first file: the open handle keeps the old one,
+	 * listed as stale, beside the new one */
+	harness_write_file(l.first, 5000, 99);
+	hm_close(hm_open(c, l.first, 0));
+	memset(&l.n, 0, sizeof l.n);
+	l.mapped = l.stale = 0;
+	assert_int_equal(hm_files(c, list_cb, &l), 0);
+	assert_int_equal(l.n, N + 1);
+	assert_int_equal(l.stale, 1);
+	for (i = 0; i < N; i++)
+		assert_int_equal(hm_close(f[i]), 0);
+	hm_disconnect(c);
+}
+
 #define T(fn, o) cmocka_unit_test_prestate_setup_teardown(fn, setup, teardown, (void *)&(o))
 
 int
@@ -778,6 +842,7 @@ main(void)
 		T(test_cold_reads_offloaded, opts_default),
 		T(test_warm, opts_default),
 		T(test_shutdown_mid_stream, opts_default),
+		T(test_files_listing, opts_default),
 	};
 
 	return cmocka_run_group_tests_name("fastpath", tests, NULL, NULL);

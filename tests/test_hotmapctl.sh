@@ -14,7 +14,7 @@ HOTMAPCTL=${HOTMAPCTL:-client/hotmapctl}
 # Absolute: one test runs hotmapctl from another directory.
 case $HOTMAPD in /*) ;; *) HOTMAPD=$PWD/$HOTMAPD ;; esac
 case $HOTMAPCTL in /*) ;; *) HOTMAPCTL=$PWD/$HOTMAPCTL ;; esac
-PLAN=56
+PLAN=59
 
 n=0
 failed=0
@@ -274,6 +274,29 @@ else
 	not_ok "stats --prometheus prints the text exposition format" "exit $rc, bad lines:" "$bad" \
 		"$(cat "$dir/err")"
 fi
+
+# --- files -------------------------------------------------------------------------
+ctl files >"$dir/out" 2>"$dir/err"
+rc=$?
+line=$(grep " $file\$" "$dir/out")
+if [ $rc -eq 0 ] && head -n 1 "$dir/out" | grep -q "SIZE.*BACKEND.*RESIDENT.*HITS.*BYTES.*PATH" &&
+   [ -n "$line" ] && [ "$(echo "$line" | awk '{print $1}')" = "$size" ] &&
+   [ "$(echo "$line" | awk '{print $7}')" -ge "$size" ]; then
+	ok "files lists the file read, its size and the bytes served from it"
+else
+	not_ok "files lists the file read, its size and the bytes served from it" "exit $rc" \
+		"$(cat "$dir/out" "$dir/err")"
+fi
+ctl files --sort path --json >"$dir/out" 2>"$dir/err"
+rc=$?
+if [ $rc -eq 0 ] && grep -q "\"path\": \"$file\"" "$dir/out" &&
+   { ! command -v python3 >/dev/null 2>&1 || python3 -m json.tool "$dir/out" >/dev/null 2>&1; }; then
+	ok "files --sort path --json prints a JSON array of the files"
+else
+	not_ok "files --sort path --json prints a JSON array of the files" "exit $rc" \
+		"$(cat "$dir/out" "$dir/err")"
+fi
+expect_fail "files --sort with an unknown key exits 2" 2 "unknown sort key" --socket "$sock" files --sort nope
 
 # --- warm ------------------------------------------------------------------------
 ctl warm "$file" "$root/empty" >"$dir/out" 2>"$dir/err"
