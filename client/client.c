@@ -22,6 +22,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -1069,4 +1070,40 @@ hm_files(hm_client *c, void (*cb)(const struct hm_file_info *info, void *arg), v
 		if (!more)
 			return 0;
 	}
+}
+
+HM_EXPORT int
+hm_evict(hm_client *c, const char *path, struct hm_evicted *out)
+{
+	Hotmap__Evict req = HOTMAP__EVICT__INIT;
+	ProtobufCMessage *reply;
+	Hotmap__EvictReply *r;
+	struct stat st;
+	int rc;
+
+	set_last_error(NULL);
+	if (c == NULL)
+		return fail(EINVAL);
+	if (path == NULL) {
+		req.all = true;
+	} else {
+		/* the daemon knows files by identity, not by name */
+		if (stat(path, &st) < 0)
+			return -1;
+		req.dev = (uint64_t)st.st_dev;
+		req.ino = (uint64_t)st.st_ino;
+	}
+	pthread_mutex_lock(&c->lock);
+	rc = client_call(c, HM_MSG_EVICT, &req.base, -1, HM_MSG_EVICT_REPLY, &reply);
+	pthread_mutex_unlock(&c->lock);
+	if (rc < 0)
+		return fail(-rc);
+	r = (Hotmap__EvictReply *)reply;
+	if (out != NULL) {
+		out->files = r->files;
+		out->mapped_bytes = r->mapped_bytes;
+		out->busy = r->busy;
+	}
+	protobuf_c_message_free_unpacked(reply, NULL);
+	return 0;
 }

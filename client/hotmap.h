@@ -150,6 +150,18 @@ struct hm_file_info {
 /* Calls cb once per cached file.  Needs an administrator (EPERM). */
 int hm_files(hm_client *c, void (*cb)(const struct hm_file_info *info, void *arg), void *arg);
 
+/* What hm_evict did. */
+struct hm_evicted {
+	unsigned files;		/* cached files dropped */
+	uint64_t mapped_bytes;	/* bytes of mappings unmapped with them */
+	unsigned busy;		/* kept: a handle reads them */
+};
+
+/* Drops the daemon's cached file at path (or every cached file, path NULL)
+ * if no handle reads it: its mapping and descriptor go, and the next open
+ * starts afresh.  ENOENT when path is not cached.  Needs an administrator. */
+int hm_evict(hm_client *c, const char *path, struct hm_evicted *out);
+
 #ifdef __cplusplus
 }
 #endif

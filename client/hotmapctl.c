@@ -34,6 +34,7 @@ static int cmd_stats(int argc, char **argv);
 static int cmd_read(int argc, char **argv);
 static int cmd_warm(int argc, char **argv);
 static int cmd_files(int argc, char **argv);
+static int cmd_evict(int argc, char **argv);
 
 static const struct command commands[] = {
 	{ "ping", "", "print the daemon's version, pid, uptime and round-trip time", cmd_ping },
@@ -42,6 +43,8 @@ static const struct command commands[] = {
 	  "write bytes of PATH to standard output", cmd_read },
 	{ "files", "[--sort bytes|hits|size|resident|idle|path] [--json]",
 	  "list the daemon's cached files", cmd_files },
+	{ "evict", "PATH... | --all", "drop cached files (and their mappings) that no handle reads",
+	  cmd_evict },
 	{ "warm", "[--backend auto|mmap|pread] [--by-path] [--quiet] PATH...",
 	  "bring files into the daemon's memory before they are read", cmd_warm },
 };
@@ -575,6 +578,61 @@ out:
 	for (i = 0; i < rows.n; i++)
 		free(rows.v[i].path);
 	free(rows.v);
+	hm_disconnect(c);
+	return rc;
+}
+
+static void
+print_evicted(const char *what, const struct hm_evicted *ev)
+{
+	printf("%s: %u dropped (%.1f MiB unmapped)", what, ev->files,
+	       (double)ev->mapped_bytes / 1048576.0);
+	if (ev->busy > 0)
+		printf(", %u kept: open by a client", ev->busy);
+	printf("\n");
+}
+
+static int
+cmd_evict(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "all", no_argument, NULL, 'a' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct hm_evicted ev;
+	bool all = false;
+	hm_client *c;
+	int opt, rc = 0, i;
+
+	optind = 0;
+	while ((opt = getopt_long(argc, argv, "+a", opts, NULL)) != -1) {
+		if (opt != 'a')
+			return 2;
+		all = true;
+	}
+	if (all == (optind < argc)) {
+		fprintf(stderr, "hotmapctl: usage: evict PATH... | evict --all\n");
+		return 2;
+	}
+	c = connect_or_report();
+	if (c == NULL)
+		return 1;
+	if (all) {
+		if (hm_evict(c, NULL, &ev) < 0) {
+			report("evict", errno);
+			rc = 1;
+		} else {
+			print_evicted("all cached files", &ev);
+		}
+	}
+	for (i = optind; i < argc; i++) {
+		if (hm_evict(c, argv[i], &ev) < 0) {
+			report(argv[i], errno);
+			rc = 1;
+			continue;
+		}
+		print_evicted(argv[i], &ev);
+	}
 	hm_disconnect(c);
 	return rc;
 }

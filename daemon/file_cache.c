@@ -884,3 +884,40 @@ void file_cache_foreach(struct file_cache *cache,
 		cb(&info, arg);
 	}
 }
+
+static void evict_one(struct file_cache *cache, struct file_entry *e, struct storage_evicted *out)
+{
+	if (e->refs > 0) {
+		out->busy++;
+		return;
+	}
+	out->files++;
+	out->mapped_bytes += e->file.map != NULL ? e->file.map_len : 0;
+	cache->ctr.evictions++;
+	entry_free(cache, e);
+}
+
+int file_cache_evict(struct file_cache *cache, bool all, uint64_t dev, uint64_t ino,
+		     struct storage_evicted *out)
+{
+	struct file_entry *e, *next;
+
+	*out = (struct storage_evicted){ 0 };
+	if (cache == NULL)
+		return -EINVAL;
+	if (!all) {
+		e = cache_lookup(cache, (dev_t)dev, (ino_t)ino);
+		if (e == NULL)
+			return -ENOENT;
+		evict_one(cache, e, out);
+		return 0;
+	}
+	/* stale entries always have handles (the last close frees them), so
+	 * only cached ones can go */
+	for (e = cache->all; e != NULL; e = next) {
+		next = e->all_next;
+		if (e->hashed)
+			evict_one(cache, e, out);
+	}
+	return 0;
+}

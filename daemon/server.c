@@ -52,6 +52,7 @@ static const char *const request_keys[HM_MSG__MAX + 1] = {
 	[HM_MSG_STATS] = "requests_stats",
 	[HM_MSG_WARM] = "requests_warm",
 	[HM_MSG_FILES] = "requests_files",
+	[HM_MSG_EVICT] = "requests_evict",
 };
 
 static const char *const reason_keys[STORAGE_REASON__COUNT] = {
@@ -101,6 +102,7 @@ server_stats_foreach(struct server *srv, server_stat_cb cb, void *arg)
 	cb("cache_misses", sc.cache_misses, NULL, arg);
 	cb("stale_replaced", sc.stale_replaced, NULL, arg);
 	cb("sigbus_recoveries", sc.sigbus_recoveries, NULL, arg);
+	cb("evictions", sc.evictions, NULL, arg);
 	for (i = 0; i < STORAGE_REASON__COUNT; i++)
 		cb(reason_keys[i], sc.opens_by_reason[i], NULL, arg);
 }

@@ -120,6 +120,7 @@ static int session_ping(struct session *s, uint32_t id, ProtobufCMessage *msg);
 static int session_stats(struct session *s, uint32_t id, ProtobufCMessage *msg);
 static int session_warm(struct session *s, uint32_t id, ProtobufCMessage *msg);
 static int session_files(struct session *s, uint32_t id, ProtobufCMessage *msg);
+static int session_evict(struct session *s, uint32_t id, ProtobufCMessage *msg);
 
 /* Requests a client may send; any other type disconnects it. */
 static const struct session_command session_commands[] = {
@@ -132,6 +133,7 @@ static const struct session_command session_commands[] = {
 	{ HM_MSG_STATS, session_stats, true },
 	{ HM_MSG_WARM, session_warm, false },
 	{ HM_MSG_FILES, session_files, true },
+	{ HM_MSG_EVICT, session_evict, true },
 };
 
 static void
@@ -830,6 +832,26 @@ session_files(struct session *s, uint32_t id, ProtobufCMessage *msg)
 	free(p.ptrs);
 	free(p.v);
 	return rc;
+}
+
+static int
+session_evict(struct session *s, uint32_t id, ProtobufCMessage *msg)
+{
+	Hotmap__Evict *m = (Hotmap__Evict *)msg;
+	Hotmap__EvictReply r = HOTMAP__EVICT_REPLY__INIT;
+	struct storage_evicted ev;
+	int rc;
+
+	rc = file_cache_evict(s->srv->cache, m->all, m->dev, m->ino, &ev);
+	if (rc < 0)
+		return session_error(s, id, -rc, "evict: %s", rc == -ENOENT ?
+				     "the file is not cached" : strerror(-rc));
+	log_info("client %s: evicted %u files (%llu bytes unmapped), %u busy", peer_name(s->peer),
+		 ev.files, (unsigned long long)ev.mapped_bytes, ev.busy);
+	r.files = ev.files;
+	r.mapped_bytes = ev.mapped_bytes;
+	r.busy = ev.busy;
+	return peer_send(s->peer, HM_MSG_EVICT_REPLY, id, &r.base);
 }
 
 static int

@@ -84,6 +84,7 @@ struct storage_counters {
 	uint64_t cache_misses;		/* opens that made a new entry */
 	uint64_t stale_replaced;	/* entries replaced because the file changed */
 	uint64_t sigbus_recoveries;	/* faults caught in a guarded copy */
+	uint64_t evictions;		/* entries dropped by evict requests */
 	uint64_t bytes_mmap;		/* bytes served by copying out of a mapping */
 	uint64_t bytes_pread;		/* bytes served by pread */
 	uint64_t opens_by_reason[STORAGE_REASON__COUNT];
@@ -178,6 +179,22 @@ int storage_stat(struct storage_handle *h, struct storage_stat *st);
 int storage_willneed(struct storage_handle *h, uint64_t offset, uint64_t len);
 
 void file_cache_counters(const struct file_cache *cache, struct storage_counters *out);
+
+/* What an eviction did. */
+struct storage_evicted {
+	unsigned files;			/* entries dropped */
+	uint64_t mapped_bytes;		/* of mappings unmapped with them */
+	unsigned busy;			/* matched but kept: a handle reads them */
+};
+
+/*
+ * Drops cached entries that no handle reads: the one for (dev, ino), or
+ * with all, every one.  A mapping with a reader is never unmapped under
+ * it: such entries are counted busy and kept.  Returns 0, or -ENOENT when
+ * (dev, ino) is not cached.
+ */
+int file_cache_evict(struct file_cache *cache, bool all, uint64_t dev, uint64_t ino,
+		     struct storage_evicted *out);
 
 /* One entry, for listings (hotmapctl files). */
 struct storage_entry_info {

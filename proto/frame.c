@@ -34,6 +34,8 @@ static const struct {
 	[HM_MSG_WARM_REPLY] = { "WARM_REPLY", &hotmap__warm_reply__descriptor },
 	[HM_MSG_FILES] = { "FILES", &hotmap__files__descriptor },
 	[HM_MSG_FILES_REPLY] = { "FILES_REPLY", &hotmap__files_reply__descriptor },
+	[HM_MSG_EVICT] = { "EVICT", &hotmap__evict__descriptor },
+	[HM_MSG_EVICT_REPLY] = { "EVICT_REPLY", &hotmap__evict_reply__descriptor },
 };
 
 const ProtobufCMessageDescriptor *

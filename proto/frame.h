@@ -68,7 +68,9 @@ enum hm_msg_type {
 	HM_MSG_WARM_REPLY = 17,
 	HM_MSG_FILES = 18,
 	HM_MSG_FILES_REPLY = 19,
-	HM_MSG__MAX = 19
+	HM_MSG_EVICT = 20,
+	HM_MSG_EVICT_REPLY = 21,
+	HM_MSG__MAX = 21
 };
 
 struct hm_frame_header {

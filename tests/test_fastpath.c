@@ -822,6 +822,61 @@ test_files_listing(void **state)
 	hm_disconnect(c);
 }
 
+/* hm_evict drops a cached file no handle reads (the next open maps it
+ * afresh), keeps one that is read, and says which. */
+static void
+test_evict(void **state)
+{
+	struct harness *h = *state;
+	char path[PATH_MAX], other[PATH_MAX];
+	uint8_t buf[4096], ref[4096];
+	struct hm_evicted ev;
+	uint64_t misses;
+	hm_client *c;
+	hm_file *f;
+	ssize_t got;
+	int fd;
+
+	harness_path(h, "root/evict", path);
+	harness_path(h, "root/other", other);
+	harness_write_file(path, 3 * MiB, 21);
+	harness_write_file(other, 5000, 22);
+	c = harness_connect(h);
+	f = hm_open(c, path, 0);
+	assert_non_null(f);
+	/* read by a handle: kept */
+	assert_int_equal(hm_evict(c, path, &ev), 0);
+	assert_int_equal(ev.files, 0);
+	assert_int_equal(ev.busy, 1);
+	assert_int_equal(hm_close(f), 0);
+	/* no reader: dropped, with its mapping */
+	assert_int_equal(hm_evict(c, path, &ev), 0);
+	assert_int_equal(ev.files, 1);
+	assert_int_equal(ev.mapped_bytes, 3 * MiB);
+	assert_int_equal(harness_stat(c, "mappings"), 0);
+	errno = 0;
+	assert_int_equal(hm_evict(c, path, &ev), -1);
+	assert_int_equal(errno, ENOENT);
+	/* the next open starts afresh, and reads the same */
+	misses = harness_stat(c, "cache_misses");
+	f = hm_open(c, path, 0);
+	assert_non_null(f);
+	assert_int_equal(harness_stat(c, "cache_misses"), misses + 1);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	got = hm_pread(f, buf, sizeof buf, MiB);
+	assert_same(got, buf, ref_read(fd, ref, sizeof ref, MiB), ref, "after evict");
+	close(fd);
+	/* --all: the unread one goes, the read one stays */
+	hm_close(hm_open(c, other, 0));
+	assert_int_equal(hm_evict(c, NULL, &ev), 0);
+	assert_int_equal(ev.files, 1);
+	assert_int_equal(ev.busy, 1);
+	assert_int_equal(harness_stat(c, "evictions"), 2);
+	hm_close(f);
+	hm_disconnect(c);
+}
+
 #define T(fn, o) cmocka_unit_test_prestate_setup_teardown(fn, setup, teardown, (void *)&(o))
 
 int
@@ -843,6 +898,7 @@ main(void)
 		T(test_warm, opts_default),
 		T(test_shutdown_mid_stream, opts_default),
 		T(test_files_listing, opts_default),
+		T(test_evict, opts_default),
 	};
 
 	return cmocka_run_group_tests_name("fastpath", tests, NULL, NULL);

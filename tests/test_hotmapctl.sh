@@ -14,7 +14,7 @@ HOTMAPCTL=${HOTMAPCTL:-client/hotmapctl}
 # Absolute: one test runs hotmapctl from another directory.
 case $HOTMAPD in /*) ;; *) HOTMAPD=$PWD/$HOTMAPD ;; esac
 case $HOTMAPCTL in /*) ;; *) HOTMAPCTL=$PWD/$HOTMAPCTL ;; esac
-PLAN=59
+PLAN=61
 
 n=0
 failed=0
@@ -297,6 +297,18 @@ else
 		"$(cat "$dir/out" "$dir/err")"
 fi
 expect_fail "files --sort with an unknown key exits 2" 2 "unknown sort key" --socket "$sock" files --sort nope
+
+# --- evict ---------------------------------------------------------------------------
+ctl evict "$file" >"$dir/out" 2>"$dir/err"
+rc=$?
+if [ $rc -eq 0 ] && grep -q "^$file: 1 dropped" "$dir/out" &&
+   ctl evict "$file" >"$dir/out2" 2>"$dir/err"; [ $? -eq 1 ] && grep -q "not cached" "$dir/err"; then
+	ok "evict drops a cached file, and says so when it is not cached"
+else
+	not_ok "evict drops a cached file, and says so when it is not cached" "exit $rc" \
+		"$(cat "$dir/out" "$dir/out2" "$dir/err")"
+fi
+expect_fail "evict without a path or --all exits 2" 2 "usage" --socket "$sock" evict
 
 # --- warm ------------------------------------------------------------------------
 ctl warm "$file" "$root/empty" >"$dir/out" 2>"$dir/err"
