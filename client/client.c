@@ -998,9 +998,9 @@ hm_ping(hm_client *c, struct hm_ping *out)
 	return 0;
 }
 
-HM_EXPORT int
-hm_stats(hm_client *c, void (*cb)(const char *key, uint64_t value, const char *text, void *arg),
-	 void *arg)
+static int
+client_stats(hm_client *c, bool reset,
+	     void (*cb)(const char *key, uint64_t value, const char *text, void *arg), void *arg)
 {
 	Hotmap__StatsRequest req = HOTMAP__STATS_REQUEST__INIT;
 	ProtobufCMessage *reply;
@@ -1009,18 +1009,33 @@ hm_stats(hm_client *c, void (*cb)(const char *key, uint64_t value, const char *t
 	int rc;
 
 	set_last_error(NULL);
-	if (c == NULL || cb == NULL)
+	if (c == NULL || (cb == NULL && !reset))
 		return fail(EINVAL);
+	req.reset = reset;
 	pthread_mutex_lock(&c->lock);
 	rc = client_call(c, HM_MSG_STATS, &req.base, -1, HM_MSG_STATS_REPLY, &reply);
 	pthread_mutex_unlock(&c->lock);
 	if (rc < 0)
 		return fail(-rc);
 	r = (Hotmap__StatsReply *)reply;
-	for (i = 0; i < r->n_stats; i++)
+	for (i = 0; cb != NULL && i < r->n_stats; i++)
 		cb(r->stats[i]->key, r->stats[i]->value, r->stats[i]->text, arg);
 	protobuf_c_message_free_unpacked(reply, NULL);
 	return 0;
+}
+
+HM_EXPORT int
+hm_stats(hm_client *c, void (*cb)(const char *key, uint64_t value, const char *text, void *arg),
+	 void *arg)
+{
+	return client_stats(c, false, cb, arg);
+}
+
+HM_EXPORT int
+hm_stats_reset(hm_client *c,
+	       void (*cb)(const char *key, uint64_t value, const char *text, void *arg), void *arg)
+{
+	return client_stats(c, true, cb, arg);
 }
 
 HM_EXPORT int

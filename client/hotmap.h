@@ -132,6 +132,12 @@ int hm_ping(hm_client *c, struct hm_ping *out);
 int hm_stats(hm_client *c,
 	     void (*cb)(const char *key, uint64_t value, const char *text, void *arg),
 	     void *arg);
+/* hm_stats, then the daemon zeroes its counters (totals), not its state
+ * (clients, handles, files, mappings): cb sees the values before.  cb may
+ * be NULL. */
+int hm_stats_reset(hm_client *c,
+		   void (*cb)(const char *key, uint64_t value, const char *text, void *arg),
+		   void *arg);
 
 /* One cached file of the daemon (hm_files). */
 struct hm_file_info {

@@ -38,7 +38,7 @@ static int cmd_evict(int argc, char **argv);
 
 static const struct command commands[] = {
 	{ "ping", "", "print the daemon's version, pid, uptime and round-trip time", cmd_ping },
-	{ "stats", "[--json | --prometheus]", "print the daemon's counters", cmd_stats },
+	{ "stats", "[--json | --prometheus] [--reset]", "print the daemon's counters", cmd_stats },
 	{ "read", "[--backend auto|mmap|pread] [--by-path] PATH [OFFSET [LENGTH]]",
 	  "write bytes of PATH to standard output", cmd_read },
 	{ "files", "[--sort bytes|hits|size|resident|idle|path] [--json]",
@@ -221,15 +221,20 @@ cmd_stats(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "json", no_argument, NULL, 'j' },
 		{ "prometheus", no_argument, NULL, 'P' },
+		{ "reset", no_argument, NULL, 'r' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct stats_out out = { .format = STATS_HUMAN };
+	bool reset = false;
 	hm_client *c;
 	int opt, rc = 0;
 
 	optind = 0;
-	while ((opt = getopt_long(argc, argv, "+jP", opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "+jPr", opts, NULL)) != -1) {
 		switch (opt) {
+		case 'r':
+			reset = true;
+			break;
 		case 'j':
 			out.format = STATS_JSON;
 			break;
@@ -241,13 +246,13 @@ cmd_stats(int argc, char **argv)
 		}
 	}
 	if (optind < argc) {
-		fprintf(stderr, "hotmapctl: usage: stats [--json | --prometheus]\n");
+		fprintf(stderr, "hotmapctl: usage: stats [--json | --prometheus] [--reset]\n");
 		return 2;
 	}
 	c = connect_or_report();
 	if (c == NULL)
 		return 1;
-	if (hm_stats(c, print_stat, &out) < 0) {
+	if ((reset ? hm_stats_reset(c, print_stat, &out) : hm_stats(c, print_stat, &out)) < 0) {
 		report("stats", errno);
 		rc = 1;
 	} else if (out.format == STATS_JSON) {

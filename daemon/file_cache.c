@@ -921,3 +921,17 @@ int file_cache_evict(struct file_cache *cache, bool all, uint64_t dev, uint64_t 
 	}
 	return 0;
 }
+
+void file_cache_reset_counters(struct file_cache *cache)
+{
+	struct storage_counters state;
+
+	if (cache == NULL)
+		return;
+	state = (struct storage_counters){
+		.entries = cache->ctr.entries,
+		.mappings = cache->ctr.mappings,
+		.mapped_bytes = cache->ctr.mapped_bytes,
+	};
+	cache->ctr = state;
+}

@@ -107,6 +107,19 @@ server_stats_foreach(struct server *srv, server_stat_cb cb, void *arg)
 		cb(reason_keys[i], sc.opens_by_reason[i], NULL, arg);
 }
 
+void
+server_stats_reset(struct server *srv)
+{
+	struct server_counters *c = &srv->counters;
+	uint64_t handles = c->handles, clients = c->clients;
+
+	memset(c, 0, sizeof *c);
+	c->handles = handles;
+	c->clients = clients;
+	file_cache_reset_counters(srv->cache);
+	srv->status_requests = 0;
+}
+
 static void
 server_accept_cb(evutil_socket_t fd, short what, void *arg)
 {

@@ -84,6 +84,10 @@ void server_fini(struct server *srv);
 uint64_t server_uptime_us(const struct server *srv);
 bool server_peer_is_admin(const struct server *srv, uid_t uid);
 
+/* Zeroes the counters (totals since start or the last reset), never the
+ * state (clients, handles, files, mappings, mapped bytes, uptime). */
+void server_stats_reset(struct server *srv);
+
 /* Every stat, numeric or text, through one callback: all output formats
  * share this one list of keys (documented in hotmapctl(1)). */
 typedef void (*server_stat_cb)(const char *key, uint64_t value, const char *text, void *arg);

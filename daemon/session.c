@@ -948,7 +948,6 @@ session_stats(struct session *s, uint32_t id, ProtobufCMessage *msg)
 	size_t i;
 	int rc;
 
-	(void)msg;
 	server_stats_foreach(s->srv, stats_add, &b);
 	if (b.failed) {
 		free(b.v);
@@ -964,6 +963,11 @@ session_stats(struct session *s, uint32_t id, ProtobufCMessage *msg)
 	r.n_stats = b.n;
 	r.stats = b.ptrs;
 	rc = peer_send(s->peer, HM_MSG_STATS_REPLY, id, &r.base);
+	/* the reply carries the values as they were; counting starts over */
+	if (((Hotmap__StatsRequest *)msg)->reset) {
+		server_stats_reset(s->srv);
+		log_notice("client %s: counters reset", peer_name(s->peer));
+	}
 	free(b.ptrs);
 	free(b.v);
 	return rc;

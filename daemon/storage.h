@@ -179,6 +179,8 @@ int storage_stat(struct storage_handle *h, struct storage_stat *st);
 int storage_willneed(struct storage_handle *h, uint64_t offset, uint64_t len);
 
 void file_cache_counters(const struct file_cache *cache, struct storage_counters *out);
+/* Zeroes the counters, keeping entries, mappings and mapped_bytes (state). */
+void file_cache_reset_counters(struct file_cache *cache);
 
 /* What an eviction did. */
 struct storage_evicted {

@@ -14,7 +14,7 @@ HOTMAPCTL=${HOTMAPCTL:-client/hotmapctl}
 # Absolute: one test runs hotmapctl from another directory.
 case $HOTMAPD in /*) ;; *) HOTMAPD=$PWD/$HOTMAPD ;; esac
 case $HOTMAPCTL in /*) ;; *) HOTMAPCTL=$PWD/$HOTMAPCTL ;; esac
-PLAN=61
+PLAN=62
 
 n=0
 failed=0
@@ -297,6 +297,23 @@ else
 		"$(cat "$dir/out" "$dir/err")"
 fi
 expect_fail "files --sort with an unknown key exits 2" 2 "unknown sort key" --socket "$sock" files --sort nope
+
+# --- stats --reset -----------------------------------------------------------------
+ctl stats --reset >"$dir/out" 2>"$dir/err"
+rc=$?
+before=$(sed -n 's/^bytes_served  *//p' "$dir/out")
+files_before=$(sed -n 's/^files  *//p' "$dir/out")
+ctl stats >"$dir/out2" 2>>"$dir/err"
+after=$(sed -n 's/^bytes_served  *//p' "$dir/out2")
+files_after=$(sed -n 's/^files  *//p' "$dir/out2")
+if [ $rc -eq 0 ] && [ -n "$before" ] && [ "$before" -gt 0 ] && [ "$after" = 0 ] &&
+   [ -n "$files_before" ] && [ "$files_before" = "$files_after" ] && [ "$files_after" -gt 0 ]; then
+	ok "stats --reset shows the counters, then zeroes them but not the state"
+else
+	not_ok "stats --reset shows the counters, then zeroes them but not the state" \
+		"exit $rc, bytes_served $before -> $after, files $files_before -> $files_after" \
+		"$(cat "$dir/err")"
+fi
 
 # --- evict ---------------------------------------------------------------------------
 ctl evict "$file" >"$dir/out" 2>"$dir/err"
