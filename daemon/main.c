@@ -39,6 +39,8 @@ usage(FILE *f)
 		"  -f, --foreground       stay in the foreground (as under systemd)\n"
 		"  -b, --backend NAME     auto (default), mmap (required) or pread\n"
 		"  -r, --root DIR         allow open by path beneath DIR (repeatable)\n"
+		"  -c, --max-connections-per-uid N\n"
+		"                         connections one uid may hold (default 4096)\n"
 		"  -w, --workers N        threads for reads that may wait for the disk\n"
 		"                         (default: one per core, 2 to 8)\n"
 		"  -v, --verbose          log more (twice: debug)\n"
@@ -115,18 +117,22 @@ main(int argc, char **argv)
 		{ "backend", required_argument, NULL, 'b' },
 		{ "root", required_argument, NULL, 'r' },
 		{ "workers", required_argument, NULL, 'w' },
+		{ "max-connections-per-uid", required_argument, NULL, 'c' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct server_config cfg = { .policy = STORAGE_POLICY_AUTO };
+	struct server_config cfg = {
+		.policy = STORAGE_POLICY_AUTO,
+		.max_per_uid = SERVER_MAX_PER_UID_DEFAULT,
+	};
 	char socket_path[PATH_MAX], err[512];
 	struct server srv;
 	bool foreground = false;
 	int verbose = 0, ready_fd = -1, failed = 0, c, rc;
 
-	while ((c = getopt_long(argc, argv, "s:fb:r:w:vhV", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "s:fb:r:w:c:vhV", opts, NULL)) != -1) {
 		switch (c) {
 		case 's':
 			cfg.socket_path = optarg;
@@ -167,6 +173,21 @@ main(int argc, char **argv)
 				failed = 1;
 			} else {
 				cfg.workers = (unsigned)n;
+			}
+			break;
+		}
+		case 'c': {
+			char *end;
+			unsigned long n;
+
+			errno = 0;
+			n = strtoul(optarg, &end, 10);
+			if (errno != 0 || *end != '\0' || optarg[0] == '-' || n < 1 || n > 1000000) {
+				fprintf(stderr, "hotmapd: --max-connections-per-uid: '%s' is not a number "
+					"from 1 to 1000000\n", optarg);
+				failed = 1;
+			} else {
+				cfg.max_per_uid = (unsigned)n;
 			}
 			break;
 		}

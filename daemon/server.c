@@ -36,6 +36,32 @@ server_uptime_us(const struct server *srv)
 	       (uint64_t)((now.tv_nsec - srv->started.tv_nsec) / 1000);
 }
 
+unsigned
+server_uid_connections(struct server *srv, uid_t uid, int delta)
+{
+	size_t i;
+
+	for (i = 0; i < srv->nuids; i++)
+		if (srv->uids[i].uid == uid)
+			break;
+	if (i == srv->nuids) {
+		struct server_uid_count *v;
+
+		if (delta <= 0)
+			return 0;
+		v = realloc(srv->uids, (srv->nuids + 1) * sizeof *v);
+		if (v == NULL)
+			return 0;	/* not counted: the limit is not applied */
+		srv->uids = v;
+		srv->uids[srv->nuids++] = (struct server_uid_count){ uid, 0 };
+	}
+	if (delta > 0)
+		srv->uids[i].n++;
+	else if (delta < 0 && srv->uids[i].n > 0)
+		srv->uids[i].n--;
+	return srv->uids[i].n;
+}
+
 bool
 server_peer_is_admin(const struct server *srv, uid_t uid)
 {
@@ -88,6 +114,7 @@ server_stats_foreach(struct server *srv, server_stat_cb cb, void *arg)
 			cb(request_keys[i], c->requests[i], NULL, arg);
 	cb("errors_replied", c->errors_replied, NULL, arg);
 	cb("accept_backoffs", c->accept_backoffs, NULL, arg);
+	cb("clients_refused", c->clients_refused, NULL, arg);
 	cb("bytes_served", c->bytes_served, NULL, arg);
 	cb("bytes_shm", c->bytes_shm, NULL, arg);
 	cb("reads_offloaded", c->reads_offloaded, NULL, arg);
@@ -434,6 +461,7 @@ server_fini(struct server *srv)
 		unlink(srv->cfg.socket_path);
 	srv->cache = file_cache_free(srv->cache);
 	resolve_roots_clear(&srv->cfg.roots);
+	free(srv->uids);
 	if (srv->base != NULL)
 		event_base_free(srv->base);
 	memset(srv, 0, sizeof *srv);

@@ -31,7 +31,10 @@ struct server_config {
 	enum storage_policy policy;	/* --backend */
 	struct resolve_roots roots;	/* --root; empty: open by path refused */
 	unsigned workers;		/* --workers; 0: as many as cores, 2 to 8 */
+	unsigned max_per_uid;		/* --max-connections-per-uid */
 };
+
+#define SERVER_MAX_PER_UID_DEFAULT	4096
 
 /* Counters of the service layer.  The storage core keeps its own. */
 struct server_counters {
@@ -44,6 +47,7 @@ struct server_counters {
 	uint64_t reads_offloaded;		/* reads handed to workers */
 	uint64_t warms;				/* warm requests, and opens with warm */
 	uint64_t accept_backoffs;		/* accept paused: out of descriptors */
+	uint64_t clients_refused;		/* over --max-connections-per-uid */
 	uint64_t handles;			/* handles open now, all sessions */
 	uint64_t clients;			/* connected now */
 };
@@ -69,6 +73,12 @@ struct server {
 	struct session *sessions;	/* doubly linked through session */
 	struct timespec started;	/* CLOCK_MONOTONIC */
 	uid_t uid;			/* admins: uid 0 and this uid */
+
+	struct server_uid_count {
+		uid_t uid;
+		unsigned n;
+	} *uids;			/* connections per client uid */
+	size_t nuids;
 };
 
 /* Takes ownership of cfg->roots.  Negative errno; err names the problem. */
@@ -82,6 +92,10 @@ int server_run(struct server *srv);
 void server_fini(struct server *srv);
 
 uint64_t server_uptime_us(const struct server *srv);
+
+/* Counts a connection of uid in (delta 1) or out (delta -1), or only
+ * looks (0); returns the connections of uid now. */
+unsigned server_uid_connections(struct server *srv, uid_t uid, int delta);
 bool server_peer_is_admin(const struct server *srv, uid_t uid);
 
 /* Zeroes the counters (totals since start or the last reset), never the

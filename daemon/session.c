@@ -272,6 +272,7 @@ session_hello(struct session *s, uint32_t id, ProtobufCMessage *msg)
 	Hotmap__Hello *m = (Hotmap__Hello *)msg;
 	Hotmap__HelloReply r = HOTMAP__HELLO_REPLY__INIT;
 	char shm_error[160];
+	unsigned n;
 
 	if (s->hello_done)
 		return session_error(s, id, EPROTO, "HELLO sent twice");
@@ -280,6 +281,16 @@ session_hello(struct session *s, uint32_t id, ProtobufCMessage *msg)
 			      "protocol version %u is not supported; this daemon speaks %u",
 			      m->version, HM_PROTO_VERSION);
 		peer_close_after_flush(s->peer, "unsupported protocol version in HELLO");
+		return 0;
+	}
+	n = server_uid_connections(s->srv, peer_uid(s->peer), 0);
+	if (s->srv->cfg.max_per_uid > 0 && n > s->srv->cfg.max_per_uid) {
+		/* answered, so that the client learns why, then closed */
+		s->srv->counters.clients_refused++;
+		session_error(s, id, EUSERS, "uid %ld has %u connections, the most hotmapd allows "
+			      "(--max-connections-per-uid %u)", (long)peer_uid(s->peer), n - 1,
+			      s->srv->cfg.max_per_uid);
+		peer_close_after_flush(s->peer, "too many connections for its uid");
 		return 0;
 	}
 	s->hello_done = true;
@@ -1060,6 +1071,7 @@ session_new(struct server *srv, int fd)
 		s->next->prev = s;
 	srv->sessions = s;
 	srv->counters.clients++;
+	server_uid_connections(srv, peer_uid(s->peer), 1);
 	srv->counters.clients_total++;
 	log_info("client %s: connected", peer_name(s->peer));
 	return 0;
@@ -1090,6 +1102,7 @@ session_free(struct session *s)
 	s->nhandles = 0;
 	session_unlink(s);
 	s->srv->counters.clients--;
+	server_uid_connections(s->srv, peer_uid(s->peer), -1);
 	peer_free(s->peer);
 	s->peer = NULL;
 	if (s->inflight > 0) {

@@ -152,8 +152,8 @@ static void
 exec_daemon(const struct harness *h, const char *prog, const struct harness_opts *opts,
 	    pid_t parent)
 {
-	const char *argv[12];
-	int i = 0, fd, maxfd;
+	const char *argv[16];
+	int i = 0, j, fd, maxfd;
 
 	/* A test that crashes must not leave its daemon running. */
 	if (prctl(PR_SET_PDEATHSIG, SIGTERM) < 0 || getppid() != parent)
@@ -171,6 +171,8 @@ exec_daemon(const struct harness *h, const char *prog, const struct harness_opts
 		argv[i++] = "--root";
 		argv[i++] = h->root;
 	}
+	for (j = 0; j < 4 && opts->extra[j] != NULL; j++)
+		argv[i++] = opts->extra[j];
 	argv[i++] = "-v";
 	argv[i] = NULL;
 

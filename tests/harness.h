@@ -30,6 +30,7 @@ struct harness_opts {
 	const char *backend;	/* --backend NAME; NULL: the default (auto) */
 	bool with_root;		/* --root DIR/root */
 	bool keep_notify;	/* pass NOTIFY_SOCKET and WATCHDOG_USEC on */
+	const char *extra[4];	/* more options for hotmapd, NULL-terminated */
 };
 
 struct harness {

@@ -877,6 +877,55 @@ test_evict(void **state)
 	hm_disconnect(c);
 }
 
+/* Connects, retrying while EUSERS: connections the harness made to see
+ * the daemon up may not be counted out yet. */
+static hm_client *
+connect_when_room(struct harness *h)
+{
+	hm_client *c = NULL;
+	int i;
+
+	for (i = 0; i < 200 && c == NULL; i++) {
+		c = hm_connect(h->sock);
+		if (c == NULL) {
+			assert_int_equal(errno, EUSERS);
+			usleep(10000);
+		}
+	}
+	assert_non_null(c);
+	return c;
+}
+
+/* --max-connections-per-uid: the connection past the limit is refused at
+ * HELLO with EUSERS and a message that says why; once one closes, the
+ * next is let in. */
+static void
+test_connections_per_uid(void **state)
+{
+	struct harness *h = *state;
+	hm_client *c[3], *extra;
+	int i;
+
+	for (i = 0; i < 3; i++)
+		c[i] = connect_when_room(h);
+	errno = 0;
+	extra = hm_connect(h->sock);
+	assert_null(extra);
+	assert_int_equal(errno, EUSERS);
+	assert_non_null(strstr(hm_last_error(), "max-connections-per-uid 3"));
+	/* the others are still served */
+	assert_int_equal(hm_ping(c[0], NULL), 0);
+	assert_int_equal(harness_stat(c[1], "clients_refused"), 1);
+	hm_disconnect(c[2]);
+	c[2] = connect_when_room(h);
+	for (i = 0; i < 3; i++)
+		hm_disconnect(c[i]);
+}
+
+static const struct harness_opts opts_three_per_uid = {
+	.extra = { "--max-connections-per-uid", "3", NULL },
+};
+
 #define T(fn, o) cmocka_unit_test_prestate_setup_teardown(fn, setup, teardown, (void *)&(o))
 
 int
@@ -899,6 +948,7 @@ main(void)
 		T(test_shutdown_mid_stream, opts_default),
 		T(test_files_listing, opts_default),
 		T(test_evict, opts_default),
+		T(test_connections_per_uid, opts_three_per_uid),
 	};
 
 	return cmocka_run_group_tests_name("fastpath", tests, NULL, NULL);
