@@ -41,6 +41,7 @@ usage(FILE *f)
 		"  -r, --root DIR         allow open by path beneath DIR (repeatable)\n"
 		"  -c, --max-connections-per-uid N\n"
 		"                         connections one uid may hold (default 4096)\n"
+		"  -i, --idle-timeout S   close connections idle for S seconds (default 0: never)\n"
 		"  -w, --workers N        threads for reads that may wait for the disk\n"
 		"                         (default: one per core, 2 to 8)\n"
 		"  -v, --verbose          log more (twice: debug)\n"
@@ -118,6 +119,7 @@ main(int argc, char **argv)
 		{ "root", required_argument, NULL, 'r' },
 		{ "workers", required_argument, NULL, 'w' },
 		{ "max-connections-per-uid", required_argument, NULL, 'c' },
+		{ "idle-timeout", required_argument, NULL, 'i' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
@@ -132,7 +134,7 @@ main(int argc, char **argv)
 	bool foreground = false;
 	int verbose = 0, ready_fd = -1, failed = 0, c, rc;
 
-	while ((c = getopt_long(argc, argv, "s:fb:r:w:c:vhV", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "s:fb:r:w:c:i:vhV", opts, NULL)) != -1) {
 		switch (c) {
 		case 's':
 			cfg.socket_path = optarg;
@@ -188,6 +190,21 @@ main(int argc, char **argv)
 				failed = 1;
 			} else {
 				cfg.max_per_uid = (unsigned)n;
+			}
+			break;
+		}
+		case 'i': {
+			char *end;
+			unsigned long n;
+
+			errno = 0;
+			n = strtoul(optarg, &end, 10);
+			if (errno != 0 || *end != '\0' || optarg[0] == '-' || n > 86400 * 365) {
+				fprintf(stderr, "hotmapd: --idle-timeout: '%s' is not a number of seconds "
+					"(0 for never)\n", optarg);
+				failed = 1;
+			} else {
+				cfg.idle_timeout_s = (unsigned)n;
 			}
 			break;
 		}

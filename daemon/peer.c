@@ -29,6 +29,8 @@ struct peer {
 	struct event *ev_write;
 	struct event *ev_flush;		/* close_after_flush deadline */
 	struct event *ev_kick;		/* peer_kick */
+	struct event *ev_idle;		/* peer_set_idle_timeout */
+	unsigned idle_s;
 	struct evbuffer *in;
 	struct evbuffer *out;
 	const struct peer_ops *ops;
@@ -247,6 +249,11 @@ peer_read_cb(evutil_socket_t fd, short what, void *arg)
 	}
 	vec.iov_len = (size_t)n;
 	evbuffer_commit_space(p->in, &vec, 1);
+	if (p->idle_s > 0) {
+		struct timeval tv = { (time_t)p->idle_s, 0 };
+
+		evtimer_add(p->ev_idle, &tv);	/* re-arms */
+	}
 	peer_process(p);
 	peer_write_now(p);
 out:
@@ -327,6 +334,37 @@ peer_kick_cb(evutil_socket_t fd, short what, void *arg)
 	peer_finish(p);
 }
 
+static void
+peer_idle_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct peer *p = arg;
+	struct timeval tv = { (time_t)p->idle_s, 0 };
+
+	(void)fd;
+	(void)what;
+	/* a client waiting for its replies, or for work in flight, is not
+	 * idle */
+	if (p->paused || evbuffer_get_length(p->out) > 0 || evbuffer_get_length(p->in) > 0) {
+		evtimer_add(p->ev_idle, &tv);
+		return;
+	}
+	p->clean = true;
+	peer_fail(p, "idle for %u s: closed", p->idle_s);
+	peer_finish(p);
+}
+
+void
+peer_set_idle_timeout(struct peer *p, unsigned seconds)
+{
+	struct timeval tv = { (time_t)seconds, 0 };
+
+	p->idle_s = seconds;
+	if (seconds == 0)
+		event_del(p->ev_idle);
+	else
+		evtimer_add(p->ev_idle, &tv);
+}
+
 void
 peer_kick(struct peer *p)
 {
@@ -405,8 +443,9 @@ peer_new(struct event_base *base, int fd, const struct peer_ops *ops, void *arg)
 	p->ev_write = event_new(base, fd, EV_WRITE | EV_PERSIST, peer_write_cb, p);
 	p->ev_flush = evtimer_new(base, peer_flush_timeout_cb, p);
 	p->ev_kick = event_new(base, -1, 0, peer_kick_cb, p);
+	p->ev_idle = evtimer_new(base, peer_idle_cb, p);
 	if (p->in == NULL || p->out == NULL || p->ev_read == NULL || p->ev_write == NULL ||
-	    p->ev_flush == NULL || p->ev_kick == NULL) {
+	    p->ev_flush == NULL || p->ev_kick == NULL || p->ev_idle == NULL) {
 		p->fd = -1;	/* the caller still owns fd on failure */
 		peer_free(p);
 		return NULL;
@@ -428,6 +467,8 @@ peer_free(struct peer *p)
 		event_free(p->ev_flush);
 	if (p->ev_kick != NULL)
 		event_free(p->ev_kick);
+	if (p->ev_idle != NULL)
+		event_free(p->ev_idle);
 	if (p->in != NULL)
 		evbuffer_free(p->in);
 	if (p->out != NULL)

@@ -95,6 +95,10 @@ size_t peer_output_pending(const struct peer *p);
 /* While paused, no frame is dispatched; drain is called instead. */
 void peer_set_paused(struct peer *p, bool paused);
 
+/* Closes the connection (cleanly, with "idle") once the client has sent
+ * nothing for seconds while no reply or work of its is pending.  0: never. */
+void peer_set_idle_timeout(struct peer *p, unsigned seconds);
+
 /* Claims the oldest descriptor received and not yet claimed: the fd, or
  * -EBADF when the client sent none. */
 int peer_take_fd(struct peer *p);

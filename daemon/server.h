@@ -32,6 +32,7 @@ struct server_config {
 	struct resolve_roots roots;	/* --root; empty: open by path refused */
 	unsigned workers;		/* --workers; 0: as many as cores, 2 to 8 */
 	unsigned max_per_uid;		/* --max-connections-per-uid */
+	unsigned idle_timeout_s;	/* --idle-timeout; 0: never */
 };
 
 #define SERVER_MAX_PER_UID_DEFAULT	4096

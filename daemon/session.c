@@ -1035,7 +1035,7 @@ session_closed(struct peer *p, bool clean, const char *why, void *arg)
 
 	(void)p;
 	if (clean)
-		log_info("client %s: disconnected", peer_name(s->peer));
+		log_info("client %s: disconnected: %s", peer_name(s->peer), why);
 	else {
 		s->srv->counters.clients_dropped++;
 		log_warn("client %s: disconnecting: %s", peer_name(s->peer), why);
@@ -1066,6 +1066,7 @@ session_new(struct server *srv, int fd)
 		free(s);
 		return -ENOMEM;
 	}
+	peer_set_idle_timeout(s->peer, srv->cfg.idle_timeout_s);
 	s->next = srv->sessions;
 	if (s->next != NULL)
 		s->next->prev = s;

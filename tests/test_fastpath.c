@@ -922,6 +922,35 @@ test_connections_per_uid(void **state)
 		hm_disconnect(c[i]);
 }
 
+/* --idle-timeout: a client that sends nothing for that long is closed
+ * (it then sees ECONNRESET or EPIPE); one that keeps asking stays. */
+static void
+test_idle_timeout(void **state)
+{
+	struct harness *h = *state;
+	size_t mark = harness_log_mark(h);
+	hm_client *quiet, *busy;
+	int i;
+
+	quiet = harness_connect(h);
+	busy = harness_connect(h);
+	assert_int_equal(hm_ping(quiet, NULL), 0);
+	for (i = 0; i < 8; i++) {
+		usleep(250000);
+		assert_int_equal(hm_ping(busy, NULL), 0);
+	}
+	errno = 0;
+	assert_int_equal(hm_ping(quiet, NULL), -1);
+	assert_true(errno == ECONNRESET || errno == EPIPE);
+	assert_true(harness_log_find(h, mark, "idle for 1 s", NULL));
+	hm_disconnect(quiet);
+	hm_disconnect(busy);
+}
+
+static const struct harness_opts opts_idle_1s = {
+	.extra = { "--idle-timeout", "1", NULL },
+};
+
 static const struct harness_opts opts_three_per_uid = {
 	.extra = { "--max-connections-per-uid", "3", NULL },
 };
@@ -949,6 +978,7 @@ main(void)
 		T(test_files_listing, opts_default),
 		T(test_evict, opts_default),
 		T(test_connections_per_uid, opts_three_per_uid),
+		T(test_idle_timeout, opts_idle_1s),
 	};
 
 	return cmocka_run_group_tests_name("fastpath", tests, NULL, NULL);
