@@ -51,6 +51,26 @@ usage(FILE *f)
 		"See hotmapd(8).\n");
 }
 
+/* A decimal option value from min to max into *out: 0, or 1 after saying
+ * what is wrong. */
+static int
+parse_number(const char *option, const char *arg, unsigned long min, unsigned long max,
+	     unsigned *out)
+{
+	unsigned long n;
+	char *end;
+
+	errno = 0;
+	n = strtoul(arg, &end, 10);
+	if (errno != 0 || end == arg || *end != '\0' || arg[0] == '-' || n < min || n > max) {
+		fprintf(stderr, "hotmapd: %s: '%s' is not a number from %lu to %lu\n", option, arg,
+			min, max);
+		return 1;
+	}
+	*out = (unsigned)n;
+	return 0;
+}
+
 /* Descriptors are the daemon's scarcest resource: one per cached file. */
 static void
 raise_nofile_limit(void)
@@ -163,51 +183,17 @@ main(int argc, char **argv)
 				failed = 1;
 			}
 			break;
-		case 'w': {
-			char *end;
-			unsigned long n;
-
-			errno = 0;
-			n = strtoul(optarg, &end, 10);
-			if (errno != 0 || *end != '\0' || optarg[0] == '-' || n < 1 || n > 256) {
-				fprintf(stderr, "hotmapd: --workers: '%s' is not a number from 1 to 256\n",
-					optarg);
-				failed = 1;
-			} else {
-				cfg.workers = (unsigned)n;
-			}
+		case 'w':
+			failed |= parse_number("--workers", optarg, 1, 256, &cfg.workers);
 			break;
-		}
-		case 'c': {
-			char *end;
-			unsigned long n;
-
-			errno = 0;
-			n = strtoul(optarg, &end, 10);
-			if (errno != 0 || *end != '\0' || optarg[0] == '-' || n < 1 || n > 1000000) {
-				fprintf(stderr, "hotmapd: --max-connections-per-uid: '%s' is not a number "
-					"from 1 to 1000000\n", optarg);
-				failed = 1;
-			} else {
-				cfg.max_per_uid = (unsigned)n;
-			}
+		case 'c':
+			failed |= parse_number("--max-connections-per-uid", optarg, 1, 1000000,
+					       &cfg.max_per_uid);
 			break;
-		}
-		case 'i': {
-			char *end;
-			unsigned long n;
-
-			errno = 0;
-			n = strtoul(optarg, &end, 10);
-			if (errno != 0 || *end != '\0' || optarg[0] == '-' || n > 86400 * 365) {
-				fprintf(stderr, "hotmapd: --idle-timeout: '%s' is not a number of seconds "
-					"(0 for never)\n", optarg);
-				failed = 1;
-			} else {
-				cfg.idle_timeout_s = (unsigned)n;
-			}
+		case 'i':
+			failed |= parse_number("--idle-timeout", optarg, 0, 86400 * 365,
+					       &cfg.idle_timeout_s);
 			break;
-		}
 		case 'v':
 			verbose++;
 			break;
