@@ -20,6 +20,17 @@
  *              when their only handle closes.
  * Every entry is also on the cache's list of all entries, so that
  * file_cache_free() reaches the stale and private ones too.
+ *
+ * A cached entry with no handle is idle, and on one of two idle lists:
+ * mapped or not.  Both are ordered by the moment the entry became idle
+ * (its last handle closed), most recent at the head; entries leave them
+ * only when opened again or freed.  So each list is sorted by idle_since,
+ * its tail is its least recently used entry, and the oldest idle entry of
+ * all is the older of the two tails: the budget drops from the tails
+ * (mapped bytes from the mapped list only, since dropping an unmapped
+ * entry frees no mapped bytes) and the sweep stops at the first entry not
+ * idle long enough.  Reads never touch the lists: an entry being read has
+ * a handle, so it is not on one.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -34,6 +45,7 @@
 #include <limits.h>
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,6 +65,13 @@
 /* Largest off_t, without assuming its width (32-bit builds without
  * large-file support have a 32-bit off_t). */
 #define CACHE_OFF_MAX ((uint64_t)(((uint64_t)1 << (sizeof(off_t) * CHAR_BIT - 1)) - 1))
+
+/* An intrusive, circular, doubly linked list node; a list is a sentinel
+ * node.  A node on no list has next == NULL. */
+struct lru_node {
+	struct lru_node *prev;
+	struct lru_node *next;
+};
 
 enum fs_class {
 	FS_LOCAL,
@@ -74,7 +93,12 @@ struct file_entry {
 
 	unsigned refs;			/* open handles */
 	bool hashed;			/* cached: reachable from the hash */
+	bool unkept;			/* made past max_files: freed at its last close */
 	int map_errno;			/* mmap failed once: never retried */
+
+	/* On an idle list while hashed with refs == 0 (see the top). */
+	struct lru_node lru;
+	uint64_t idle_since_ns;		/* CLOCK_MONOTONIC when it became idle */
 
 	/* For listings (file_cache_foreach); the loop thread updates them. */
 	uint64_t hits;			/* opens that found this entry */
@@ -91,8 +115,14 @@ struct file_cache {
 	struct file_entry **buckets;
 	size_t nbuckets;		/* a power of two */
 	size_t nhashed;
+	size_t nkept;			/* hashed and not unkept: what max_files bounds */
 	struct file_entry *all;
 	struct storage_counters ctr;
+
+	struct storage_limits limits;
+	struct lru_node idle_mapped;	/* idle entries with a mapping */
+	struct lru_node idle_unmapped;	/* idle entries without one */
+	uint64_t idle_mapped_bytes;	/* sum of map_len over idle_mapped */
 };
 
 static const char *const reason_names[STORAGE_REASON__COUNT] = {
@@ -104,6 +134,7 @@ static const char *const reason_names[STORAGE_REASON__COUNT] = {
 	[STORAGE_REASON_PSEUDO_FS] = "pseudo-fs",
 	[STORAGE_REASON_MMAP_FAILED] = "mmap-failed",
 	[STORAGE_REASON_TOO_LARGE] = "too-large",
+	[STORAGE_REASON_OVER_BUDGET] = "over-budget",
 };
 
 const char *storage_reason_name(enum storage_reason reason)
@@ -146,6 +177,11 @@ static uint64_t now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t file_cache_clock_ms(void)
+{
+	return now_ns() / 1000000u;
 }
 
 /* --- file system classification ------------------------------------- */
@@ -249,6 +285,8 @@ static void cache_insert(struct file_cache *cache, struct file_entry *e)
 	cache->buckets[k] = e;
 	e->hashed = true;
 	cache->nhashed++;
+	if (!e->unkept)
+		cache->nkept++;
 }
 
 static void cache_unhash(struct file_cache *cache, struct file_entry *e)
@@ -267,6 +305,76 @@ static void cache_unhash(struct file_cache *cache, struct file_entry *e)
 	e->hash_next = NULL;
 	e->hashed = false;
 	cache->nhashed--;
+	if (!e->unkept)
+		cache->nkept--;
+}
+
+/* --- idle lists (see the top of the file) ---------------------------------- */
+
+static void lru_init(struct lru_node *list)
+{
+	list->prev = list;
+	list->next = list;
+}
+
+static bool lru_empty(const struct lru_node *list)
+{
+	return list->next == list;
+}
+
+static struct file_entry *entry_of_lru(struct lru_node *n)
+{
+	return (struct file_entry *)((char *)n - offsetof(struct file_entry, lru));
+}
+
+/* The least recently used entry of a list; NULL when it is empty. */
+static struct file_entry *lru_tail(struct lru_node *list)
+{
+	return lru_empty(list) ? NULL : entry_of_lru(list->prev);
+}
+
+/* e has just lost its last handle: the most recently used idle entry. */
+static void idle_push(struct file_cache *cache, struct file_entry *e)
+{
+	struct lru_node *list = e->file.map != NULL ? &cache->idle_mapped : &cache->idle_unmapped;
+
+	if (e->lru.next != NULL)
+		return;
+	e->idle_since_ns = now_ns();
+	e->lru.prev = list;
+	e->lru.next = list->next;
+	list->next->prev = &e->lru;
+	list->next = &e->lru;
+	if (e->file.map != NULL)
+		cache->idle_mapped_bytes += e->file.map_len;
+}
+
+/*
+ * e is getting a handle, or going.  The mapping of an idle entry never
+ * changes (only an open maps, and nothing unmaps without freeing the entry
+ * after this), so this subtracts what idle_push added.
+ */
+static void idle_remove(struct file_cache *cache, struct file_entry *e)
+{
+	if (e->lru.next == NULL)
+		return;
+	e->lru.prev->next = e->lru.next;
+	e->lru.next->prev = e->lru.prev;
+	e->lru.prev = NULL;
+	e->lru.next = NULL;
+	if (e->file.map != NULL)
+		cache->idle_mapped_bytes -= e->file.map_len;
+}
+
+/* The least recently used idle entry, mapped or not; NULL when none. */
+static struct file_entry *idle_oldest(struct file_cache *cache)
+{
+	struct file_entry *m = lru_tail(&cache->idle_mapped);
+	struct file_entry *u = lru_tail(&cache->idle_unmapped);
+
+	if (m == NULL || u == NULL)
+		return m != NULL ? m : u;
+	return u->idle_since_ns <= m->idle_since_ns ? u : m;
 }
 
 /* --- entries ----------------------------------------------------------- */
@@ -298,6 +406,7 @@ static struct file_entry *entry_new(struct file_cache *cache, int fd,
 
 static void entry_free(struct file_cache *cache, struct file_entry *e)
 {
+	idle_remove(cache, e);
 	cache_unhash(cache, e);
 	if (e->file.map != NULL) {
 		cache->ctr.mappings--;
@@ -339,6 +448,89 @@ static bool entry_matches(const struct file_entry *e, const struct stat *st)
 	       e->ctime.tv_nsec == st->st_ctim.tv_nsec;
 }
 
+/* --- the budget -------------------------------------------------------------- */
+
+/*
+ * Only idle entries are ever dropped here: an entry with a handle may have
+ * a reader copying out of its mapping (on a worker, through a
+ * storage_handle_dup reference), and idle entries have no handle by
+ * definition.  Each step drops one entry, so the cost is what is dropped.
+ */
+
+/* Whether room more kept entries would exceed max_files. */
+static bool files_over(const struct file_cache *cache, uint64_t room)
+{
+	uint64_t max = cache->limits.max_files;
+
+	return max != 0 && (room > max || cache->nkept > max - room);
+}
+
+/* Drops idle entries, least recently used first, until room more kept
+ * entries fit under max_files; whether they do. */
+static bool trim_files(struct file_cache *cache, uint64_t room)
+{
+	while (files_over(cache, room)) {
+		struct file_entry *e = idle_oldest(cache);
+
+		if (e == NULL)
+			return false;
+		cache->ctr.evictions_lru++;
+		entry_free(cache, e);
+	}
+	return true;
+}
+
+/* Whether a new mapping of room bytes would exceed max_mapped_bytes. */
+static bool mapped_over(const struct file_cache *cache, uint64_t room)
+{
+	uint64_t max = cache->limits.max_mapped_bytes;
+
+	return max != 0 && (room > max || cache->ctr.mapped_bytes > max - room);
+}
+
+/* Drops idle mapped entries, least recently used first, until a new
+ * mapping of room bytes fits under max_mapped_bytes; whether it does.
+ * Unmapped idle entries stay: dropping them frees no mapped bytes. */
+static bool trim_mapped(struct file_cache *cache, uint64_t room)
+{
+	while (mapped_over(cache, room)) {
+		struct file_entry *e = lru_tail(&cache->idle_mapped);
+
+		if (e == NULL)
+			return false;
+		cache->ctr.evictions_lru++;
+		entry_free(cache, e);
+	}
+	return true;
+}
+
+/*
+ * Makes room for a new mapping of len bytes; whether it fits.  When even
+ * dropping every idle mapping would not make it fit (the rest have
+ * readers, or len alone is over the budget), drops nothing, since the
+ * opener falls back to pread; unless the mapping will be made anyway
+ * (force): then drops what it can, to stay as close to the budget as the
+ * readers allow.
+ */
+static bool make_room_mapped(struct file_cache *cache, uint64_t len, bool force)
+{
+	uint64_t max = cache->limits.max_mapped_bytes;
+	uint64_t busy = cache->ctr.mapped_bytes - cache->idle_mapped_bytes;
+
+	if (max == 0)
+		return true;
+	if (!force && (len > max || busy > max - len))
+		return false;
+	return trim_mapped(cache, len);
+}
+
+/* Back under the limits as far as idle entries allow. */
+static void trim(struct file_cache *cache)
+{
+	(void)trim_files(cache, 0);
+	(void)trim_mapped(cache, 0);
+}
+
 /* --- the cache ----------------------------------------------------------- */
 
 struct file_cache *file_cache_new(void)
@@ -362,6 +554,15 @@ struct file_cache *file_cache_new(void)
 		free(cache);
 		return NULL;
 	}
+	/* No limits: the cache keeps what it opened, as before budgets. */
+	cache->limits = (struct storage_limits){
+		.max_mapped_bytes = 0,
+		.max_files = 0,
+		.idle_unmap_ms = 0,
+		.network_fs_mmap = false,
+	};
+	lru_init(&cache->idle_mapped);
+	lru_init(&cache->idle_unmapped);
 	return cache;
 }
 
@@ -382,7 +583,7 @@ struct file_cache *file_cache_free(struct file_cache *cache)
  * itself fails.
  */
 static int select_backend(enum storage_policy policy, const struct stat *st,
-			  enum fs_class fs, uint32_t fs_type,
+			  enum fs_class fs, uint32_t fs_type, bool network_fs_mmap,
 			  enum storage_backend *backend, enum storage_reason *reason,
 			  char *err, size_t errlen)
 {
@@ -433,15 +634,18 @@ static int select_backend(enum storage_policy policy, const struct stat *st,
 			*reason = STORAGE_REASON_NOT_REGULAR;
 		else if (fs == FS_PSEUDO)
 			*reason = STORAGE_REASON_PSEUDO_FS;
-		else if (fs == FS_NETWORK)
+		else if (fs == FS_NETWORK && !network_fs_mmap)
 			*reason = STORAGE_REASON_NETWORK_FS;
 		else if (st->st_size == 0)
 			*reason = STORAGE_REASON_EMPTY;
 		else if (too_large)
 			*reason = STORAGE_REASON_TOO_LARGE;
 		else {
+			/* A mapped network file keeps its reason, so that a
+			 * listing shows why it is not local-file. */
 			*backend = STORAGE_BACKEND_MMAP;
-			*reason = STORAGE_REASON_LOCAL_FILE;
+			*reason = fs == FS_NETWORK ? STORAGE_REASON_NETWORK_FS :
+						     STORAGE_REASON_LOCAL_FILE;
 		}
 		return 0;
 	}
@@ -459,7 +663,7 @@ int file_cache_open(struct file_cache *cache, int fd, enum storage_policy policy
 	uint32_t fs_type = 0;
 	struct statfs sfs;
 	struct stat st;
-	bool shared;
+	bool shared, over_files = false, over_mapped = false, fallback = false;
 	int fl, r;
 
 	if (err != NULL && errlen > 0)
@@ -520,7 +724,8 @@ int file_cache_open(struct file_cache *cache, int fd, enum storage_policy policy
 	}
 	shared = S_ISREG(st.st_mode) && fs != FS_PSEUDO;
 
-	r = select_backend(policy, &st, fs, fs_type, &backend, &reason, err, errlen);
+	r = select_backend(policy, &st, fs, fs_type, cache->limits.network_fs_mmap,
+			   &backend, &reason, err, errlen);
 	if (r < 0)
 		goto fail_fd;
 
@@ -535,20 +740,42 @@ int file_cache_open(struct file_cache *cache, int fd, enum storage_policy policy
 		/* The entry already has a descriptor for this file; this one
 		 * has served its purpose (proving read access). */
 		safe_close(fd);
+		/* Off the idle list before anything below drops entries for
+		 * the budget: it is about to get a handle. */
+		idle_remove(cache, e);
 		cache->ctr.cache_hits++;
 		e->hits++;
 	} else {
+		/* Past max_files with every entry in use, the open still
+		 * succeeds: the descriptor is the client's to read. */
+		if (shared && !trim_files(cache, 1))
+			over_files = true;
 		e = entry_new(cache, fd, &st, fs, fs_type);
 		if (e == NULL) {
 			set_err(err, errlen, "out of memory");
 			r = -ENOMEM;
 			goto fail_fd;
 		}
-		if (shared)
+		if (shared) {
+			e->unkept = over_files;	/* before cache_insert counts it */
 			cache_insert(cache, e);
+		}
 		cache->ctr.cache_misses++;
 	}
 	/* fd belongs to the entry, or is closed, from here on. */
+
+	if (backend == STORAGE_BACKEND_MMAP && e->file.map == NULL && e->map_errno == 0 &&
+	    !make_room_mapped(cache, (uint64_t)st.st_size, policy == STORAGE_POLICY_MMAP)) {
+		/* A required mapping is honoured past the budget (see
+		 * storage.h); AUTO reads with pread instead. */
+		if (policy == STORAGE_POLICY_MMAP) {
+			over_mapped = true;
+		} else {
+			backend = STORAGE_BACKEND_PREAD;
+			reason = STORAGE_REASON_OVER_BUDGET;
+			fallback = true;
+		}
+	}
 
 	if (backend == STORAGE_BACKEND_MMAP && e->file.map == NULL) {
 		/* The size validated above is the file's size now: it is the
@@ -561,6 +788,8 @@ int file_cache_open(struct file_cache *cache, int fd, enum storage_policy policy
 			} else {
 				cache->ctr.mappings++;
 				cache->ctr.mapped_bytes += e->file.map_len;
+				if (over_mapped)
+					cache->ctr.mapped_over_budget++;
 			}
 		}
 		if (e->map_errno != 0) {
@@ -569,9 +798,14 @@ int file_cache_open(struct file_cache *cache, int fd, enum storage_policy policy
 				set_err(err, errlen, "mmap required but mmap failed: %s",
 					strerror(e->map_errno));
 				/* A new shared entry stays cached (it remembers
-				 * the failure); a private one cannot get here. */
-				if (e->refs == 0 && !e->hashed)
-					entry_free(cache, e);
+				 * the failure), idle; a private one cannot get
+				 * here, and one past max_files is not kept. */
+				if (e->refs == 0) {
+					if (e->hashed && !e->unkept)
+						idle_push(cache, e);
+					else
+						entry_free(cache, e);
+				}
 				return r;
 			}
 			backend = STORAGE_BACKEND_PREAD;
@@ -587,6 +821,10 @@ int file_cache_open(struct file_cache *cache, int fd, enum storage_policy policy
 	out->reason = reason;
 	out->map_errno = reason == STORAGE_REASON_MMAP_FAILED ? e->map_errno : 0;
 	cache->ctr.opens_by_reason[reason]++;
+	if (fallback)
+		cache->ctr.budget_fallbacks++;
+	if (over_files)
+		cache->ctr.files_over_budget++;
 	return 0;
 
 fail_fd:
@@ -620,8 +858,17 @@ void file_cache_close(struct file_cache *cache, struct storage_handle *h)
 		if (fstat(e->file.fd, &st) == 0 && st.st_nlink == 0)
 			cache_unhash(cache, e);
 	}
-	if (!e->hashed)
+	/* One made past max_files was never kept: it goes with its last
+	 * handle, whatever has become idle since. */
+	if (!e->hashed || e->unkept) {
 		entry_free(cache, e);
+		return;
+	}
+	/* Idle now, and the most recently used of the idle.  If readers
+	 * held the cache over its limits (a required mapping, lowered
+	 * limits), this is the first moment something may go. */
+	idle_push(cache, e);
+	trim(cache);
 }
 
 /* Checks the range as pread(2) would; may lower *len.  0 or -errno. */
@@ -755,6 +1002,9 @@ ssize_t storage_warm_detached(const struct storage_handle *h, uint64_t offset, u
 	return (ssize_t)(end - offset);
 }
 
+/* h is open, so its entry has a handle and is on no idle list: the new
+ * reference keeps it off (and out of the budget's reach) until the last
+ * of them closes. */
 void storage_handle_dup(const struct storage_handle *h, struct storage_handle *out)
 {
 	*out = *h;
@@ -819,14 +1069,16 @@ void file_cache_counters(const struct file_cache *cache, struct storage_counters
 
 /* Percent of the file's pages in memory: the mapping's when there is one
  * (what a read would copy without waiting), else the page cache's through
- * a mapping made for the question.  -1 when it cannot be told. */
-static int entry_resident_percent(const struct file_entry *e, uint64_t size)
+ * a mapping made for the question.  -1 when it cannot be told.  *bytes:
+ * the bytes of the file on those pages, 0 when it cannot be told. */
+static int entry_resident_percent(const struct file_entry *e, uint64_t size, uint64_t *bytes)
 {
 	size_t page = (size_t)sysconf(_SC_PAGESIZE), len, n, i, in = 0;
 	unsigned char *vec;
 	void *map = e->file.map;
 	bool own = false;
 
+	*bytes = 0;
 	if (size == 0)
 		return 100;
 	if (map != NULL) {
@@ -851,7 +1103,16 @@ static int entry_resident_percent(const struct file_entry *e, uint64_t size)
 	free(vec);
 	if (own)
 		munmap(map, len);
-	return n == 0 ? -1 : (int)(in * 100 / n);
+	if (n == 0)
+		return -1;
+	/* Whole pages, but the last one may hold less of the file (and the
+	 * mapping may be longer than a file that has shrunk since). */
+	*bytes = (uint64_t)in * page;
+	if (*bytes > len)
+		*bytes = len;
+	if (*bytes > size)
+		*bytes = size;
+	return (int)(in * 100 / n);
 }
 
 void file_cache_foreach(struct file_cache *cache,
@@ -880,7 +1141,7 @@ void file_cache_foreach(struct file_cache *cache,
 		info.bytes = e->bytes;
 		info.idle_ms = now > e->last_use_ns ? (now - e->last_use_ns) / 1000000u : 0;
 		info.resident_pct = S_ISREG(st.st_mode) && e->fs != FS_PSEUDO ?
-				    entry_resident_percent(e, info.size) : -1;
+				    entry_resident_percent(e, info.size, &info.resident_bytes) : -1;
 		cb(&info, arg);
 	}
 }
@@ -934,4 +1195,53 @@ void file_cache_reset_counters(struct file_cache *cache)
 		.mapped_bytes = cache->ctr.mapped_bytes,
 	};
 	cache->ctr = state;
+}
+
+void file_cache_set_limits(struct file_cache *cache, const struct storage_limits *limits)
+{
+	if (cache == NULL || limits == NULL)
+		return;
+	cache->limits = *limits;
+	/* A lowered budget applies now, as far as idle entries allow; the
+	 * rest follows as readers close (file_cache_close trims). */
+	trim(cache);
+}
+
+void file_cache_get_limits(const struct file_cache *cache, struct storage_limits *out)
+{
+	if (out == NULL)
+		return;
+	if (cache == NULL) {
+		*out = (struct storage_limits){ 0 };
+		return;
+	}
+	*out = cache->limits;
+}
+
+/* Drops the idle entries of one list idle longer than idle_ms at now_ms.
+ * The list is sorted by idle_since (oldest at the tail), so the first
+ * entry young enough ends the walk. */
+static void sweep_list(struct file_cache *cache, struct lru_node *list,
+		       uint64_t now_ms, uint64_t idle_ms)
+{
+	struct file_entry *e;
+
+	while ((e = lru_tail(list)) != NULL) {
+		uint64_t since_ms = e->idle_since_ns / 1000000u;
+
+		/* A now_ms before since_ms (a caller on another clock, or
+		 * an old timestamp) drops nothing rather than wrap. */
+		if (now_ms <= since_ms || now_ms - since_ms <= idle_ms)
+			break;
+		cache->ctr.evictions_idle++;
+		entry_free(cache, e);
+	}
+}
+
+void file_cache_sweep(struct file_cache *cache, uint64_t now_ms)
+{
+	if (cache == NULL || cache->limits.idle_unmap_ms == 0)
+		return;
+	sweep_list(cache, &cache->idle_mapped, now_ms, cache->limits.idle_unmap_ms);
+	sweep_list(cache, &cache->idle_unmapped, now_ms, cache->limits.idle_unmap_ms);
 }

@@ -13,6 +13,11 @@
  *
  * Threading: the cache and its entries are not locked; one thread (the event
  * loop) calls into them.  The guarded copy (guard.h) is thread-safe.
+ *
+ * Memory budget: struct storage_limits bounds the entries kept and the bytes
+ * mapped.  Entries no handle holds sit on a least-recently-used list and
+ * are the only ones ever dropped for the budget: a mapping with a reader is
+ * never unmapped under it.  No read walks that list.
  */
 #ifndef HOTMAP_STORAGE_H
 #define HOTMAP_STORAGE_H
@@ -41,15 +46,18 @@ enum storage_reason {
 	STORAGE_REASON_FORCED = 1,	/* policy MMAP or PREAD asked for it */
 	STORAGE_REASON_NOT_REGULAR = 2,	/* pipe, socket, device, ... */
 	STORAGE_REASON_EMPTY = 3,	/* st_size 0 (procfs files have content) */
-	STORAGE_REASON_NETWORK_FS = 4,	/* NFS, CIFS/SMB, 9p, FUSE, Lustre, Ceph, ... */
+	STORAGE_REASON_NETWORK_FS = 4,	/* NFS, CIFS/SMB, 9p, FUSE, Lustre, Ceph, ...:
+					 * pread, or mmap when network_fs_mmap allows */
 	STORAGE_REASON_PSEUDO_FS = 5,	/* procfs, sysfs, debugfs, ...: st_size lies */
 	STORAGE_REASON_MMAP_FAILED = 6,	/* mmap(2) returned an error */
 	STORAGE_REASON_TOO_LARGE = 7,	/* st_size does not fit in size_t */
+	STORAGE_REASON_OVER_BUDGET = 8,	/* AUTO: max_mapped_bytes is full of readers */
 	STORAGE_REASON__COUNT
 };
 
 /* Short stable name ("local-file", "forced", "not-regular", "empty",
- * "network-fs", "pseudo-fs", "mmap-failed", "too-large"); "unknown" else. */
+ * "network-fs", "pseudo-fs", "mmap-failed", "too-large", "over-budget");
+ * "unknown" else. */
 const char *storage_reason_name(enum storage_reason reason);
 /* "mmap", "pread" or "unknown". */
 const char *storage_backend_name(enum storage_backend backend);
@@ -88,6 +96,42 @@ struct storage_counters {
 	uint64_t bytes_mmap;		/* bytes served by copying out of a mapping */
 	uint64_t bytes_pread;		/* bytes served by pread */
 	uint64_t opens_by_reason[STORAGE_REASON__COUNT];
+	uint64_t evictions_lru;		/* entries dropped to meet max_files or
+					 * max_mapped_bytes, least recently used first */
+	uint64_t evictions_idle;	/* entries dropped by file_cache_sweep */
+	uint64_t budget_fallbacks;	/* AUTO opens given pread because
+					 * max_mapped_bytes was full of readers
+					 * (STORAGE_REASON_OVER_BUDGET) */
+	uint64_t files_over_budget;	/* opens that made an entry past max_files
+					 * with every entry in use: not kept after
+					 * its last handle closes */
+	uint64_t mapped_over_budget;	/* STORAGE_POLICY_MMAP mappings made past
+					 * max_mapped_bytes (honoured, see
+					 * file_cache_open) */
+};
+
+/*
+ * The cache's budget; the daemon may change it at any time
+ * (file_cache_set_limits).  file_cache_new starts with all zero: no limit,
+ * network file systems read with pread.
+ *
+ * An entry is idle when no handle holds it (storage_handle_dup references
+ * count as handles).  Idle entries are ordered by their last use, where the
+ * close of an entry's last handle counts as a use: an entry is in use for
+ * as long as a handle holds it, whether or not it is read.  So the order is
+ * the order in which entries became idle, and the list is never walked to
+ * insert or to find its oldest.
+ */
+struct storage_limits {
+	uint64_t max_mapped_bytes;	/* sum of mapping lengths; 0: no limit */
+	uint64_t max_files;		/* entries kept (cached, with or without
+					 * handles; not stale or private ones);
+					 * 0: no limit */
+	uint64_t idle_unmap_ms;		/* an entry idle longer than this is
+					 * dropped by file_cache_sweep; 0: never */
+	bool network_fs_mmap;		/* false: AUTO reads files on network file
+					 * systems with pread; true: AUTO may map
+					 * them (reason network-fs, backend mmap) */
 };
 
 /* What one read did (for the cache's counters), and how it may do it. */
@@ -98,6 +142,7 @@ struct storage_io {
 	unsigned faults;	/* guarded copies that hit a SIGBUS */
 };
 
+/* A cache with no limits (struct storage_limits all zero). */
 struct file_cache *file_cache_new(void);
 /* Frees the cache and every entry (callers close their handles first;
  * entries still referenced are freed too).  Takes NULL; returns NULL. */
@@ -118,12 +163,31 @@ struct file_cache *file_cache_free(struct file_cache *cache);
  * -ENODEV (not a regular file, or a pseudo file system), -EINVAL (empty),
  * -EFBIG (too large for the address space) or mmap's own errno.  When err is
  * not NULL, a one-line reason without the path is written to it.
+ *
+ * The budget (struct storage_limits) never makes an open fail:
+ *  - a new entry past max_files first drops idle entries, least recently
+ *    used first; when every entry is in use the open succeeds anyway, and
+ *    the entry is freed at its last close instead of kept
+ *    (files_over_budget);
+ *  - a new mapping past max_mapped_bytes first drops idle mapped entries,
+ *    least recently used first.  When it still does not fit because the
+ *    mappings left have readers (or the file alone is larger than the
+ *    budget), AUTO gets pread with STORAGE_REASON_OVER_BUDGET
+ *    (budget_fallbacks), and nothing is dropped for it; STORAGE_POLICY_MMAP
+ *    is honoured: the file is mapped past the budget (mapped_over_budget),
+ *    after dropping what idle mappings it can.  A required mapping is the
+ *    opener's explicit choice, and failing it would depend on what other
+ *    clients hold at that moment.  The overrun lasts until readers close:
+ *    each last close drops idle entries down to the budget again.
  */
 int file_cache_open(struct file_cache *cache, int fd, enum storage_policy policy,
 		    struct storage_handle *out, char *err, size_t errlen);
 
 /* Drops the handle's reference.  An unchanged entry stays cached (and
- * mapped) after its last handle closes; a stale one is freed. */
+ * mapped) after its last handle closes, as the most recently used idle
+ * entry, unless that puts the cache over its limits: then the least
+ * recently used idle entries go.  A stale entry is freed, and so is one
+ * opened past max_files. */
 void file_cache_close(struct file_cache *cache, struct storage_handle *h);
 
 /*
@@ -182,6 +246,27 @@ void file_cache_counters(const struct file_cache *cache, struct storage_counters
 /* Zeroes the counters, keeping entries, mappings and mapped_bytes (state). */
 void file_cache_reset_counters(struct file_cache *cache);
 
+/*
+ * Replaces the limits.  Lowered limits apply at once: idle entries are
+ * dropped, least recently used first, until the cache fits (evictions_lru);
+ * entries with handles stay, and go as their last handles close.  Open
+ * handles keep the backend they were given.  The idle timeout applies at
+ * the next file_cache_sweep.
+ */
+void file_cache_set_limits(struct file_cache *cache, const struct storage_limits *limits);
+void file_cache_get_limits(const struct file_cache *cache, struct storage_limits *out);
+
+/* Milliseconds on CLOCK_MONOTONIC: the clock of file_cache_sweep's now_ms. */
+uint64_t file_cache_clock_ms(void);
+
+/*
+ * Drops the idle entries (no handle) that have been idle for more than
+ * limits.idle_unmap_ms at now_ms (file_cache_clock_ms()'s clock), counted
+ * in evictions_idle; nothing when idle_unmap_ms is 0.  Meant for a timer
+ * (say each second); costs one step per entry dropped, plus one.
+ */
+void file_cache_sweep(struct file_cache *cache, uint64_t now_ms);
+
 /* What an eviction did. */
 struct storage_evicted {
 	unsigned files;			/* entries dropped */
@@ -210,6 +295,8 @@ struct storage_entry_info {
 	uint64_t bytes;			/* bytes read from it */
 	uint64_t idle_ms;		/* since the last open or read */
 	int resident_pct;		/* pages in memory (mincore), -1 unknown */
+	uint64_t resident_bytes;	/* bytes of those pages (at most size);
+					 * 0 when resident_pct is -1 */
 };
 
 /* Calls cb for every entry, cached or stale.  Not for the hot path: each
