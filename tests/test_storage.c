@@ -4,6 +4,9 @@
  * and reads compared byte for byte with pread(2) while the file is
  * truncated, extended, rewritten or replaced.
  *
+ * The memory budget (struct storage_limits): which idle entries go, in what
+ * order, and that a mapping with a reader never does.
+ *
  * Linked with -Wl,--wrap=mmap -Wl,--wrap=fstatfs: the wrappers below pass
  * through to the real calls unless a test arms a failure, a substitute
  * descriptor (to make a mapping fault on demand) or a fake f_type.
@@ -35,6 +38,7 @@
 #include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -373,6 +377,10 @@ static void test_names(void **state)
 	assert_string_equal(storage_reason_name(STORAGE_REASON_PSEUDO_FS), "pseudo-fs");
 	assert_string_equal(storage_reason_name(STORAGE_REASON_MMAP_FAILED), "mmap-failed");
 	assert_string_equal(storage_reason_name(STORAGE_REASON_TOO_LARGE), "too-large");
+	assert_string_equal(storage_reason_name(STORAGE_REASON_OVER_BUDGET), "over-budget");
+	/* Values travel on the wire. */
+	assert_int_equal(STORAGE_REASON_OVER_BUDGET, 8);
+	assert_int_equal(STORAGE_REASON__COUNT, 9);
 	assert_string_equal(storage_reason_name(STORAGE_REASON__COUNT), "unknown");
 	assert_string_equal(storage_reason_name((enum storage_reason)-1), "unknown");
 	assert_string_equal(storage_backend_name(STORAGE_BACKEND_MMAP), "mmap");
@@ -1568,6 +1576,624 @@ static void test_sigbus_recovery_in_read(void **state)
 	close(ref);
 }
 
+/* --- the memory budget ------------------------------------------------------ */
+
+static void set_limits(struct file_cache *c, uint64_t max_mapped_bytes, uint64_t max_files,
+		       uint64_t idle_unmap_ms)
+{
+	const struct storage_limits l = {
+		.max_mapped_bytes = max_mapped_bytes,
+		.max_files = max_files,
+		.idle_unmap_ms = idle_unmap_ms,
+	};
+
+	file_cache_set_limits(c, &l);
+}
+
+struct find {
+	char want[PATH_MAX];
+	unsigned matches;
+	struct storage_entry_info info;
+};
+
+static void find_cb(const struct storage_entry_info *info, void *arg)
+{
+	struct find *fd = arg;
+
+	if (strcmp(info->path, fd->want) == 0 && info->cached) {
+		fd->matches++;
+		fd->info = *info;
+	}
+}
+
+/* Whether the file at path has a cached entry (as file_cache_foreach
+ * lists it); its listing in *out.  Changes nothing in the cache. */
+static bool cached_entry(struct file_cache *c, const char *path, struct storage_entry_info *out)
+{
+	struct find fd = { .matches = 0 };
+
+	assert_non_null(realpath(path, fd.want));
+	file_cache_foreach(c, find_cb, &fd);
+	assert_true(fd.matches <= 1);
+	if (out != NULL)
+		*out = fd.info;
+	return fd.matches == 1;
+}
+
+static bool is_cached(struct file_cache *c, const char *path)
+{
+	return cached_entry(c, path, NULL);
+}
+
+static uint64_t mapped_length_of(struct file_cache *c, const char *path)
+{
+	struct storage_entry_info info;
+
+	assert_true(cached_entry(c, path, &info));
+	return info.mapped_length;
+}
+
+/* Opens, reads a byte of and closes path: its entry becomes the most
+ * recently used idle entry. */
+static void touch(struct file_cache *c, const char *path, enum storage_policy policy)
+{
+	struct storage_handle h;
+	char b;
+
+	assert_int_equal(open_handle(c, path, policy, &h), 0);
+	assert_int_equal(storage_read(c, &h, &b, 1, 0), 1);
+	file_cache_close(c, &h);
+}
+
+static void sleep_ms(unsigned ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
+static void test_budget_defaults(void **state)
+{
+	struct fixture *f = *state;
+	struct storage_limits l = { .max_files = 99, .network_fs_mmap = true };
+	char name[64];
+
+	/* No limit, network file systems read with pread: as before. */
+	file_cache_get_limits(f->cache, &l);
+	assert_int_equal(l.max_mapped_bytes, 0);
+	assert_int_equal(l.max_files, 0);
+	assert_int_equal(l.idle_unmap_ms, 0);
+	assert_false(l.network_fs_mmap);
+
+	for (int i = 0; i < 40; i++) {
+		snprintf(name, sizeof(name), "default%d", i);
+		make_file(name, ps + (size_t)i, (unsigned)i);
+		touch(f->cache, tpath(name), STORAGE_POLICY_AUTO);
+	}
+	file_cache_sweep(f->cache, UINT64_MAX);	/* idle_unmap_ms 0: never */
+	assert_int_equal(counters(f->cache).entries, 40);
+	assert_int_equal(counters(f->cache).mappings, 40);
+	assert_int_equal(counters(f->cache).evictions_lru, 0);
+	assert_int_equal(counters(f->cache).evictions_idle, 0);
+	assert_int_equal(counters(f->cache).budget_fallbacks, 0);
+}
+
+/* Budget for two mappings, three files: the least recently used idle one
+ * goes, and touching decides which that is. */
+static void test_budget_lru_order(void **state)
+{
+	struct fixture *f = *state;
+	size_t size = 2 * ps + 7;
+	const char *a = make_file("lru-a", size, 31);
+	const char *b = make_file("lru-b", size, 32);
+	const char *c = make_file("lru-c", size, 33);
+	int ref = open_or_die(c, O_RDONLY);
+	struct storage_handle h;
+	struct storage_counters c0;
+
+	set_limits(f->cache, 2 * size, 0, 0);
+	touch(f->cache, a, STORAGE_POLICY_AUTO);
+	touch(f->cache, b, STORAGE_POLICY_AUTO);
+	assert_int_equal(counters(f->cache).mapped_bytes, 2 * size);
+	/* a again: a hit, same mapping, and now b is the least recent. */
+	c0 = counters(f->cache);
+	touch(f->cache, a, STORAGE_POLICY_AUTO);
+	assert_int_equal(counters(f->cache).cache_hits, c0.cache_hits + 1);
+	assert_int_equal(wrap.mmap_calls, 2);
+
+	assert_int_equal(open_handle(f->cache, c, STORAGE_POLICY_AUTO, &h), 0);
+	expect_backend(&h, STORAGE_BACKEND_MMAP, STORAGE_REASON_LOCAL_FILE);
+	c0 = counters(f->cache);
+	assert_int_equal(c0.evictions_lru, 1);
+	assert_int_equal(c0.entries, 2);
+	assert_int_equal(c0.mappings, 2);
+	assert_int_equal(c0.mapped_bytes, 2 * size);
+	assert_int_equal(c0.budget_fallbacks, 0);
+	assert_true(is_cached(f->cache, a));
+	assert_false(is_cached(f->cache, b));
+	assert_int_equal(check_read(f->cache, &h, ref, 0, size + 10), size);
+	assert_int_equal(counters(f->cache).bytes_mmap - c0.bytes_mmap, size);
+	file_cache_close(f->cache, &h);
+
+	/* Now a is the least recent (c closed after it): b back pushes a out. */
+	touch(f->cache, b, STORAGE_POLICY_AUTO);
+	assert_int_equal(counters(f->cache).evictions_lru, 2);
+	assert_false(is_cached(f->cache, a));
+	assert_true(is_cached(f->cache, b));
+	assert_true(is_cached(f->cache, c));
+	assert_int_equal(counters(f->cache).mapped_bytes, 2 * size);
+	assert_int_equal(counters(f->cache).evictions, 0);	/* requests only */
+	close(ref);
+}
+
+/* A budget full of readers: nothing is unmapped under them, the next AUTO
+ * open reads with pread (over-budget), and reads stay pread's answer. */
+static void test_budget_readers_keep_mappings(void **state)
+{
+	struct fixture *f = *state;
+	size_t size = 3 * ps + 11;
+	const char *a = make_file("busy-a", size, 41);
+	const char *b = make_file("busy-b", size, 42);
+	const char *c = make_file("busy-c", size, 43);
+	int ref_a = open_or_die(a, O_RDONLY), ref_b = open_or_die(b, O_RDONLY);
+	int ref_c = open_or_die(c, O_RDONLY);
+	struct storage_handle ha, hb, job, hc;
+	struct storage_counters c0, c1;
+	struct storage_io io = { .nowait = false };
+	unsigned char *buf = malloc(size), *want = malloc(size);
+
+	assert_non_null(buf);
+	assert_non_null(want);
+	set_limits(f->cache, 2 * size, 0, 0);
+	assert_int_equal(open_handle(f->cache, a, STORAGE_POLICY_AUTO, &ha), 0);
+	assert_int_equal(open_handle(f->cache, b, STORAGE_POLICY_AUTO, &hb), 0);
+	/* A worker's reference is a reader although the handle closed. */
+	storage_handle_dup(&hb, &job);
+	file_cache_close(f->cache, &hb);
+
+	assert_int_equal(open_handle(f->cache, c, STORAGE_POLICY_AUTO, &hc), 0);
+	expect_backend(&hc, STORAGE_BACKEND_PREAD, STORAGE_REASON_OVER_BUDGET);
+	assert_int_equal(hc.map_errno, 0);
+	c0 = counters(f->cache);
+	assert_int_equal(c0.budget_fallbacks, 1);
+	assert_int_equal(c0.opens_by_reason[STORAGE_REASON_OVER_BUDGET], 1);
+	assert_int_equal(c0.evictions_lru, 0);
+	assert_int_equal(c0.mappings, 2);
+	assert_int_equal(c0.mapped_bytes, 2 * size);
+	assert_int_equal(wrap.mmap_calls, 2);
+	assert_int_equal(stat_of(&hc).mapped_length, 0);
+	check_reads_around(f->cache, &hc, ref_c, size);
+	c1 = counters(f->cache);
+	assert_int_equal(c1.bytes_mmap, c0.bytes_mmap);
+	assert_true(c1.bytes_pread > c0.bytes_pread);
+
+	/* A lower budget does not unmap them either. */
+	set_limits(f->cache, 1, 0, 0);
+	c0 = counters(f->cache);
+	assert_int_equal(c0.evictions_lru, 0);
+	assert_int_equal(c0.mappings, 2);
+	assert_int_equal(stat_of(&ha).mapped_length, size);
+	assert_int_equal(stat_of(&job).mapped_length, size);
+	check_read(f->cache, &ha, ref_a, 1, 2 * ps);
+	assert_int_equal(storage_read_detached(&job, buf, size, 0, &io), (ssize_t)size);
+	assert_int_equal(ref_pread(ref_b, want, size, 0), (ssize_t)size);
+	assert_memory_equal(buf, want, size);
+	assert_int_equal(io.bytes_mmap, size);
+	storage_read_finish(f->cache, &job, &io);
+	assert_int_equal(counters(f->cache).bytes_mmap - c0.bytes_mmap, 2 * ps + size);
+
+	/* As readers close, the budget catches up: their entries go. */
+	file_cache_close(f->cache, &ha);
+	assert_int_equal(counters(f->cache).evictions_lru, 1);
+	assert_int_equal(counters(f->cache).mappings, 1);
+	assert_false(is_cached(f->cache, a));
+	file_cache_close(f->cache, &job);
+	assert_int_equal(counters(f->cache).evictions_lru, 2);
+	assert_int_equal(counters(f->cache).mappings, 0);
+	assert_int_equal(counters(f->cache).mapped_bytes, 0);
+	/* The unmapped one is no mapped bytes: it stays. */
+	file_cache_close(f->cache, &hc);
+	assert_int_equal(counters(f->cache).entries, 1);
+	assert_true(is_cached(f->cache, c));
+	assert_int_equal(counters(f->cache).budget_fallbacks, 1);
+	free(buf);
+	free(want);
+	close(ref_a);
+	close(ref_b);
+	close(ref_c);
+}
+
+/* STORAGE_POLICY_MMAP past the budget: honoured and counted, after what
+ * idle mappings can go; the overrun ends when its reader closes. */
+static void test_budget_mmap_required_honoured(void **state)
+{
+	struct fixture *f = *state;
+	size_t size = 2 * ps + 3;
+	/* Five paths: more than tpath() keeps at once. */
+	char a[PATH_MAX], b[PATH_MAX], e[PATH_MAX], big[PATH_MAX], g[PATH_MAX];
+	int ref;
+	struct storage_handle ha, hb, hbig, hg;
+	char err[256];
+	struct storage_counters c0;
+
+	strcpy(a, make_file("req-a", size, 51));
+	strcpy(b, make_file("req-b", size, 52));
+	strcpy(e, make_file("req-e", size, 53));
+	strcpy(big, make_file("req-big", 2 * size, 54));
+	strcpy(g, make_file("req-g", size, 55));
+	ref = open_or_die(big, O_RDONLY);
+	set_limits(f->cache, 3 * size, 0, 0);
+	assert_int_equal(open_handle(f->cache, a, STORAGE_POLICY_AUTO, &ha), 0);
+	assert_int_equal(open_handle(f->cache, b, STORAGE_POLICY_AUTO, &hb), 0);
+	touch(f->cache, e, STORAGE_POLICY_AUTO);
+	assert_int_equal(counters(f->cache).mapped_bytes, 3 * size);
+
+	/* The readers' 2 * size + 2 * size > 3 * size even without e: AUTO
+	 * reads with pread, and drops nothing for it. */
+	assert_int_equal(open_handle(f->cache, big, STORAGE_POLICY_AUTO, &hbig), 0);
+	expect_backend(&hbig, STORAGE_BACKEND_PREAD, STORAGE_REASON_OVER_BUDGET);
+	assert_int_equal(counters(f->cache).evictions_lru, 0);
+	assert_true(is_cached(f->cache, e));
+	file_cache_close(f->cache, &hbig);
+
+	/* Required: honoured, on the same (unmapped) entry. */
+	assert_int_equal(file_cache_open(f->cache, open_or_die(big, O_RDONLY), STORAGE_POLICY_MMAP,
+					 &hbig, err, sizeof(err)), 0);
+	assert_string_equal(err, "");
+	expect_backend(&hbig, STORAGE_BACKEND_MMAP, STORAGE_REASON_FORCED);
+	assert_int_equal(stat_of(&hbig).mapped_length, 2 * size);
+	c0 = counters(f->cache);
+	assert_int_equal(c0.mapped_over_budget, 1);
+	assert_int_equal(c0.budget_fallbacks, 1);
+	assert_int_equal(c0.cache_hits, 1);
+	assert_int_equal(c0.evictions_lru, 1);		/* e, the only idle mapping */
+	assert_false(is_cached(f->cache, e));
+	assert_int_equal(c0.mapped_bytes, 4 * size);
+	assert_int_equal(check_read(f->cache, &hbig, ref, 0, 3 * size), 2 * size);
+	assert_int_equal(counters(f->cache).bytes_mmap - c0.bytes_mmap, 2 * size);
+
+	/* AUTO is not honoured past it. */
+	assert_int_equal(open_handle(f->cache, g, STORAGE_POLICY_AUTO, &hg), 0);
+	expect_backend(&hg, STORAGE_BACKEND_PREAD, STORAGE_REASON_OVER_BUDGET);
+	assert_int_equal(counters(f->cache).budget_fallbacks, 2);
+	assert_int_equal(counters(f->cache).mapped_over_budget, 1);
+
+	/* Its reader gone, the overrun goes too (the only idle mapping). */
+	file_cache_close(f->cache, &hbig);
+	c0 = counters(f->cache);
+	assert_int_equal(c0.evictions_lru, 2);
+	assert_int_equal(c0.mapped_bytes, 2 * size);
+	assert_false(is_cached(f->cache, big));
+	file_cache_close(f->cache, &ha);
+	file_cache_close(f->cache, &hb);
+	file_cache_close(f->cache, &hg);
+	assert_int_equal(counters(f->cache).evictions_lru, 2);	/* within budget */
+	assert_int_equal(counters(f->cache).entries, 3);
+	close(ref);
+}
+
+/* max_files: idle entries go least recently used first, mapped or not;
+ * with every entry in use the open succeeds and the entry is not kept. */
+static void test_budget_max_files(void **state)
+{
+	struct fixture *f = *state;
+	size_t size = ps + 17;
+	const char *a = make_file("files-a", size, 61);
+	const char *b = make_file("files-b", size, 62);
+	const char *c = make_file("files-c", size, 63);
+	const char *d = make_file("files-d", size, 64);
+	int ref = open_or_die(d, O_RDONLY), fd;
+	struct storage_handle ha, hc, hd, hd2, hp;
+	struct storage_counters c0;
+	int pp[2];
+
+	set_limits(f->cache, 0, 2, 0);
+	touch(f->cache, a, STORAGE_POLICY_PREAD);	/* idle, not mapped */
+	touch(f->cache, b, STORAGE_POLICY_AUTO);	/* idle, mapped */
+	touch(f->cache, a, STORAGE_POLICY_PREAD);	/* b is the least recent */
+	assert_int_equal(counters(f->cache).mappings, 1);
+	assert_int_equal(open_handle(f->cache, c, STORAGE_POLICY_AUTO, &hc), 0);
+	c0 = counters(f->cache);
+	assert_int_equal(c0.evictions_lru, 1);
+	assert_int_equal(c0.entries, 2);
+	assert_int_equal(c0.mappings, 1);		/* b's went, c's came */
+	assert_true(is_cached(f->cache, a));
+	assert_false(is_cached(f->cache, b));
+
+	/* Every entry in use. */
+	assert_int_equal(open_handle(f->cache, a, STORAGE_POLICY_AUTO, &ha), 0);
+	fd = open_or_die(d, O_RDONLY);
+	assert_int_equal(file_cache_open(f->cache, fd, STORAGE_POLICY_AUTO, &hd, NULL, 0), 0);
+	expect_backend(&hd, STORAGE_BACKEND_MMAP, STORAGE_REASON_LOCAL_FILE);
+	c0 = counters(f->cache);
+	assert_int_equal(c0.files_over_budget, 1);
+	assert_int_equal(c0.evictions_lru, 1);
+	assert_int_equal(c0.entries, 3);
+	check_reads_around(f->cache, &hd, ref, size);
+	/* A second open shares it; a private entry is not in the budget. */
+	assert_int_equal(open_handle(f->cache, d, STORAGE_POLICY_AUTO, &hd2), 0);
+	assert_ptr_equal(hd2.entry, hd.entry);
+	assert_int_equal(pipe2(pp, O_CLOEXEC), 0);
+	assert_int_equal(file_cache_open(f->cache, pp[0], STORAGE_POLICY_AUTO, &hp, NULL, 0), 0);
+	assert_int_equal(counters(f->cache).files_over_budget, 1);
+	file_cache_close(f->cache, &hp);
+	close(pp[1]);
+
+	/* Not kept after its last handle, though nothing else went. */
+	file_cache_close(f->cache, &hd);
+	assert_false(fd_is_closed(fd));
+	file_cache_close(f->cache, &hd2);
+	assert_true(fd_is_closed(fd));
+	c0 = counters(f->cache);
+	assert_int_equal(c0.entries, 2);
+	assert_int_equal(c0.evictions_lru, 1);
+	assert_false(is_cached(f->cache, d));
+
+	/* The two in the budget stay when closed, then make room again. */
+	file_cache_close(f->cache, &ha);
+	file_cache_close(f->cache, &hc);
+	assert_int_equal(counters(f->cache).entries, 2);
+	touch(f->cache, d, STORAGE_POLICY_AUTO);
+	c0 = counters(f->cache);
+	assert_int_equal(c0.evictions_lru, 2);
+	assert_int_equal(c0.files_over_budget, 1);
+	assert_false(is_cached(f->cache, a));		/* closed before c */
+	assert_true(is_cached(f->cache, c));
+	assert_true(is_cached(f->cache, d));
+
+	/* The least recently used goes though it has no mapping and a
+	 * more recent one has. */
+	touch(f->cache, a, STORAGE_POLICY_PREAD);	/* c goes */
+	touch(f->cache, d, STORAGE_POLICY_AUTO);	/* a is the least recent */
+	assert_int_equal(mapped_length_of(f->cache, a), 0);
+	touch(f->cache, b, STORAGE_POLICY_AUTO);
+	assert_int_equal(counters(f->cache).evictions_lru, 4);
+	assert_false(is_cached(f->cache, a));
+	assert_false(is_cached(f->cache, c));
+	assert_true(is_cached(f->cache, d));
+	assert_true(is_cached(f->cache, b));
+	close(ref);
+}
+
+/* The sweep drops idle entries idle too long, and only those. */
+static void test_idle_sweep(void **state)
+{
+	struct fixture *f = *state;
+	size_t size = ps + 1;
+	const char *a = make_file("idle-a", size, 71);
+	const char *b = make_file("idle-b", size, 72);
+	const char *c = make_file("idle-c", size, 73);
+	struct storage_handle hc;
+	uint64_t t_a, t_b, t_b_done;
+
+	set_limits(f->cache, 0, 0, 10);
+	/* c is held throughout: the oldest use of all, and never idle. */
+	assert_int_equal(open_handle(f->cache, c, STORAGE_POLICY_AUTO, &hc), 0);
+	touch(f->cache, a, STORAGE_POLICY_AUTO);		/* mapped list */
+	t_a = file_cache_clock_ms();			/* a idle since <= t_a */
+	sleep_ms(30);
+	t_b = file_cache_clock_ms();			/* b idle since >= t_b */
+	touch(f->cache, b, STORAGE_POLICY_PREAD);	/* unmapped list */
+	t_b_done = file_cache_clock_ms();
+	assert_true(t_b >= t_a + 30);
+
+	/* Idle at most 10 ms at t_b + 10: b stays; a (>= 40 ms) goes. */
+	file_cache_sweep(f->cache, t_b + 10);
+	assert_int_equal(counters(f->cache).evictions_idle, 1);
+	assert_false(is_cached(f->cache, a));
+	assert_true(is_cached(f->cache, b));
+	assert_true(is_cached(f->cache, c));
+	file_cache_sweep(f->cache, t_b + 10);
+	assert_int_equal(counters(f->cache).evictions_idle, 1);
+	/* A now before the entries' last use drops nothing. */
+	file_cache_sweep(f->cache, 0);
+	assert_int_equal(counters(f->cache).evictions_idle, 1);
+
+	file_cache_sweep(f->cache, t_b_done + 11);
+	assert_int_equal(counters(f->cache).evictions_idle, 2);
+	assert_false(is_cached(f->cache, b));
+	assert_true(is_cached(f->cache, c));		/* a reader: never */
+	assert_int_equal(stat_of(&hc).mapped_length, size);
+	assert_int_equal(counters(f->cache).entries, 1);
+
+	/* 0: never. */
+	file_cache_close(f->cache, &hc);
+	set_limits(f->cache, 0, 0, 0);
+	file_cache_sweep(f->cache, UINT64_MAX);
+	assert_int_equal(counters(f->cache).entries, 1);
+	set_limits(f->cache, 0, 0, 10);
+	file_cache_sweep(f->cache, UINT64_MAX);
+	assert_int_equal(counters(f->cache).entries, 0);
+	assert_int_equal(counters(f->cache).mappings, 0);
+	assert_int_equal(counters(f->cache).evictions_idle, 3);
+	assert_int_equal(counters(f->cache).evictions_lru, 0);
+}
+
+/* Lowered limits apply at once, as far as readers allow. */
+static void test_set_limits_evicts_at_once(void **state)
+{
+	struct fixture *f = *state;
+	size_t size = 2 * ps;
+	const char *a = make_file("low-a", size, 81);
+	const char *b = make_file("low-b", size, 82);
+	const char *c = make_file("low-c", size, 83);
+	const char *h = make_file("low-h", size, 84);
+	int ref = open_or_die(h, O_RDONLY);
+	struct storage_handle hh;
+	struct storage_limits l = { 0 }, got;
+	struct storage_counters c0;
+
+	assert_int_equal(open_handle(f->cache, h, STORAGE_POLICY_AUTO, &hh), 0);
+	touch(f->cache, a, STORAGE_POLICY_AUTO);
+	touch(f->cache, b, STORAGE_POLICY_AUTO);
+	touch(f->cache, c, STORAGE_POLICY_AUTO);
+	assert_int_equal(counters(f->cache).mapped_bytes, 4 * size);
+
+	l.max_mapped_bytes = 2 * size;
+	file_cache_set_limits(f->cache, &l);
+	file_cache_get_limits(f->cache, &got);
+	assert_int_equal(got.max_mapped_bytes, 2 * size);
+	c0 = counters(f->cache);
+	assert_int_equal(c0.evictions_lru, 2);
+	assert_int_equal(c0.mapped_bytes, 2 * size);
+	assert_false(is_cached(f->cache, a));
+	assert_false(is_cached(f->cache, b));
+	assert_true(is_cached(f->cache, c));
+
+	l.max_files = 1;
+	file_cache_set_limits(f->cache, &l);
+	assert_int_equal(counters(f->cache).evictions_lru, 3);
+	assert_false(is_cached(f->cache, c));
+	assert_true(is_cached(f->cache, h));
+
+	/* Below what the reader holds: it keeps its mapping. */
+	l.max_mapped_bytes = 1;
+	file_cache_set_limits(f->cache, &l);
+	c0 = counters(f->cache);
+	assert_int_equal(c0.evictions_lru, 3);
+	assert_int_equal(c0.mapped_bytes, size);
+	assert_int_equal(mapped_length_of(f->cache, h), size);
+	check_read(f->cache, &hh, ref, 3, size);
+	assert_int_equal(counters(f->cache).bytes_mmap - c0.bytes_mmap, size - 3);
+
+	/* Raised again before it closes: it stays. */
+	l = (struct storage_limits){ 0 };
+	file_cache_set_limits(f->cache, &l);
+	file_cache_close(f->cache, &hh);
+	assert_int_equal(counters(f->cache).entries, 1);
+	assert_int_equal(counters(f->cache).evictions_lru, 3);
+	close(ref);
+}
+
+static void test_budget_counters_reset(void **state)
+{
+	struct fixture *f = *state;
+	size_t size = ps + 9;
+	const char *a = make_file("rst-a", size, 91);
+	const char *b = make_file("rst-b", size, 92);
+	const char *c = make_file("rst-c", size, 93);
+	struct storage_handle ha, hb, hc;
+	struct storage_evicted ev;
+	struct storage_limits got;
+	struct storage_counters c0, c1;
+
+	set_limits(f->cache, size, 1, 5);
+	touch(f->cache, a, STORAGE_POLICY_AUTO);
+	touch(f->cache, b, STORAGE_POLICY_AUTO);		/* a goes (lru) */
+	assert_int_equal(open_handle(f->cache, b, STORAGE_POLICY_AUTO, &hb), 0);
+	assert_int_equal(open_handle(f->cache, c, STORAGE_POLICY_AUTO, &hc), 0);	/* over both */
+	expect_backend(&hc, STORAGE_BACKEND_PREAD, STORAGE_REASON_OVER_BUDGET);
+	assert_int_equal(open_handle(f->cache, a, STORAGE_POLICY_MMAP, &ha), 0);	/* honoured */
+	file_cache_close(f->cache, &hc);
+	file_cache_close(f->cache, &ha);
+	file_cache_close(f->cache, &hb);
+	file_cache_sweep(f->cache, UINT64_MAX);		/* b goes (idle) */
+	touch(f->cache, c, STORAGE_POLICY_AUTO);
+	assert_int_equal(file_cache_evict(f->cache, true, 0, 0, &ev), 0);
+	assert_int_equal(ev.files, 1);
+
+	c0 = counters(f->cache);
+	assert_int_equal(c0.evictions_lru, 1);
+	assert_int_equal(c0.evictions_idle, 1);
+	assert_int_equal(c0.evictions, 1);
+	assert_int_equal(c0.budget_fallbacks, 1);
+	assert_int_equal(c0.files_over_budget, 2);	/* c, then a */
+	assert_int_equal(c0.mapped_over_budget, 1);
+	assert_int_equal(c0.entries, 0);
+
+	/* State survives a reset; counters do not, nor do limits change. */
+	assert_int_equal(open_handle(f->cache, a, STORAGE_POLICY_AUTO, &ha), 0);
+	c0 = counters(f->cache);
+	file_cache_reset_counters(f->cache);
+	c1 = counters(f->cache);
+	assert_int_equal(c1.evictions_lru, 0);
+	assert_int_equal(c1.evictions_idle, 0);
+	assert_int_equal(c1.evictions, 0);
+	assert_int_equal(c1.budget_fallbacks, 0);
+	assert_int_equal(c1.files_over_budget, 0);
+	assert_int_equal(c1.mapped_over_budget, 0);
+	assert_int_equal(c1.opens_by_reason[STORAGE_REASON_OVER_BUDGET], 0);
+	assert_int_equal(c1.entries, c0.entries);
+	assert_int_equal(c1.mappings, c0.mappings);
+	assert_int_equal(c1.mapped_bytes, c0.mapped_bytes);
+	assert_int_equal(c1.mapped_bytes, size);
+	file_cache_get_limits(f->cache, &got);
+	assert_int_equal(got.max_mapped_bytes, size);
+	assert_int_equal(got.max_files, 1);
+	assert_int_equal(got.idle_unmap_ms, 5);
+
+	/* And they count on from zero. */
+	assert_int_equal(open_handle(f->cache, b, STORAGE_POLICY_AUTO, &hb), 0);
+	expect_backend(&hb, STORAGE_BACKEND_PREAD, STORAGE_REASON_OVER_BUDGET);
+	assert_int_equal(counters(f->cache).budget_fallbacks, 1);
+	assert_int_equal(counters(f->cache).files_over_budget, 1);
+	file_cache_close(f->cache, &hb);
+	file_cache_close(f->cache, &ha);
+}
+
+/* network_fs_mmap: AUTO may map network files; open handles keep theirs. */
+static void test_network_fs_mmap_limit(void **state)
+{
+	struct fixture *f = *state;
+	size_t size = 2 * ps + 5;
+	const char *p = make_file("netmap", size, 95);
+	int ref = open_or_die(p, O_RDONLY);
+	struct storage_limits l = { .network_fs_mmap = true };
+	struct storage_handle h1, h2, h3;
+	struct storage_counters c0;
+
+	wrap.fake_f_type = 0x6969;	/* NFS */
+	assert_int_equal(open_handle(f->cache, p, STORAGE_POLICY_AUTO, &h1), 0);
+	expect_backend(&h1, STORAGE_BACKEND_PREAD, STORAGE_REASON_NETWORK_FS);
+	assert_int_equal(counters(f->cache).mappings, 0);
+
+	file_cache_set_limits(f->cache, &l);
+	assert_int_equal(open_handle(f->cache, p, STORAGE_POLICY_AUTO, &h2), 0);
+	expect_backend(&h2, STORAGE_BACKEND_MMAP, STORAGE_REASON_NETWORK_FS);
+	assert_ptr_equal(h2.entry, h1.entry);
+	assert_int_equal(counters(f->cache).mappings, 1);
+	c0 = counters(f->cache);
+	check_read(f->cache, &h2, ref, 1, size);
+	assert_int_equal(counters(f->cache).bytes_mmap - c0.bytes_mmap, size - 1);
+
+	l.network_fs_mmap = false;
+	file_cache_set_limits(f->cache, &l);
+	assert_int_equal(open_handle(f->cache, p, STORAGE_POLICY_AUTO, &h3), 0);
+	expect_backend(&h3, STORAGE_BACKEND_PREAD, STORAGE_REASON_NETWORK_FS);
+	/* h1 and h2 keep what they were given at open. */
+	expect_backend(&h1, STORAGE_BACKEND_PREAD, STORAGE_REASON_NETWORK_FS);
+	c0 = counters(f->cache);
+	check_read(f->cache, &h2, ref, 0, size);
+	check_read(f->cache, &h1, ref, 0, size);
+	assert_int_equal(counters(f->cache).bytes_mmap - c0.bytes_mmap, size);
+	assert_int_equal(counters(f->cache).bytes_pread - c0.bytes_pread, size);
+	file_cache_close(f->cache, &h1);
+	file_cache_close(f->cache, &h2);
+	file_cache_close(f->cache, &h3);
+	close(ref);
+}
+
+static void test_listing_resident_bytes(void **state)
+{
+	struct fixture *f = *state;
+	size_t size = 3 * ps + 5;
+	const char *p = make_file("resident", size, 97);
+	int ref = open_or_die(p, O_RDONLY);
+	struct storage_handle h;
+	struct storage_entry_info info;
+
+	assert_int_equal(open_handle(f->cache, p, STORAGE_POLICY_AUTO, &h), 0);
+	/* Just written and read whole: every page is in memory. */
+	assert_int_equal(check_read(f->cache, &h, ref, 0, size), size);
+	assert_true(cached_entry(f->cache, p, &info));
+	assert_int_equal(info.resident_pct, 100);
+	assert_int_equal(info.resident_bytes, size);	/* not 4 whole pages */
+	assert_int_equal(info.mapped_length, size);
+	file_cache_close(f->cache, &h);
+	close(ref);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1605,6 +2231,16 @@ int main(void)
 		T(test_sigbus_outside_guard_kills),
 		T(test_sigbus_not_from_an_access_kills),
 		T(test_sigbus_recovery_in_read),
+		T(test_budget_defaults),
+		T(test_budget_lru_order),
+		T(test_budget_readers_keep_mappings),
+		T(test_budget_mmap_required_honoured),
+		T(test_budget_max_files),
+		T(test_idle_sweep),
+		T(test_set_limits_evicts_at_once),
+		T(test_budget_counters_reset),
+		T(test_network_fs_mmap_limit),
+		T(test_listing_resident_bytes),
 #undef T
 	};
 
