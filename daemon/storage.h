@@ -232,7 +232,8 @@ ssize_t storage_warm_detached(const struct storage_handle *h, uint64_t offset, u
 			      struct storage_io *io);
 
 /* Another reference to h's entry (a job that may outlive the handle);
- * drop it with file_cache_close. */
+ * drop it with file_cache_close.  It counts as a handle: the budget never
+ * drops the entry (nor its mapping) while it lives.  h must be open. */
 void storage_handle_dup(const struct storage_handle *h, struct storage_handle *out);
 
 int storage_stat(struct storage_handle *h, struct storage_stat *st);
