@@ -2,7 +2,7 @@
 # apt-get, the Debian/Ubuntu packages hotmap needs to build and test that
 # are not installed yet.
 HOTMAP_DEPS="build-essential autoconf automake libtool pkg-config
-	libevent-dev libprotobuf-c-dev protobuf-c-compiler libsystemd-dev
+	libevent-dev libprotobuf-c-dev protobuf-c-compiler libsystemd-dev libinih-dev
 	libcmocka-dev mandoc systemd"
 
 hotmap_install_deps() {
