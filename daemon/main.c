@@ -22,6 +22,7 @@
 #include <event2/event.h>
 #include <protobuf-c/protobuf-c.h>
 
+#include "daemon/config.h"
 #include "daemon/guard.h"
 #include "daemon/log.h"
 #include "daemon/server.h"
@@ -33,42 +34,44 @@ usage(FILE *f)
 		"Usage: hotmapd [OPTION]...\n"
 		"Serve byte ranges of hot files from kept-alive memory mappings.\n"
 		"\n"
+		"      --config FILE      read FILE (default: " HM_CONFIG_DEFAULT_PATH ",\n"
+		"                         if it exists); options given here win over it\n"
+		"      --check-config     check the file and the options, print the values\n"
+		"                         in effect, and exit (0: good, 1: errors)\n"
 		"  -s, --socket PATH      listen on PATH (default: $HOTMAP_SOCKET, else\n"
 		"                         /run/hotmap/hotmapd.sock as root, else\n"
 		"                         $XDG_RUNTIME_DIR/hotmap/hotmapd.sock)\n"
+		"      --socket-mode MODE octal mode of the socket (default 0666)\n"
+		"      --socket-group GROUP  group of the socket (default: unchanged)\n"
 		"  -f, --foreground       stay in the foreground (as under systemd)\n"
 		"  -b, --backend NAME     auto (default), mmap (required) or pread\n"
 		"  -r, --root DIR         allow open by path beneath DIR (repeatable)\n"
+		"      --allow-uid USERS, --allow-gid GROUPS\n"
+		"                         who may connect (default: anyone who can reach\n"
+		"                         the socket)\n"
+		"      --admin-uid USERS, --admin-gid GROUPS\n"
+		"                         who may administer, besides root and hotmapd's user\n"
+		"      --max-mapped-bytes SIZE  mapped bytes kept (default 0: no limit)\n"
+		"      --max-open-files N files kept open (default 16384; 0: no limit)\n"
+		"      --idle-unmap S     unmap files unused for S seconds (default 0: never)\n"
+		"      --warm WHAT        none (default), willneed or populate: what to do\n"
+		"                         with a file's data when it is first cached\n"
+		"      --network-fs HOW   pread (default) or mmap: network and FUSE files\n"
+		"      --network-fs-chunk SIZE  their pread chunk (default 16M)\n"
 		"  -c, --max-connections-per-uid N\n"
 		"                         connections one uid may hold (default 4096)\n"
+		"      --max-inflight N   requests in flight per client (default 32)\n"
+		"      --max-inflight-bytes SIZE  bytes in flight per client (default 64M)\n"
 		"  -i, --idle-timeout S   close connections idle for S seconds (default 0: never)\n"
 		"  -w, --workers N        threads for reads that may wait for the disk\n"
 		"                         (default: one per core, 2 to 8)\n"
-		"  -v, --verbose          log more (twice: debug)\n"
+		"      --log-level LEVEL  error, warning, notice (default), info or debug\n"
+		"  -v, --verbose          log one level more (repeatable)\n"
 		"  -h, --help             show this help and exit\n"
 		"  -V, --version          show the version and exit\n"
 		"\n"
-		"See hotmapd(8).\n");
-}
-
-/* A decimal option value from min to max into *out: 0, or 1 after saying
- * what is wrong. */
-static int
-parse_number(const char *option, const char *arg, unsigned long min, unsigned long max,
-	     unsigned *out)
-{
-	unsigned long n;
-	char *end;
-
-	errno = 0;
-	n = strtoul(arg, &end, 10);
-	if (errno != 0 || end == arg || *end != '\0' || arg[0] == '-' || n < min || n > max) {
-		fprintf(stderr, "hotmapd: %s: '%s' is not a number from %lu to %lu\n", option, arg,
-			min, max);
-		return 1;
-	}
-	*out = (unsigned)n;
-	return 0;
+		"SIZE: a number of bytes with an optional K, M, G or T (binary).\n"
+		"See hotmapd(8) and hotmapd.conf(5).\n");
 }
 
 /* Descriptors are the daemon's scarcest resource: one per cached file. */
@@ -129,108 +132,145 @@ detach_stdio(void)
 		close(fd);
 }
 
+/* Long options without a short one: a key of the configuration each, by
+ * its index past OPT_KEY. */
+enum {
+	OPT_CONFIG = 256,
+	OPT_CHECK_CONFIG,
+	OPT_KEY = 512,
+};
+
+static void
+print_value(const char *key, const char *value, const char *source, void *arg)
+{
+	(void)arg;
+	printf("%s = %s  # %s\n", key, value, source);
+}
+
+/* --check-config: the values in effect, as a file would set them. */
+static void
+print_config(const struct hm_config *cfg, const struct hm_config_args *args)
+{
+	printf("configuration OK\n");
+	if (cfg->path != NULL)
+		printf("# file: %s\n", cfg->path);
+	else
+		printf("# no file (%s does not exist): built-in defaults\n",
+		       args->path != NULL ? args->path : HM_CONFIG_DEFAULT_PATH);
+	hm_config_foreach(cfg, print_value, NULL);
+}
+
 int
 main(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "socket", required_argument, NULL, 's' },
-		{ "foreground", no_argument, NULL, 'f' },
-		{ "backend", required_argument, NULL, 'b' },
-		{ "root", required_argument, NULL, 'r' },
-		{ "workers", required_argument, NULL, 'w' },
-		{ "max-connections-per-uid", required_argument, NULL, 'c' },
-		{ "idle-timeout", required_argument, NULL, 'i' },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
-		{ NULL, 0, NULL, 0 },
+	/* The short options, and the keys that have one. */
+	static const struct {
+		int c;
+		enum hm_config_key key;
+	} short_keys[] = {
+		{ 's', HM_KEY_SOCKET },
+		{ 'b', HM_KEY_BACKEND },
+		{ 'r', HM_KEY_ROOT },
+		{ 'w', HM_KEY_WORKERS },
+		{ 'c', HM_KEY_MAX_CONNECTIONS_PER_UID },
+		{ 'i', HM_KEY_IDLE_TIMEOUT },
 	};
-	struct server_config cfg = {
-		.policy = STORAGE_POLICY_AUTO,
-		.max_per_uid = SERVER_MAX_PER_UID_DEFAULT,
-	};
-	char socket_path[PATH_MAX], err[512];
+	struct option opts[HM_CONFIG__NKEYS + 8];
+	struct hm_config_args args = { 0 };
+	struct hm_config_errors errs = { 0 };
+	struct hm_config cfg;
+	char err[512];
 	struct server srv;
-	bool foreground = false;
-	int verbose = 0, ready_fd = -1, failed = 0, c, rc;
+	bool check = false;
+	int ready_fd = -1, c, rc, k, nopts = 0;
+	size_t i;
+
+	/* Every key is a long option of the same name. */
+	for (k = 0; k < HM_CONFIG__NKEYS; k++) {
+		opts[nopts] = (struct option){ hm_config_key_name((enum hm_config_key)k),
+					       required_argument, NULL, OPT_KEY + k };
+		for (i = 0; i < sizeof short_keys / sizeof short_keys[0]; i++)
+			if (short_keys[i].key == (enum hm_config_key)k)
+				opts[nopts].val = short_keys[i].c;
+		if (k == HM_KEY_FOREGROUND) {
+			opts[nopts].has_arg = no_argument;
+			opts[nopts].val = 'f';
+		}
+		nopts++;
+	}
+	opts[nopts++] = (struct option){ "config", required_argument, NULL, OPT_CONFIG };
+	opts[nopts++] = (struct option){ "check-config", no_argument, NULL, OPT_CHECK_CONFIG };
+	opts[nopts++] = (struct option){ "verbose", no_argument, NULL, 'v' };
+	opts[nopts++] = (struct option){ "help", no_argument, NULL, 'h' };
+	opts[nopts++] = (struct option){ "version", no_argument, NULL, 'V' };
+	opts[nopts] = (struct option){ NULL, 0, NULL, 0 };
 
 	while ((c = getopt_long(argc, argv, "s:fb:r:w:c:i:vhV", opts, NULL)) != -1) {
+		const char *key = NULL, *value = optarg;
+
+		for (i = 0; i < sizeof short_keys / sizeof short_keys[0]; i++)
+			if (short_keys[i].c == c)
+				key = hm_config_key_name(short_keys[i].key);
+		if (c >= OPT_KEY && c < OPT_KEY + HM_CONFIG__NKEYS)
+			key = hm_config_key_name((enum hm_config_key)(c - OPT_KEY));
 		switch (c) {
-		case 's':
-			cfg.socket_path = optarg;
-			break;
 		case 'f':
-			foreground = true;
+			key = "foreground";
+			value = "yes";
 			break;
-		case 'b':
-			if (strcmp(optarg, "auto") == 0)
-				cfg.policy = STORAGE_POLICY_AUTO;
-			else if (strcmp(optarg, "mmap") == 0)
-				cfg.policy = STORAGE_POLICY_MMAP;
-			else if (strcmp(optarg, "pread") == 0)
-				cfg.policy = STORAGE_POLICY_PREAD;
-			else {
-				fprintf(stderr, "hotmapd: --backend: unknown backend '%s' (auto, mmap, pread)\n",
-					optarg);
-				failed = 1;
-			}
+		case OPT_CONFIG:
+			args.path = optarg;
 			break;
-		case 'r':
-			rc = resolve_roots_add(&cfg.roots, optarg);
-			if (rc < 0) {
-				fprintf(stderr, "hotmapd: --root %s: %s\n", optarg,
-					rc == -EINVAL ? "not an absolute path" : strerror(-rc));
-				failed = 1;
-			}
-			break;
-		case 'w':
-			failed |= parse_number("--workers", optarg, 1, 256, &cfg.workers);
-			break;
-		case 'c':
-			failed |= parse_number("--max-connections-per-uid", optarg, 1, 1000000,
-					       &cfg.max_per_uid);
-			break;
-		case 'i':
-			failed |= parse_number("--idle-timeout", optarg, 0, 86400 * 365,
-					       &cfg.idle_timeout_s);
+		case OPT_CHECK_CONFIG:
+			check = true;
 			break;
 		case 'v':
-			verbose++;
+			args.verbose++;
 			break;
 		case 'h':
 			usage(stdout);
-			resolve_roots_clear(&cfg.roots);
+			hm_config_args_clear(&args);
 			return 0;
 		case 'V':
 			printf("hotmapd %s (libevent %s, protobuf-c %s)\n", PACKAGE_VERSION,
 			       event_get_version(), protobuf_c_version());
-			resolve_roots_clear(&cfg.roots);
+			hm_config_args_clear(&args);
 			return 0;
 		default:
+			if (key != NULL)
+				break;
 			usage(stderr);
-			resolve_roots_clear(&cfg.roots);
+			hm_config_args_clear(&args);
 			return 2;
+		}
+		if (key != NULL && hm_config_args_add(&args, key, value) < 0) {
+			fprintf(stderr, "hotmapd: out of memory\n");
+			return 1;
 		}
 	}
 	if (optind < argc) {
 		fprintf(stderr, "hotmapd: unexpected argument '%s'\n", argv[optind]);
-		failed = 1;
-	}
-	if (failed) {
-		resolve_roots_clear(&cfg.roots);
+		hm_config_args_clear(&args);
 		return 2;
 	}
-	if (cfg.socket_path == NULL) {
-		rc = frame_default_socket(socket_path, sizeof socket_path);
-		if (rc < 0) {
-			fprintf(stderr, "hotmapd: no socket path: give --socket, or set HOTMAP_SOCKET "
-				"or XDG_RUNTIME_DIR\n");
-			resolve_roots_clear(&cfg.roots);
-			return 2;
-		}
-		cfg.socket_path = socket_path;
+
+	rc = hm_config_load(&cfg, &args, &errs);
+	if (rc < 0) {
+		for (i = 0; i < errs.n; i++)
+			fprintf(stderr, "hotmapd: %s\n", errs.v[i]);
+		if (rc == -ENOMEM)
+			fprintf(stderr, "hotmapd: out of memory\n");
+		hm_config_errors_clear(&errs);
+		hm_config_args_clear(&args);
+		return check || rc == -ENOMEM ? 1 : 2;
 	}
-	log_set_level(verbose >= 2 ? LOG_DEBUG : verbose == 1 ? LOG_INFO : LOG_NOTICE);
+	if (check) {
+		print_config(&cfg, &args);
+		hm_config_clear(&cfg);
+		hm_config_args_clear(&args);
+		return 0;
+	}
+	log_set_level(cfg.log_level);
 
 	/* Reply chunks (256 KiB) are allocated and freed all the time: keep
 	 * them in the heap for reuse instead of a fresh mmap each, whose
@@ -244,26 +284,32 @@ main(int argc, char **argv)
 	rc = guard_install();
 	if (rc < 0) {
 		log_err("cannot install the SIGBUS guard: %s", strerror(-rc));
-		resolve_roots_clear(&cfg.roots);
+		hm_config_clear(&cfg);
+		hm_config_args_clear(&args);
 		return 1;
 	}
-	if (!foreground) {
+	if (!cfg.foreground) {
 		rc = daemonize(&ready_fd);
 		if (rc < 0) {
 			log_err("cannot daemonize: %s", strerror(-rc));
-			resolve_roots_clear(&cfg.roots);
+			hm_config_clear(&cfg);
+			hm_config_args_clear(&args);
 			return 1;
 		}
 	}
 
-	rc = server_init(&srv, &cfg, err, sizeof err);
+	/* srv keeps &args for reloads: it lives until server_fini. */
+	rc = server_init(&srv, &cfg, &args, err, sizeof err);
 	if (rc == 0)
 		rc = server_listen(&srv, err, sizeof err);
 	if (rc < 0) {
 		log_err("%s", err);
 		server_fini(&srv);
+		hm_config_args_clear(&args);
 		return 1;
 	}
+	if (srv.cfg.path != NULL)
+		log_info("configuration from %s", srv.cfg.path);
 	if (ready_fd >= 0) {
 		detach_stdio();
 		if (write(ready_fd, "R", 1) < 0)
@@ -272,5 +318,6 @@ main(int argc, char **argv)
 	}
 	rc = server_run(&srv);
 	server_fini(&srv);
+	hm_config_args_clear(&args);
 	return rc < 0 ? 1 : 0;
 }

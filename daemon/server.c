@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,10 +63,84 @@ server_uid_connections(struct server *srv, uid_t uid, int delta)
 	return srv->uids[i].n;
 }
 
-bool
-server_peer_is_admin(const struct server *srv, uid_t uid)
+static bool
+uid_listed(const struct hm_uid_list *l, uid_t uid)
 {
-	return uid == 0 || uid == srv->uid;
+	size_t i;
+
+	for (i = 0; i < l->n; i++)
+		if (l->v[i] == uid)
+			return true;
+	return false;
+}
+
+/* Whether the primary gid or one of the groups is in l. */
+static bool
+gid_listed(const struct hm_gid_list *l, gid_t gid, const gid_t *groups, size_t ngroups)
+{
+	size_t i, j;
+
+	for (i = 0; i < l->n; i++) {
+		if (gid != (gid_t)-1 && l->v[i] == gid)
+			return true;
+		for (j = 0; j < ngroups; j++)
+			if (l->v[i] == groups[j])
+				return true;
+	}
+	return false;
+}
+
+bool
+server_peer_is_admin(const struct server *srv, uid_t uid, gid_t gid, const gid_t *groups,
+		     size_t ngroups)
+{
+	return uid == 0 || uid == srv->uid || uid_listed(&srv->cfg.admin_uid, uid) ||
+	       gid_listed(&srv->cfg.admin_gid, gid, groups, ngroups);
+}
+
+bool
+server_peer_may_connect(const struct server *srv, uid_t uid, gid_t gid, const gid_t *groups,
+			size_t ngroups)
+{
+	const struct hm_config *c = &srv->cfg;
+
+	if (server_peer_is_admin(srv, uid, gid, groups, ngroups))
+		return true;
+	if (c->allow_uid.n == 0 && c->allow_gid.n == 0)
+		return true;
+	return uid_listed(&c->allow_uid, uid) || gid_listed(&c->allow_gid, gid, groups, ngroups);
+}
+
+#ifndef SO_PEERGROUPS
+#define SO_PEERGROUPS 59	/* Linux 4.13; older headers lack it */
+#endif
+
+int
+server_peer_creds(int fd, uid_t *uid, gid_t *gid, gid_t *groups, size_t *ngroups)
+{
+	struct ucred cred;
+	socklen_t len = sizeof cred;
+	size_t room = *ngroups;
+
+	*ngroups = 0;
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
+		return -errno;
+	*uid = cred.uid;
+	*gid = cred.gid;
+	if (room > INT_MAX / sizeof *groups)
+		room = INT_MAX / sizeof *groups;
+	len = (socklen_t)(room * sizeof *groups);
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, room > 0 ? groups : NULL, &len) < 0) {
+		if (errno == ENOPROTOOPT)
+			return 0;	/* the primary gid only */
+		if (errno == ERANGE) {
+			*ngroups = len / sizeof *groups;
+			return -ERANGE;
+		}
+		return -errno;
+	}
+	*ngroups = len / sizeof *groups;
+	return 0;
 }
 
 static const char *const request_keys[HM_MSG__MAX + 1] = {
@@ -119,7 +194,7 @@ server_stats_foreach(struct server *srv, server_stat_cb cb, void *arg)
 	cb("bytes_shm", c->bytes_shm, NULL, arg);
 	cb("reads_offloaded", c->reads_offloaded, NULL, arg);
 	cb("warms", c->warms, NULL, arg);
-	cb("workers", srv->cfg.workers, NULL, arg);
+	cb("workers", srv->nworkers, NULL, arg);
 	cb("bytes_mmap", sc.bytes_mmap, NULL, arg);
 	cb("bytes_pread", sc.bytes_pread, NULL, arg);
 	cb("files", sc.entries, NULL, arg);
@@ -206,7 +281,8 @@ server_signal_cb(evutil_socket_t sig, short what, void *arg)
 }
 
 int
-server_init(struct server *srv, struct server_config *cfg, char *err, size_t errlen)
+server_init(struct server *srv, struct hm_config *cfg, const struct hm_config_args *args,
+	    char *err, size_t errlen)
 {
 	static const int sigs[] = { SIGTERM, SIGINT, SIGHUP };
 	size_t i;
@@ -214,7 +290,8 @@ server_init(struct server *srv, struct server_config *cfg, char *err, size_t err
 	memset(srv, 0, sizeof *srv);
 	srv->listen_fd = -1;
 	srv->cfg = *cfg;
-	memset(&cfg->roots, 0, sizeof cfg->roots);
+	memset(cfg, 0, sizeof *cfg);
+	srv->cfg_args = args;
 	srv->uid = geteuid();
 	clock_gettime(CLOCK_MONOTONIC, &srv->started);
 	srv->base = event_base_new();
@@ -225,14 +302,15 @@ server_init(struct server *srv, struct server_config *cfg, char *err, size_t err
 			 "out of memory");
 		return -ENOMEM;
 	}
-	if (srv->cfg.workers == 0) {
+	srv->nworkers = srv->cfg.workers;
+	if (srv->nworkers == 0) {
 		long n = sysconf(_SC_NPROCESSORS_ONLN);
 
-		srv->cfg.workers = n < 2 ? 2 : n > 8 ? 8 : (unsigned)n;
+		srv->nworkers = n < 2 ? 2 : n > 8 ? 8 : (unsigned)n;
 	}
-	srv->workers = workers_new(srv->base, srv->cfg.workers);
+	srv->workers = workers_new(srv->base, srv->nworkers);
 	if (srv->workers == NULL) {
-		snprintf(err, errlen, "cannot start %u worker threads: %s", srv->cfg.workers,
+		snprintf(err, errlen, "cannot start %u worker threads: %s", srv->nworkers,
 			 strerror(errno));
 		return -ENOMEM;
 	}
@@ -329,9 +407,26 @@ server_bind(struct server *srv, char *err, size_t errlen)
 		return -e;
 	}
 	srv->socket_bound = true;
-	/* Anyone who can reach the socket may connect: opening by descriptor
-	 * only ever serves what the client could read itself. */
-	if (chmod(path, 0666) < 0 || listen(fd, SERVER_BACKLOG) < 0) {
+	/* Before listen, so that no client connects to a socket whose mode or
+	 * group are not yet the configured ones.  The default 0666 lets anyone
+	 * who can reach the socket connect: opening by descriptor only ever
+	 * serves what the client could read itself. */
+	if (chmod(path, srv->cfg.socket_mode) < 0) {
+		e = errno;
+		snprintf(err, errlen, "socket-mode: cannot chmod %s to %04o: %s", path,
+			 srv->cfg.socket_mode, strerror(e));
+		close(fd);
+		return -e;
+	}
+	if (srv->cfg.socket_group != (gid_t)-1 && chown(path, (uid_t)-1, srv->cfg.socket_group) < 0) {
+		e = errno;
+		snprintf(err, errlen, "socket-group: cannot give %s to group %u: %s%s", path,
+			 (unsigned)srv->cfg.socket_group, strerror(e),
+			 e == EPERM ? " (hotmapd must run as root or be a member of the group)" : "");
+		close(fd);
+		return -e;
+	}
+	if (listen(fd, SERVER_BACKLOG) < 0) {
 		e = errno;
 		snprintf(err, errlen, "listen on %s: %s", path, strerror(e));
 		close(fd);
@@ -358,6 +453,10 @@ server_listen(struct server *srv, char *err, size_t errlen)
 		}
 		srv->listen_fd = SD_LISTEN_FDS_START;
 		srv->socket_activated = true;
+		if (srv->cfg.source[HM_KEY_SOCKET_MODE].origin != HM_ORIGIN_DEFAULT ||
+		    srv->cfg.socket_group != (gid_t)-1)
+			log_info("socket-mode and socket-group do not apply to the socket systemd "
+				 "passed: its unit sets them (SocketMode=, SocketGroup=)");
 		fcntl(srv->listen_fd, F_SETFD, FD_CLOEXEC);
 		fcntl(srv->listen_fd, F_SETFL, fcntl(srv->listen_fd, F_GETFL) | O_NONBLOCK);
 	} else {
@@ -460,7 +559,7 @@ server_fini(struct server *srv)
 	if (srv->socket_bound)
 		unlink(srv->cfg.socket_path);
 	srv->cache = file_cache_free(srv->cache);
-	resolve_roots_clear(&srv->cfg.roots);
+	hm_config_clear(&srv->cfg);
 	free(srv->uids);
 	if (srv->base != NULL)
 		event_base_free(srv->base);

@@ -3,9 +3,10 @@
  * statistics and the event loop.
  *
  * What it is for: bind (or take from systemd) the listening socket, accept
- * connections into sessions, answer signals, and keep the counters that
- * stats reports.  main.c parses options into a server_config and calls
- * server_init, server_run and server_fini.
+ * connections into sessions, answer signals, decide which peers may
+ * connect and administer, and keep the counters that stats reports.
+ * main.c loads the configuration (config.h) and calls server_init,
+ * server_run and server_fini.
  *
  * What it must not do: parse frames (peer.c, session.c) or read files
  * (storage).
@@ -18,6 +19,7 @@
 #include <sys/types.h>
 #include <time.h>
 
+#include "daemon/config.h"
 #include "daemon/resolve.h"
 #include "daemon/storage.h"
 #include "proto/frame.h"
@@ -25,17 +27,6 @@
 struct event_base;
 struct event;
 struct session;
-
-struct server_config {
-	const char *socket_path;
-	enum storage_policy policy;	/* --backend */
-	struct resolve_roots roots;	/* --root; empty: open by path refused */
-	unsigned workers;		/* --workers; 0: as many as cores, 2 to 8 */
-	unsigned max_per_uid;		/* --max-connections-per-uid */
-	unsigned idle_timeout_s;	/* --idle-timeout; 0: never */
-};
-
-#define SERVER_MAX_PER_UID_DEFAULT	4096
 
 /* Counters of the service layer.  The storage core keeps its own. */
 struct server_counters {
@@ -55,7 +46,11 @@ struct server_counters {
 
 struct server {
 	struct event_base *base;
-	struct server_config cfg;
+	/* The configuration in use: consumers read it when a client connects
+	 * or opens, so a reload (SIGHUP) applies from then on. */
+	struct hm_config cfg;
+	const struct hm_config_args *cfg_args;	/* what a reload loads */
+	unsigned nworkers;		/* worker threads started */
 	struct file_cache *cache;
 	struct workers *workers;	/* reads that may wait for the disk */
 	struct server_counters counters;
@@ -82,8 +77,11 @@ struct server {
 	size_t nuids;
 };
 
-/* Takes ownership of cfg->roots.  Negative errno; err names the problem. */
-int server_init(struct server *srv, struct server_config *cfg, char *err, size_t errlen);
+/* Takes over what cfg holds (cfg is zeroed); keeps args, which must
+ * outlive the server, for reloads.  Negative errno; err names the
+ * problem. */
+int server_init(struct server *srv, struct hm_config *cfg, const struct hm_config_args *args,
+		char *err, size_t errlen);
 /* Socket activation when systemd passed a socket, else bind socket_path. */
 int server_listen(struct server *srv, char *err, size_t errlen);
 /* Runs until SIGTERM or SIGINT. */
@@ -97,7 +95,27 @@ uint64_t server_uptime_us(const struct server *srv);
 /* Counts a connection of uid in (delta 1) or out (delta -1), or only
  * looks (0); returns the connections of uid now. */
 unsigned server_uid_connections(struct server *srv, uid_t uid, int delta);
-bool server_peer_is_admin(const struct server *srv, uid_t uid);
+
+/*
+ * The peer policy, from the configuration in use.  gid is the peer's
+ * primary group ((gid_t)-1: unknown) and groups its supplementary groups
+ * (ngroups of them; NULL when 0).  Admins are uid 0, hotmapd's own uid,
+ * and the admin-uid and admin-gid of the configuration; they may always
+ * connect.  Others may connect when allow-uid and allow-gid are both
+ * empty, or when one of them names the peer or one of its groups.
+ */
+bool server_peer_may_connect(const struct server *srv, uid_t uid, gid_t gid,
+			     const gid_t *groups, size_t ngroups);
+bool server_peer_is_admin(const struct server *srv, uid_t uid, gid_t gid,
+			  const gid_t *groups, size_t ngroups);
+/*
+ * A connected Unix socket's peer: uid and primary gid (SO_PEERCRED) and,
+ * in groups (room for *ngroups), its supplementary groups (SO_PEERGROUPS);
+ * *ngroups becomes their count.  Kernels without SO_PEERGROUPS give none
+ * (*ngroups 0: the primary gid only).  0; -ERANGE when groups is too
+ * small (uid and gid are set, *ngroups is the count needed); or -errno.
+ */
+int server_peer_creds(int fd, uid_t *uid, gid_t *gid, gid_t *groups, size_t *ngroups);
 
 /* Zeroes the counters (totals since start or the last reset), never the
  * state (clients, handles, files, mappings, mapped bytes, uptime). */

@@ -1006,7 +1006,7 @@ session_dispatch(struct peer *p, const struct peer_frame *f, void *arg)
 		session_error(s, f->hdr.id, EPROTO, "%s before HELLO", frame_type_name(f->hdr.type));
 		peer_close_after_flush(s->peer, "request before HELLO");
 		rc = 0;
-	} else if (cmd->needs_admin && !server_peer_is_admin(s->srv, peer_uid(s->peer))) {
+	} else if (cmd->needs_admin && !server_peer_is_admin(s->srv, peer_uid(s->peer), (gid_t)-1, NULL, 0)) {
 		rc = session_error(s, f->hdr.id, EPERM,
 				   "%s needs an administrator (uid 0 or hotmapd's uid %ld)",
 				   frame_type_name(f->hdr.type), (long)s->srv->uid);
