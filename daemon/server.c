@@ -272,12 +272,102 @@ server_signal_cb(evutil_socket_t sig, short what, void *arg)
 
 	(void)what;
 	if (sig == SIGHUP) {
-		log_notice("SIGHUP: nothing to reload (hotmapd has no configuration file yet)");
+		server_reload(srv);
 		return;
 	}
 	log_notice("%s: shutting down", sig == SIGTERM ? "SIGTERM" : "SIGINT");
 	sd_notify(0, "STOPPING=1");
 	event_base_loopexit(srv->base, NULL);
+}
+
+/* Moves the value of key, which needs a restart, from old into next. */
+static void
+keep_restart_value(struct hm_config *next, struct hm_config *old, enum hm_config_key key)
+{
+	char *path;
+
+	switch (key) {
+	case HM_KEY_SOCKET:
+		/* old's pointer stays valid: server_fini unlinks it */
+		path = next->socket_path;
+		next->socket_path = old->socket_path;
+		old->socket_path = path;
+		break;
+	case HM_KEY_SOCKET_MODE:
+		next->socket_mode = old->socket_mode;
+		break;
+	case HM_KEY_SOCKET_GROUP:
+		next->socket_group = old->socket_group;
+		break;
+	case HM_KEY_WORKERS:
+		next->workers = old->workers;
+		break;
+	case HM_KEY_FOREGROUND:
+		next->foreground = old->foreground;
+		break;
+	default:
+		return;
+	}
+	next->source[key] = old->source[key];
+}
+
+static uint64_t
+monotonic_usec(void)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (uint64_t)now.tv_sec * 1000000u + (uint64_t)now.tv_nsec / 1000u;
+}
+
+int
+server_reload(struct server *srv)
+{
+	struct hm_config next, *cur = &srv->cfg;
+	struct hm_config_errors errs = { 0 };
+	char msg[128], was[1024], now[1024];
+	const char *file;
+	size_t i;
+	int rc, k;
+
+	/* systemd: a reload in progress, since now (for its timeout) */
+	snprintf(msg, sizeof msg, "RELOADING=1\nMONOTONIC_USEC=%llu",
+		 (unsigned long long)monotonic_usec());
+	sd_notify(0, msg);
+	rc = hm_config_load(&next, srv->cfg_args, &errs);
+	if (rc < 0) {
+		for (i = 0; i < errs.n; i++)
+			log_err("reload: %s", errs.v[i]);
+		log_err("reload failed (%s): keeping the configuration in use",
+			rc == -ENOMEM ? "out of memory" : "errors above");
+		hm_config_errors_clear(&errs);
+		sd_notify(0, "READY=1\nSTATUS=reload failed; the configuration in use is kept");
+		return rc;
+	}
+	for (k = 0; k < HM_CONFIG__NKEYS; k++) {
+		hm_config_value_text(cur, (enum hm_config_key)k, was, sizeof was);
+		hm_config_value_text(&next, (enum hm_config_key)k, now, sizeof now);
+		if (strcmp(was, now) == 0)
+			continue;
+		if (hm_config_key_needs_restart((enum hm_config_key)k)) {
+			log_warn("reload: %s changed from '%s' to '%s': needs a restart; keeping '%s'",
+				 hm_config_key_name((enum hm_config_key)k), was, now, was);
+			keep_restart_value(&next, cur, (enum hm_config_key)k);
+		} else {
+			log_notice("reload: %s = %s (was %s)", hm_config_key_name((enum hm_config_key)k),
+				   now, was);
+		}
+	}
+	/* Nothing holds on to the old values past this event: sessions read
+	 * the configuration when they connect or open, and copy what they
+	 * keep. */
+	hm_config_clear(cur);
+	*cur = next;
+	log_set_level(cur->log_level);
+	file = cur->path != NULL ? cur->path : "no file, built-in defaults";
+	log_notice("reload: configuration in use from %s", file);
+	sd_notify(0, "READY=1\nSTATUS=configuration reloaded");
+	return 0;
 }
 
 int

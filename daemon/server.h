@@ -3,10 +3,10 @@
  * statistics and the event loop.
  *
  * What it is for: bind (or take from systemd) the listening socket, accept
- * connections into sessions, answer signals, decide which peers may
- * connect and administer, and keep the counters that stats reports.
- * main.c loads the configuration (config.h) and calls server_init,
- * server_run and server_fini.
+ * connections into sessions, answer signals (SIGHUP reloads the
+ * configuration), decide which peers may connect and administer, and keep
+ * the counters that stats reports.  main.c loads the configuration
+ * (config.h) and calls server_init, server_run and server_fini.
  *
  * What it must not do: parse frames (peer.c, session.c) or read files
  * (storage).
@@ -86,6 +86,15 @@ int server_init(struct server *srv, struct hm_config *cfg, const struct hm_confi
 int server_listen(struct server *srv, char *err, size_t errlen);
 /* Runs until SIGTERM or SIGINT. */
 int server_run(struct server *srv);
+/*
+ * Loads the configuration again, from the same file with the same command
+ * line (SIGHUP).  With errors, logs every one and keeps the configuration
+ * in use (-EINVAL).  Otherwise the new one replaces it, except the values
+ * that need a restart (socket, socket-mode, socket-group, workers,
+ * foreground), which are logged and kept; the log level applies at once.
+ * Tells systemd RELOADING=1 before and READY=1 after.
+ */
+int server_reload(struct server *srv);
 /* Closes every session, removes a socket it bound, frees all.  Takes a
  * server that failed half-way through init. */
 void server_fini(struct server *srv);

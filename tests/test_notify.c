@@ -1,7 +1,8 @@
 /*
  * test_notify.c - hotmapd speaks to its service manager: READY=1 once it
- * listens, WATCHDOG=1 within the watchdog interval, a STATUS= summary, and
- * STOPPING=1 on SIGTERM.  A datagram socket of the test's own stands in
+ * listens, WATCHDOG=1 within the watchdog interval, a STATUS= summary,
+ * RELOADING=1 (with MONOTONIC_USEC=) and READY=1 again around a reload on
+ * SIGHUP, and STOPPING=1 on SIGTERM.  A datagram socket of the test's own stands in
  * for systemd's (NOTIFY_SOCKET, WATCHDOG_USEC).
  */
 #include "config.h"
@@ -9,6 +10,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -60,7 +62,7 @@ notify_expect(struct notify *n, const char *needle, int timeout_ms, char *last, 
 }
 
 static void
-test_ready_watchdog_status_stopping(void **state)
+test_ready_watchdog_status_reloading_stopping(void **state)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct harness_opts opts = { .keep_notify = true };
@@ -96,6 +98,14 @@ test_ready_watchdog_status_stopping(void **state)
 	assert_non_null(strstr(msg, "STATUS="));
 	assert_non_null(strstr(msg, "clients 1,"));
 	assert_true(notify_expect(&n, "WATCHDOG=1", 2000, msg, sizeof msg));
+
+	/* SIGHUP: RELOADING=1 with the time it began, then READY=1 */
+	assert_int_equal(kill(h->pid, SIGHUP), 0);
+	assert_true(notify_expect(&n, "RELOADING=1", 5000, msg, sizeof msg));
+	assert_non_null(strstr(msg, "MONOTONIC_USEC="));
+	assert_true(notify_expect(&n, "READY=1", 5000, msg, sizeof msg));
+	/* and it serves on */
+	assert_int_equal(hm_ping(c, NULL), 0);
 	hm_disconnect(c);
 	harness_stop(h);
 	assert_true(notify_expect(&n, "STOPPING=1", 2000, msg, sizeof msg));
@@ -108,7 +118,7 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_ready_watchdog_status_stopping),
+		cmocka_unit_test(test_ready_watchdog_status_reloading_stopping),
 	};
 
 	return cmocka_run_group_tests_name("notify", tests, NULL, NULL);
