@@ -1,0 +1,843 @@
+/*
+ * test_config.c - hotmapd.conf and the command line (daemon/config.h),
+ * and the peer policy (server_peer_may_connect, server_peer_is_admin,
+ * server_peer_creds).
+ *
+ * Every key good and bad, the defaults, the command line over the file,
+ * all errors of a file at once with their lines, sizes, users and groups,
+ * and where each value came from.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <limits.h>
+#include <pwd.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <syslog.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "daemon/config.h"
+#include "daemon/server.h"
+
+static char dir[PATH_MAX];
+static char conf[PATH_MAX + 16];	/* dir/hotmapd.conf */
+
+static int
+setup(void **state)
+{
+	(void)state;
+	snprintf(dir, sizeof dir, "%s/hm-config.XXXXXX",
+		 getenv("TMPDIR") != NULL ? getenv("TMPDIR") : "/tmp");
+	if (mkdtemp(dir) == NULL)
+		return -1;
+	snprintf(conf, sizeof conf, "%s/hotmapd.conf", dir);
+	/* the default socket must not depend on who runs the tests */
+	setenv("HOTMAP_SOCKET", "/run/test/default.sock", 1);
+	return 0;
+}
+
+static int
+teardown(void **state)
+{
+	char sub[PATH_MAX + 8];
+
+	(void)state;
+	unlink(conf);
+	snprintf(sub, sizeof sub, "%s/sub", dir);
+	rmdir(sub);
+	rmdir(dir);
+	return 0;
+}
+
+/* Writes conf from a format ("%1$s" is the test's directory). */
+static void __attribute__((format(printf, 1, 2)))
+write_conf(const char *fmt, ...)
+{
+	FILE *f = fopen(conf, "we");
+	va_list ap;
+
+	assert_non_null(f);
+	va_start(ap, fmt);
+	vfprintf(f, fmt, ap);
+	va_end(ap);
+	assert_int_equal(fclose(f), 0);
+}
+
+static void
+print_errors(const struct hm_config_errors *errs)
+{
+	size_t i;
+
+	for (i = 0; i < errs->n; i++)
+		print_message("# %s\n", errs->v[i]);
+}
+
+/* Loads conf with args (path set here); asserts it succeeds. */
+static void
+load_ok(struct hm_config *cfg, struct hm_config_args *args)
+{
+	struct hm_config_errors errs = { 0 };
+	int rc;
+
+	args->path = conf;
+	rc = hm_config_load(cfg, args, &errs);
+	if (rc != 0)
+		print_errors(&errs);
+	assert_int_equal(rc, 0);
+	assert_int_equal(errs.n, 0);
+}
+
+/* Loads conf with args; asserts it fails; the errors stay in errs. */
+static void
+load_bad(struct hm_config_args *args, struct hm_config_errors *errs)
+{
+	struct hm_config cfg;
+
+	args->path = conf;
+	assert_int_equal(hm_config_load(&cfg, args, errs), -EINVAL);
+	assert_true(errs->n > 0);
+	/* nothing is left behind */
+	assert_null(cfg.socket_path);
+	assert_int_equal(cfg.roots.n, 0);
+}
+
+/* Whether errs->v[i] is "conf:line: " followed by text. */
+static void
+assert_error(const struct hm_config_errors *errs, size_t i, unsigned line, const char *text)
+{
+	char want[PATH_MAX + 512];
+
+	if (line > 0)
+		snprintf(want, sizeof want, "%s:%u: %s", conf, line, text);
+	else
+		snprintf(want, sizeof want, "%s", text);
+	if (i >= errs->n) {
+		print_errors(errs);
+		fail_msg("error %zu missing: want \"%s\"", i, want);
+	}
+	if (strncmp(errs->v[i], want, strlen(want)) != 0) {
+		print_errors(errs);
+		fail_msg("error %zu is \"%s\", want \"%s...\"", i, errs->v[i], want);
+	}
+}
+
+static const char *
+source(const struct hm_config *cfg, enum hm_config_key key)
+{
+	static char buf[PATH_MAX + 32];
+
+	return hm_config_source_text(cfg, cfg->source[key], buf, sizeof buf);
+}
+
+static const char *
+at_line(unsigned line)
+{
+	static char buf[PATH_MAX + 32];
+
+	snprintf(buf, sizeof buf, "%s:%u", conf, line);
+	return buf;
+}
+
+static const char *
+group0(void)
+{
+	struct group *g = getgrgid(0);
+
+	return g != NULL ? g->gr_name : "0";
+}
+
+/* --- defaults ---------------------------------------------------------------- */
+
+static void
+assert_defaults(const struct hm_config *cfg)
+{
+	int k;
+
+	assert_string_equal(cfg->socket_path, "/run/test/default.sock");
+	assert_int_equal(cfg->socket_mode, 0666);
+	assert_int_equal(cfg->socket_group, (gid_t)-1);
+	assert_int_equal(cfg->roots.n, 0);
+	assert_int_equal(cfg->allow_uid.n, 0);
+	assert_int_equal(cfg->allow_gid.n, 0);
+	assert_int_equal(cfg->admin_uid.n, 0);
+	assert_int_equal(cfg->admin_gid.n, 0);
+	assert_int_equal(cfg->policy, STORAGE_POLICY_AUTO);
+	assert_int_equal(cfg->max_mapped_bytes, 0);
+	assert_int_equal(cfg->max_open_files, 16384);
+	assert_int_equal(cfg->idle_unmap_s, 0);
+	assert_int_equal(cfg->warm, HM_WARM_NONE);
+	assert_int_equal(cfg->network_fs, HM_NETWORK_FS_PREAD);
+	assert_int_equal(cfg->network_fs_chunk, 16u << 20);
+	assert_int_equal(cfg->max_per_uid, 4096);
+	assert_int_equal(cfg->max_inflight, 32);
+	assert_int_equal(cfg->max_inflight_bytes, 64u << 20);
+	assert_int_equal(cfg->idle_timeout_s, 0);
+	assert_int_equal(cfg->workers, 0);
+	assert_int_equal(cfg->log_level, LOG_NOTICE);
+	assert_false(cfg->foreground);
+	for (k = 0; k < HM_CONFIG__NKEYS; k++)
+		assert_string_equal(source(cfg, (enum hm_config_key)k), "default");
+}
+
+static void
+test_defaults_from_an_empty_file(void **state)
+{
+	struct hm_config_args args = { 0 };
+	struct hm_config cfg;
+
+	(void)state;
+	write_conf("# nothing but comments\n; and blank lines\n\n   \n");
+	load_ok(&cfg, &args);
+	assert_string_equal(cfg.path, conf);
+	assert_defaults(&cfg);
+	hm_config_clear(&cfg);
+}
+
+static void
+test_missing_default_file_is_fine(void **state)
+{
+	struct hm_config_args args = { 0 };
+	struct hm_config_errors errs = { 0 };
+	struct hm_config cfg;
+
+	(void)state;
+	if (access(HM_CONFIG_DEFAULT_PATH, F_OK) == 0)
+		skip();		/* this machine has one */
+	assert_int_equal(hm_config_load(&cfg, &args, &errs), 0);
+	assert_null(cfg.path);
+	assert_defaults(&cfg);
+	hm_config_clear(&cfg);
+}
+
+static void
+test_missing_given_file_is_an_error(void **state)
+{
+	struct hm_config_args args = { 0 };
+	struct hm_config_errors errs = { 0 };
+	struct hm_config cfg;
+	char missing[PATH_MAX + 16], want[PATH_MAX + 64];
+
+	(void)state;
+	snprintf(missing, sizeof missing, "%s/missing.conf", dir);
+	args.path = missing;
+	assert_int_equal(hm_config_load(&cfg, &args, &errs), -EINVAL);
+	assert_int_equal(errs.n, 1);
+	snprintf(want, sizeof want, "%s: %s", missing, strerror(ENOENT));
+	assert_string_equal(errs.v[0], want);
+	hm_config_errors_clear(&errs);
+}
+
+/* --- every key --------------------------------------------------------------- */
+
+static void
+test_every_key_good(void **state)
+{
+	struct hm_config_args args = { 0 };
+	struct hm_config cfg;
+	char sub[PATH_MAX + 8];
+	int k;
+
+	(void)state;
+	snprintf(sub, sizeof sub, "%s/sub", dir);
+	mkdir(sub, 0755);
+	write_conf("socket = %1$s/s.sock\n"		/* 1 */
+		   "socket-mode = 0600\n"		/* 2 */
+		   "socket-group = %2$s\n"		/* 3 */
+		   "root = %1$s\n"			/* 4 */
+		   "root = %1$s/sub/\n"			/* 5 */
+		   "allow-uid = root, 1000\n"		/* 6 */
+		   "allow-gid = 0 1000,1001\n"		/* 7 */
+		   "admin-uid = 1001\n"			/* 8 */
+		   "admin-gid = 1002\n"			/* 9 */
+		   "backend = pread\n"			/* 10 */
+		   "max-mapped-bytes = 2G\n"		/* 11 */
+		   "max-open-files = 100\n"		/* 12 */
+		   "idle-unmap = 60\n"			/* 13 */
+		   "warm = populate\n"			/* 14 */
+		   "network-fs = mmap\n"		/* 15 */
+		   "network-fs-chunk = 64K\n"		/* 16 */
+		   "max-connections-per-uid = 10\n"	/* 17 */
+		   "max-inflight = 8\n"			/* 18 */
+		   "max-inflight-bytes = 1M\n"		/* 19 */
+		   "idle-timeout = 30\n"		/* 20 */
+		   "workers = 3\n"			/* 21 */
+		   "log-level = debug\n"		/* 22 */
+		   "foreground = yes\n",		/* 23 */
+		   dir, group0());
+	load_ok(&cfg, &args);
+	assert_string_equal(cfg.socket_path + strlen(dir), "/s.sock");
+	assert_int_equal(cfg.socket_mode, 0600);
+	assert_int_equal(cfg.socket_group, 0);
+	assert_int_equal(cfg.roots.n, 2);
+	assert_string_equal(cfg.roots.v[0].given, dir);
+	assert_string_equal(cfg.roots.v[1].given + strlen(dir), "/sub");
+	assert_int_equal(cfg.allow_uid.n, 2);
+	assert_int_equal(cfg.allow_uid.v[0], 0);
+	assert_int_equal(cfg.allow_uid.v[1], 1000);
+	assert_int_equal(cfg.allow_gid.n, 3);
+	assert_int_equal(cfg.allow_gid.v[0], 0);
+	assert_int_equal(cfg.allow_gid.v[2], 1001);
+	assert_int_equal(cfg.admin_uid.n, 1);
+	assert_int_equal(cfg.admin_uid.v[0], 1001);
+	assert_int_equal(cfg.admin_gid.n, 1);
+	assert_int_equal(cfg.admin_gid.v[0], 1002);
+	assert_int_equal(cfg.policy, STORAGE_POLICY_PREAD);
+	assert_int_equal(cfg.max_mapped_bytes, 2ull << 30);
+	assert_int_equal(cfg.max_open_files, 100);
+	assert_int_equal(cfg.idle_unmap_s, 60);
+	assert_int_equal(cfg.warm, HM_WARM_POPULATE);
+	assert_int_equal(cfg.network_fs, HM_NETWORK_FS_MMAP);
+	assert_int_equal(cfg.network_fs_chunk, 64 * 1024);
+	assert_int_equal(cfg.max_per_uid, 10);
+	assert_int_equal(cfg.max_inflight, 8);
+	assert_int_equal(cfg.max_inflight_bytes, 1 << 20);
+	assert_int_equal(cfg.idle_timeout_s, 30);
+	assert_int_equal(cfg.workers, 3);
+	assert_int_equal(cfg.log_level, LOG_DEBUG);
+	assert_true(cfg.foreground);
+
+	/* each from its line (root: the last one; each root has its own) */
+	for (k = 0; k < HM_CONFIG__NKEYS; k++) {
+		unsigned line = (unsigned)k + 1 + (k >= HM_KEY_ROOT);
+
+		assert_string_equal(source(&cfg, (enum hm_config_key)k), at_line(line));
+	}
+	assert_int_equal(cfg.root_sources[0].line, 4);
+	assert_int_equal(cfg.root_sources[1].line, 5);
+	hm_config_clear(&cfg);
+}
+
+static void
+test_every_key_bad_all_errors_at_once(void **state)
+{
+	static const struct {
+		const char *line;
+		const char *error;
+	} cases[] = {
+		{ "socket =", "socket: empty path" },
+		{ "socket-mode = 0800", "socket-mode: not an octal mode: '0800'" },
+		{ "socket-group = hotmap-no-such-group", "socket-group: unknown group 'hotmap-no-such-group'" },
+		{ "root = relative/dir", "root: not an absolute path: 'relative/dir'" },
+		{ "allow-uid = hotmap-no-such-user", "allow-uid: unknown user 'hotmap-no-such-user'" },
+		{ "allow-gid = 4294967295", "allow-gid: gid 4294967295 is out of range" },
+		{ "admin-uid = 1,,hotmap-no-such-user", "admin-uid: unknown user 'hotmap-no-such-user'" },
+		{ "admin-gid = hotmap-no-such-group", "admin-gid: unknown group 'hotmap-no-such-group'" },
+		{ "backend = fast", "backend: unknown value 'fast' (auto, mmap, pread)" },
+		{ "max-mapped-bytes = 1Q", "max-mapped-bytes: not a size: '1Q'" },
+		{ "max-open-files = 2147483648", "max-open-files: 2147483648 is out of range (0 to 2147483647)" },
+		{ "idle-unmap = -1", "idle-unmap: not a number: '-1'" },
+		{ "warm = hot", "warm: unknown value 'hot' (none, willneed, populate)" },
+		{ "network-fs = nfs", "network-fs: unknown value 'nfs' (pread, mmap)" },
+		{ "network-fs-chunk = 2G", "network-fs-chunk: 2G is out of range (64K to 1G)" },
+		{ "max-connections-per-uid = 0", "max-connections-per-uid: 0 is out of range (1 to 1000000)" },
+		{ "max-inflight = x", "max-inflight: not a number: 'x'" },
+		{ "max-inflight-bytes = 1K", "max-inflight-bytes: 1K is out of range (64K to 1T)" },
+		{ "idle-timeout = 31536001", "idle-timeout: 31536001 is out of range (0 to 31536000)" },
+		{ "workers = 0", "workers: 0 is out of range (1 to 256)" },
+		{ "log-level = loud", "log-level: unknown value 'loud' (error, warning, notice, info, debug)" },
+		{ "foreground = maybe", "foreground: not yes or no: 'maybe'" },
+	};
+	struct hm_config_args args = { 0 };
+	struct hm_config_errors errs = { 0 };
+	FILE *f = fopen(conf, "we");
+	size_t i;
+
+	(void)state;
+	assert_non_null(f);
+	for (i = 0; i < sizeof cases / sizeof cases[0]; i++)
+		fprintf(f, "%s\n", cases[i].line);
+	assert_int_equal(fclose(f), 0);
+	assert_int_equal(sizeof cases / sizeof cases[0], HM_CONFIG__NKEYS);
+	load_bad(&args, &errs);
+	for (i = 0; i < sizeof cases / sizeof cases[0]; i++)
+		assert_error(&errs, i, (unsigned)i + 1, cases[i].error);
+	assert_int_equal(errs.n, HM_CONFIG__NKEYS);
+	hm_config_errors_clear(&errs);
+}
+
+static void
+test_values_spelled_otherwise(void **state)
+{
+	static const char *const yes[] = { "yes", "true", "1", "on", "YES", "True" };
+	static const char *const no[] = { "no", "false", "0", "off", "No" };
+	struct hm_config_args args = { 0 };
+	struct hm_config cfg;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof yes / sizeof yes[0]; i++) {
+		write_conf("foreground = %s\n", yes[i]);
+		load_ok(&cfg, &args);
+		assert_true(cfg.foreground);
+		hm_config_clear(&cfg);
+	}
+	for (i = 0; i < sizeof no / sizeof no[0]; i++) {
+		write_conf("foreground = %s\n", no[i]);
+		load_ok(&cfg, &args);
+		assert_false(cfg.foreground);
+		hm_config_clear(&cfg);
+	}
+	write_conf("workers = auto\nsocket-mode = 660\nsocket-group = 0\nmax-open-files = 0\n"
+		   "max-mapped-bytes = 0\nallow-uid =\nnetwork-fs-chunk = 1G\n");
+	load_ok(&cfg, &args);
+	assert_int_equal(cfg.workers, 0);
+	assert_int_equal(cfg.socket_mode, 0660);
+	assert_int_equal(cfg.socket_group, 0);
+	assert_int_equal(cfg.max_open_files, 0);
+	assert_int_equal(cfg.max_mapped_bytes, 0);
+	assert_int_equal(cfg.allow_uid.n, 0);
+	assert_int_equal(cfg.network_fs_chunk, 1u << 30);
+	hm_config_clear(&cfg);
+}
+
+/* --- syntax --------------------------------------------------------------------- */
+
+static void
+test_syntax_errors_and_lines(void **state)
+{
+	struct hm_config_args args = { 0 };
+	struct hm_config_errors errs = { 0 };
+	char long_line[512];
+
+	(void)state;
+	memset(long_line, 'x', sizeof long_line - 1);
+	long_line[sizeof long_line - 1] = '\0';
+	write_conf("# a comment\n"				/* 1 */
+		   "sokcet = /run/x.sock\n"			/* 2 */
+		   "this is not a key\n"			/* 3 */
+		   "root = %s\n"				/* 4: too long */
+		   "max-inflight = x\n"				/* 5 */
+		   "[hotmapd]\n"				/* 6 */
+		   "  workers = 999\n"				/* 7: indented */
+		   "[other]\n"					/* 8 */
+		   "socket = /x\n"				/* 9: not reported */
+		   "whatever = 1\n"				/* 10: not reported */
+		   "[broken\n"					/* 11 */
+		   "max_inflight = 3\n",			/* 12 */
+		   long_line);
+	load_bad(&args, &errs);
+	assert_error(&errs, 0, 2, "unknown key 'sokcet'");
+	assert_error(&errs, 1, 3, "syntax error: expected 'key = value'");
+	assert_error(&errs, 2, 4, "line too long");
+	assert_error(&errs, 3, 5, "max-inflight: not a number: 'x'");
+	assert_error(&errs, 4, 7, "workers: 999 is out of range (1 to 256)");
+	assert_error(&errs, 5, 8, "unknown section [other]");
+	assert_error(&errs, 6, 11, "syntax error: expected '[section]'");
+	/* after a broken header, inih stays in [other] */
+	assert_int_equal(errs.n, 7);
+	hm_config_errors_clear(&errs);
+}
+
+static void
+test_sections_comments_crlf_bom(void **state)
+{
+	struct hm_config_args args = { 0 };
+	struct hm_config cfg;
+
+	(void)state;
+	write_conf("\xEF\xBB\xBF; hotmapd.conf\r\n"
+		   "max-inflight = 7 ; inline comment\r\n"
+		   "[hotmapd]\r\n"
+		   "\tmax-open-files: 12\r\n"
+		   "# the end\r\n"
+		   "idle-timeout=5");
+	load_ok(&cfg, &args);
+	assert_int_equal(cfg.max_inflight, 7);
+	assert_int_equal(cfg.max_open_files, 12);
+	assert_int_equal(cfg.idle_timeout_s, 5);
+	assert_string_equal(source(&cfg, HM_KEY_MAX_OPEN_FILES), at_line(4));
+	assert_string_equal(source(&cfg, HM_KEY_IDLE_TIMEOUT), at_line(6));
+	hm_config_clear(&cfg);
+}
+
+static void
+test_repeated_keys(void **state)
+{
+	struct hm_config_args args = { 0 };
+	struct hm_config cfg;
+
+	(void)state;
+	write_conf("max-inflight = 7\nmax-inflight = 9\nallow-uid = 1\nallow-uid = 2 3\n");
+	load_ok(&cfg, &args);
+	/* a single value: the last one; a list: all of them */
+	assert_int_equal(cfg.max_inflight, 9);
+	assert_string_equal(source(&cfg, HM_KEY_MAX_INFLIGHT), at_line(2));
+	assert_int_equal(cfg.allow_uid.n, 3);
+	assert_int_equal(cfg.allow_uid.v[2], 3);
+	hm_config_clear(&cfg);
+}
+
+/* --- the command line --------------------------------------------------------------- */
+
+static void
+test_command_line_wins(void **state)
+{
+	struct hm_config_args args = { 0 };
+	struct hm_config cfg;
+	char sub[PATH_MAX + 8];
+
+	(void)state;
+	snprintf(sub, sizeof sub, "%s/sub", dir);
+	mkdir(sub, 0755);
+	write_conf("socket = /run/file.sock\nbackend = mmap\nroot = %1$s\nroot = /\n"
+		   "allow-uid = 5\nlog-level = warning\nmax-inflight = 4\n", dir);
+	assert_int_equal(hm_config_args_add(&args, "socket", "/run/cli.sock"), 0);
+	assert_int_equal(hm_config_args_add(&args, "backend", "pread"), 0);
+	assert_int_equal(hm_config_args_add(&args, "root", sub), 0);
+	assert_int_equal(hm_config_args_add(&args, "allow-uid", "6"), 0);
+	assert_int_equal(hm_config_args_add(&args, "allow-uid", "7"), 0);
+	assert_int_equal(hm_config_args_add(&args, "nonsense", "1"), -EINVAL);
+	args.verbose = 1;
+	load_ok(&cfg, &args);
+	assert_string_equal(cfg.socket_path, "/run/cli.sock");
+	assert_string_equal(source(&cfg, HM_KEY_SOCKET), "command line");
+	assert_int_equal(cfg.policy, STORAGE_POLICY_PREAD);
+	assert_string_equal(source(&cfg, HM_KEY_BACKEND), "command line");
+	/* a repeatable key given on the command line replaces the file's */
+	assert_int_equal(cfg.roots.n, 1);
+	assert_string_equal(cfg.roots.v[0].given, sub);
+	assert_int_equal(cfg.root_sources[0].origin, HM_ORIGIN_COMMAND_LINE);
+	assert_int_equal(cfg.allow_uid.n, 2);
+	assert_int_equal(cfg.allow_uid.v[0], 6);
+	assert_int_equal(cfg.allow_uid.v[1], 7);
+	/* -v: one step above the file's level */
+	assert_int_equal(cfg.log_level, LOG_NOTICE);
+	assert_string_equal(source(&cfg, HM_KEY_LOG_LEVEL), "command line");
+	/* what the command line leaves alone keeps the file's */
+	assert_int_equal(cfg.max_inflight, 4);
+	assert_string_equal(source(&cfg, HM_KEY_MAX_INFLIGHT), at_line(7));
+	hm_config_clear(&cfg);
+
+	/* -v beyond debug stays at debug */
+	args.verbose = 9;
+	load_ok(&cfg, &args);
+	assert_int_equal(cfg.log_level, LOG_DEBUG);
+	hm_config_clear(&cfg);
+	hm_config_args_clear(&args);
+}
+
+static void
+test_command_line_errors_after_the_file(void **state)
+{
+	struct hm_config_args args = { 0 };
+	struct hm_config_errors errs = { 0 };
+
+	(void)state;
+	write_conf("workers = 1\nmax-inflight = 0\n");
+	assert_int_equal(hm_config_args_add(&args, "workers", "x"), 0);
+	assert_int_equal(hm_config_args_add(&args, "allow-gid", "hotmap-no-such-group"), 0);
+	load_bad(&args, &errs);
+	assert_int_equal(errs.n, 3);
+	assert_error(&errs, 0, 2, "max-inflight: 0 is out of range");
+	assert_error(&errs, 1, 0, "--workers: not a number: 'x'");
+	assert_error(&errs, 2, 0, "--allow-gid: unknown group 'hotmap-no-such-group'");
+	hm_config_errors_clear(&errs);
+	hm_config_args_clear(&args);
+}
+
+/* --- sizes ------------------------------------------------------------------------ */
+
+static void
+test_sizes(void **state)
+{
+	static const struct {
+		const char *s;
+		int rc;
+		uint64_t v;
+	} cases[] = {
+		{ "0", 0, 0 },
+		{ "1", 0, 1 },
+		{ "1K", 0, 1024 },
+		{ "1k", 0, 1024 },
+		{ "16M", 0, 16ull << 20 },
+		{ "3g", 0, 3ull << 30 },
+		{ "2T", 0, 2ull << 40 },
+		{ "18446744073709551615", 0, UINT64_MAX },
+		{ "16777215T", 0, 16777215ull << 40 },
+		{ "18446744073709551616", -ERANGE, 0 },
+		{ "16777216T", -ERANGE, 0 },
+		{ "99999999999999999999999999999999999999", -ERANGE, 0 },
+		{ "", -EINVAL, 0 },
+		{ "K", -EINVAL, 0 },
+		{ "1KB", -EINVAL, 0 },
+		{ "1.5M", -EINVAL, 0 },
+		{ "-1", -EINVAL, 0 },
+		{ " 1", -EINVAL, 0 },
+		{ "1 ", -EINVAL, 0 },
+		{ "0x10", -EINVAL, 0 },
+		{ "1P", -EINVAL, 0 },
+	};
+	char buf[32];
+	uint64_t v;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		v = 12345;
+		if (hm_config_parse_size(cases[i].s, &v) != cases[i].rc)
+			fail_msg("'%s': %d, want %d", cases[i].s, hm_config_parse_size(cases[i].s, &v),
+				 cases[i].rc);
+		if (cases[i].rc == 0)
+			assert_int_equal(v, cases[i].v);
+	}
+	assert_string_equal(hm_config_format_size(0, buf, sizeof buf), "0");
+	assert_string_equal(hm_config_format_size(1000, buf, sizeof buf), "1000");
+	assert_string_equal(hm_config_format_size(1536, buf, sizeof buf), "1536");
+	assert_string_equal(hm_config_format_size(64 << 20, buf, sizeof buf), "64M");
+	assert_string_equal(hm_config_format_size(3ull << 40, buf, sizeof buf), "3T");
+	assert_string_equal(hm_config_format_size(1ull << 50, buf, sizeof buf), "1024T");
+}
+
+/* --- what hotmapctl config will show ------------------------------------------------------ */
+
+struct collected {
+	char lines[64][512];
+	size_t n;
+};
+
+static void
+collect(const char *key, const char *value, const char *src, void *arg)
+{
+	struct collected *c = arg;
+
+	assert_true(c->n < 64);
+	snprintf(c->lines[c->n++], sizeof c->lines[0], "%s = %s  # %s", key, value, src);
+}
+
+static bool
+collected_has(const struct collected *c, const char *line)
+{
+	size_t i;
+
+	for (i = 0; i < c->n; i++)
+		if (strcmp(c->lines[i], line) == 0)
+			return true;
+	for (i = 0; i < c->n; i++)
+		print_message("# %s\n", c->lines[i]);
+	return false;
+}
+
+static void
+test_foreach_values_and_sources(void **state)
+{
+	struct hm_config_args args = { 0 };
+	struct collected c = { .n = 0 };
+	struct hm_config cfg;
+	char line[PATH_MAX * 2 + 64];
+
+	(void)state;
+	write_conf("root = %s\nroot = /\nsocket-mode = 640\nmax-inflight-bytes = 1048576\n", dir);
+	assert_int_equal(hm_config_args_add(&args, "workers", "4"), 0);
+	load_ok(&cfg, &args);
+	hm_config_foreach(&cfg, collect, &c);
+	/* every key once, root once per root */
+	assert_int_equal(c.n, HM_CONFIG__NKEYS + 1);
+	snprintf(line, sizeof line, "root = %s  # %s", dir, at_line(1));
+	assert_true(collected_has(&c, line));
+	snprintf(line, sizeof line, "root = /  # %s", at_line(2));
+	assert_true(collected_has(&c, line));
+	snprintf(line, sizeof line, "socket-mode = 0640  # %s", at_line(3));
+	assert_true(collected_has(&c, line));
+	snprintf(line, sizeof line, "max-inflight-bytes = 1M  # %s", at_line(4));
+	assert_true(collected_has(&c, line));
+	assert_true(collected_has(&c, "workers = 4  # command line"));
+	assert_true(collected_has(&c, "socket = /run/test/default.sock  # default"));
+	assert_true(collected_has(&c, "warm = none  # default"));
+	assert_true(collected_has(&c, "log-level = notice  # default"));
+	assert_true(collected_has(&c, "allow-uid =   # default"));
+	hm_config_clear(&cfg);
+	hm_config_args_clear(&args);
+
+	c.n = 0;
+	write_conf("\n");
+	load_ok(&cfg, &args);
+	hm_config_foreach(&cfg, collect, &c);
+	assert_int_equal(c.n, HM_CONFIG__NKEYS);
+	assert_true(collected_has(&c, "root =   # default"));
+	hm_config_clear(&cfg);
+}
+
+static void
+test_key_table(void **state)
+{
+	int k;
+
+	(void)state;
+	for (k = 0; k < HM_CONFIG__NKEYS; k++)
+		assert_int_equal(hm_config_key_lookup(hm_config_key_name((enum hm_config_key)k)), k);
+	assert_int_equal(hm_config_key_lookup("sokcet"), -1);
+	assert_true(hm_config_key_needs_restart(HM_KEY_SOCKET));
+	assert_true(hm_config_key_needs_restart(HM_KEY_SOCKET_MODE));
+	assert_true(hm_config_key_needs_restart(HM_KEY_SOCKET_GROUP));
+	assert_true(hm_config_key_needs_restart(HM_KEY_WORKERS));
+	assert_true(hm_config_key_needs_restart(HM_KEY_FOREGROUND));
+	assert_false(hm_config_key_needs_restart(HM_KEY_ROOT));
+	assert_false(hm_config_key_needs_restart(HM_KEY_LOG_LEVEL));
+	assert_false(hm_config_key_needs_restart(HM_KEY_MAX_INFLIGHT));
+}
+
+/* --- the peer policy ----------------------------------------------------------------- */
+
+static uid_t uids_a[] = { 1000, 1001 };
+static gid_t gids_a[] = { 500 };
+static uid_t uids_admin[] = { 2000 };
+static gid_t gids_admin[] = { 600 };
+
+static void
+policy_server(struct server *srv, bool allow, bool admin)
+{
+	memset(srv, 0, sizeof *srv);
+	srv->uid = 4242;		/* hotmapd's own */
+	if (allow) {
+		srv->cfg.allow_uid = (struct hm_uid_list){ uids_a, 2 };
+		srv->cfg.allow_gid = (struct hm_gid_list){ gids_a, 1 };
+	}
+	if (admin) {
+		srv->cfg.admin_uid = (struct hm_uid_list){ uids_admin, 1 };
+		srv->cfg.admin_gid = (struct hm_gid_list){ gids_admin, 1 };
+	}
+}
+
+static void
+test_policy_open_by_default(void **state)
+{
+	struct server srv;
+	gid_t groups[] = { 7, 8 };
+
+	(void)state;
+	policy_server(&srv, false, false);
+	assert_true(server_peer_may_connect(&srv, 1234, 1234, NULL, 0));
+	assert_true(server_peer_may_connect(&srv, 1234, (gid_t)-1, groups, 2));
+	/* admins: root and hotmapd's own uid only */
+	assert_true(server_peer_is_admin(&srv, 0, 0, NULL, 0));
+	assert_true(server_peer_is_admin(&srv, 4242, 99, NULL, 0));
+	assert_false(server_peer_is_admin(&srv, 1234, 0, NULL, 0));
+	assert_false(server_peer_is_admin(&srv, 1234, (gid_t)-1, groups, 2));
+}
+
+static void
+test_policy_allow_lists(void **state)
+{
+	struct server srv;
+	gid_t other[] = { 7, 8 }, with_allowed[] = { 7, 500 };
+
+	(void)state;
+	policy_server(&srv, true, false);
+	assert_true(server_peer_may_connect(&srv, 1000, 1, NULL, 0));		/* by uid */
+	assert_true(server_peer_may_connect(&srv, 1001, 1, NULL, 0));
+	assert_true(server_peer_may_connect(&srv, 3000, 500, NULL, 0));	/* primary gid */
+	assert_true(server_peer_may_connect(&srv, 3000, 1, with_allowed, 2));	/* a group */
+	assert_false(server_peer_may_connect(&srv, 3000, 1, other, 2));
+	assert_false(server_peer_may_connect(&srv, 3000, (gid_t)-1, NULL, 0));
+	/* root and hotmapd's uid may always connect */
+	assert_true(server_peer_may_connect(&srv, 0, 1, NULL, 0));
+	assert_true(server_peer_may_connect(&srv, 4242, 1, NULL, 0));
+
+	/* only allow-gid: uids are not enough */
+	srv.cfg.allow_uid.n = 0;
+	assert_false(server_peer_may_connect(&srv, 1000, 1, NULL, 0));
+	assert_true(server_peer_may_connect(&srv, 1000, 1, with_allowed, 2));
+}
+
+static void
+test_policy_admins(void **state)
+{
+	struct server srv;
+	gid_t admin_group[] = { 9, 600 };
+
+	(void)state;
+	policy_server(&srv, true, true);
+	assert_true(server_peer_is_admin(&srv, 2000, 1, NULL, 0));
+	assert_true(server_peer_is_admin(&srv, 3000, 600, NULL, 0));
+	assert_true(server_peer_is_admin(&srv, 3000, 1, admin_group, 2));
+	assert_false(server_peer_is_admin(&srv, 1000, 500, NULL, 0));
+	/* (gid_t)-1 is "unknown", never a match */
+	srv.cfg.admin_gid.v[0] = (gid_t)-1;
+	assert_false(server_peer_is_admin(&srv, 3000, (gid_t)-1, NULL, 0));
+	srv.cfg.admin_gid.v[0] = 600;
+	/* admins may connect though no allow list names them */
+	assert_true(server_peer_may_connect(&srv, 2000, 1, NULL, 0));
+	assert_true(server_peer_may_connect(&srv, 3000, 1, admin_group, 2));
+	assert_false(server_peer_may_connect(&srv, 3000, 1, NULL, 0));
+}
+
+static void
+test_peer_creds(void **state)
+{
+	static gid_t groups[NGROUPS_MAX], mine[NGROUPS_MAX];
+	gid_t one[1];
+	int sv[2], n = getgroups(NGROUPS_MAX, mine), rc, i;
+	size_t ngroups = NGROUPS_MAX;
+	uid_t uid;
+	gid_t gid;
+
+	(void)state;
+	assert_true(n >= 0);
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	rc = server_peer_creds(sv[0], &uid, &gid, groups, &ngroups);
+	assert_int_equal(rc, 0);
+	assert_int_equal(uid, geteuid());
+	assert_int_equal(gid, getegid());
+	/* without SO_PEERGROUPS (before Linux 4.13): none */
+	if (ngroups > 0) {
+		assert_int_equal(ngroups, (size_t)n);
+		for (i = 0; i < n; i++)
+			assert_int_equal(groups[i], mine[i]);
+		if (n > 1) {
+			ngroups = 1;
+			assert_int_equal(server_peer_creds(sv[0], &uid, &gid, one, &ngroups), -ERANGE);
+			assert_int_equal(ngroups, (size_t)n);
+			assert_int_equal(uid, geteuid());
+		}
+	}
+	ngroups = 0;
+	rc = server_peer_creds(sv[0], &uid, &gid, NULL, &ngroups);
+	assert_true(rc == 0 || rc == -ERANGE);
+	close(sv[0]);
+	close(sv[1]);
+
+	ngroups = 1;
+	rc = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	assert_true(rc >= 0);
+	assert_int_equal(server_peer_creds(rc, &uid, &gid, one, &ngroups), -ENOTSOCK);
+	close(rc);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_defaults_from_an_empty_file),
+		cmocka_unit_test(test_missing_default_file_is_fine),
+		cmocka_unit_test(test_missing_given_file_is_an_error),
+		cmocka_unit_test(test_every_key_good),
+		cmocka_unit_test(test_every_key_bad_all_errors_at_once),
+		cmocka_unit_test(test_values_spelled_otherwise),
+		cmocka_unit_test(test_syntax_errors_and_lines),
+		cmocka_unit_test(test_sections_comments_crlf_bom),
+		cmocka_unit_test(test_repeated_keys),
+		cmocka_unit_test(test_command_line_wins),
+		cmocka_unit_test(test_command_line_errors_after_the_file),
+		cmocka_unit_test(test_sizes),
+		cmocka_unit_test(test_foreach_values_and_sources),
+		cmocka_unit_test(test_key_table),
+		cmocka_unit_test(test_policy_open_by_default),
+		cmocka_unit_test(test_policy_allow_lists),
+		cmocka_unit_test(test_policy_admins),
+		cmocka_unit_test(test_peer_creds),
+	};
+
+	return cmocka_run_group_tests_name("config", tests, setup, teardown);
+}
