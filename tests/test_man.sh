@@ -1,7 +1,7 @@
 #!/bin/sh
 # Every man page is mandoc -Tlint clean at warning level (TAP).
 srcdir=${TESTS_SRCDIR:-$(dirname "$0")}/..
-pages="man/hotmapd.8 man/hotmapctl.1 man/libhotmap.3"
+pages="man/hotmapd.8 man/hotmapd.conf.5 man/hotmapctl.1 man/libhotmap.3"
 set -- $pages
 echo "1..$#"
 if ! command -v mandoc >/dev/null 2>&1; then
