@@ -143,7 +143,22 @@ struct stats_out {
 	char info[512];		/* Prometheus: the text keys, as labels */
 };
 
-/* Keys that are state now rather than totals since start: gauges. */
+static bool
+has_prefix(const char *s, const char *prefix)
+{
+	return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+static bool
+has_suffix(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), m = strlen(suffix);
+
+	return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+/* Keys that are state now rather than totals since start: gauges.  The
+ * latency percentiles (latency_<op>_p50_ns, ...) go up and down too. */
 static bool
 stat_is_gauge(const char *key)
 {
@@ -156,7 +171,7 @@ stat_is_gauge(const char *key)
 	for (i = 0; i < sizeof gauges / sizeof gauges[0]; i++)
 		if (strcmp(key, gauges[i]) == 0)
 			return true;
-	return false;
+	return has_prefix(key, "latency_") && has_suffix(key, "_ns");
 }
 
 /* JSON and label values: the daemon's texts are versions, but escape
