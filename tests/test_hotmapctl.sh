@@ -14,7 +14,7 @@ HOTMAPCTL=${HOTMAPCTL:-client/hotmapctl}
 # Absolute: one test runs hotmapctl from another directory.
 case $HOTMAPD in /*) ;; *) HOTMAPD=$PWD/$HOTMAPD ;; esac
 case $HOTMAPCTL in /*) ;; *) HOTMAPCTL=$PWD/$HOTMAPCTL ;; esac
-PLAN=62
+PLAN=72
 
 n=0
 failed=0
@@ -53,7 +53,9 @@ dir=$(mktemp -d "${TMPDIR:-/tmp}/hotmapctl-test.XXXXXX") || exit 1
 sock=$dir/sock
 root=$dir/root
 pid=
+reader=
 cleanup() {
+	[ -n "$reader" ] && kill "$reader" 2>/dev/null
 	[ -n "$pid" ] && kill -KILL "$pid" 2>/dev/null
 	rm -rf "$dir"
 }
@@ -355,7 +357,160 @@ else
 fi
 expect_fail "warm without a path exits 2" 2 "usage" --socket "$sock" warm
 
+# --- top -------------------------------------------------------------------------
+expect_fail "top --interval 0 exits 2" 2 "bad interval" --socket "$sock" top --interval 0
+expect_fail "top --interval abc exits 2" 2 "bad interval" --socket "$sock" top --interval abc
+expect_fail "top --iterations 0 exits 2" 2 "bad iterations" --socket "$sock" top --iterations 0
+expect_fail "top with an argument exits 2" 2 "usage" --socket "$sock" top extra
+
+# A reader keeps the daemon busy while top looks.
+(while :; do "$HOTMAPCTL" --socket "$sock" read "$file" >/dev/null 2>&1; done) &
+reader=$!
+sleep 0.2
+ctl top --iterations 2 --interval 0.2 >"$dir/out" 2>"$dir/err" </dev/null
+rc=$?
+kill "$reader" 2>/dev/null
+wait "$reader" 2>/dev/null
+reader=
+blocks=$(grep -c "^hotmapd $version pid $pid up .* at [0-9-]* [0-9:]*\$" "$dir/out")
+if [ $rc -eq 0 ] && [ ! -s "$dir/err" ] && [ "$blocks" = 2 ] &&
+   [ "$(grep -c '^requests/s ' "$dir/out")" = 2 ] &&
+   [ "$(grep -c '^OP  *REQ/S  *P50_US  *P99_US$' "$dir/out")" = 2 ] &&
+   [ "$(grep -c '^ *READ/S  *BYTES  *PATH$' "$dir/out")" = 2 ] &&
+   [ "$(grep -c '^$' "$dir/out")" = 1 ] && ! grep -q "$(printf '\033')" "$dir/out"; then
+	ok "top --iterations 2 off a terminal prints two plain blocks"
+else
+	not_ok "top --iterations 2 off a terminal prints two plain blocks" "exit $rc, $blocks blocks" \
+		"$(cat "$dir/out" "$dir/err")"
+fi
+# the busier of the two refreshes, for a reader slowed down (sanitizers)
+total=$(awk '$1 == "requests/s" && $2 + 0 >= t + 0 { t = $2 } END { print t }' "$dir/out")
+reads=$(awk '$1 == "read" && $2 + 0 >= r + 0 { r = $2 } END { print r }' "$dir/out")
+if awk -v t="$total" -v r="$reads" 'BEGIN { exit !(t > 0 && r > 0) }' &&
+   grep -q "^ *[0-9.]*[1-9][0-9.]* [KMG]iB  *[0-9.]* [KMG]iB  $file\$" "$dir/out"; then
+	ok "top shows the reader's requests/s, and its file among the hottest"
+else
+	not_ok "top shows the reader's requests/s, and its file among the hottest" \
+		"requests/s '$total', read '$reads'" "$(cat "$dir/out")"
+fi
+# The daemon reports latency_* once it times requests: numbers then, a
+# dash before.
+p50=$(awk '$1 == "read" { p = $3 } END { print p }' "$dir/out")
+if ctl stats | grep -q '^latency_read_p50_ns '; then
+	want="a number"
+	case $p50 in [0-9]*.[0-9]) good=yes ;; *) good= ;; esac
+else
+	want="-"
+	if [ "$p50" = "-" ]; then good=yes; else good=; fi
+fi
+if [ -n "$good" ]; then
+	ok "top's read latency is $want, as the daemon's stats have it"
+else
+	not_ok "top's read latency is $want, as the daemon's stats have it" "p50 '$p50'" \
+		"$(cat "$dir/out")"
+fi
+
+# top_on_pty KEY: hotmapctl top on a pseudo-terminal, sent KEY (q, or
+# intr for Ctrl-C) once it has drawn; prints "exit STATUS SECONDS" and
+# "restored" if the terminal is then in canonical mode with echo again.
+# What it drew goes to $dir/screen.
+if command -v python3 >/dev/null 2>&1; then
+	pty_tool=python3
+	cat >"$dir/top-on-pty.py" <<'PY'
+import os, pty, select, sys, termios, time
+key, screen, argv = sys.argv[1], sys.argv[2], sys.argv[3:]
+pid, fd = pty.fork()
+if pid == 0:
+    os.execv(argv[0], argv)
+out = b""
+def pump(seconds):
+    global out
+    end = time.time() + seconds
+    while time.time() < end:
+        if select.select([fd], [], [], 0.05)[0]:
+            try:
+                data = os.read(fd, 65536)
+            except OSError:
+                return
+            out += data
+start = time.time()
+while b"requests/s" not in out and time.time() < start + 10:
+    pump(0.1)
+pump(0.3)
+# the master's termios are the terminal's: Ctrl-C is its VINTR character
+os.write(fd, b"q" if key == "q" else termios.tcgetattr(fd)[6][termios.VINTR])
+sent, status = time.time(), None
+while status is None and time.time() < sent + 10:
+    pump(0.05)
+    done, st = os.waitpid(pid, os.WNOHANG)
+    if done:
+        status = os.waitstatus_to_exitcode(st)
+took = time.time() - sent
+pump(0.1)
+lflag = termios.tcgetattr(fd)[3]
+open(screen, "wb").write(out)
+print("exit %s %.1f" % ("timeout" if status is None else status, took))
+if lflag & termios.ICANON and lflag & termios.ECHO:
+    print("restored")
+PY
+elif command -v script >/dev/null 2>&1; then
+	pty_tool=script
+else
+	pty_tool=
+fi
+top_on_pty() {
+	if [ "$pty_tool" = python3 ]; then
+		python3 "$dir/top-on-pty.py" "$1" "$dir/screen" "$HOTMAPCTL" --socket "$sock" top --interval 0.2
+		return
+	fi
+	# script(1) types what it reads into the terminal; the terminal's
+	# mode after the end is not seen from here, only the screen.
+	if [ "$1" = q ]; then k=q; else k=$(printf '\003'); fi
+	(sleep 1; printf '%s' "$k"; sleep 3) >"$dir/keys.fifo" &
+	typist=$!
+	start=$(date +%s)
+	timeout 10 script -qfec "'$HOTMAPCTL' --socket '$sock' top --interval 0.2" /dev/null \
+		<"$dir/keys.fifo" >"$dir/screen" 2>&1
+	st=$?
+	echo "exit $st $(($(date +%s) - start - 1))"
+	kill "$typist" 2>/dev/null
+	wait "$typist" 2>/dev/null
+	echo restored
+}
+[ "$pty_tool" = script ] && mkfifo "$dir/keys.fifo"
+
+esc=$(printf '\033')
+for key in q intr; do
+	if [ $key = q ]; then
+		name="top on a terminal quits on q, in time, and gives the terminal back"
+	else
+		name="top on a terminal stops on Ctrl-C, in time, and gives the terminal back"
+	fi
+	if [ -z "$pty_tool" ]; then
+		ok "$name # SKIP neither python3 nor script(1) to make a pseudo-terminal"
+		continue
+	fi
+	: >"$dir/screen"
+	res=$(top_on_pty $key)
+	set -- $res
+	if [ "$1" = exit ] && [ "$2" = 0 ] && [ "${3%.*}" -le 3 ] &&
+	   printf '%s\n' "$res" | grep -q '^restored$' && ! grep -q "hotmapctl:" "$dir/screen" &&
+	   grep -q "requests/s" "$dir/screen" && grep -q "$esc\[?1049l" "$dir/screen"; then
+		ok "$name"
+	else
+		not_ok "$name" "$res ($pty_tool)" "$(tr -d '\033' <"$dir/screen" | tail -c 600)"
+	fi
+done
+
 # --- stop ------------------------------------------------------------------------
+# A top watching when the daemon stops says so.
+ctl top --interval 0.1 >"$dir/top.out" 2>"$dir/top.err" </dev/null &
+top_pid=$!
+tries=0
+until grep -q '^requests/s' "$dir/top.out" || [ "$tries" -ge 100 ]; do
+	tries=$((tries + 1))
+	sleep 0.1
+done
 kill -TERM "$pid"
 wait "$pid"
 rc=$?
@@ -371,6 +526,13 @@ else
 	not_ok "hotmapd removed its socket"
 fi
 expect_fail "ping after the daemon stopped fails with exit 1" 1 "$sock" --socket "$sock" ping
+wait "$top_pid"
+rc=$?
+if [ $rc -eq 1 ] && grep -q "^hotmapctl: top: hotmapd went away" "$dir/top.err"; then
+	ok "top exits 1 when the daemon goes away, and says so"
+else
+	not_ok "top exits 1 when the daemon goes away, and says so" "exit $rc" "$(cat "$dir/top.err")"
+fi
 
 if [ "$n" -ne "$PLAN" ]; then
 	echo "# ran $n tests, planned $PLAN"
