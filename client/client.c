@@ -24,10 +24,12 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "client/hotmap.h"
 #include "proto/frame.h"
+#include "proto/ring.h"
 
 #define HM_EXPORT __attribute__((visibility("default")))
 
@@ -42,6 +44,13 @@
 /* Requests a batch sends before reading their replies: small enough that
  * the requests never fill the socket while the daemon waits for us to read. */
 #define CLIENT_BATCH_WINDOW	256u
+/* Polling mode (proto/ring.h): HOTMAP_POLL=1 asks for it, 0 refuses it;
+ * unset, it is asked for on machines with CLIENT_POLL_MIN_CPUS or more,
+ * where a core spinning for a while costs less than a wake-up.
+ * HOTMAP_POLL_US is how long a call polls for its completions before it
+ * sleeps on the socket. */
+#define CLIENT_POLL_MIN_CPUS	4
+#define CLIENT_POLL_US		50u
 
 /*
  * The shared region: a sealed memfd the daemon copies file bytes into.
@@ -67,6 +76,11 @@ struct hm_client {
 	hm_file *files;		/* open files, for hm_disconnect */
 	struct hm_region *region;	/* NULL: every byte comes over the socket */
 	size_t shm_threshold;
+	/* Polling mode: the rings at the start of the region (block 0). */
+	bool ring;
+	uint32_t sq_tail;	/* requests published */
+	uint32_t cq_head;	/* completions consumed */
+	unsigned poll_us;	/* how long to poll before sleeping */
 };
 
 /* One READ on the wire: into buf over the socket, or into the region. */
@@ -77,6 +91,7 @@ struct read_op {
 	uint8_t *buf;
 	bool shm;
 	size_t shm_off;
+	bool ring;		/* through the ring, not a frame (polling mode) */
 	uint32_t id;
 	size_t got;		/* socket bytes received so far */
 	bool done;
@@ -241,10 +256,16 @@ client_recv_frame_of(hm_client *c, uint32_t first_id, uint32_t count,
 	int rc;
 
 	*msg = NULL;
-	rc = client_fill(c, HM_FRAME_HEADER_SIZE);
-	if (rc < 0)
-		return rc;
-	frame_header_decode(c->in + c->start, h);
+	for (;;) {
+		rc = client_fill(c, HM_FRAME_HEADER_SIZE);
+		if (rc < 0)
+			return rc;
+		frame_header_decode(c->in + c->start, h);
+		/* a ring wake-up that came after its completions were seen */
+		if (!c->ring || h->type != HM_MSG_RING_WAKE || h->length != 0 || h->raw_length != 0)
+			break;
+		c->start += HM_FRAME_HEADER_SIZE;
+	}
 	if (frame_header_check(h) < 0 || h->id - first_id >= count)
 		return client_break(c, EPROTO);
 	rc = client_fill(c, HM_FRAME_HEADER_SIZE + h->length);
@@ -436,6 +457,19 @@ env_size(const char *name, size_t dflt)
 	return (size_t)n;
 }
 
+/* HOTMAP_POLL: 1/yes/on, 0/no/off, or unset (auto: enough cores). */
+static bool
+env_poll_wanted(void)
+{
+	const char *v = getenv("HOTMAP_POLL");
+
+	if (v != NULL && (!strcmp(v, "1") || !strcmp(v, "yes") || !strcmp(v, "on")))
+		return true;
+	if (v != NULL && (!strcmp(v, "0") || !strcmp(v, "no") || !strcmp(v, "off")))
+		return false;
+	return sysconf(_SC_NPROCESSORS_ONLN) >= CLIENT_POLL_MIN_CPUS;
+}
+
 static int
 client_connect(hm_client *c, const char *socket_path)
 {
@@ -469,6 +503,11 @@ client_connect(hm_client *c, const char *socket_path)
 		c->region = region_new(shm_size, &shm_fd);
 	if (c->region != NULL)
 		hello.shm_size = c->region->size;
+	if (c->region != NULL && c->region->size >= 2 * HM_RING_BYTES && env_poll_wanted()) {
+		_Static_assert(HM_RING_BYTES == REGION_BLOCK, "the rings take block 0");
+		region_mark(c->region, 0, 1, true);
+		hello.ring_entries = HM_RING_ENTRIES;
+	}
 	rc = client_call(c, HM_MSG_HELLO, &hello.base, shm_fd, HM_MSG_HELLO_REPLY, &reply);
 	if (shm_fd >= 0)
 		close(shm_fd);
@@ -480,6 +519,11 @@ client_connect(hm_client *c, const char *socket_path)
 		/* An older or stricter daemon: everything over the socket. */
 		region_unref(c->region);
 		c->region = NULL;
+	} else if (hello.ring_entries > 0 && !r->ring_accepted) {
+		region_mark(c->region, 0, 1, false);
+	} else if (hello.ring_entries > 0) {
+		c->ring = true;
+		c->poll_us = (unsigned)env_size("HOTMAP_POLL_US", CLIENT_POLL_US);
 	}
 	protobuf_c_message_free_unpacked(reply, NULL);
 	return rc;
@@ -624,6 +668,8 @@ client_send_reads(hm_client *c, struct read_op *ops, size_t n)
 		int w;
 
 		ops[i].id = c->next_id++;
+		if (ops[i].ring)
+			continue;
 		req.handle = ops[i].handle;
 		req.offset = ops[i].offset;
 		req.length = ops[i].len;
@@ -636,7 +682,7 @@ client_send_reads(hm_client *c, struct read_op *ops, size_t n)
 		}
 		len += (size_t)w;
 	}
-	rc = client_write(c, buf, len, -1);
+	rc = len > 0 ? client_write(c, buf, len, -1) : 0;
 	free(buf);
 	return rc;
 }
@@ -652,7 +698,10 @@ client_send_reads(hm_client *c, struct read_op *ops, size_t n)
 static int
 client_recv_reads(hm_client *c, struct read_op *ops, size_t n)
 {
-	size_t left = n;
+	size_t left = 0, i;
+
+	for (i = 0; i < n; i++)
+		left += !ops[i].ring;
 
 	while (left > 0) {
 		struct hm_frame_header h;
@@ -665,7 +714,7 @@ client_recv_reads(hm_client *c, struct read_op *ops, size_t n)
 		if (rc < 0 && c->broken)
 			return rc;
 		op = &ops[h.id - ops[0].id];
-		if (op->done) {
+		if (op->done || op->ring) {
 			protobuf_c_message_free_unpacked(msg, NULL);
 			return client_break(c, EPROTO);
 		}
@@ -699,6 +748,184 @@ client_recv_reads(hm_client *c, struct read_op *ops, size_t n)
 	return 0;
 }
 
+/* --- polling mode (proto/ring.h) ---------------------------------------- */
+
+static uint64_t
+now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+/* Takes the completions the daemon published: how many, or < 0 when they
+ * make no sense (the client is then broken).  Lock held. */
+static int
+client_ring_consume(hm_client *c, struct read_op *ops, size_t n, unsigned *out, size_t *left)
+{
+	uint8_t *base = c->region->base;
+	uint32_t tail = hm_ring_load(base, HM_RING_CQ_TAIL);
+	int got = 0;
+
+	if (tail - c->cq_head > HM_RING_ENTRIES)
+		return client_break(c, EPROTO);
+	while (c->cq_head != tail) {
+		struct hm_ring_cqe e;
+		uint32_t k;
+
+		memcpy(&e, hm_ring_cqe(base, c->cq_head), sizeof e);
+		k = e.id - ops[0].id;
+		if (k >= n || !ops[k].ring || ops[k].done || e.result > (int64_t)ops[k].len ||
+		    e.result < -4095)
+			return client_break(c, EPROTO);
+		ops[k].result = (ssize_t)e.result;
+		ops[k].done = true;
+		c->cq_head++;
+		(*out)--;
+		(*left)--;
+		got++;
+	}
+	if (got > 0)
+		hm_ring_store(base, HM_RING_CQ_HEAD, c->cq_head);
+	return got;
+}
+
+/* Blocks until the daemon's RING_WAKE.  Lock held. */
+static int
+client_ring_sleep(hm_client *c)
+{
+	struct hm_frame_header h;
+	int rc = client_fill(c, HM_FRAME_HEADER_SIZE);
+
+	if (rc < 0)
+		return rc;
+	frame_header_decode(c->in + c->start, &h);
+	if (h.type != HM_MSG_RING_WAKE || h.length != 0 || h.raw_length != 0)
+		return client_break(c, EPROTO);
+	c->start += HM_FRAME_HEADER_SIZE;
+	return 0;
+}
+
+/*
+ * Waits for at least one completion: polls for poll_us, then says it
+ * sleeps (client_idle), looks once more, and sleeps on the socket until
+ * the daemon's RING_WAKE.  The daemon fences between publishing and
+ * reading the flag, as we do between setting it and looking, so one of
+ * the two always sees the other.  Lock held.
+ */
+static int
+client_ring_wait(hm_client *c, struct read_op *ops, size_t n, unsigned *out, size_t *left)
+{
+	uint8_t *base = c->region->base;
+	uint64_t until = 0;
+	unsigned spins = 0;
+	int got, rc;
+
+	for (;;) {
+		got = client_ring_consume(c, ops, n, out, left);
+		if (got != 0)
+			return got < 0 ? got : 0;
+		if (c->poll_us > 0 && (++spins % 64) != 0) {
+			hm_ring_relax();
+			continue;
+		}
+		if (c->poll_us > 0 && until == 0)
+			until = now_us() + c->poll_us;
+		if (c->poll_us > 0 && now_us() < until)
+			continue;
+		hm_ring_store(base, HM_RING_CLIENT_IDLE, 1);
+		hm_ring_fence();
+		got = client_ring_consume(c, ops, n, out, left);
+		if (got != 0) {
+			/* a RING_WAKE may still come: the next read skips it */
+			hm_ring_store(base, HM_RING_CLIENT_IDLE, 0);
+			return got < 0 ? got : 0;
+		}
+		rc = client_ring_sleep(c);
+		if (rc < 0)
+			return rc;
+		until = 0;
+		spins = 0;
+	}
+}
+
+/*
+ * Runs the ring ops of ops[0..n) (their ids given by client_send_reads):
+ * publishes as many requests as the ring holds, kicks the daemon if it
+ * said it sleeps, and takes completions until every op has its result.
+ * Lock held.
+ */
+static int
+client_ring_reads(hm_client *c, struct read_op *ops, size_t n)
+{
+	size_t next = 0, left = 0, i;
+	unsigned out = 0;
+	uint8_t *base;
+	int rc;
+
+	for (i = 0; i < n; i++)
+		left += ops[i].ring;
+	if (left == 0)
+		return 0;
+	base = c->region->base;
+	while (left > 0) {
+		bool published = false;
+
+		for (; next < n && out < HM_RING_ENTRIES; next++) {
+			struct hm_ring_sqe *e;
+
+			if (!ops[next].ring)
+				continue;
+			e = hm_ring_sqe(base, c->sq_tail);
+			e->handle = ops[next].handle;
+			e->offset = ops[next].offset;
+			e->length = ops[next].len;
+			e->shm_offset = ops[next].shm_off;
+			e->id = ops[next].id;
+			e->reserved = 0;
+			c->sq_tail++;
+			out++;
+			published = true;
+		}
+		if (published) {
+			hm_ring_store(base, HM_RING_SQ_TAIL, c->sq_tail);
+			hm_ring_fence();
+			if (hm_ring_load(base, HM_RING_DAEMON_IDLE) != 0) {
+				Hotmap__RingKick k = HOTMAP__RING_KICK__INIT;
+
+				rc = client_send(c, HM_MSG_RING_KICK, 0, &k.base, -1);
+				if (rc < 0)
+					return rc;
+			}
+		}
+		rc = client_ring_wait(c, ops, n, &out, &left);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+/* Every op of ops[0..n) gets its result: those over the socket first, then
+ * those through the ring.  < 0 only when the connection failed.  Lock held. */
+static int
+client_do_reads(hm_client *c, struct read_op *ops, size_t n)
+{
+	size_t i;
+	int rc;
+
+	if (n == 0)
+		return 0;
+	for (i = 0; i < n; i++)
+		ops[i].ring = c->ring && ops[i].shm;
+	rc = client_send_reads(c, ops, n);
+	if (rc == 0)
+		rc = client_recv_reads(c, ops, n);
+	if (rc == 0)
+		rc = client_ring_reads(c, ops, n);
+	return rc;
+}
+
 /* Checks a range as pread(2) would: 0 or -EINVAL. */
 static int
 check_range(size_t len, uint64_t offset)
@@ -717,12 +944,11 @@ client_run_reads(hm_client *c, struct read_op *ops, size_t n)
 	size_t i;
 	int rc;
 
+	/* in polling mode, the ring beats a frame at any size */
 	for (i = 0; i < n; i++)
-		ops[i].shm = ops[i].len >= c->shm_threshold &&
+		ops[i].shm = (c->ring || ops[i].len >= c->shm_threshold) &&
 			     region_alloc(c->region, ops[i].len, &ops[i].shm_off) == 0;
-	rc = client_send_reads(c, ops, n);
-	if (rc == 0 && n > 0)
-		rc = client_recv_reads(c, ops, n);
+	rc = client_do_reads(c, ops, n);
 	for (i = 0; i < n; i++) {
 		if (!ops[i].shm)
 			continue;
@@ -830,9 +1056,7 @@ hm_view_range(hm_file *f, uint64_t offset, size_t len, struct hm_view *v)
 			return fail(ENOMEM);
 		}
 	}
-	rc = client_send_reads(c, &op, 1);
-	if (rc == 0)
-		rc = client_recv_reads(c, &op, 1);
+	rc = client_do_reads(c, &op, 1);
 	if (rc == 0 && op.result < 0)
 		rc = (int)op.result;
 	if (rc < 0) {
@@ -1074,6 +1298,7 @@ hm_files(hm_client *c, void (*cb)(const struct hm_file_info *info, void *arg), v
 				.bytes = f->bytes,
 				.idle_ms = f->idle_ms,
 				.resident_pct = f->resident_pct,
+				.resident_bytes = f->resident_bytes,
 			};
 
 			cb(&info, arg);
@@ -1085,6 +1310,33 @@ hm_files(hm_client *c, void (*cb)(const struct hm_file_info *info, void *arg), v
 		if (!more)
 			return 0;
 	}
+}
+
+HM_EXPORT int
+hm_config(hm_client *c, void (*cb)(const char *key, const char *value, const char *source, void *arg),
+	  void *arg, char *path, size_t pathlen)
+{
+	Hotmap__ConfigRequest req = HOTMAP__CONFIG_REQUEST__INIT;
+	ProtobufCMessage *reply;
+	Hotmap__ConfigReply *r;
+	size_t i;
+	int rc;
+
+	set_last_error(NULL);
+	if (c == NULL || cb == NULL || (path == NULL && pathlen > 0))
+		return fail(EINVAL);
+	pthread_mutex_lock(&c->lock);
+	rc = client_call(c, HM_MSG_CONFIG, &req.base, -1, HM_MSG_CONFIG_REPLY, &reply);
+	pthread_mutex_unlock(&c->lock);
+	if (rc < 0)
+		return fail(-rc);
+	r = (Hotmap__ConfigReply *)reply;
+	if (pathlen > 0)
+		snprintf(path, pathlen, "%s", r->path != NULL ? r->path : "");
+	for (i = 0; i < r->n_items; i++)
+		cb(r->items[i]->key, r->items[i]->value, r->items[i]->source, arg);
+	protobuf_c_message_free_unpacked(reply, NULL);
+	return 0;
 }
 
 HM_EXPORT int

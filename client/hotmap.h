@@ -45,6 +45,7 @@ typedef struct hm_file hm_file;
 #define HM_REASON_PSEUDO_FS	5	/* procfs, sysfs, ...: the size does not tell the content */
 #define HM_REASON_MMAP_FAILED	6	/* mmap(2) failed; reason_text says why */
 #define HM_REASON_TOO_LARGE	7	/* larger than the daemon's address space */
+#define HM_REASON_OVER_BUDGET	8	/* the daemon's mapped-bytes budget is in use by readers */
 
 struct hm_stat {
 	uint64_t size;		/* the file's size now */
@@ -151,6 +152,7 @@ struct hm_file_info {
 	uint64_t bytes;		/* bytes read from it */
 	uint64_t idle_ms;	/* since its last open or read */
 	int resident_pct;	/* pages in memory, -1 when unknown */
+	uint64_t resident_bytes;	/* bytes of it in memory (0 when unknown) */
 };
 
 /* Calls cb once per cached file.  Needs an administrator (EPERM). */
@@ -167,6 +169,15 @@ struct hm_evicted {
  * if no handle reads it: its mapping and descriptor go, and the next open
  * starts afresh.  ENOENT when path is not cached.  Needs an administrator. */
 int hm_evict(hm_client *c, const char *path, struct hm_evicted *out);
+
+/* The daemon's configuration in force: cb once per key (once per root),
+ * with its value as hotmapd.conf would spell it and where it came from
+ * ("default", "FILE:LINE" or "command line"); the strings are valid during
+ * the call.  The file the daemon read goes to path ("" for none; truncated
+ * to pathlen).  Needs an administrator (EPERM). */
+int hm_config(hm_client *c,
+	      void (*cb)(const char *key, const char *value, const char *source, void *arg),
+	      void *arg, char *path, size_t pathlen);
 
 #ifdef __cplusplus
 }

@@ -42,6 +42,7 @@ static int cmd_read(int argc, char **argv);
 static int cmd_warm(int argc, char **argv);
 static int cmd_files(int argc, char **argv);
 static int cmd_evict(int argc, char **argv);
+static int cmd_config(int argc, char **argv);
 
 static const struct command commands[] = {
 	{ "ping", "", "print the daemon's version, pid, uptime and round-trip time", cmd_ping },
@@ -54,6 +55,8 @@ static const struct command commands[] = {
 	  "list the daemon's cached files", cmd_files },
 	{ "evict", "PATH... | --all", "drop cached files (and their mappings) that no handle reads",
 	  cmd_evict },
+	{ "config", "[--json]", "print the configuration in force, and where each value came from",
+	  cmd_config },
 	{ "warm", "[--backend auto|mmap|pread] [--by-path] [--quiet] PATH...",
 	  "bring files into the daemon's memory before they are read", cmd_warm },
 };
@@ -173,7 +176,7 @@ stat_is_gauge(const char *key)
 {
 	static const char *const gauges[] = {
 		"pid", "uptime_us", "clients", "handles", "files", "mappings", "mapped_bytes",
-		"workers",
+		"workers", "clients_polling", "poll_us", "reads_inflight",
 	};
 	size_t i;
 
@@ -1321,6 +1324,81 @@ print_evicted(const char *what, const struct hm_evicted *ev)
 	if (ev->busy > 0)
 		printf(", %u kept: open by a client", ev->busy);
 	printf("\n");
+}
+
+struct config_out {
+	bool json;
+	unsigned n;
+};
+
+static void
+print_config_item(const char *key, const char *value, const char *source, void *arg)
+{
+	struct config_out *o = arg;
+
+	if (o->json) {
+		printf("%s    {\"key\": ", o->n > 0 ? ",\n" : "");
+		print_quoted(key);
+		printf(", \"value\": ");
+		print_quoted(value);
+		printf(", \"source\": ");
+		print_quoted(source);
+		putchar('}');
+	} else {
+		printf("%-24s = %-24s # %s\n", key, value, source);
+	}
+	o->n++;
+}
+
+static int
+cmd_config(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct config_out o = { 0 };
+	char path[4096];
+	hm_client *c;
+	int opt;
+
+	optind = 0;
+	while ((opt = getopt_long(argc, argv, "+j", opts, NULL)) != -1) {
+		if (opt != 'j')
+			return 2;
+		o.json = true;
+	}
+	if (optind < argc) {
+		fprintf(stderr, "hotmapctl: usage: config [--json]\n");
+		return 2;
+	}
+	c = connect_or_report();
+	if (c == NULL)
+		return 1;
+	if (o.json)
+		printf("{\n  \"items\": [\n");
+	if (hm_config(c, print_config_item, &o, path, sizeof path) < 0) {
+		int e = errno;
+
+		if (o.json)
+			printf("\n");
+		fflush(stdout);
+		report("config", e);
+		hm_disconnect(c);
+		return 1;
+	}
+	if (o.json) {
+		printf("\n  ],\n  \"file\": ");
+		if (path[0] != '\0')
+			print_quoted(path);
+		else
+			printf("null");
+		printf("\n}\n");
+	} else {
+		printf("# file: %s\n", path[0] != '\0' ? path : "none (built-in defaults)");
+	}
+	hm_disconnect(c);
+	return 0;
 }
 
 static int

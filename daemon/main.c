@@ -22,7 +22,7 @@
 #include <event2/event.h>
 #include <protobuf-c/protobuf-c.h>
 
-#include "daemon/config.h"
+#include "daemon/conf.h"
 #include "daemon/guard.h"
 #include "daemon/log.h"
 #include "daemon/server.h"
@@ -65,6 +65,9 @@ usage(FILE *f)
 		"  -i, --idle-timeout S   close connections idle for S seconds (default 0: never)\n"
 		"  -w, --workers N        threads for reads that may wait for the disk\n"
 		"                         (default: one per core, 2 to 8)\n"
+		"      --poll-us US       poll clients' request rings for US microseconds\n"
+		"                         before sleeping (default auto: 50 with 4 cores\n"
+		"                         or more, else 0)\n"
 		"      --log-level LEVEL  error, warning, notice (default), info or debug\n"
 		"  -v, --verbose          log one level more (repeatable)\n"
 		"  -h, --help             show this help and exit\n"

@@ -19,6 +19,7 @@
 #include <protobuf-c/protobuf-c.h>
 
 #include "daemon/log.h"
+#include "daemon/loop.h"
 #include "daemon/sd.h"
 #include "daemon/server.h"
 #include "daemon/session.h"
@@ -154,7 +155,40 @@ static const char *const request_keys[HM_MSG__MAX + 1] = {
 	[HM_MSG_WARM] = "requests_warm",
 	[HM_MSG_FILES] = "requests_files",
 	[HM_MSG_EVICT] = "requests_evict",
+	[HM_MSG_RING_KICK] = "requests_ring_kick",
+	[HM_MSG_CONFIG] = "requests_config",
 };
+
+/* count, then p50, p90, p99 and p999 in nanoseconds, per operation */
+static const char *const latency_keys[SERVER_OP__COUNT][5] = {
+	[SERVER_OP_OPEN] = { "latency_open_count", "latency_open_p50_ns", "latency_open_p90_ns",
+		"latency_open_p99_ns", "latency_open_p999_ns" },
+	[SERVER_OP_READ] = { "latency_read_count", "latency_read_p50_ns", "latency_read_p90_ns",
+		"latency_read_p99_ns", "latency_read_p999_ns" },
+	[SERVER_OP_STAT] = { "latency_stat_count", "latency_stat_p50_ns", "latency_stat_p90_ns",
+		"latency_stat_p99_ns", "latency_stat_p999_ns" },
+	[SERVER_OP_CLOSE] = { "latency_close_count", "latency_close_p50_ns", "latency_close_p90_ns",
+		"latency_close_p99_ns", "latency_close_p999_ns" },
+	[SERVER_OP_WARM] = { "latency_warm_count", "latency_warm_p50_ns", "latency_warm_p90_ns",
+		"latency_warm_p99_ns", "latency_warm_p999_ns" },
+};
+
+uint64_t
+server_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+void
+server_latency(struct server *srv, enum server_op op, uint64_t start_ns)
+{
+	uint64_t now = server_now_ns();
+
+	histogram_record(&srv->latency[op], now > start_ns ? now - start_ns : 0);
+}
 
 static const char *const reason_keys[STORAGE_REASON__COUNT] = {
 	[STORAGE_REASON_LOCAL_FILE] = "opens_local_file",
@@ -165,6 +199,7 @@ static const char *const reason_keys[STORAGE_REASON__COUNT] = {
 	[STORAGE_REASON_PSEUDO_FS] = "opens_pseudo_fs",
 	[STORAGE_REASON_MMAP_FAILED] = "opens_mmap_failed",
 	[STORAGE_REASON_TOO_LARGE] = "opens_too_large",
+	[STORAGE_REASON_OVER_BUDGET] = "opens_over_budget",
 };
 
 void
@@ -205,19 +240,44 @@ server_stats_foreach(struct server *srv, server_stat_cb cb, void *arg)
 	cb("stale_replaced", sc.stale_replaced, NULL, arg);
 	cb("sigbus_recoveries", sc.sigbus_recoveries, NULL, arg);
 	cb("evictions", sc.evictions, NULL, arg);
+	cb("evictions_lru", sc.evictions_lru, NULL, arg);
+	cb("evictions_idle", sc.evictions_idle, NULL, arg);
+	cb("budget_fallbacks", sc.budget_fallbacks, NULL, arg);
+	cb("files_over_budget", sc.files_over_budget, NULL, arg);
+	cb("mapped_over_budget", sc.mapped_over_budget, NULL, arg);
 	for (i = 0; i < STORAGE_REASON__COUNT; i++)
 		cb(reason_keys[i], sc.opens_by_reason[i], NULL, arg);
+	cb("clients_polling", srv->ring_sessions, NULL, arg);
+	cb("reads_ring", c->reads_ring, NULL, arg);
+	cb("poll_us", srv->poll_us, NULL, arg);
+	cb("reads_inflight", c->inflight, NULL, arg);
+	cb("inflight_waits", c->inflight_waits, NULL, arg);
+	cb("clients_refused_policy", c->refused_policy, NULL, arg);
+	for (i = 0; i < SERVER_OP__COUNT; i++) {
+		const struct histogram *h = &srv->latency[i];
+
+		/* keys are static strings: callers may keep the pointers */
+		cb(latency_keys[i][0], histogram_count(h), NULL, arg);
+		cb(latency_keys[i][1], histogram_percentile(h, 0.5), NULL, arg);
+		cb(latency_keys[i][2], histogram_percentile(h, 0.9), NULL, arg);
+		cb(latency_keys[i][3], histogram_percentile(h, 0.99), NULL, arg);
+		cb(latency_keys[i][4], histogram_percentile(h, 0.999), NULL, arg);
+	}
 }
 
 void
 server_stats_reset(struct server *srv)
 {
 	struct server_counters *c = &srv->counters;
-	uint64_t handles = c->handles, clients = c->clients;
+	uint64_t handles = c->handles, clients = c->clients, inflight = c->inflight;
+	size_t i;
 
 	memset(c, 0, sizeof *c);
 	c->handles = handles;
 	c->clients = clients;
+	c->inflight = inflight;
+	for (i = 0; i < SERVER_OP__COUNT; i++)
+		histogram_reset(&srv->latency[i]);
 	file_cache_reset_counters(srv->cache);
 	srv->status_requests = 0;
 }
@@ -320,6 +380,37 @@ monotonic_usec(void)
 	return (uint64_t)now.tv_sec * 1000000u + (uint64_t)now.tv_nsec / 1000u;
 }
 
+/* What the configuration in force sets beyond what sessions read from it
+ * when they connect or open: at start, and after each reload. */
+static void
+server_apply(struct server *srv)
+{
+	const struct hm_config *c = &srv->cfg;
+	struct storage_limits lim = {
+		.max_mapped_bytes = c->max_mapped_bytes,
+		.max_files = c->max_open_files,
+		.idle_unmap_ms = (uint64_t)c->idle_unmap_s * 1000u,
+		.network_fs_mmap = c->network_fs == HM_NETWORK_FS_MMAP,
+	};
+
+	/* a lowered budget drops what it can at once, readers permitting */
+	file_cache_set_limits(srv->cache, &lim);
+	if (c->poll_us >= 0)
+		srv->poll_us = (unsigned)c->poll_us;
+	else
+		srv->poll_us = sysconf(_SC_NPROCESSORS_ONLN) >= 4 ? HM_CONFIG_POLL_US_AUTO : 0;
+}
+
+static void
+server_sweep_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct server *srv = arg;
+
+	(void)fd;
+	(void)what;
+	file_cache_sweep(srv->cache, file_cache_clock_ms());
+}
+
 int
 server_reload(struct server *srv)
 {
@@ -364,6 +455,7 @@ server_reload(struct server *srv)
 	hm_config_clear(cur);
 	*cur = next;
 	log_set_level(cur->log_level);
+	server_apply(srv);
 	file = cur->path != NULL ? cur->path : "no file, built-in defaults";
 	log_notice("reload: configuration in use from %s", file);
 	sd_notify(0, "READY=1\nSTATUS=configuration reloaded");
@@ -403,6 +495,16 @@ server_init(struct server *srv, struct hm_config *cfg, const struct hm_config_ar
 		snprintf(err, errlen, "cannot start %u worker threads: %s", srv->nworkers,
 			 strerror(errno));
 		return -ENOMEM;
+	}
+	server_apply(srv);
+	{
+		struct timeval second = { 1, 0 };
+
+		srv->ev_sweep = event_new(srv->base, -1, EV_PERSIST, server_sweep_cb, srv);
+		if (srv->ev_sweep == NULL || event_add(srv->ev_sweep, &second) < 0) {
+			snprintf(err, errlen, "cannot schedule idle unmapping");
+			return -ENOMEM;
+		}
 	}
 	for (i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
 		srv->ev_signals[i] = evsignal_new(srv->base, sigs[i], server_signal_cb, srv);
@@ -620,9 +722,7 @@ server_run(struct server *srv)
 		   srv->cfg.policy == STORAGE_POLICY_MMAP ? "mmap" :
 		   srv->cfg.policy == STORAGE_POLICY_PREAD ? "pread" : "auto",
 		   srv->cfg.roots.n, srv->cfg.roots.n == 1 ? "" : "s");
-	if (event_base_dispatch(srv->base) < 0)
-		return -EIO;
-	return 0;
+	return loop_run(srv);
 }
 
 void
@@ -641,6 +741,8 @@ server_fini(struct server *srv)
 		event_free(srv->ev_accept_retry);
 	if (srv->ev_status != NULL)
 		event_free(srv->ev_status);
+	if (srv->ev_sweep != NULL)
+		event_free(srv->ev_sweep);
 	for (i = 0; i < sizeof srv->ev_signals / sizeof srv->ev_signals[0]; i++)
 		if (srv->ev_signals[i] != NULL)
 			event_free(srv->ev_signals[i]);

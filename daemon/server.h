@@ -19,14 +19,30 @@
 #include <sys/types.h>
 #include <time.h>
 
-#include "daemon/config.h"
+#include "daemon/conf.h"
+#include "daemon/histogram.h"
 #include "daemon/resolve.h"
 #include "daemon/storage.h"
 #include "proto/frame.h"
 
 struct event_base;
+struct server;
 struct event;
 struct session;
+
+/* Operations timed in latency histograms (stats keys latency_<name>_*). */
+enum server_op {
+	SERVER_OP_OPEN,
+	SERVER_OP_READ,
+	SERVER_OP_STAT,
+	SERVER_OP_CLOSE,
+	SERVER_OP_WARM,
+	SERVER_OP__COUNT
+};
+
+/* Records a request of op that took from start_ns (server_now_ns) to now. */
+void server_latency(struct server *srv, enum server_op op, uint64_t start_ns);
+uint64_t server_now_ns(void);
 
 /* Counters of the service layer.  The storage core keeps its own. */
 struct server_counters {
@@ -40,7 +56,11 @@ struct server_counters {
 	uint64_t warms;				/* warm requests, and opens with warm */
 	uint64_t accept_backoffs;		/* accept paused: out of descriptors */
 	uint64_t clients_refused;		/* over --max-connections-per-uid */
+	uint64_t reads_ring;			/* reads taken from rings (polling mode) */
+	uint64_t refused_policy;		/* connections refused by allow-uid/gid */
+	uint64_t inflight_waits;		/* requests held back by max-inflight(-bytes) */
 	uint64_t handles;			/* handles open now, all sessions */
+	uint64_t inflight;			/* reads with the workers now */
 	uint64_t clients;			/* connected now */
 };
 
@@ -67,6 +87,12 @@ struct server {
 	uint64_t status_at_us;		/* uptime at the last STATUS */
 
 	struct session *sessions;	/* doubly linked through session */
+	unsigned ring_sessions;		/* sessions in polling mode (proto/ring.h) */
+	uint64_t ring_work;		/* requests taken from rings, ever */
+	unsigned poll_us;		/* how long the loop polls rings before it sleeps */
+	struct event *ev_sweep;		/* idle unmapping, each second */
+	/* Latency of requests, by operation, from dispatch to reply. */
+	struct histogram latency[SERVER_OP__COUNT];
 	struct timespec started;	/* CLOCK_MONOTONIC */
 	uid_t uid;			/* admins: uid 0 and this uid */
 

@@ -21,6 +21,7 @@
 #include "daemon/session.h"
 #include "daemon/storage.h"
 #include "daemon/workers.h"
+#include "proto/ring.h"
 
 /* Readahead for handles read in order: each read that continues the last
  * one asks for the next window ahead of it, doubling up to the maximum;
@@ -35,6 +36,8 @@ struct session_handle {
 	uint64_t next;		/* where the last read ended */
 	uint64_t ra_end;	/* readahead asked for up to here */
 	uint32_t ra_window;	/* 0: not sequential (yet) */
+	uint32_t ra_max;	/* largest window: network-fs-chunk for network
+				 * files (captured at open), else SESSION_RA_MAX */
 };
 
 /* A READ being streamed: one chunk at a time while the socket takes it. */
@@ -42,6 +45,7 @@ struct session_stream {
 	bool active;
 	bool waiting;		/* for a worker to read the next chunk */
 	uint32_t id;
+	uint64_t t0;		/* when the READ came (server_now_ns) */
 	size_t slot;
 	uint64_t offset;
 	uint64_t remaining;
@@ -67,14 +71,29 @@ struct session {
 	uint8_t *shm;
 	size_t shm_size;
 
+	/* Polling mode: the rings at the start of shm (proto/ring.h).  The
+	 * indices the daemon owns live here; the region only gets copies. */
+	bool ring;
+	uint32_t sq_head;	/* requests taken */
+	uint32_t cq_tail;	/* completions published */
+	unsigned ring_pending;	/* taken, not yet completed (with workers) */
+
 	unsigned inflight;	/* reads handed to workers, not yet done */
+	uint64_t inflight_bytes;	/* their lengths (heap or region they fill) */
+	/* Captured at connect from the configuration then in force. */
+	unsigned max_inflight;		/* max-inflight */
+	uint64_t max_inflight_bytes;	/* max-inflight-bytes */
+	bool admitted;			/* allow-uid / allow-gid let it in */
+	gid_t gid;			/* the peer's credentials, for policy */
+	gid_t *groups;
+	size_t ngroups;
+
+	uint64_t req_t0;	/* when the request being dispatched came */
+	bool req_deferred;	/* its reply comes later: time it then */
 	bool paused;		/* no new requests until work completes */
 	bool dead;		/* the client is gone; freed by the last job */
 };
 
-/* Reads of a client that may be with the workers at once: new requests
- * wait beyond this, which bounds the memory one client pins. */
-#define SESSION_MAX_INFLIGHT	32
 
 enum read_kind {
 	READ_SHM,	/* into the shared region, one small reply */
@@ -82,6 +101,7 @@ enum read_kind {
 	READ_CHUNK,	/* the next chunk of the stream */
 	READ_WARM,	/* WARM: bring a range into memory, then reply */
 	READ_WARM_OPEN,	/* an open's warm: in the background, no reply */
+	READ_RING,	/* a ring request: into the region, a completion */
 };
 
 /* A read handed to a worker because it might wait for the disk. */
@@ -97,6 +117,7 @@ struct read_job {
 	uint8_t *heap;			/* READ_SOCKET, READ_CHUNK: owned */
 	struct storage_io io;
 	ssize_t result;
+	uint64_t t0;			/* when its request came */
 };
 
 static void session_destroy(struct session *s);
@@ -121,6 +142,10 @@ static int session_stats(struct session *s, uint32_t id, ProtobufCMessage *msg);
 static int session_warm(struct session *s, uint32_t id, ProtobufCMessage *msg);
 static int session_files(struct session *s, uint32_t id, ProtobufCMessage *msg);
 static int session_evict(struct session *s, uint32_t id, ProtobufCMessage *msg);
+static int session_ring_kick(struct session *s, uint32_t id, ProtobufCMessage *msg);
+static int session_config(struct session *s, uint32_t id, ProtobufCMessage *msg);
+static void session_ring_complete(struct session *s, uint32_t id, ssize_t result);
+static void session_ring_notify(struct session *s);
 
 /* Requests a client may send; any other type disconnects it. */
 static const struct session_command session_commands[] = {
@@ -134,7 +159,23 @@ static const struct session_command session_commands[] = {
 	{ HM_MSG_WARM, session_warm, false },
 	{ HM_MSG_FILES, session_files, true },
 	{ HM_MSG_EVICT, session_evict, true },
+	{ HM_MSG_RING_KICK, session_ring_kick, false },
+	{ HM_MSG_CONFIG, session_config, true },
 };
+
+/* The requests timed in the latency histograms. */
+static int
+session_op(uint16_t type)
+{
+	switch (type) {
+	case HM_MSG_OPEN: return SERVER_OP_OPEN;
+	case HM_MSG_READ: return SERVER_OP_READ;
+	case HM_MSG_STAT: return SERVER_OP_STAT;
+	case HM_MSG_CLOSE: return SERVER_OP_CLOSE;
+	case HM_MSG_WARM: return SERVER_OP_WARM;
+	default: return -1;
+	}
+}
 
 static void
 session_unlink(struct session *s)
@@ -283,6 +324,16 @@ session_hello(struct session *s, uint32_t id, ProtobufCMessage *msg)
 		peer_close_after_flush(s->peer, "unsupported protocol version in HELLO");
 		return 0;
 	}
+	if (!s->admitted) {
+		/* answered, so that the client learns why, then closed; no
+		 * file was touched */
+		s->srv->counters.refused_policy++;
+		session_error(s, id, EACCES, "uid %ld (gid %ld) may not connect to hotmapd "
+			      "(allow-uid, allow-gid in hotmapd.conf)", (long)peer_uid(s->peer),
+			      (long)s->gid);
+		peer_close_after_flush(s->peer, "not allowed to connect by allow-uid/allow-gid");
+		return 0;
+	}
 	n = server_uid_connections(s->srv, peer_uid(s->peer), 0);
 	if (s->srv->cfg.max_per_uid > 0 && n > s->srv->cfg.max_per_uid) {
 		/* answered, so that the client learns why, then closed */
@@ -309,6 +360,19 @@ session_hello(struct session *s, uint32_t id, ProtobufCMessage *msg)
 			r.shm_accepted = true;
 		}
 	}
+	if (m->ring_entries > 0 && r.shm_accepted) {
+		if (m->ring_entries != HM_RING_ENTRIES || s->shm_size < 2 * HM_RING_BYTES) {
+			log_info("client %s: ring of %u entries in a %zu-byte region refused",
+				 peer_name(s->peer), m->ring_entries, s->shm_size);
+		} else {
+			s->ring = true;
+			s->srv->ring_sessions++;
+			/* Until the loop polls, the client must kick. */
+			hm_ring_store(s->shm, HM_RING_DAEMON_IDLE, 1);
+			r.ring_accepted = true;
+			r.poll_us = s->srv->poll_us;
+		}
+	}
 	r.server_version = (char *)PACKAGE_VERSION;
 	r.max_frame = HM_FRAME_MAX_MESSAGE;
 	return peer_send(s->peer, HM_MSG_HELLO_REPLY, id, &r.base);
@@ -330,6 +394,7 @@ session_open(struct session *s, uint32_t id, ProtobufCMessage *msg)
 	Hotmap__OpenReply r = HOTMAP__OPEN_REPLY__INIT;
 	const char *name = m->path != NULL && m->path[0] != '\0' ? m->path : "(descriptor)";
 	enum storage_policy policy;
+	struct storage_counters before, after;
 	struct storage_stat st;
 	char err[256], reason[128];
 	struct session_handle *sh;
@@ -370,9 +435,15 @@ session_open(struct session *s, uint32_t id, ProtobufCMessage *msg)
 	}
 	sh = &s->handles[slot - 1];
 	err[0] = '\0';
+	file_cache_counters(s->srv->cache, &before);
 	rc = file_cache_open(s->srv->cache, fd, policy, &sh->h, err, sizeof err);
 	if (rc < 0)
 		return session_error(s, id, -rc, "%s: %s", name, err[0] != '\0' ? err : strerror(-rc));
+	file_cache_counters(s->srv->cache, &after);
+	sh->ra_max = SESSION_RA_MAX;
+	if (sh->h.reason == STORAGE_REASON_NETWORK_FS)
+		sh->ra_max = s->srv->cfg.network_fs_chunk > UINT32_MAX / 2 ? UINT32_MAX / 2 :
+			     (uint32_t)s->srv->cfg.network_fs_chunk;
 	sh->used = true;
 	s->free_hint = (size_t)slot;
 	s->used++;
@@ -382,10 +453,15 @@ session_open(struct session *s, uint32_t id, ProtobufCMessage *msg)
 	session_reason_text(&sh->h, reason, sizeof reason);
 	log_debug("client %s: open %s -> handle %lld, %s (%s)", peer_name(s->peer), name,
 		  (long long)slot, storage_backend_name(sh->h.backend), reason);
-	if (m->warm) {
+	if (m->warm || (after.cache_misses != before.cache_misses &&
+			s->srv->cfg.warm == HM_WARM_POPULATE)) {
 		/* the whole file, behind the reply; a failure only costs the
 		 * warmth */
 		if (session_submit(s, READ_WARM_OPEN, id, &sh->h, 0, (size_t)INT64_MAX, NULL) == 0)
+			s->srv->counters.warms++;
+	} else if (after.cache_misses != before.cache_misses && s->srv->cfg.warm == HM_WARM_WILLNEED) {
+		/* first cached: the kernel reads it ahead, nothing waits */
+		if (storage_willneed(&sh->h, 0, st.size) == 0)
 			s->srv->counters.warms++;
 	}
 	r.handle = (uint64_t)slot;
@@ -401,10 +477,13 @@ session_open(struct session *s, uint32_t id, ProtobufCMessage *msg)
 static void
 session_update_pause(struct session *s)
 {
-	bool want = s->stream.active || s->inflight >= SESSION_MAX_INFLIGHT;
+	bool full = s->inflight >= s->max_inflight || s->inflight_bytes >= s->max_inflight_bytes;
+	bool want = s->stream.active || full;
 
 	if (want == s->paused)
 		return;
+	if (want && full)
+		s->srv->counters.inflight_waits++;
 	s->paused = want;
 	peer_set_paused(s->peer, want);
 	if (!want)
@@ -440,7 +519,13 @@ session_submit(struct session *s, enum read_kind kind, uint32_t id,
 	j->offset = offset;
 	j->len = len;
 	j->dst = dst;
+	j->t0 = s->req_t0;
+	if (kind != READ_WARM_OPEN && kind != READ_CHUNK)
+		s->req_deferred = true;	/* timed when the worker is done */
 	s->inflight++;
+	if (kind != READ_WARM && kind != READ_WARM_OPEN)
+		s->inflight_bytes += len;
+	s->srv->counters.inflight++;
 	s->srv->counters.reads_offloaded++;
 	workers_submit(s->srv->workers, &j->job);
 	session_update_pause(s);
@@ -494,6 +579,7 @@ session_stream_end(struct session *s)
 	int rc;
 
 	st->active = false;
+	server_latency(s->srv, SERVER_OP_READ, st->t0);
 	rc = session_read_end(s, st->id, st->total);
 	session_update_pause(s);
 	return rc;
@@ -577,6 +663,21 @@ read_job_done(struct worker_job *job)
 	storage_read_finish(s->srv->cache, &j->h, &j->io);
 	file_cache_close(s->srv->cache, &j->h);
 	s->inflight--;
+	if (j->kind != READ_WARM && j->kind != READ_WARM_OPEN)
+		s->inflight_bytes -= j->len;
+	s->srv->counters.inflight--;
+	switch (j->kind) {
+	case READ_SHM:
+	case READ_SOCKET:
+	case READ_RING:
+		server_latency(s->srv, SERVER_OP_READ, j->t0);
+		break;
+	case READ_WARM:
+		server_latency(s->srv, SERVER_OP_WARM, j->t0);
+		break;
+	default:
+		break;
+	}
 	if (s->dead) {
 		free(j->heap);
 		free(j);
@@ -611,6 +712,15 @@ read_job_done(struct worker_job *job)
 		}
 		break;
 	case READ_WARM_OPEN:
+		break;
+	case READ_RING:
+		s->ring_pending--;
+		if (j->result > 0) {
+			s->srv->counters.bytes_served += (uint64_t)j->result;
+			s->srv->counters.bytes_shm += (uint64_t)j->result;
+		}
+		session_ring_complete(s, j->id, j->result);
+		session_ring_notify(s);
 		break;
 	case READ_CHUNK:
 		s->stream.waiting = false;
@@ -658,8 +768,8 @@ session_readahead(struct session_handle *sh, uint64_t offset, uint64_t length)
 	/* keep a window in flight ahead of the reader */
 	if (sh->ra_end - end >= sh->ra_window / 2 && sh->ra_window != 0)
 		return;
-	sh->ra_window = sh->ra_window == 0 ? SESSION_RA_MIN :
-			sh->ra_window >= SESSION_RA_MAX / 2 ? SESSION_RA_MAX : sh->ra_window * 2;
+	sh->ra_window = sh->ra_window == 0 ? (SESSION_RA_MIN < sh->ra_max ? SESSION_RA_MIN : sh->ra_max) :
+			sh->ra_window >= sh->ra_max / 2 ? sh->ra_max : sh->ra_window * 2;
 	if (storage_willneed(&sh->h, sh->ra_end, sh->ra_window) == 0)
 		sh->ra_end += sh->ra_window;
 }
@@ -704,9 +814,11 @@ session_read(struct session *s, uint32_t id, ProtobufCMessage *msg)
 	if (m->to_shm)
 		return session_read_shm(s, id, m, sh);
 	if (m->length > SESSION_READ_CHUNK) {
+		s->req_deferred = true;	/* timed at its end */
 		s->stream = (struct session_stream){
 			.active = true,
 			.id = id,
+			.t0 = s->req_t0,
 			.slot = m->handle - 1,
 			.offset = m->offset,
 			.remaining = m->length,
@@ -729,6 +841,166 @@ session_read(struct session *s, uint32_t id, ProtobufCMessage *msg)
 				     (unsigned long long)m->offset, strerror((int)-n));
 	s->srv->counters.bytes_served += (uint64_t)n;
 	return session_read_end(s, id, (uint64_t)n);
+}
+
+/* --- polling mode (proto/ring.h) ---------------------------------------- */
+
+/* Publishes one completion.  Space for it was reserved when its request
+ * was taken (session_ring_poll), so the ring cannot be full here. */
+static void
+session_ring_complete(struct session *s, uint32_t id, ssize_t result)
+{
+	struct hm_ring_cqe *e;
+
+	if (!s->ring)
+		return;
+	e = hm_ring_cqe(s->shm, s->cq_tail);
+	e->id = id;
+	e->reserved = 0;
+	e->result = result;
+	s->cq_tail++;
+	hm_ring_store(s->shm, HM_RING_CQ_TAIL, s->cq_tail);
+}
+
+/* After publishing completions: a client that said it sleeps gets one
+ * RING_WAKE (it clears its flag before it sleeps again, so never more). */
+static void
+session_ring_notify(struct session *s)
+{
+	Hotmap__RingWake w = HOTMAP__RING_WAKE__INIT;
+
+	if (!s->ring)
+		return;
+	hm_ring_fence();
+	if (__atomic_exchange_n(hm_ring_word(s->shm, HM_RING_CLIENT_IDLE), 0, __ATOMIC_ACQ_REL) == 0)
+		return;
+	if (peer_send(s->peer, HM_MSG_RING_WAKE, 0, &w.base) < 0)
+		log_warn("client %s: cannot queue a ring wake-up", peer_name(s->peer));
+	/* written on the loop's next pass (we may be outside any callback) */
+	peer_kick(s->peer);
+}
+
+/* One request from the ring, copied out of the region before it is
+ * checked: the client may change the region at any time. */
+static void
+session_ring_read(struct session *s, const struct hm_ring_sqe *e)
+{
+	struct session_handle *sh = session_handle_get(s, e->handle);
+	uint8_t *dst;
+	ssize_t n;
+
+	s->srv->counters.requests[HM_MSG_READ]++;
+	s->srv->counters.reads_ring++;
+	s->req_t0 = server_now_ns();
+	if (sh == NULL) {
+		session_ring_complete(s, e->id, -EBADF);
+		return;
+	}
+	if (e->offset > INT64_MAX || e->length > (uint64_t)INT64_MAX - e->offset ||
+	    e->shm_offset < HM_RING_BYTES || e->shm_offset > s->shm_size ||
+	    e->length > s->shm_size - e->shm_offset) {
+		session_ring_complete(s, e->id, -EINVAL);
+		return;
+	}
+	session_readahead(sh, e->offset, e->length);
+	dst = s->shm + e->shm_offset;
+	n = storage_read_nowait(s->srv->cache, &sh->h, dst, (size_t)e->length, e->offset);
+	if (n == -EAGAIN) {
+		if (session_submit(s, READ_RING, e->id, &sh->h, e->offset, (size_t)e->length, dst) == 0) {
+			s->ring_pending++;
+			return;
+		}
+		n = -ENOMEM;
+	}
+	if (n > 0) {
+		s->srv->counters.bytes_served += (uint64_t)n;
+		s->srv->counters.bytes_shm += (uint64_t)n;
+	}
+	session_ring_complete(s, e->id, n);
+	server_latency(s->srv, SERVER_OP_READ, s->req_t0);
+}
+
+/*
+ * Takes the requests waiting in the client's ring, as many as the
+ * completion ring has room for (published and unconsumed, plus those still
+ * with the workers).  Returns how many it took, or -EPROTO for a client
+ * whose ring makes no sense (disconnected by the caller).
+ */
+static int
+session_ring_poll(struct session *s)
+{
+	uint32_t tail, head, used;
+	int taken = 0;
+
+	if (!s->ring || s->dead)
+		return 0;
+	tail = hm_ring_load(s->shm, HM_RING_SQ_TAIL);
+	if (tail - s->sq_head > HM_RING_ENTRIES)
+		return -EPROTO;
+	while (s->sq_head != tail) {
+		struct hm_ring_sqe e;
+
+		head = hm_ring_load(s->shm, HM_RING_CQ_HEAD);
+		used = s->cq_tail - head;
+		if (used > HM_RING_ENTRIES || used + s->ring_pending >= HM_RING_ENTRIES)
+			break;	/* the client must consume completions first */
+		memcpy(&e, hm_ring_sqe(s->shm, s->sq_head), sizeof e);
+		s->sq_head++;
+		session_ring_read(s, &e);
+		taken++;
+	}
+	if (taken > 0) {
+		hm_ring_store(s->shm, HM_RING_SQ_HEAD, s->sq_head);
+		s->srv->ring_work += (uint64_t)taken;
+		session_ring_notify(s);
+	}
+	return taken;
+}
+
+static int
+session_ring_kick(struct session *s, uint32_t id, ProtobufCMessage *msg)
+{
+	(void)msg;
+	if (!s->ring)
+		return session_error(s, id, EINVAL, "RING_KICK: this connection has no ring");
+	if (session_ring_poll(s) < 0) {
+		peer_close_after_flush(s->peer, "its request ring runs past its end");
+		return 0;
+	}
+	return 0;
+}
+
+int
+session_ring_poll_all(struct server *srv)
+{
+	struct session *s, *next;
+	int taken = 0, n;
+
+	for (s = srv->sessions; s != NULL; s = next) {
+		next = s->next;
+		if (!s->ring)
+			continue;
+		n = session_ring_poll(s);
+		if (n < 0) {
+			log_warn("client %s: disconnecting: its request ring runs past its end",
+				 peer_name(s->peer));
+			s->srv->counters.clients_dropped++;
+			session_free(s);
+			continue;
+		}
+		taken += n;
+	}
+	return taken;
+}
+
+void
+session_ring_set_idle(struct server *srv, bool idle)
+{
+	struct session *s;
+
+	for (s = srv->sessions; s != NULL; s = s->next)
+		if (s->ring)
+			hm_ring_store(s->shm, HM_RING_DAEMON_IDLE, idle ? 1 : 0);
 }
 
 static int
@@ -810,6 +1082,7 @@ files_add(const struct storage_entry_info *info, void *arg)
 	f->bytes = info->bytes;
 	f->idle_ms = info->idle_ms;
 	f->resident_pct = info->resident_pct;
+	f->resident_bytes = info->resident_bytes;
 	p->n++;
 	p->bytes += cost;
 }
@@ -984,6 +1257,76 @@ session_stats(struct session *s, uint32_t id, ProtobufCMessage *msg)
 	return rc;
 }
 
+struct config_builder {
+	Hotmap__ConfigReply__Item *v;
+	size_t n, cap;
+	bool failed;
+};
+
+static void
+config_add(const char *key, const char *value, const char *source, void *arg)
+{
+	struct config_builder *b = arg;
+	Hotmap__ConfigReply__Item *e;
+
+	if (b->failed)
+		return;
+	if (b->n == b->cap) {
+		size_t cap = b->cap == 0 ? 32 : b->cap * 2;
+		Hotmap__ConfigReply__Item *v = realloc(b->v, cap * sizeof *v);
+
+		if (v == NULL) {
+			b->failed = true;
+			return;
+		}
+		b->v = v;
+		b->cap = cap;
+	}
+	e = &b->v[b->n];
+	hotmap__config_reply__item__init(e);
+	/* the strings live only during the call */
+	e->key = strdup(key);
+	e->value = strdup(value);
+	e->source = strdup(source);
+	b->n++;
+	if (e->key == NULL || e->value == NULL || e->source == NULL)
+		b->failed = true;
+}
+
+/* CONFIG: every key in force, with its value and where it came from. */
+static int
+session_config(struct session *s, uint32_t id, ProtobufCMessage *msg)
+{
+	Hotmap__ConfigReply r = HOTMAP__CONFIG_REPLY__INIT;
+	struct config_builder b = { 0 };
+	Hotmap__ConfigReply__Item **ptrs = NULL;
+	size_t i;
+	int rc;
+
+	(void)msg;
+	hm_config_foreach(&s->srv->cfg, config_add, &b);
+	if (!b.failed)
+		ptrs = calloc(b.n + 1, sizeof *ptrs);
+	if (b.failed || ptrs == NULL) {
+		rc = session_error(s, id, ENOMEM, "config: out of memory");
+	} else {
+		for (i = 0; i < b.n; i++)
+			ptrs[i] = &b.v[i];
+		r.n_items = b.n;
+		r.items = ptrs;
+		r.path = (char *)(s->srv->cfg.path != NULL ? s->srv->cfg.path : "");
+		rc = peer_send(s->peer, HM_MSG_CONFIG_REPLY, id, &r.base);
+	}
+	for (i = 0; i < b.n; i++) {
+		free(b.v[i].key);
+		free(b.v[i].value);
+		free(b.v[i].source);
+	}
+	free(ptrs);
+	free(b.v);
+	return rc;
+}
+
 static int
 session_dispatch(struct peer *p, const struct peer_frame *f, void *arg)
 {
@@ -1006,12 +1349,20 @@ session_dispatch(struct peer *p, const struct peer_frame *f, void *arg)
 		session_error(s, f->hdr.id, EPROTO, "%s before HELLO", frame_type_name(f->hdr.type));
 		peer_close_after_flush(s->peer, "request before HELLO");
 		rc = 0;
-	} else if (cmd->needs_admin && !server_peer_is_admin(s->srv, peer_uid(s->peer), (gid_t)-1, NULL, 0)) {
+	} else if (cmd->needs_admin && !server_peer_is_admin(s->srv, peer_uid(s->peer), s->gid,
+							      s->groups, s->ngroups)) {
 		rc = session_error(s, f->hdr.id, EPERM,
-				   "%s needs an administrator (uid 0 or hotmapd's uid %ld)",
+				   "%s needs an administrator (uid 0, hotmapd's uid %ld, or one "
+				   "that admin-uid or admin-gid in hotmapd.conf names)",
 				   frame_type_name(f->hdr.type), (long)s->srv->uid);
 	} else {
+		int op = session_op(f->hdr.type);
+
+		s->req_t0 = server_now_ns();
+		s->req_deferred = false;
 		rc = cmd->handler(s, f->hdr.id, msg);
+		if (op >= 0 && !s->req_deferred)
+			server_latency(s->srv, (enum server_op)op, s->req_t0);
 	}
 	protobuf_c_message_free_unpacked(msg, NULL);
 	return rc;
@@ -1049,6 +1400,45 @@ static const struct peer_ops session_peer_ops = {
 	.closed = session_closed,
 };
 
+/*
+ * The peer's uid, gid and groups (SO_PEERCRED, SO_PEERGROUPS), and
+ * whether allow-uid and allow-gid, as configured now, let it in: decided
+ * at connect, told at HELLO.  0, or -ENOMEM.
+ */
+static int
+session_creds(struct session *s, int fd)
+{
+	gid_t small[64];
+	size_t n = sizeof small / sizeof small[0];
+	uid_t uid = (uid_t)-1;
+	int rc;
+
+	s->gid = (gid_t)-1;
+	rc = server_peer_creds(fd, &uid, &s->gid, small, &n);
+	if (rc == -ERANGE) {
+		s->groups = calloc(n, sizeof *s->groups);
+		if (s->groups == NULL)
+			return -ENOMEM;
+		rc = server_peer_creds(fd, &uid, &s->gid, s->groups, &n);
+	} else if (rc == 0 && n > 0) {
+		s->groups = calloc(n, sizeof *s->groups);
+		if (s->groups == NULL)
+			return -ENOMEM;
+		memcpy(s->groups, small, n * sizeof *small);
+	}
+	if (rc < 0) {
+		/* no credentials: only an open policy lets it in */
+		log_warn("cannot read a client's credentials: %s", strerror(-rc));
+		free(s->groups);
+		s->groups = NULL;
+		n = 0;
+	}
+	s->ngroups = n;
+	s->admitted = rc == 0 ? server_peer_may_connect(s->srv, uid, s->gid, s->groups, n) :
+				s->srv->cfg.allow_uid.n == 0 && s->srv->cfg.allow_gid.n == 0;
+	return 0;
+}
+
 int
 session_new(struct server *srv, int fd)
 {
@@ -1060,9 +1450,18 @@ session_new(struct server *srv, int fd)
 		return -ENOMEM;
 	}
 	s->srv = srv;
+	s->max_inflight = srv->cfg.max_inflight;
+	s->max_inflight_bytes = srv->cfg.max_inflight_bytes;
+	if (session_creds(s, fd) < 0) {
+		close(fd);
+		free(s->groups);
+		free(s);
+		return -ENOMEM;
+	}
 	s->peer = peer_new(srv->base, fd, &session_peer_ops, s);
 	if (s->peer == NULL) {
 		close(fd);
+		free(s->groups);
 		free(s);
 		return -ENOMEM;
 	}
@@ -1085,6 +1484,7 @@ session_destroy(struct session *s)
 {
 	if (s->shm != NULL)
 		munmap(s->shm, s->shm_size);
+	free(s->groups);
 	free(s);
 }
 
@@ -1102,6 +1502,10 @@ session_free(struct session *s)
 	s->handles = NULL;
 	s->nhandles = 0;
 	session_unlink(s);
+	if (s->ring) {
+		s->srv->ring_sessions--;
+		s->ring = false;
+	}
 	s->srv->counters.clients--;
 	server_uid_connections(s->srv, peer_uid(s->peer), -1);
 	peer_free(s->peer);

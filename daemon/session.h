@@ -9,6 +9,8 @@
 #ifndef HOTMAP_SESSION_H
 #define HOTMAP_SESSION_H
 
+#include <stdbool.h>
+
 struct server;
 struct session;
 
@@ -22,6 +24,15 @@ struct session;
 int session_new(struct server *srv, int fd);
 /* Closes every handle the client held.  Takes NULL. */
 void session_free(struct session *s);
+
+/*
+ * Polling mode (proto/ring.h), for the loop: take the requests waiting in
+ * every ring (returns how many; a client whose ring is corrupt is
+ * disconnected), and tell every ring's client that the loop is about to
+ * sleep (idle, so it must kick) or is polling again.
+ */
+int session_ring_poll_all(struct server *srv);
+void session_ring_set_idle(struct server *srv, bool idle);
 
 /* Sessions form a list from server->sessions. */
 struct session *session_next(struct session *s);

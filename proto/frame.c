@@ -36,6 +36,10 @@ static const struct {
 	[HM_MSG_FILES_REPLY] = { "FILES_REPLY", &hotmap__files_reply__descriptor },
 	[HM_MSG_EVICT] = { "EVICT", &hotmap__evict__descriptor },
 	[HM_MSG_EVICT_REPLY] = { "EVICT_REPLY", &hotmap__evict_reply__descriptor },
+	[HM_MSG_RING_KICK] = { "RING_KICK", &hotmap__ring_kick__descriptor },
+	[HM_MSG_RING_WAKE] = { "RING_WAKE", &hotmap__ring_wake__descriptor },
+	[HM_MSG_CONFIG] = { "CONFIG", &hotmap__config_request__descriptor },
+	[HM_MSG_CONFIG_REPLY] = { "CONFIG_REPLY", &hotmap__config_reply__descriptor },
 };
 
 const ProtobufCMessageDescriptor *

@@ -70,7 +70,11 @@ enum hm_msg_type {
 	HM_MSG_FILES_REPLY = 19,
 	HM_MSG_EVICT = 20,
 	HM_MSG_EVICT_REPLY = 21,
-	HM_MSG__MAX = 21
+	HM_MSG_RING_KICK = 22,
+	HM_MSG_RING_WAKE = 23,
+	HM_MSG_CONFIG = 24,
+	HM_MSG_CONFIG_REPLY = 25,
+	HM_MSG__MAX = 25
 };
 
 struct hm_frame_header {

@@ -1,5 +1,5 @@
 /*
- * test_config.c - hotmapd.conf and the command line (daemon/config.h),
+ * test_config.c - hotmapd.conf and the command line (daemon/conf.h),
  * and the peer policy (server_peer_may_connect, server_peer_is_admin,
  * server_peer_creds).
  *
@@ -28,7 +28,7 @@
 
 #include <cmocka.h>
 
-#include "daemon/config.h"
+#include "daemon/conf.h"
 #include "daemon/server.h"
 
 static char dir[PATH_MAX];
@@ -185,6 +185,7 @@ assert_defaults(const struct hm_config *cfg)
 	assert_int_equal(cfg->max_inflight_bytes, 64u << 20);
 	assert_int_equal(cfg->idle_timeout_s, 0);
 	assert_int_equal(cfg->workers, 0);
+	assert_int_equal(cfg->poll_us, -1);
 	assert_int_equal(cfg->log_level, LOG_NOTICE);
 	assert_false(cfg->foreground);
 	for (k = 0; k < HM_CONFIG__NKEYS; k++)
@@ -273,8 +274,9 @@ test_every_key_good(void **state)
 		   "max-inflight-bytes = 1M\n"		/* 19 */
 		   "idle-timeout = 30\n"		/* 20 */
 		   "workers = 3\n"			/* 21 */
-		   "log-level = debug\n"		/* 22 */
-		   "foreground = yes\n",		/* 23 */
+		   "poll-us = 75\n"			/* 22 */
+		   "log-level = debug\n"		/* 23 */
+		   "foreground = yes\n",		/* 24 */
 		   dir, group0());
 	load_ok(&cfg, &args);
 	assert_string_equal(cfg.socket_path + strlen(dir), "/s.sock");
@@ -305,6 +307,7 @@ test_every_key_good(void **state)
 	assert_int_equal(cfg.max_inflight_bytes, 1 << 20);
 	assert_int_equal(cfg.idle_timeout_s, 30);
 	assert_int_equal(cfg.workers, 3);
+	assert_int_equal(cfg.poll_us, 75);
 	assert_int_equal(cfg.log_level, LOG_DEBUG);
 	assert_true(cfg.foreground);
 
@@ -346,6 +349,7 @@ test_every_key_bad_all_errors_at_once(void **state)
 		{ "max-inflight-bytes = 1K", "max-inflight-bytes: 1K is out of range (64K to 1T)" },
 		{ "idle-timeout = 31536001", "idle-timeout: 31536001 is out of range (0 to 31536000)" },
 		{ "workers = 0", "workers: 0 is out of range (1 to 256)" },
+		{ "poll-us = 10001", "poll-us: 10001 is out of range (0 to 10000)" },
 		{ "log-level = loud", "log-level: unknown value 'loud' (error, warning, notice, info, debug)" },
 		{ "foreground = maybe", "foreground: not yes or no: 'maybe'" },
 	};
@@ -390,9 +394,10 @@ test_values_spelled_otherwise(void **state)
 		hm_config_clear(&cfg);
 	}
 	write_conf("workers = auto\nsocket-mode = 660\nsocket-group = 0\nmax-open-files = 0\n"
-		   "max-mapped-bytes = 0\nallow-uid =\nnetwork-fs-chunk = 1G\n");
+		   "max-mapped-bytes = 0\nallow-uid =\nnetwork-fs-chunk = 1G\npoll-us = 0\n");
 	load_ok(&cfg, &args);
 	assert_int_equal(cfg.workers, 0);
+	assert_int_equal(cfg.poll_us, 0);
 	assert_int_equal(cfg.socket_mode, 0660);
 	assert_int_equal(cfg.socket_group, 0);
 	assert_int_equal(cfg.max_open_files, 0);

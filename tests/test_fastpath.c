@@ -35,6 +35,7 @@ setup(void **state)
 	/* each test sets the client's environment itself */
 	unsetenv("HOTMAP_SHM_SIZE");
 	unsetenv("HOTMAP_SHM_THRESHOLD");
+	setenv("HOTMAP_POLL", "0", 1);	/* the machine's cores must not decide */
 	*state = harness_start(*state);
 	return 0;
 }
@@ -44,6 +45,7 @@ teardown(void **state)
 {
 	unsetenv("HOTMAP_SHM_SIZE");
 	unsetenv("HOTMAP_SHM_THRESHOLD");
+	unsetenv("HOTMAP_POLL");
 	harness_free_buffers();
 	harness_stop(*state);
 	return 0;
@@ -955,6 +957,221 @@ static const struct harness_opts opts_three_per_uid = {
 	.extra = { "--max-connections-per-uid", "3", NULL },
 };
 
+/* --- polling mode (proto/ring.h) ---------------------------------------- */
+
+static const struct harness_opts opts_poll = {
+	.extra = { "--poll-us", "200", NULL },
+};
+/* The daemon never polls: every ring request needs a RING_KICK and every
+ * completion a RING_WAKE. */
+static const struct harness_opts opts_poll_asleep = {
+	.extra = { "--poll-us", "0", NULL },
+};
+
+/* The mixed batch through the ring: ranges that fit the region go through
+ * it, the rest over the socket in the same batch; all read as pread. */
+static void
+test_poll_batch(void **state)
+{
+	struct harness *h = *state;
+	hm_client *admin = harness_connect(h);
+	uint64_t before = harness_stat(admin, "reads_ring");
+
+	setenv("HOTMAP_POLL", "1", 1);
+	run_mixed_batch(h);
+	/* about 3 of 4 ranges fit the region: far more than none */
+	assert_true(harness_stat(admin, "reads_ring") >= before + 100);
+	hm_disconnect(admin);
+}
+
+static void
+test_poll_views(void **state)
+{
+	struct harness *h = *state;
+	hm_client *admin = harness_connect(h);
+	uint64_t before = harness_stat(admin, "reads_ring");
+
+	setenv("HOTMAP_POLL", "1", 1);
+	run_views_held(h);
+	assert_true(harness_stat(admin, "reads_ring") > before);
+	hm_disconnect(admin);
+}
+
+/* Many small reads one at a time: each a ring request; the daemon counts
+ * the client as polling while it is connected. */
+static void
+test_poll_single_reads(void **state)
+{
+	struct harness *h = *state;
+	char path[PATH_MAX];
+	hm_client *admin, *c;
+	uint64_t before, rng = 99;
+	hm_file *f;
+	int fd, i;
+
+	harness_path(h, "root/f", path);
+	harness_write_file(path, 8 * MiB + 5, 11);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	admin = harness_connect(h);
+	before = harness_stat(admin, "reads_ring");
+	setenv("HOTMAP_POLL", "1", 1);
+	c = harness_connect(h);
+	assert_int_equal(harness_stat(admin, "clients_polling"), 1);
+	f = hm_open(c, path, 0);
+	assert_non_null(f);
+	for (i = 0; i < 2000; i++) {
+		uint64_t off = harness_rand(&rng) % (8 * MiB + 100);
+		size_t len = (size_t)(harness_rand(&rng) % 9000);
+
+		harness_check_read(f, fd, off, len);
+	}
+	assert_int_equal(harness_stat(admin, "reads_ring"), before + 2000);
+	hm_close(f);
+	hm_disconnect(c);
+	harness_wait_stat(admin, "clients_polling", 0);
+	hm_disconnect(admin);
+	close(fd);
+}
+
+/* A client in polling mode that dies with reads in its ring and views
+ * held costs the daemon nothing. */
+static void
+test_poll_client_dies(void **state)
+{
+	setenv("HOTMAP_POLL", "1", 1);
+	test_client_dies_holding_views(state);
+}
+
+/* HELLO with a region and a ring of ring_entries; the descriptor of the
+ * connection, the region mapped in *region. */
+static int
+hello_with_ring(struct harness *h, size_t size, uint64_t ring_entries, bool want_ring,
+		uint8_t **region)
+{
+	struct wire_msg m = { .n = 0 };
+	struct wire_header hdr;
+	uint8_t reply[1024];
+	uint64_t accepted = 0;
+	int fd = wire_connect(h), mfd;
+
+	mfd = memfd_create("ring-test", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	assert_true(mfd >= 0);
+	assert_int_equal(ftruncate(mfd, (off_t)size), 0);
+	assert_int_equal(fcntl(mfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW), 0);
+	*region = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
+	assert_true(*region != MAP_FAILED);
+	wire_varint(&m, 1, WIRE_VERSION);
+	wire_varint(&m, 2, 7);
+	wire_string(&m, 3, "ring-test");
+	wire_varint(&m, 4, size);
+	wire_varint(&m, 5, ring_entries);
+	assert_int_equal(wire_send_msg(fd, WIRE_HELLO, 1, &m, mfd), 0);
+	close(mfd);
+	assert_int_equal(wire_recv(fd, &hdr, reply, sizeof reply, 10000), 1);
+	assert_int_equal(hdr.type, WIRE_HELLO_REPLY);
+	wire_get_varint(reply, hdr.length, 7, &accepted);
+	assert_int_equal(accepted, want_ring ? 1 : 0);
+	return fd;
+}
+
+static void
+ring_kick(int fd)
+{
+	struct wire_msg m = { .n = 0 };
+
+	assert_int_equal(wire_send_msg(fd, 22 /* RING_KICK */, 0, &m, -1), 0);
+}
+
+/* The daemon checks every ring request: a bad handle, a destination in
+ * the ring area or past the region are errors in their completions; a
+ * ring whose tail runs past its end disconnects that client only. */
+static void
+test_ring_checked(void **state)
+{
+	struct harness *h = *state;
+	struct wire_msg m = { .n = 0 };
+	struct wire_header hdr;
+	uint8_t reply[1024], *r;
+	char path[PATH_MAX];
+	uint64_t handle = 0;
+	struct {
+		uint64_t handle, offset, length, shm_offset;
+		uint32_t id, reserved;
+	} *sqe;
+	struct {
+		uint32_t id, reserved;
+		int64_t result;
+	} *cqe;
+	hm_client *c;
+	int fd, i;
+
+	/* too small a region for a ring, or the wrong ring size: no ring */
+	fd = hello_with_ring(h, 4096, 64, false, &r);
+	close(fd);
+	munmap(r, 4096);
+	fd = hello_with_ring(h, 65536, 32, false, &r);
+	close(fd);
+	munmap(r, 65536);
+
+	harness_path(h, "root/f", path);
+	harness_write_file(path, 100000, 12);
+	fd = hello_with_ring(h, 65536, 64, true, &r);
+	wire_varint(&m, 1, 1);
+	wire_string(&m, 2, path);
+	assert_int_equal(wire_send_msg(fd, WIRE_OPEN, 2, &m, -1), 0);
+	assert_int_equal(wire_recv(fd, &hdr, reply, sizeof reply, 10000), 1);
+	if (hdr.type != WIRE_OPEN_REPLY) {
+		/* no --root here: open the file by descriptor instead */
+		int ffd = open(path, O_RDONLY | O_CLOEXEC);
+
+		assert_true(ffd >= 0);
+		m.n = 0;
+		wire_string(&m, 2, "f");
+		assert_int_equal(wire_send_msg(fd, WIRE_OPEN, 3, &m, ffd), 0);
+		close(ffd);
+		assert_int_equal(wire_recv(fd, &hdr, reply, sizeof reply, 10000), 1);
+	}
+	assert_int_equal(hdr.type, WIRE_OPEN_REPLY);
+	wire_get_varint(reply, hdr.length, 1, &handle);
+	assert_true(handle > 0);
+
+	sqe = (void *)(r + 256);
+	cqe = (void *)(r + 3072);
+	sqe[0] = (typeof(sqe[0])){ handle, 10, 5000, 8192, 100, 0 };	/* good */
+	sqe[1] = (typeof(sqe[0])){ handle + 7, 0, 10, 8192, 101, 0 };	/* no such handle */
+	sqe[2] = (typeof(sqe[0])){ handle, 0, 10, 100, 102, 0 };	/* into the ring area */
+	sqe[3] = (typeof(sqe[0])){ handle, 0, 4096, 65536 - 4095, 103, 0 };	/* past the region */
+	sqe[4] = (typeof(sqe[0])){ handle, UINT64_MAX - 5, 10, 8192, 104, 0 };	/* offset overflows */
+	sqe[5] = (typeof(sqe[0])){ handle, 99990, 100, 16384, 105, 0 };	/* straddles EOF */
+	__atomic_store_n((uint32_t *)(r + 0), 6, __ATOMIC_RELEASE);
+	ring_kick(fd);
+	for (i = 0; i < 1000 && __atomic_load_n((uint32_t *)(r + 128), __ATOMIC_ACQUIRE) < 6; i++)
+		usleep(1000);
+	assert_int_equal(__atomic_load_n((uint32_t *)(r + 128), __ATOMIC_ACQUIRE), 6);
+	for (i = 0; i < 6; i++) {
+		int64_t want[] = { 5000, -EBADF, -EINVAL, -EINVAL, -EINVAL, 10 };
+
+		assert_int_equal(cqe[i].id, 100 + i);
+		assert_int_equal(cqe[i].result, want[i]);
+	}
+	{
+		uint8_t ref[5000];
+
+		harness_fill(ref, sizeof ref, 12, 10);
+		assert_memory_equal(r + 8192, ref, sizeof ref);
+	}
+	/* the tail far ahead of the head: that client goes, no one else */
+	c = harness_connect(h);
+	__atomic_store_n((uint32_t *)(r + 0), 6 + 1000, __ATOMIC_RELEASE);
+	ring_kick(fd);
+	wire_expect_eof(fd, 10000);
+	close(fd);
+	munmap(r, 65536);
+	assert_int_equal(hm_ping(c, NULL), 0);
+	hm_disconnect(c);
+}
+
 #define T(fn, o) cmocka_unit_test_prestate_setup_teardown(fn, setup, teardown, (void *)&(o))
 
 int
@@ -979,6 +1196,14 @@ main(void)
 		T(test_evict, opts_default),
 		T(test_connections_per_uid, opts_three_per_uid),
 		T(test_idle_timeout, opts_idle_1s),
+		T(test_poll_batch, opts_poll),
+		T(test_poll_batch, opts_poll_asleep),
+		T(test_poll_views, opts_poll),
+		T(test_poll_single_reads, opts_poll),
+		T(test_poll_single_reads, opts_poll_asleep),
+		T(test_poll_client_dies, opts_poll),
+		T(test_ring_checked, opts_poll),
+		T(test_ring_checked, opts_poll_asleep),
 	};
 
 	return cmocka_run_group_tests_name("fastpath", tests, NULL, NULL);

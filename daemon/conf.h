@@ -1,5 +1,5 @@
 /*
- * config.h - hotmapd's configuration: built-in defaults, the file
+ * conf.h - hotmapd's configuration: built-in defaults, the file
  * (hotmapd.conf, parsed with inih), the command line over both, and where
  * each value came from.
  *
@@ -10,16 +10,9 @@
  *
  * What it must not do: log, exit, or apply anything (binding, chmod,
  * log levels and reloads are server.c's and main.c's).
- *
- * About the name: a source file in daemon/ that writes #include "config.h"
- * finds this file before autoconf's, so this file includes autoconf's
- * first (by <config.h>, which searches the include path only) and stays
- * a harmless superset of it.
  */
-#include <config.h>
-
-#ifndef HOTMAP_DAEMON_CONFIG_H
-#define HOTMAP_DAEMON_CONFIG_H
+#ifndef HOTMAP_DAEMON_CONF_H
+#define HOTMAP_DAEMON_CONF_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -57,6 +50,7 @@ enum hm_config_key {
 	HM_KEY_MAX_INFLIGHT_BYTES,
 	HM_KEY_IDLE_TIMEOUT,
 	HM_KEY_WORKERS,
+	HM_KEY_POLL_US,
 	HM_KEY_LOG_LEVEL,
 	HM_KEY_FOREGROUND,
 	HM_CONFIG__NKEYS
@@ -103,6 +97,8 @@ struct hm_gid_list {
 #define HM_CONFIG_MAX_INFLIGHT_BYTES_DEFAULT	(64ull << 20)
 #define HM_CONFIG_NETWORK_FS_CHUNK_DEFAULT	(16ull << 20)
 #define HM_CONFIG_SOCKET_MODE_DEFAULT		0666u
+#define HM_CONFIG_POLL_US_AUTO			50
+#define HM_CONFIG_POLL_US_MAX			10000
 
 struct hm_config {
 	char *path;			/* the file read; NULL: none was */
@@ -131,6 +127,8 @@ struct hm_config {
 	uint64_t max_inflight_bytes;	/* max-inflight-bytes: per client */
 	unsigned idle_timeout_s;	/* idle-timeout; 0: never */
 	unsigned workers;		/* workers; 0: auto (cores, 2 to 8) */
+	int poll_us;			/* poll-us; -1: auto (HM_CONFIG_POLL_US_AUTO
+					 * with 4 cores or more, else 0) */
 	int log_level;			/* log-level: LOG_ERR to LOG_DEBUG */
 	bool foreground;		/* foreground */
 

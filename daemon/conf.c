@@ -26,7 +26,7 @@
 
 #include <ini.h>
 
-#include "daemon/config.h"
+#include "daemon/conf.h"
 #include "proto/frame.h"
 
 #define SECONDS_MAX	(86400u * 365u)
@@ -59,6 +59,7 @@ static const struct key_def {
 	[HM_KEY_MAX_INFLIGHT_BYTES] = { "max-inflight-bytes", false },
 	[HM_KEY_IDLE_TIMEOUT] = { "idle-timeout", false },
 	[HM_KEY_WORKERS] = { "workers", true },
+	[HM_KEY_POLL_US] = { "poll-us", false },
 	[HM_KEY_LOG_LEVEL] = { "log-level", false },
 	[HM_KEY_FOREGROUND] = { "foreground", true },
 };
@@ -662,6 +663,16 @@ set_value(struct load *l, enum hm_config_key key, const char *value)
 		else
 			set_number(l, key, value, 1, 256, &cfg->workers);
 		break;
+	case HM_KEY_POLL_US:
+		if (strcmp(value, "auto") == 0) {
+			cfg->poll_us = -1;
+		} else {
+			unsigned us = 0;
+
+			set_number(l, key, value, 0, HM_CONFIG_POLL_US_MAX, &us);
+			cfg->poll_us = (int)us;
+		}
+		break;
 	case HM_KEY_LOG_LEVEL:
 		set_enum(l, key, value, log_level_names, LOG_DEBUG + 1, &cfg->log_level);
 		break;
@@ -825,6 +836,7 @@ set_defaults(struct hm_config *cfg)
 	cfg->max_per_uid = HM_CONFIG_MAX_PER_UID_DEFAULT;
 	cfg->max_inflight = HM_CONFIG_MAX_INFLIGHT_DEFAULT;
 	cfg->max_inflight_bytes = HM_CONFIG_MAX_INFLIGHT_BYTES_DEFAULT;
+	cfg->poll_us = -1;
 	cfg->log_level = LOG_NOTICE;
 	return 0;
 }
@@ -1014,6 +1026,12 @@ hm_config_value_text(const struct hm_config *cfg, enum hm_config_key key, char *
 			snprintf(buf, len, "auto");
 		else
 			snprintf(buf, len, "%u", cfg->workers);
+		break;
+	case HM_KEY_POLL_US:
+		if (cfg->poll_us < 0)
+			snprintf(buf, len, "auto");
+		else
+			snprintf(buf, len, "%d", cfg->poll_us);
 		break;
 	case HM_KEY_LOG_LEVEL:
 		snprintf(buf, len, "%s", cfg->log_level >= LOG_ERR && cfg->log_level <= LOG_DEBUG ?

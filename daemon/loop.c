@@ -1,0 +1,82 @@
+/*
+ * loop.c - hotmapd's event loop driver (see loop.h).
+ *
+ * Polling: while a ring request came within the last poll_us, the loop
+ * checks every ring in a tight loop, and libevent without blocking every
+ * few microseconds (sockets, worker completions, timers, signals).  Then
+ * it sleeps, and the order below makes that safe: set every ring's
+ * daemon_idle, fence, look at the rings once more, and only then block.
+ * A client publishes its request, fences, and kicks over the socket when
+ * it sees daemon_idle; so either the last look finds the request or the
+ * client sees the flag and its kick wakes the loop.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <time.h>
+
+#include <event2/event.h>
+
+#include "daemon/loop.h"
+#include "daemon/server.h"
+#include "daemon/session.h"
+#include "proto/ring.h"
+
+/* Ring checks between two non-blocking passes of libevent. */
+#define LOOP_SPINS_PER_PASS	64
+
+static uint64_t
+loop_now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+static bool
+loop_done(struct event_base *base)
+{
+	return event_base_got_break(base) || event_base_got_exit(base);
+}
+
+int
+loop_run(struct server *srv)
+{
+	struct event_base *base = srv->base;
+	uint64_t seen = srv->ring_work, spin_until = 0;
+	bool asleep = true;	/* rings say the loop sleeps (new ones too) */
+	int i;
+
+	while (!loop_done(base)) {
+		/* poll_us and the rings may change at any pass (SIGHUP) */
+		if (srv->poll_us > 0 && srv->ring_sessions > 0 && loop_now_us() < spin_until) {
+			if (asleep) {
+				session_ring_set_idle(srv, false);
+				asleep = false;
+			}
+			for (i = 0; i < LOOP_SPINS_PER_PASS; i++)
+				if (session_ring_poll_all(srv) == 0)
+					hm_ring_relax();
+			if (event_base_loop(base, EVLOOP_NONBLOCK) < 0)
+				return -EIO;
+		} else {
+			if (!asleep) {
+				session_ring_set_idle(srv, true);
+				asleep = true;
+				hm_ring_fence();
+				if (session_ring_poll_all(srv) > 0)
+					goto again;
+			}
+			if (event_base_loop(base, EVLOOP_ONCE) < 0)
+				return -EIO;
+		}
+again:
+		if (srv->ring_work != seen) {
+			seen = srv->ring_work;
+			spin_until = loop_now_us() + srv->poll_us;
+		}
+	}
+	return 0;
+}
