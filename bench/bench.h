@@ -124,6 +124,9 @@ struct contender {
 	/* HOTMAP_SHM_SIZE while connecting (hotmap); NULL: the library's
 	 * default. */
 	const char *shm_size;
+	/* Polling mode (HOTMAP_POLL=1 while connecting; 0 otherwise, so that
+	 * the other rows measure frames on any machine). */
+	bool poll;
 	/* How a batch is read. */
 	const char *batch_note;
 

@@ -225,9 +225,11 @@ hotmap_session_open(const struct contender *c)
 	 * hmbench runs one thread, so the environment is ours to change. */
 	if (c->shm_size != NULL)
 		setenv("HOTMAP_SHM_SIZE", c->shm_size, 1);
+	setenv("HOTMAP_POLL", c->poll ? "1" : "0", 1);
 	s->hm = hm_connect(bench.hotmap_sock);
 	e = errno;
 	unsetenv("HOTMAP_SHM_SIZE");
+	unsetenv("HOTMAP_POLL");
 	if (s->hm == NULL) {
 		free(s);
 		errno = e;
@@ -557,6 +559,38 @@ const struct contender contenders[] = {
 		.label = "hotmapd, hm_view_range + hm_view_release: bytes left in the shared region, no copy out",
 		.flags = CF_HOTMAP,
 		.workloads = W_RAND | W_SEQ | W_TRAIN,
+		.batch_note = "one hm_view_range after another, all held, then released",
+		HOTMAP_SESSION_OPS,
+		.read = hotmap_view_read,
+		.view_ranges = hotmap_view_ranges,
+	},
+	{
+		.name = "hotmap-poll",
+		.label = "hotmapd, hm_pread in polling mode (HOTMAP_POLL=1, hotmapd --poll-us 50): requests and completions through a ring in the shared region",
+		.flags = CF_HOTMAP,
+		.workloads = W_RAND | W_SEQ,
+		.poll = true,
+		.batch_note = "hm_pread: one ring request per read",
+		HOTMAP_SESSION_OPS,
+		.read = hotmap_read,
+	},
+	{
+		.name = "hotmap-poll-batch",
+		.label = "hotmapd, hm_read_batch in polling mode: up to 64 ring requests in flight",
+		.flags = CF_HOTMAP | CF_BATCH_ONLY,
+		.workloads = W_RAND,
+		.poll = true,
+		.batch_note = "hm_read_batch through the ring",
+		HOTMAP_SESSION_OPS,
+		.read = hotmap_read,
+		.read_batch = hotmap_read_batch,
+	},
+	{
+		.name = "hotmap-poll-view",
+		.label = "hotmapd, hm_view_range in polling mode: no copy out, no frame",
+		.flags = CF_HOTMAP,
+		.workloads = W_RAND | W_SEQ,
+		.poll = true,
 		.batch_note = "one hm_view_range after another, all held, then released",
 		HOTMAP_SESSION_OPS,
 		.read = hotmap_view_read,
