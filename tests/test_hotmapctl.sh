@@ -14,7 +14,7 @@ HOTMAPCTL=${HOTMAPCTL:-client/hotmapctl}
 # Absolute: one test runs hotmapctl from another directory.
 case $HOTMAPD in /*) ;; *) HOTMAPD=$PWD/$HOTMAPD ;; esac
 case $HOTMAPCTL in /*) ;; *) HOTMAPCTL=$PWD/$HOTMAPCTL ;; esac
-PLAN=72
+PLAN=75
 
 n=0
 failed=0
@@ -328,6 +328,52 @@ else
 		"$(cat "$dir/out" "$dir/out2" "$dir/err")"
 fi
 expect_fail "evict without a path or --all exits 2" 2 "usage" --socket "$sock" evict
+
+# --- config --------------------------------------------------------------------------
+ctl config >"$dir/out" 2>"$dir/err"
+rc=$?
+if [ $rc -eq 0 ] && grep -q "^root  *= $root  *# command line$" "$dir/out" &&
+   grep -q "^backend  *= auto  *# default$" "$dir/out" &&
+   grep -q "^max-inflight  *= 32  *# default$" "$dir/out" &&
+   grep -q "^# file: " "$dir/out"; then
+	ok "config prints each value and where it came from"
+else
+	not_ok "config prints each value and where it came from" "exit $rc" \
+		"$(cat "$dir/out" "$dir/err")"
+fi
+ctl config --json >"$dir/out" 2>"$dir/err"
+rc=$?
+if [ $rc -eq 0 ] && python3 - "$dir/out" "$root" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+items = {i["key"]: i for i in d["items"]}
+assert items["root"]["value"] == sys.argv[2], items["root"]
+assert items["root"]["source"] == "command line"
+assert items["socket-mode"] == {"key": "socket-mode", "value": "0666", "source": "default"}
+assert "poll-us" in items and "file" in d
+PY
+then
+	ok "config --json is JSON with every key, value and source"
+else
+	not_ok "config --json is JSON with every key, value and source" "exit $rc" \
+		"$(cat "$dir/out" "$dir/err")"
+fi
+# Another user may read but not administer: a clear refusal (root only).
+if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null 2>&1; then
+	chmod 755 "$dir"
+	setpriv --reuid 65534 --regid 65534 --clear-groups "$HOTMAPCTL" --socket "$sock" stats \
+		>"$dir/out" 2>"$dir/err"
+	rc=$?
+	chmod 700 "$dir"
+	if [ $rc -eq 1 ] && grep -q "needs an administrator" "$dir/err"; then
+		ok "stats from a user who is not an administrator is refused, saying why"
+	else
+		not_ok "stats from a user who is not an administrator is refused, saying why" \
+			"exit $rc" "$(cat "$dir/out" "$dir/err")"
+	fi
+else
+	ok "stats from a user who is not an administrator is refused # SKIP needs root and setpriv"
+fi
 
 # --- warm ------------------------------------------------------------------------
 ctl warm "$file" "$root/empty" >"$dir/out" 2>"$dir/err"

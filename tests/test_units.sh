@@ -12,7 +12,7 @@ status=0
 ok() { n=$((n + 1)); echo "ok $n - $1"; }
 not_ok() { n=$((n + 1)); echo "not ok $n - $1"; shift; printf '%s\n' "$@" | sed 's/^/# /'; status=1; }
 
-echo "1..4"
+echo "1..5"
 sed -e "s|@sbindir[@]|$(dirname "$hotmapd")|g" "$srcdir/contrib/systemd/hotmapd.service.in" \
 	>"$tmp/hotmapd.service"
 cp "$srcdir/contrib/systemd/hotmapd.socket" "$tmp/"
@@ -67,5 +67,57 @@ if command -v systemd-socket-activate >/dev/null 2>&1 && [ -x "$hotmapctl" ]; th
 	fi
 else
 	ok "socket activation # SKIP systemd-socket-activate is not installed"
+fi
+# Under socket activation, as systemd runs it: READY=1 once it serves,
+# RELOADING=1 (with MONOTONIC_USEC) then READY=1 around a SIGHUP reload,
+# STOPPING=1 at SIGTERM, read from a NOTIFY_SOCKET of our own.
+if command -v systemd-socket-activate >/dev/null 2>&1 && [ -x "$hotmapctl" ] &&
+   command -v python3 >/dev/null 2>&1; then
+	if python3 - "$tmp" "$hotmapd" "$hotmapctl" >"$tmp/notify.out" 2>&1 <<'PY'
+import os, signal, socket, subprocess, sys, time
+tmp, hotmapd, hotmapctl = sys.argv[1:4]
+path, sock = tmp + "/notify", tmp + "/activated2.sock"
+n = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+n.bind(path)
+n.settimeout(10)
+conf = tmp + "/hotmapd.conf"
+open(conf, "w").write("log-level = info\n")
+env = dict(os.environ, NOTIFY_SOCKET=path)
+p = subprocess.Popen(["systemd-socket-activate", "-l", sock, "-E", "NOTIFY_SOCKET",
+                      hotmapd, "--foreground", "--config", conf], env=env,
+                     stderr=open(tmp + "/log2", "w"))
+def expect(what):
+    while True:
+        msg = n.recv(4096).decode()
+        print("got:", msg.replace("\n", " | "))
+        if what in msg.split("\n"):
+            return msg
+# systemd-socket-activate starts hotmapd at the first connection
+for _ in range(100):
+    if os.path.exists(sock):
+        break
+    time.sleep(0.05)
+out = subprocess.run([hotmapctl, "--socket", sock, "ping"], capture_output=True, text=True)
+assert out.returncode == 0 and out.stdout.startswith("hotmapd "), out
+expect("READY=1")
+open(conf, "w").write("log-level = debug\n")
+p.send_signal(signal.SIGHUP)
+m = expect("RELOADING=1")
+assert "MONOTONIC_USEC=" in m, m
+expect("READY=1")
+out = subprocess.run([hotmapctl, "--socket", sock, "config"], capture_output=True, text=True)
+assert any(l.startswith("log-level") and "debug" in l for l in out.stdout.splitlines()), out
+p.send_signal(signal.SIGTERM)
+expect("STOPPING=1")
+assert p.wait(10) == 0
+PY
+	then
+		ok "socket activation: READY, RELOADING and READY around SIGHUP, STOPPING, via NOTIFY_SOCKET"
+	else
+		not_ok "socket activation: READY, RELOADING and READY around SIGHUP, STOPPING, via NOTIFY_SOCKET" \
+			"$(cat "$tmp/notify.out" "$tmp/log2" 2>/dev/null)"
+	fi
+else
+	ok "socket activation notifications # SKIP systemd-socket-activate or python3 is missing"
 fi
 exit $status

@@ -3,7 +3,7 @@
 # are not installed yet.
 HOTMAP_DEPS="build-essential autoconf automake libtool pkg-config
 	libevent-dev libprotobuf-c-dev protobuf-c-compiler libsystemd-dev libinih-dev
-	libcmocka-dev mandoc systemd"
+	libcmocka-dev mandoc systemd python3"
 
 hotmap_install_deps() {
 	missing=

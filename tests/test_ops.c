@@ -1,0 +1,451 @@
+/*
+ * test_ops.c - what an operator configures, against a real hotmapd
+ * (tests/harness.h): the memory budget (least recently used first, a
+ * mapping with a reader never unmapped, the fallback to pread when every
+ * mapping is read), idle unmapping, the cap on files kept, warm on first
+ * cache, the limit of reads in flight per client, and who may connect and
+ * who may administer.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "tests/harness.h"
+
+#define MiB (1024u * 1024u)
+
+static int
+setup(void **state)
+{
+	unsetenv("HOTMAP_SHM_SIZE");
+	setenv("HOTMAP_POLL", "0", 1);
+	*state = harness_start(*state);
+	return 0;
+}
+
+static int
+teardown(void **state)
+{
+	unsetenv("HOTMAP_POLL");
+	harness_free_buffers();
+	harness_stop(*state);
+	return 0;
+}
+
+/* A file of 1 MiB named root/NAME, and its path in out. */
+static void
+make_file(struct harness *h, const char *name, uint64_t seed, char *out)
+{
+	char rel[64];
+
+	snprintf(rel, sizeof rel, "root/%s", name);
+	harness_path(h, rel, out);
+	harness_write_file(out, MiB, seed);
+}
+
+/* Opens path, reads a range of it (checked against pread), and returns
+ * the handle, or closes it when keep is false (NULL then). */
+static hm_file *
+use_file(hm_client *c, const char *path, bool keep)
+{
+	hm_file *f = hm_open(c, path, 0);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	assert_non_null(f);
+	assert_true(fd >= 0);
+	assert_int_equal(harness_check_read(f, fd, 12345, 70000), 70000);
+	close(fd);
+	if (keep)
+		return f;
+	assert_int_equal(hm_close(f), 0);
+	return NULL;
+}
+
+struct listing {
+	char paths[8][PATH_MAX];
+	int backend[8];
+	int n;
+};
+
+static void
+list_add(const struct hm_file_info *info, void *arg)
+{
+	struct listing *l = arg;
+
+	if (l->n < 8) {
+		snprintf(l->paths[l->n], PATH_MAX, "%s", info->path);
+		l->backend[l->n] = info->backend;
+		l->n++;
+	}
+}
+
+/* Whether the daemon has path cached (mapped, when mapped is true). */
+static bool
+cached(hm_client *admin, const char *path, bool mapped)
+{
+	struct listing l = { .n = 0 };
+	int i;
+
+	assert_int_equal(hm_files(admin, list_add, &l), 0);
+	for (i = 0; i < l.n; i++)
+		if (strcmp(l.paths[i], path) == 0)
+			return !mapped || l.backend[i] == HM_BACKEND_MMAP;
+	return false;
+}
+
+/* Room for two mappings of 1 MiB, not three. */
+static const struct harness_opts opts_budget = {
+	.extra = { "--max-mapped-bytes", "2200K", NULL },
+};
+
+/*
+ * Three files through a budget for two: the least recently used one that
+ * no handle reads is unmapped first.  Then, with every mapping read, a
+ * new open gets pread (reason over-budget) and reads the same bytes, and
+ * the mappings being read stay.
+ */
+static void
+test_budget_lru_and_fallback(void **state)
+{
+	struct harness *h = *state;
+	char a[PATH_MAX], b[PATH_MAX], c[PATH_MAX], d[PATH_MAX];
+	hm_client *admin = harness_connect(h), *cl = harness_connect(h);
+	hm_file *fa, *fc, *fd_;
+	struct hm_stat st;
+
+	make_file(h, "a", 1, a);
+	make_file(h, "b", 2, b);
+	make_file(h, "c", 3, c);
+	make_file(h, "d", 4, d);
+	use_file(cl, a, false);
+	use_file(cl, b, false);
+	use_file(cl, a, false);		/* a is now more recent than b */
+	assert_int_equal(harness_stat(admin, "evictions_lru"), 0);
+	use_file(cl, c, false);		/* no room: b goes, not a */
+	assert_int_equal(harness_stat(admin, "evictions_lru"), 1);
+	assert_true(cached(admin, a, true));
+	assert_false(cached(admin, b, false));
+	assert_true(cached(admin, c, true));
+	assert_true(harness_stat(admin, "mapped_bytes") <= 2200 * 1024);
+
+	/* every mapping has a reader: d is served with pread */
+	fa = use_file(cl, a, true);
+	fc = use_file(cl, c, true);
+	fd_ = use_file(cl, d, true);
+	assert_int_equal(hm_stat(fd_, &st), 0);
+	assert_int_equal(st.backend, HM_BACKEND_PREAD);
+	assert_int_equal(st.reason, HM_REASON_OVER_BUDGET);
+	assert_int_equal(harness_stat(admin, "budget_fallbacks"), 1);
+	assert_int_equal(harness_stat(admin, "opens_over_budget"), 1);
+	assert_int_equal(harness_stat(admin, "evictions_lru"), 1);
+	/* the mappings being read are still there, and read right */
+	assert_int_equal(hm_stat(fa, &st), 0);
+	assert_int_equal(st.backend, HM_BACKEND_MMAP);
+	assert_true(cached(admin, a, true));
+	assert_true(cached(admin, c, true));
+	hm_close(fa);
+	hm_close(fc);
+	hm_close(fd_);
+	use_file(cl, a, false);
+	hm_disconnect(cl);
+	hm_disconnect(admin);
+}
+
+static const struct harness_opts opts_idle = {
+	.extra = { "--idle-unmap", "1", NULL },
+};
+
+/* A file unused for a second is dropped; one with a reader is kept. */
+static void
+test_idle_unmap(void **state)
+{
+	struct harness *h = *state;
+	char a[PATH_MAX], b[PATH_MAX];
+	hm_client *admin = harness_connect(h), *cl = harness_connect(h);
+	hm_file *fb;
+	int i;
+
+	make_file(h, "a", 5, a);
+	make_file(h, "b", 6, b);
+	use_file(cl, a, false);
+	fb = use_file(cl, b, true);
+	assert_int_equal(harness_stat(admin, "files"), 2);
+	/* the sweep runs each second; idle means more than a second */
+	for (i = 0; i < 400 && harness_stat(admin, "evictions_idle") == 0; i++)
+		usleep(10000);
+	assert_int_equal(harness_stat(admin, "evictions_idle"), 1);
+	assert_int_equal(harness_stat(admin, "files"), 1);
+	assert_false(cached(admin, a, false));
+	assert_true(cached(admin, b, true));
+	sleep(2);
+	assert_true(cached(admin, b, true));	/* read by a handle: kept */
+	{
+		int fd = open(b, O_RDONLY | O_CLOEXEC);
+
+		assert_true(fd >= 0);
+		assert_int_equal(harness_check_read(fb, fd, 0, 4096), 4096);
+		close(fd);
+	}
+	hm_close(fb);
+	hm_disconnect(cl);
+	hm_disconnect(admin);
+}
+
+static const struct harness_opts opts_two_files = {
+	.extra = { "--max-open-files", "2", NULL },
+};
+
+/* At most two files kept: the oldest unused goes; open ones past the cap
+ * are still served. */
+static void
+test_max_open_files(void **state)
+{
+	struct harness *h = *state;
+	char a[PATH_MAX], b[PATH_MAX], c[PATH_MAX];
+	hm_client *admin = harness_connect(h), *cl = harness_connect(h);
+	hm_file *f[3];
+
+	make_file(h, "a", 7, a);
+	make_file(h, "b", 8, b);
+	make_file(h, "c", 9, c);
+	use_file(cl, a, false);
+	use_file(cl, b, false);
+	use_file(cl, c, false);
+	assert_int_equal(harness_stat(admin, "files"), 2);
+	assert_false(cached(admin, a, false));
+	assert_int_equal(harness_stat(admin, "evictions_lru"), 1);
+	/* all three open at once: served, and the extra one is not kept */
+	f[0] = use_file(cl, a, true);
+	f[1] = use_file(cl, b, true);
+	f[2] = use_file(cl, c, true);
+	assert_true(harness_stat(admin, "files_over_budget") >= 1);
+	hm_close(f[0]);
+	hm_close(f[1]);
+	hm_close(f[2]);
+	assert_true(harness_stat(admin, "files") <= 2);
+	hm_disconnect(cl);
+	hm_disconnect(admin);
+}
+
+static const struct harness_opts opts_warm_populate = {
+	.extra = { "--warm", "populate", NULL },
+};
+static const struct harness_opts opts_warm_willneed = {
+	.extra = { "--warm", "willneed", NULL },
+};
+
+/* warm: a file is warmed when first cached, not when opened again. */
+static void
+test_warm_on_first_cache(void **state)
+{
+	struct harness *h = *state;
+	char a[PATH_MAX];
+	hm_client *admin = harness_connect(h), *cl = harness_connect(h);
+
+	make_file(h, "a", 10, a);
+	assert_int_equal(harness_stat(admin, "warms"), 0);
+	use_file(cl, a, false);
+	harness_wait_stat(admin, "warms", 1);
+	use_file(cl, a, false);
+	sleep(1);
+	assert_int_equal(harness_stat(admin, "warms"), 1);
+	hm_disconnect(cl);
+	hm_disconnect(admin);
+}
+
+/* Without warm, nothing is warmed behind the client's back. */
+static void
+test_warm_none(void **state)
+{
+	struct harness *h = *state;
+	char a[PATH_MAX];
+	hm_client *admin = harness_connect(h), *cl = harness_connect(h);
+
+	make_file(h, "a", 11, a);
+	use_file(cl, a, false);
+	sleep(1);
+	assert_int_equal(harness_stat(admin, "warms"), 0);
+	hm_disconnect(cl);
+	hm_disconnect(admin);
+}
+
+static const struct harness_opts opts_inflight_1 = {
+	.extra = { "--max-inflight", "1", NULL },
+};
+
+/* Reads of a FIFO always go to the workers: with one allowed in flight,
+ * a batch of eight waits in turn, and each still gets its answer. */
+static void
+run_fifo_batch(struct harness *h, bool want_waits)
+{
+	char fifo[PATH_MAX];
+	hm_client *admin = harness_connect(h), *cl = harness_connect(h);
+	struct hm_io io[8];
+	char buf[8][16];
+	hm_file *f;
+	int i;
+
+	harness_path(h, "root/fifo", fifo);
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	f = hm_open(cl, fifo, 0);
+	assert_non_null(f);
+	for (i = 0; i < 8; i++)
+		io[i] = (struct hm_io){ .file = f, .offset = 0, .len = 10, .buf = buf[i] };
+	assert_int_equal(hm_read_batch(cl, io, 8), 0);
+	for (i = 0; i < 8; i++)
+		assert_int_equal(io[i].result, -ESPIPE);	/* as pread(2) on a FIFO */
+	if (want_waits)
+		assert_true(harness_stat(admin, "inflight_waits") >= 1);
+	else
+		assert_int_equal(harness_stat(admin, "inflight_waits"), 0);
+	assert_int_equal(harness_stat(admin, "reads_inflight"), 0);
+	hm_close(f);
+	hm_disconnect(cl);
+	hm_disconnect(admin);
+}
+
+static void
+test_max_inflight(void **state)
+{
+	run_fifo_batch(*state, true);
+}
+
+static void
+test_inflight_default(void **state)
+{
+	run_fifo_batch(*state, false);
+}
+
+/* --- who may connect, who may administer ----------------------------------- */
+
+#define NOBODY 65534
+
+static void
+stats_noop(const char *key, uint64_t value, const char *text, void *arg)
+{
+	(void)key;
+	(void)value;
+	(void)text;
+	(void)arg;
+}
+
+/*
+ * In a child running as uid and gid 65534 (root only: the test skips
+ * otherwise): connect and ask for stats.  Exit status 0: stats answered;
+ * 10 + errno of hm_stats; 100 + errno of hm_connect.
+ */
+static int
+as_nobody(struct harness *h)
+{
+	int status;
+	pid_t pid;
+
+	/* the daemon's directory must let another user reach the socket */
+	assert_int_equal(chmod(h->dir, 0755), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		hm_client *c;
+
+		if (setgroups(0, NULL) < 0 || setgid(NOBODY) < 0 || setuid(NOBODY) < 0)
+			_exit(99);
+		c = hm_connect(h->sock);
+		if (c == NULL)
+			_exit(100 + errno);
+		if (hm_stats(c, stats_noop, NULL) < 0)
+			_exit(10 + errno);
+		hm_disconnect(c);
+		_exit(0);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_not_equal(WEXITSTATUS(status), 99);
+	return WEXITSTATUS(status);
+}
+
+
+static void
+test_non_admin_refused(void **state)
+{
+	struct harness *h = *state;
+	hm_client *c;
+
+	if (geteuid() != 0)
+		skip();
+	assert_int_equal(as_nobody(h), 10 + EPERM);
+	/* root still is */
+	c = harness_connect(h);
+	assert_int_equal(hm_stats(c, stats_noop, NULL), 0);
+	hm_disconnect(c);
+}
+
+static const struct harness_opts opts_admin_nobody = {
+	.extra = { "--admin-uid", "65534", NULL },
+};
+
+static void
+test_admin_uid_admits(void **state)
+{
+	if (geteuid() != 0)
+		skip();
+	assert_int_equal(as_nobody(*state), 0);
+}
+
+static const struct harness_opts opts_allow_root = {
+	.extra = { "--allow-uid", "0", NULL },
+};
+
+/* allow-uid: another user is refused at HELLO, with a reason, before it
+ * can touch a file; the allowed one connects. */
+static void
+test_allow_uid_refuses(void **state)
+{
+	struct harness *h = *state;
+	hm_client *c;
+
+	if (geteuid() != 0)
+		skip();
+	assert_int_equal(as_nobody(h), 100 + EACCES);
+	c = harness_connect(h);
+	assert_int_equal(harness_stat(c, "clients_refused_policy"), 1);
+	hm_disconnect(c);
+	assert_true(harness_log_find(h, 0, "allow-uid", NULL));
+}
+
+static const struct harness_opts opts_none = { .backend = NULL };
+
+#define T(fn, o) cmocka_unit_test_prestate_setup_teardown(fn, setup, teardown, (void *)&(o))
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		T(test_budget_lru_and_fallback, opts_budget),
+		T(test_idle_unmap, opts_idle),
+		T(test_max_open_files, opts_two_files),
+		T(test_warm_on_first_cache, opts_warm_populate),
+		T(test_warm_on_first_cache, opts_warm_willneed),
+		T(test_warm_none, opts_none),
+		T(test_max_inflight, opts_inflight_1),
+		T(test_inflight_default, opts_none),
+		T(test_non_admin_refused, opts_none),
+		T(test_admin_uid_admits, opts_admin_nobody),
+		T(test_allow_uid_refuses, opts_allow_root),
+	};
+
+	return cmocka_run_group_tests_name("ops", tests, NULL, NULL);
+}
