@@ -173,6 +173,34 @@ static const char *const latency_keys[SERVER_OP__COUNT][5] = {
 		"latency_warm_p99_ns", "latency_warm_p999_ns" },
 };
 
+static const char *const error_keys[SERVER_ERR__COUNT] = {
+	[SERVER_ERR_EIO] = "errors_eio",
+	[SERVER_ERR_ENOENT] = "errors_enoent",
+	[SERVER_ERR_EACCES] = "errors_eacces",
+	[SERVER_ERR_EPERM] = "errors_eperm",
+	[SERVER_ERR_EBADF] = "errors_ebadf",
+	[SERVER_ERR_EINVAL] = "errors_einval",
+	[SERVER_ERR_OTHER] = "errors_other",
+};
+
+void
+server_count_error(struct server *srv, int error)
+{
+	enum server_error_kind k;
+
+	switch (error) {
+	case EIO: k = SERVER_ERR_EIO; break;
+	case ENOENT: k = SERVER_ERR_ENOENT; break;
+	case EACCES: k = SERVER_ERR_EACCES; break;
+	case EPERM: k = SERVER_ERR_EPERM; break;
+	case EBADF: k = SERVER_ERR_EBADF; break;
+	case EINVAL: k = SERVER_ERR_EINVAL; break;
+	default: k = SERVER_ERR_OTHER; break;
+	}
+	srv->counters.errors_replied++;
+	srv->counters.errors_by[k]++;
+}
+
 uint64_t
 server_now_ns(void)
 {
@@ -223,6 +251,8 @@ server_stats_foreach(struct server *srv, server_stat_cb cb, void *arg)
 		if (request_keys[i] != NULL)
 			cb(request_keys[i], c->requests[i], NULL, arg);
 	cb("errors_replied", c->errors_replied, NULL, arg);
+	for (i = 0; i < SERVER_ERR__COUNT; i++)
+		cb(error_keys[i], c->errors_by[i], NULL, arg);
 	cb("accept_backoffs", c->accept_backoffs, NULL, arg);
 	cb("clients_refused", c->clients_refused, NULL, arg);
 	cb("bytes_served", c->bytes_served, NULL, arg);

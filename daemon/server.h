@@ -40,6 +40,20 @@ enum server_op {
 	SERVER_OP__COUNT
 };
 
+/* The errors counted apart in stats (errors_<name>); the rest are
+ * errors_other. */
+enum server_error_kind {
+	SERVER_ERR_EIO,		/* an I/O error reading the file */
+	SERVER_ERR_ENOENT,
+	SERVER_ERR_EACCES,	/* refused: outside the roots, not allowed */
+	SERVER_ERR_EPERM,	/* needs an administrator */
+	SERVER_ERR_EBADF,	/* no such handle, or a descriptor not for reading */
+	SERVER_ERR_EINVAL,
+	SERVER_ERR_OTHER,
+	SERVER_ERR__COUNT
+};
+void server_count_error(struct server *srv, int error);
+
 /* Records a request of op that took from start_ns (server_now_ns) to now. */
 void server_latency(struct server *srv, enum server_op op, uint64_t start_ns);
 uint64_t server_now_ns(void);
@@ -48,6 +62,7 @@ uint64_t server_now_ns(void);
 struct server_counters {
 	uint64_t requests[HM_MSG__MAX + 1];	/* by request type */
 	uint64_t errors_replied;		/* ERROR replies sent */
+	uint64_t errors_by[SERVER_ERR__COUNT];	/* of which, by errno (server_error_kind) */
 	uint64_t clients_total;			/* connections accepted */
 	uint64_t clients_dropped;		/* disconnected for a bad frame */
 	uint64_t bytes_served;			/* file bytes given to clients */

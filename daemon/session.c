@@ -259,7 +259,7 @@ session_error(struct session *s, uint32_t id, int error, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(text, sizeof text, fmt, ap);
 	va_end(ap);
-	s->srv->counters.errors_replied++;
+	server_count_error(s->srv, error);
 	log_debug("client %s: request %u: %s", peer_name(s->peer), id, text);
 	return peer_send_error(s->peer, id, error, "%s", text);
 }
@@ -854,6 +854,8 @@ session_ring_complete(struct session *s, uint32_t id, ssize_t result)
 
 	if (!s->ring)
 		return;
+	if (result < 0)
+		server_count_error(s->srv, (int)-result);	/* as an ERROR reply would be */
 	e = hm_ring_cqe(s->shm, s->cq_tail);
 	e->id = id;
 	e->reserved = 0;

@@ -1094,7 +1094,7 @@ test_ring_checked(void **state)
 	struct wire_header hdr;
 	uint8_t reply[1024], *r;
 	char path[PATH_MAX];
-	uint64_t handle = 0;
+	uint64_t handle = 0, ebadf, einval;
 	struct {
 		uint64_t handle, offset, length, shm_offset;
 		uint32_t id, reserved;
@@ -1136,6 +1136,9 @@ test_ring_checked(void **state)
 	wire_get_varint(reply, hdr.length, 1, &handle);
 	assert_true(handle > 0);
 
+	c = harness_connect(h);
+	ebadf = harness_stat(c, "errors_ebadf");
+	einval = harness_stat(c, "errors_einval");
 	sqe = (void *)(r + 256);
 	cqe = (void *)(r + 3072);
 	sqe[0] = (typeof(sqe[0])){ handle, 10, 5000, 8192, 100, 0 };	/* good */
@@ -1161,8 +1164,10 @@ test_ring_checked(void **state)
 		harness_fill(ref, sizeof ref, 12, 10);
 		assert_memory_equal(r + 8192, ref, sizeof ref);
 	}
+	/* counted as the ERROR replies they stand for */
+	assert_int_equal(harness_stat(c, "errors_ebadf"), ebadf + 1);
+	assert_int_equal(harness_stat(c, "errors_einval"), einval + 3);
 	/* the tail far ahead of the head: that client goes, no one else */
-	c = harness_connect(h);
 	__atomic_store_n((uint32_t *)(r + 0), 6 + 1000, __ATOMIC_RELEASE);
 	ring_kick(fd);
 	wire_expect_eof(fd, 10000);
