@@ -3,7 +3,9 @@
 # are not installed yet.
 HOTMAP_DEPS="build-essential autoconf automake libtool pkg-config
 	libevent-dev libprotobuf-c-dev protobuf-c-compiler libsystemd-dev libinih-dev
-	libcmocka-dev mandoc systemd python3"
+	libcmocka-dev mandoc systemd python3
+	clang libclang-rt-dev
+	libfuse3-dev fuse3"
 
 hotmap_install_deps() {
 	missing=
