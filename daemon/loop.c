@@ -53,6 +53,7 @@ loop_run(struct server *srv)
 		/* poll_us and the rings may change at any pass (SIGHUP) */
 		if (srv->poll_us > 0 && srv->ring_sessions > 0 && loop_now_us() < spin_until) {
 			if (asleep) {
+				srv->ring_polling = true;
 				session_ring_set_idle(srv, false);
 				asleep = false;
 			}
@@ -63,6 +64,7 @@ loop_run(struct server *srv)
 				return -EIO;
 		} else {
 			if (!asleep) {
+				srv->ring_polling = false;
 				session_ring_set_idle(srv, true);
 				asleep = true;
 				hm_ring_fence();

@@ -105,6 +105,7 @@ struct server {
 	unsigned ring_sessions;		/* sessions in polling mode (proto/ring.h) */
 	uint64_t ring_work;		/* requests taken from rings, ever */
 	unsigned poll_us;		/* how long the loop polls rings before it sleeps */
+	bool ring_polling;		/* the loop is polling the rings now */
 	struct event *ev_sweep;		/* idle unmapping, each second */
 	/* Latency of requests, by operation, from dispatch to reply. */
 	struct histogram latency[SERVER_OP__COUNT];

@@ -367,8 +367,8 @@ session_hello(struct session *s, uint32_t id, ProtobufCMessage *msg)
 		} else {
 			s->ring = true;
 			s->srv->ring_sessions++;
-			/* Until the loop polls, the client must kick. */
-			hm_ring_store(s->shm, HM_RING_DAEMON_IDLE, 1);
+			/* While the loop does not poll, the client must kick. */
+			hm_ring_store(s->shm, HM_RING_DAEMON_IDLE, s->srv->ring_polling ? 0 : 1);
 			r.ring_accepted = true;
 			r.poll_us = s->srv->poll_us;
 		}
