@@ -653,6 +653,35 @@ static int select_backend(enum storage_policy policy, const struct stat *st,
 	return -EINVAL;
 }
 
+/*
+ * A passed descriptor shares its open file description with the client,
+ * which may change its flags at any time under every reader of the entry
+ * (O_DIRECT would make the daemon's preads fail for all of them).  So the
+ * entry reads through a description of its own when the daemon may open
+ * the file itself: through /proc/self/fd, which reaches the same inode
+ * whatever its name is now.  When it may not (permissions, no /proc), the
+ * client's descriptor serves, and that limit is documented
+ * (docs/security.md).  Returns the descriptor the entry keeps.
+ */
+static int
+reopen_private(int fd, const struct stat *st)
+{
+	char path[64];
+	struct stat st2;
+	int nfd;
+
+	snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+	nfd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (nfd < 0)
+		return fd;
+	if (fstat(nfd, &st2) < 0 || st2.st_dev != st->st_dev || st2.st_ino != st->st_ino) {
+		close(nfd);
+		return fd;
+	}
+	close(fd);
+	return nfd;
+}
+
 int file_cache_open(struct file_cache *cache, int fd, enum storage_policy policy,
 		    struct storage_handle *out, char *err, size_t errlen)
 {
@@ -750,6 +779,8 @@ int file_cache_open(struct file_cache *cache, int fd, enum storage_policy policy
 		 * succeeds: the descriptor is the client's to read. */
 		if (shared && !trim_files(cache, 1))
 			over_files = true;
+		if (S_ISREG(st.st_mode))
+			fd = reopen_private(fd, &st);
 		e = entry_new(cache, fd, &st, fs, fs_type);
 		if (e == NULL) {
 			set_err(err, errlen, "out of memory");

@@ -426,6 +426,56 @@ test_allow_uid_refuses(void **state)
 	assert_true(harness_log_find(h, 0, "allow-uid", NULL));
 }
 
+/*
+ * The flags a client sets on the descriptor it passed do not reach the
+ * daemon's reads: the cached file reads through a description of its own.
+ * O_DIRECT on a shared description would make every reader's unaligned
+ * pread fail with EINVAL.
+ */
+static void
+test_passed_fd_flags_private(void **state)
+{
+	struct harness *h = *state;
+	struct wire_msg m = { .n = 0 };
+	struct wire_header hdr;
+	char path[PATH_MAX], probe[16];
+	uint8_t reply[2048];
+	uint64_t handle = 0;
+	int fd, sock, fl;
+
+	harness_path(h, "root/direct", path);
+	harness_write_file(path, 100000, 21);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	sock = wire_connect(h);
+	wire_hello(sock);
+	wire_string(&m, 2, "direct");
+	wire_varint(&m, 3, 2);	/* policy: pread, so reads use the descriptor */
+	assert_int_equal(wire_send_msg(sock, WIRE_OPEN, 2, &m, fd), 0);
+	assert_int_equal(wire_recv(sock, &hdr, reply, sizeof reply, 10000), 1);
+	assert_int_equal(hdr.type, WIRE_OPEN_REPLY);
+	wire_get_varint(reply, hdr.length, 1, &handle);
+	assert_true(handle > 0);
+	fl = fcntl(fd, F_GETFL);
+	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_DIRECT) < 0 ||
+	    pread(fd, probe, 10, 1) >= 0 || errno != EINVAL) {
+		/* this file system ignores O_DIRECT or refuses it */
+		close(sock);
+		close(fd);
+		skip();
+	}
+	m.n = 0;
+	wire_varint(&m, 1, handle);
+	wire_varint(&m, 2, 1);
+	wire_varint(&m, 3, 10);
+	assert_int_equal(wire_send_msg(sock, WIRE_READ, 3, &m, -1), 0);
+	assert_int_equal(wire_recv(sock, &hdr, reply, sizeof reply, 10000), 1);
+	assert_int_equal(hdr.type, WIRE_READ_DATA);	/* not ERROR (EINVAL) */
+	assert_int_equal(hdr.raw_length, 10);
+	close(sock);
+	close(fd);
+}
+
 static const struct harness_opts opts_none = { .backend = NULL };
 
 #define T(fn, o) cmocka_unit_test_prestate_setup_teardown(fn, setup, teardown, (void *)&(o))
@@ -445,6 +495,7 @@ main(void)
 		T(test_non_admin_refused, opts_none),
 		T(test_admin_uid_admits, opts_admin_nobody),
 		T(test_allow_uid_refuses, opts_allow_root),
+		T(test_passed_fd_flags_private, opts_none),
 	};
 
 	return cmocka_run_group_tests_name("ops", tests, NULL, NULL);
