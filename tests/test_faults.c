@@ -328,9 +328,9 @@ faultfs_start(struct faultfs *fs, const char *dir, char *why, size_t whylen)
 			fs->pid = 0;
 			fs->mounted = false;
 			faultfs_log_tail(fs, tail, sizeof tail);
-			snprintf(why, whylen, "faultfs could not mount (%s: %s)",
-				 WIFEXITED(status) ? "exit status" : "signal",
-				 tail);
+			snprintf(why, whylen, "faultfs could not mount %.200s (%s %d): %s",
+				 fs->mnt, WIFEXITED(status) ? "exit status" : "signal",
+				 WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status), tail);
 			return -1;
 		}
 		if (now_ms() > deadline) {
