@@ -81,6 +81,10 @@ struct hm_client {
 	uint32_t sq_tail;	/* requests published */
 	uint32_t cq_head;	/* completions consumed */
 	unsigned poll_us;	/* how long to poll before sleeping */
+	/* Reconnect policy (hm_set_reconnect, HOTMAP_RECONNECT_MS): how long
+	 * a call may spend getting a lost daemon back; 0: off. */
+	unsigned reconnect_ms;
+	char *socket_path;	/* NULL: the default */
 };
 
 /* One READ on the wire: into buf over the socket, or into the region. */
@@ -100,7 +104,9 @@ struct read_op {
 
 struct hm_file {
 	hm_client *c;
-	uint64_t handle;
+	uint64_t handle;	/* 0: lost in a reconnect (ESTALE) */
+	char *path;		/* as given to hm_open, for a reconnect */
+	int flags;
 	hm_file *prev, *next;
 };
 
@@ -457,6 +463,15 @@ env_size(const char *name, size_t dflt)
 	return (size_t)n;
 }
 
+static uint64_t
+now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
 /* HOTMAP_POLL: 1/yes/on, 0/no/off, or unset (auto: enough cores). */
 static bool
 env_poll_wanted(void)
@@ -542,7 +557,13 @@ hm_connect(const char *socket_path)
 	c->fd = -1;
 	c->next_id = 1;
 	c->shm_threshold = env_size("HOTMAP_SHM_THRESHOLD", CLIENT_SHM_THRESHOLD);
+	c->reconnect_ms = (unsigned)env_size("HOTMAP_RECONNECT_MS", 0);
 	pthread_mutex_init(&c->lock, NULL);
+	if (socket_path != NULL && (c->socket_path = strdup(socket_path)) == NULL) {
+		hm_disconnect(c);
+		errno = ENOMEM;
+		return NULL;
+	}
 	rc = client_connect(c, socket_path);
 	if (rc < 0) {
 		hm_disconnect(c);
@@ -563,8 +584,10 @@ hm_disconnect(hm_client *c)
 		hm_file *f = c->files;
 
 		c->files = f->next;
+		free(f->path);
 		free(f);
 	}
+	free(c->socket_path);
 	if (c->fd >= 0)
 		close(c->fd);	/* the daemon closes the handles with the session */
 	pthread_mutex_destroy(&c->lock);
@@ -581,22 +604,18 @@ open_locally(const char *path)
 	return open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 }
 
-HM_EXPORT hm_file *
-hm_open(hm_client *c, const char *path, int flags)
+/*
+ * OPEN of path with flags (checked by the caller): the handle, or -errno.
+ * Lock held.
+ */
+static int
+client_open(hm_client *c, const char *path, int flags, uint64_t *handle)
 {
 	Hotmap__Open req = HOTMAP__OPEN__INIT;
 	ProtobufCMessage *reply = NULL;
 	char abs[PATH_MAX];
-	hm_file *f;
 	int fd = -1, rc;
 
-	set_last_error(NULL);
-	if (c == NULL || path == NULL ||
-	    (flags & ~(HM_O_MMAP | HM_O_PREAD | HM_O_PATH | HM_O_WARM)) != 0 ||
-	    (flags & (HM_O_MMAP | HM_O_PREAD)) == (HM_O_MMAP | HM_O_PREAD)) {
-		errno = EINVAL;
-		return NULL;
-	}
 	req.policy = flags & HM_O_MMAP ? 1 : flags & HM_O_PREAD ? 2 : 0;
 	req.warm = (flags & HM_O_WARM) != 0;
 	req.path = (char *)path;
@@ -607,40 +626,146 @@ hm_open(hm_client *c, const char *path, int flags)
 			size_t len;
 
 			if (getcwd(abs, sizeof abs) == NULL)
-				return NULL;
+				return -errno;
 			len = strlen(abs);
-			if (snprintf(abs + len, sizeof abs - len, "/%s", path) >= (int)(sizeof abs - len)) {
-				errno = ENAMETOOLONG;
-				return NULL;
-			}
+			if (snprintf(abs + len, sizeof abs - len, "/%s", path) >= (int)(sizeof abs - len))
+				return -ENAMETOOLONG;
 			req.path = abs;
 		}
 	} else {
 		fd = open_locally(path);
 		if (fd < 0)
-			return NULL;
+			return -errno;
 	}
-	f = calloc(1, sizeof *f);
-	if (f == NULL) {
-		if (fd >= 0)
-			close(fd);
+	rc = client_call(c, HM_MSG_OPEN, &req.base, fd, HM_MSG_OPEN_REPLY, &reply);
+	if (fd >= 0)
+		close(fd);	/* the daemon has its own copy */
+	if (rc < 0)
+		return rc;
+	*handle = ((Hotmap__OpenReply *)reply)->handle;
+	protobuf_c_message_free_unpacked(reply, NULL);
+	return 0;
+}
+
+/* The connection failed (the daemon went away), as opposed to a request. */
+static bool
+connection_lost(int err)
+{
+	return err == ECONNRESET || err == EPIPE || err == ENOTCONN || err == ECONNREFUSED ||
+	       err == ENOENT || err == ECONNABORTED;
+}
+
+/*
+ * The reconnect policy: with the connection lost, connect again (for up to
+ * reconnect_ms, every 50 ms), register a new region, and reopen every open
+ * file as hm_open did (a file that cannot be reopened is lost: its calls
+ * fail with ESTALE).  Views keep the old region, which they hold.  0, or
+ * -errno with the client still broken.  Lock held.
+ */
+static int
+client_reconnect(hm_client *c)
+{
+	uint64_t deadline = now_us() + (uint64_t)c->reconnect_ms * 1000u;
+	hm_file *f;
+	int rc;
+
+	for (;;) {
+		if (c->fd >= 0)
+			close(c->fd);
+		c->fd = -1;
+		c->start = c->end = 0;
+		region_unref(c->region);
+		c->region = NULL;
+		c->ring = false;
+		c->sq_tail = c->cq_head = 0;
+		c->broken = 0;
+		rc = client_connect(c, c->socket_path);
+		if (rc == 0)
+			break;
+		if (now_us() >= deadline) {
+			c->broken = -rc;
+			return rc;
+		}
+		usleep(50000);
+	}
+	for (f = c->files; f != NULL; f = f->next)
+		f->handle = 0;	/* the old daemon's numbers mean nothing now */
+	for (f = c->files; f != NULL; f = f->next) {
+		if (client_open(c, f->path, f->flags, &f->handle) < 0) {
+			f->handle = 0;
+			if (c->broken)
+				return -c->broken;
+		}
+	}
+	return 0;
+}
+
+/*
+ * Whether a call that failed with rc may run again: the policy is on, the
+ * connection (not the request) failed, and it is back.  Lock held.
+ */
+static bool
+client_retry(hm_client *c, int rc)
+{
+	if (rc >= 0 || c->reconnect_ms == 0 || !connection_lost(c->broken))
+		return false;
+	return client_reconnect(c) == 0;
+}
+
+/* A call on a client lost earlier reconnects first, under the policy. */
+static void
+client_revive(hm_client *c)
+{
+	if (c->broken != 0 && c->reconnect_ms > 0 && connection_lost(c->broken))
+		client_reconnect(c);
+}
+
+HM_EXPORT int
+hm_set_reconnect(hm_client *c, unsigned timeout_ms)
+{
+	if (c == NULL)
+		return fail(EINVAL);
+	pthread_mutex_lock(&c->lock);
+	c->reconnect_ms = timeout_ms;
+	pthread_mutex_unlock(&c->lock);
+	return 0;
+}
+
+HM_EXPORT hm_file *
+hm_open(hm_client *c, const char *path, int flags)
+{
+	hm_file *f;
+	int rc;
+
+	set_last_error(NULL);
+	if (c == NULL || path == NULL ||
+	    (flags & ~(HM_O_MMAP | HM_O_PREAD | HM_O_PATH | HM_O_WARM)) != 0 ||
+	    (flags & (HM_O_MMAP | HM_O_PREAD)) == (HM_O_MMAP | HM_O_PREAD)) {
+		errno = EINVAL;
 		return NULL;
 	}
+	f = calloc(1, sizeof *f);
+	if (f == NULL || (f->path = strdup(path)) == NULL) {
+		free(f);
+		errno = ENOMEM;
+		return NULL;
+	}
+	f->flags = flags & ~HM_O_WARM;	/* a reopen need not warm again */
 	pthread_mutex_lock(&c->lock);
-	rc = client_call(c, HM_MSG_OPEN, &req.base, fd, HM_MSG_OPEN_REPLY, &reply);
+	client_revive(c);
+	rc = client_open(c, path, flags, &f->handle);
+	if (client_retry(c, rc))
+		rc = client_open(c, path, flags, &f->handle);
 	if (rc == 0) {
 		f->c = c;
-		f->handle = ((Hotmap__OpenReply *)reply)->handle;
 		f->next = c->files;
 		if (f->next != NULL)
 			f->next->prev = f;
 		c->files = f;
-		protobuf_c_message_free_unpacked(reply, NULL);
 	}
 	pthread_mutex_unlock(&c->lock);
-	if (fd >= 0)
-		close(fd);	/* the daemon has its own copy */
 	if (rc < 0) {
+		free(f->path);
 		free(f);
 		errno = -rc;
 		return NULL;
@@ -749,15 +874,6 @@ client_recv_reads(hm_client *c, struct read_op *ops, size_t n)
 }
 
 /* --- polling mode (proto/ring.h) ---------------------------------------- */
-
-static uint64_t
-now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
 
 /*
  * A ring read larger than this goes as several entries, each copied out
@@ -1070,12 +1186,15 @@ hm_pread(hm_file *f, void *buf, size_t len, uint64_t offset)
 	/* As pread(2): the end of the range must fit in off_t. */
 	if (check_range(len, offset) < 0)
 		return fail(EINVAL);
-	op.handle = f->handle;
 	op.offset = offset;
 	op.len = len;
 	op.buf = buf;
 	pthread_mutex_lock(&f->c->lock);
-	rc = client_run_reads(f->c, &op, 1);
+	client_revive(f->c);
+	do {
+		op.handle = f->handle;
+		rc = f->handle == 0 ? -ESTALE : client_run_reads(f->c, &op, 1);
+	} while (client_retry(f->c, rc));
 	pthread_mutex_unlock(&f->c->lock);
 	if (rc < 0)
 		return fail(-rc);
@@ -1096,6 +1215,7 @@ hm_read_batch(hm_client *c, struct hm_io *io, size_t n)
 	if (c == NULL || (io == NULL && n > 0))
 		return fail(EINVAL);
 	pthread_mutex_lock(&c->lock);
+	client_revive(c);
 	while (i < n && rc == 0) {
 		/* one window of valid ios; the others get their error here */
 		for (m = 0; i < n && m < CLIENT_BATCH_WINDOW; i++) {
@@ -1105,15 +1225,26 @@ hm_read_batch(hm_client *c, struct hm_io *io, size_t n)
 				x->result = -EBADF;
 			else if ((x->buf == NULL && x->len > 0) || check_range(x->len, x->offset) < 0)
 				x->result = -EINVAL;
-			else {
-				ops[m] = (struct read_op){
+			else if (x->file->handle == 0)
+				x->result = -ESTALE;	/* lost in a reconnect */
+			else
+				map[m++] = i;
+		}
+		do {
+			/* (again) from the files' handles: a reconnect renews them */
+			for (k = 0; k < m; k++) {
+				struct hm_io *x = &io[map[k]];
+
+				ops[k] = (struct read_op){
 					.handle = x->file->handle, .offset = x->offset,
 					.len = x->len, .buf = x->buf,
 				};
-				map[m++] = i;
 			}
-		}
-		rc = client_run_reads(c, ops, m);
+			rc = client_run_reads(c, ops, m);
+		} while (client_retry(c, rc));
+		for (k = 0; k < m; k++)
+			if (ops[k].handle == 0)
+				ops[k].result = -ESTALE;
 		for (k = 0; k < m; k++)
 			io[map[k]].result = rc < 0 ? rc : ops[k].result;
 	}
@@ -1132,6 +1263,7 @@ HM_EXPORT int
 hm_view_range(hm_file *f, uint64_t offset, size_t len, struct hm_view *v)
 {
 	struct read_op op = { 0 };
+	struct hm_region *r;
 	hm_client *c;
 	int rc;
 
@@ -1141,38 +1273,53 @@ hm_view_range(hm_file *f, uint64_t offset, size_t len, struct hm_view *v)
 	if (f == NULL || v == NULL || check_range(len, offset) < 0)
 		return fail(EINVAL);
 	c = f->c;
-	op.handle = f->handle;
-	op.offset = offset;
-	op.len = len;
 	pthread_mutex_lock(&c->lock);
-	op.shm = region_alloc(c->region, len, &op.shm_off) == 0;
-	if (!op.shm) {
-		/* No room in the region (or none): the bytes come over the
-		 * socket into memory of the view's own. */
-		op.buf = malloc(len > 0 ? len : 1);
-		if (op.buf == NULL) {
-			pthread_mutex_unlock(&c->lock);
-			return fail(ENOMEM);
+	client_revive(c);
+	for (;;) {
+		r = c->region;
+		op = (struct read_op){ .handle = f->handle, .offset = offset, .len = len };
+		if (f->handle == 0) {
+			rc = -ESTALE;	/* lost in a reconnect */
+			break;
 		}
-	}
-	rc = client_do_reads(c, &op, 1);
-	if (rc == 0 && op.result < 0)
-		rc = (int)op.result;
-	if (rc < 0) {
-		if (op.shm)
-			region_free(c->region, op.shm_off, len);
+		op.shm = region_alloc(r, len, &op.shm_off) == 0;
+		if (op.shm) {
+			/* held across a reconnect; the view keeps it */
+			pthread_mutex_lock(&r->lock);
+			r->refs++;
+			pthread_mutex_unlock(&r->lock);
+		} else {
+			/* No room in the region (or none): the bytes come
+			 * over the socket into memory of the view's own. */
+			op.buf = malloc(len > 0 ? len : 1);
+			if (op.buf == NULL) {
+				rc = -ENOMEM;
+				break;
+			}
+		}
+		rc = client_do_reads(c, &op, 1);
+		if (rc == 0 && op.result < 0)
+			rc = (int)op.result;
+		if (rc == 0)
+			break;
+		if (op.shm) {
+			region_free(r, op.shm_off, len);
+			region_unref(r);
+		}
 		free(op.buf);
+		op.buf = NULL;
+		if (!client_retry(c, rc))
+			break;
+	}
+	if (rc < 0) {
 		pthread_mutex_unlock(&c->lock);
 		return fail(-rc);
 	}
 	if (op.shm) {
-		pthread_mutex_lock(&c->region->lock);
-		c->region->refs++;	/* the view outlives hm_disconnect */
-		pthread_mutex_unlock(&c->region->lock);
-		VIEW_REGION(v) = c->region;
+		VIEW_REGION(v) = r;	/* the view outlives hm_disconnect */
 		v->priv_[2] = (void *)(uintptr_t)op.shm_off;
 		v->priv_[3] = (void *)(uintptr_t)len;
-		v->data = c->region->base + op.shm_off;
+		v->data = r->base + op.shm_off;
 	} else {
 		VIEW_HEAP(v) = op.buf;
 		v->data = op.buf;
@@ -1209,9 +1356,13 @@ hm_stat(hm_file *f, struct hm_stat *st)
 	set_last_error(NULL);
 	if (f == NULL || st == NULL)
 		return fail(EINVAL);
-	req.handle = f->handle;
 	pthread_mutex_lock(&f->c->lock);
-	rc = client_call(f->c, HM_MSG_STAT, &req.base, -1, HM_MSG_STAT_REPLY, &reply);
+	client_revive(f->c);
+	do {
+		req.handle = f->handle;
+		rc = f->handle == 0 ? -ESTALE :
+		     client_call(f->c, HM_MSG_STAT, &req.base, -1, HM_MSG_STAT_REPLY, &reply);
+	} while (client_retry(f->c, rc));
 	pthread_mutex_unlock(&f->c->lock);
 	if (rc < 0)
 		return fail(-rc);
@@ -1245,9 +1396,15 @@ hm_close(hm_file *f)
 	c = f->c;
 	req.handle = f->handle;
 	pthread_mutex_lock(&c->lock);
-	rc = client_call(c, HM_MSG_CLOSE, &req.base, -1, HM_MSG_CLOSE_REPLY, &reply);
-	if (rc == 0)
-		protobuf_c_message_free_unpacked(reply, NULL);
+	if (f->handle == 0 || (c->reconnect_ms > 0 && connection_lost(c->broken))) {
+		rc = 0;	/* the daemon that had it is gone: nothing to close there */
+	} else {
+		rc = client_call(c, HM_MSG_CLOSE, &req.base, -1, HM_MSG_CLOSE_REPLY, &reply);
+		if (rc == 0)
+			protobuf_c_message_free_unpacked(reply, NULL);
+		else if (c->reconnect_ms > 0 && connection_lost(c->broken))
+			rc = 0;
+	}
 	if (f->prev != NULL)
 		f->prev->next = f->next;
 	else
@@ -1255,6 +1412,7 @@ hm_close(hm_file *f)
 	if (f->next != NULL)
 		f->next->prev = f->prev;
 	pthread_mutex_unlock(&c->lock);
+	free(f->path);
 	free(f);
 	return rc < 0 ? fail(-rc) : 0;
 }
@@ -1274,7 +1432,12 @@ hm_warm(hm_file *f, uint64_t offset, uint64_t len)
 	req.offset = offset;
 	req.length = len;
 	pthread_mutex_lock(&f->c->lock);
-	rc = client_call(f->c, HM_MSG_WARM, &req.base, -1, HM_MSG_WARM_REPLY, &reply);
+	client_revive(f->c);
+	do {
+		req.handle = f->handle;
+		rc = f->handle == 0 ? -ESTALE :
+		     client_call(f->c, HM_MSG_WARM, &req.base, -1, HM_MSG_WARM_REPLY, &reply);
+	} while (client_retry(f->c, rc));
 	pthread_mutex_unlock(&f->c->lock);
 	if (rc < 0)
 		return fail(-rc);
@@ -1307,7 +1470,10 @@ hm_ping(hm_client *c, struct hm_ping *out)
 	if (c == NULL)
 		return fail(EINVAL);
 	pthread_mutex_lock(&c->lock);
-	rc = client_call(c, HM_MSG_PING, &req.base, -1, HM_MSG_PING_REPLY, &reply);
+	client_revive(c);
+	do
+		rc = client_call(c, HM_MSG_PING, &req.base, -1, HM_MSG_PING_REPLY, &reply);
+	while (client_retry(c, rc));
 	pthread_mutex_unlock(&c->lock);
 	if (rc < 0)
 		return fail(-rc);
@@ -1336,6 +1502,7 @@ client_stats(hm_client *c, bool reset,
 		return fail(EINVAL);
 	req.reset = reset;
 	pthread_mutex_lock(&c->lock);
+	client_revive(c);
 	rc = client_call(c, HM_MSG_STATS, &req.base, -1, HM_MSG_STATS_REPLY, &reply);
 	pthread_mutex_unlock(&c->lock);
 	if (rc < 0)
@@ -1379,6 +1546,7 @@ hm_files(hm_client *c, void (*cb)(const struct hm_file_info *info, void *arg), v
 
 		req.offset = offset;
 		pthread_mutex_lock(&c->lock);
+		client_revive(c);
 		rc = client_call(c, HM_MSG_FILES, &req.base, -1, HM_MSG_FILES_REPLY, &reply);
 		pthread_mutex_unlock(&c->lock);
 		if (rc < 0)
@@ -1425,6 +1593,7 @@ hm_config(hm_client *c, void (*cb)(const char *key, const char *value, const cha
 	if (c == NULL || cb == NULL || (path == NULL && pathlen > 0))
 		return fail(EINVAL);
 	pthread_mutex_lock(&c->lock);
+	client_revive(c);
 	rc = client_call(c, HM_MSG_CONFIG, &req.base, -1, HM_MSG_CONFIG_REPLY, &reply);
 	pthread_mutex_unlock(&c->lock);
 	if (rc < 0)
@@ -1460,6 +1629,7 @@ hm_evict(hm_client *c, const char *path, struct hm_evicted *out)
 		req.ino = (uint64_t)st.st_ino;
 	}
 	pthread_mutex_lock(&c->lock);
+	client_revive(c);
 	rc = client_call(c, HM_MSG_EVICT, &req.base, -1, HM_MSG_EVICT_REPLY, &reply);
 	pthread_mutex_unlock(&c->lock);
 	if (rc < 0)

@@ -170,6 +170,15 @@ struct hm_evicted {
  * starts afresh.  ENOENT when path is not cached.  Needs an administrator. */
 int hm_evict(hm_client *c, const char *path, struct hm_evicted *out);
 
+/*
+ * The reconnect policy, off by default (HOTMAP_RECONNECT_MS sets it at
+ * hm_connect): when the daemon goes away, the next call spends up to
+ * timeout_ms connecting again (0: off), reopens the client's open files as
+ * hm_open did, and runs again.  A file that cannot be reopened fails with
+ * ESTALE from then on.  Views keep their bytes.
+ */
+int hm_set_reconnect(hm_client *c, unsigned timeout_ms);
+
 /* The daemon's configuration in force: cb once per key (once per root),
  * with its value as hotmapd.conf would spell it and where it came from
  * ("default", "FILE:LINE" or "command line"); the strings are valid during

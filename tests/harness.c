@@ -152,7 +152,7 @@ static void
 exec_daemon(const struct harness *h, const char *prog, const struct harness_opts *opts,
 	    pid_t parent)
 {
-	const char *argv[16];
+	const char *argv[24];
 	int i = 0, j, fd, maxfd;
 
 	/* A test that crashes must not leave its daemon running. */
@@ -171,7 +171,7 @@ exec_daemon(const struct harness *h, const char *prog, const struct harness_opts
 		argv[i++] = "--root";
 		argv[i++] = h->root;
 	}
-	for (j = 0; j < 4 && opts->extra[j] != NULL; j++)
+	for (j = 0; j < 8 && opts->extra[j] != NULL; j++)
 		argv[i++] = opts->extra[j];
 	argv[i++] = "-v";
 	argv[i] = NULL;
@@ -279,6 +279,7 @@ harness_start(const struct harness_opts *opts)
 		return NULL;
 	}
 
+	h->opts = opts;
 	parent = getpid();
 	h->pid = fork();
 	if (h->pid < 0) {
@@ -357,6 +358,31 @@ harness_stop(struct harness *h)
 	harness_free(h);
 	if (failed)
 		fail_msg("%s", msg);
+}
+
+void
+harness_restart(struct harness *h)
+{
+	const char *prog = daemon_program();
+	int64_t deadline;
+	pid_t parent = getpid();
+	int status;
+
+	assert_int_equal(h->pid, 0);
+	h->pid = fork();
+	assert_true(h->pid >= 0);
+	if (h->pid == 0)
+		exec_daemon(h, prog, h->opts, parent);
+	deadline = now_ms() + HARNESS_START_TIMEOUT_MS;
+	while (!socket_accepts(h->sock)) {
+		if (waitpid(h->pid, &status, WNOHANG) == h->pid) {
+			h->pid = 0;
+			fail_msg("hotmapd exited (status 0x%x) before listening again", status);
+		}
+		if (now_ms() > deadline)
+			fail_msg("hotmapd did not listen again on %s", h->sock);
+		sleep_ms(5);
+	}
 }
 
 void

@@ -30,7 +30,7 @@ struct harness_opts {
 	const char *backend;	/* --backend NAME; NULL: the default (auto) */
 	bool with_root;		/* --root DIR/root */
 	bool keep_notify;	/* pass NOTIFY_SOCKET and WATCHDOG_USEC on */
-	const char *extra[4];	/* more options for hotmapd, NULL-terminated */
+	const char *extra[8];	/* more options for hotmapd, NULL-terminated */
 };
 
 struct harness {
@@ -40,6 +40,7 @@ struct harness {
 	char root[PATH_MAX];	/* DIR/root: exists always; --root only if asked */
 	char outside[PATH_MAX];	/* DIR/outside: never beneath a root */
 	pid_t pid;		/* the daemon; 0 once reaped */
+	const struct harness_opts *opts;	/* how it was started */
 };
 
 /* Makes the directory and starts hotmapd --foreground --socket DIR/sock -v
@@ -52,6 +53,9 @@ void harness_stop(struct harness *h);
 /* SIGKILL and reap (for tests of a vanished daemon): harness_stop then
  * only cleans up. */
 void harness_kill(struct harness *h);
+/* After harness_kill: starts hotmapd again on the same socket with the
+ * same options, and returns once it accepts connections. */
+void harness_restart(struct harness *h);
 
 /* A connected client; fails the test if hm_connect fails. */
 hm_client *harness_connect(const struct harness *h);

@@ -18,6 +18,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -1177,6 +1178,98 @@ test_ring_checked(void **state)
 	hm_disconnect(c);
 }
 
+/* --- the reconnect policy ------------------------------------------------- */
+
+static uint64_t
+mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/*
+ * With the policy on, calls outlive a daemon killed with SIGKILL and
+ * started again: the files are reopened and read right, a view taken
+ * before still holds its bytes, a file deleted meanwhile gives ESTALE.
+ * With the daemon down for good, a call fails with a clear error once the
+ * time allowed is spent, and the next call after the daemon is back
+ * works.  (Off, the default, the client stays broken: test_daemon_killed
+ * in tests/test_integration.c.)
+ */
+static void
+run_reconnect(struct harness *h)
+{
+	char path[PATH_MAX], gone[PATH_MAX];
+	uint8_t buf[64], ref[8192];
+	struct hm_view v;
+	hm_client *c;
+	hm_file *f, *g;
+	uint64_t t0, took;
+	int fd, e;
+
+	harness_path(h, "root/f", path);
+	harness_write_file(path, 3 * MiB, 31);
+	harness_path(h, "root/gone", gone);
+	harness_write_file(gone, 1000, 32);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	c = harness_connect(h);
+	assert_int_equal(hm_set_reconnect(c, 10000), 0);
+	f = hm_open(c, path, 0);
+	g = hm_open(c, gone, 0);
+	assert_non_null(f);
+	assert_non_null(g);
+	assert_int_equal(harness_check_read(f, fd, 0, 100000), 100000);
+	assert_int_equal(hm_view_range(f, 4096, sizeof ref, &v), 0);
+
+	harness_kill(h);
+	assert_int_equal(unlink(gone), 0);
+	harness_restart(h);
+	assert_int_equal(harness_check_read(f, fd, 12345, 300000), 300000);
+	assert_same((ssize_t)v.len, v.data, ref_read(fd, ref, sizeof ref, 4096), ref,
+		    "a view taken before the restart");
+	hm_view_release(&v);
+	errno = 0;
+	assert_int_equal(hm_pread(g, buf, 10, 0), -1);
+	assert_int_equal(errno, ESTALE);
+	assert_int_equal(hm_close(g), 0);
+	assert_int_equal(hm_ping(c, NULL), 0);
+
+	/* down for good: a clear error in about the time allowed */
+	assert_int_equal(hm_set_reconnect(c, 300), 0);
+	harness_kill(h);
+	t0 = mono_ms();
+	errno = 0;
+	assert_int_equal(hm_pread(f, buf, 10, 0), -1);
+	e = errno;
+	took = mono_ms() - t0;
+	if (e != ECONNRESET && e != EPIPE && e != ECONNREFUSED)
+		fail_msg("a call with the daemon gone failed with %s", strerror(e));
+	if (took < 250 || took > 5000)
+		fail_msg("it took %llu ms with 300 allowed", (unsigned long long)took);
+	/* back: the next call reconnects */
+	harness_restart(h);
+	assert_int_equal(harness_check_read(f, fd, MiB, 4096), 4096);
+	assert_int_equal(hm_close(f), 0);
+	hm_disconnect(c);
+	close(fd);
+}
+
+static void
+test_reconnect(void **state)
+{
+	run_reconnect(*state);
+}
+
+static void
+test_reconnect_polling(void **state)
+{
+	setenv("HOTMAP_POLL", "1", 1);
+	run_reconnect(*state);
+}
+
 #define T(fn, o) cmocka_unit_test_prestate_setup_teardown(fn, setup, teardown, (void *)&(o))
 
 int
@@ -1209,6 +1302,8 @@ main(void)
 		T(test_poll_client_dies, opts_poll),
 		T(test_ring_checked, opts_poll),
 		T(test_ring_checked, opts_poll_asleep),
+		T(test_reconnect, opts_default),
+		T(test_reconnect_polling, opts_poll),
 	};
 
 	return cmocka_run_group_tests_name("fastpath", tests, NULL, NULL);
