@@ -1,0 +1,225 @@
+/*
+ * test_races.c - a writer shrinks a file and grows it back while 8 clients
+ * read it through every backend and transport, against a real hotmapd
+ * (tests/harness.h).
+ *
+ * The writer only ever truncates the file to a shorter length, then
+ * writes its canonical bytes back (harness_fill: the byte at each offset
+ * is the same whenever it exists).  At any instant the file is therefore a
+ * prefix of the canonical content, and every read must return a prefix of
+ * the range it asked for, byte for byte: shorter when the file was shorter
+ * at some point of the read, never an error, never a crash, and never a
+ * byte the file did not hold (zeros from a mapping's last page past a new
+ * end of file, say).  HOTMAP_RACE_SECONDS sets the time (default 10).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "tests/harness.h"
+
+#define MiB (1024u * 1024u)
+#define FILE_SIZE (4 * MiB)
+#define SEED 77
+#define READERS 8
+
+struct race {
+	struct harness *h;
+	char path[PATH_MAX];
+	atomic_bool stop;
+	uint8_t *canon;		/* the file's bytes at full length */
+};
+
+struct reader {
+	struct race *r;
+	int index;
+	pthread_t thread;
+	hm_client *c;		/* connected by the test's own thread */
+	hm_file *f;
+	/* results */
+	uint64_t reads, shorts, bytes;
+	int errors;		/* calls that failed */
+	int wrong;		/* results that were not a prefix */
+	char why[256];
+};
+
+static uint64_t
+now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static void *
+reader_main(void *arg)
+{
+	struct reader *rd = arg;
+	uint64_t rng = 1000 + (uint64_t)rd->index;
+	uint8_t *buf = malloc(256 * 1024);
+	hm_file *f = rd->f;
+
+	if (buf == NULL)
+		return NULL;
+	while (!atomic_load(&rd->r->stop)) {
+		uint64_t off = harness_rand(&rng) % FILE_SIZE;
+		size_t len = 1 + (size_t)(harness_rand(&rng) % (256 * 1024));
+		ssize_t n = hm_pread(f, buf, len, off);
+
+		rd->reads++;
+		if (n < 0) {
+			if (rd->errors++ == 0)
+				snprintf(rd->why, sizeof rd->why, "%zu at %llu: %s (%s)", len,
+					 (unsigned long long)off, strerror(errno), hm_last_error());
+			continue;
+		}
+		if ((size_t)n > len || off + (uint64_t)n > FILE_SIZE ||
+		    memcmp(buf, rd->r->canon + off, (size_t)n) != 0) {
+			if (rd->wrong++ == 0) {
+				size_t i = 0;
+
+				while (i < (size_t)n && buf[i] == rd->r->canon[off + i])
+					i++;
+				snprintf(rd->why, sizeof rd->why,
+					 "%zu at %llu gave %zd bytes, first wrong at +%zu (0x%02x, not 0x%02x)",
+					 len, (unsigned long long)off, n, i, i < (size_t)n ? buf[i] : 0,
+					 i < (size_t)n ? rd->r->canon[off + i] : 0);
+			}
+			continue;
+		}
+		if ((size_t)n < len)
+			rd->shorts++;
+		rd->bytes += (uint64_t)n;
+	}
+	free(buf);
+	return NULL;
+}
+
+static int
+setup(void **state)
+{
+	*state = harness_start(*state);
+	return 0;
+}
+
+static int
+teardown(void **state)
+{
+	unsetenv("HOTMAP_SHM_SIZE");
+	unsetenv("HOTMAP_POLL");
+	harness_stop(*state);
+	return 0;
+}
+
+static const struct harness_opts opts_poll = {
+	.extra = { "--poll-us", "20", NULL },
+};
+
+static void
+test_truncate_race(void **state)
+{
+	struct race r = { .h = *state };
+	struct reader rd[READERS];
+	const char *secs = getenv("HOTMAP_RACE_SECONDS");
+	uint64_t rng = 5, end, rounds = 0, total_reads = 0, total_shorts = 0;
+	hm_client *admin;
+	int fd, i, errors = 0, wrong = 0;
+
+	harness_path(r.h, "root/race", r.path);
+	harness_write_file(r.path, FILE_SIZE, SEED);
+	r.canon = malloc(FILE_SIZE);
+	assert_non_null(r.canon);
+	harness_fill(r.canon, FILE_SIZE, SEED, 0);
+	fd = open(r.path, O_WRONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+
+	/* Reader i: backend by i % 3 (auto, which maps; mmap required;
+	 * pread), transport by i / 3 (shared region, socket only, polling
+	 * ring).  The transport is chosen at connect, from the environment,
+	 * so this thread connects them all. */
+	for (i = 0; i < READERS; i++) {
+		static const int flags[] = { 0, HM_O_MMAP, HM_O_PREAD };
+
+		rd[i] = (struct reader){ .r = &r, .index = i };
+		if (i / 3 == 1)
+			setenv("HOTMAP_SHM_SIZE", "0", 1);
+		else
+			unsetenv("HOTMAP_SHM_SIZE");
+		setenv("HOTMAP_POLL", i / 3 == 2 ? "1" : "0", 1);
+		rd[i].c = harness_connect(r.h);
+		rd[i].f = hm_open(rd[i].c, r.path, flags[i % 3]);
+		assert_non_null(rd[i].f);
+	}
+	for (i = 0; i < READERS; i++)
+		assert_int_equal(pthread_create(&rd[i].thread, NULL, reader_main, &rd[i]), 0);
+	end = now_ms() + 1000u * (uint64_t)(secs != NULL ? atoi(secs) : 10);
+	while (now_ms() < end) {
+		off_t len = (off_t)(harness_rand(&rng) % FILE_SIZE);
+		off_t pos;
+
+		assert_int_equal(ftruncate(fd, len), 0);
+		for (pos = len; pos < (off_t)FILE_SIZE; pos += 256 * 1024) {
+			size_t n = FILE_SIZE - (size_t)pos < 256 * 1024 ? FILE_SIZE - (size_t)pos :
+									   256 * 1024;
+
+			assert_int_equal(pwrite(fd, r.canon + pos, n, pos), (ssize_t)n);
+		}
+		rounds++;
+	}
+	atomic_store(&r.stop, true);
+	for (i = 0; i < READERS; i++) {
+		pthread_join(rd[i].thread, NULL);
+		hm_close(rd[i].f);
+		hm_disconnect(rd[i].c);
+		total_reads += rd[i].reads;
+		total_shorts += rd[i].shorts;
+		errors += rd[i].errors;
+		wrong += rd[i].wrong;
+		if (rd[i].errors > 0 || rd[i].wrong > 0)
+			print_message("# reader %d: %d errors, %d wrong: %s\n", i, rd[i].errors,
+				      rd[i].wrong, rd[i].why);
+	}
+	print_message("# %llu truncate-and-grow rounds; %llu reads, %llu of them short\n",
+		      (unsigned long long)rounds, (unsigned long long)total_reads,
+		      (unsigned long long)total_shorts);
+	/* the daemon is still well, and says what it recovered from */
+	admin = harness_connect(r.h);
+	print_message("# sigbus_recoveries %llu, stale_replaced %llu\n",
+		      (unsigned long long)harness_stat(admin, "sigbus_recoveries"),
+		      (unsigned long long)harness_stat(admin, "stale_replaced"));
+	assert_int_equal(hm_ping(admin, NULL), 0);
+	hm_disconnect(admin);
+	close(fd);
+	free(r.canon);
+	assert_int_equal(errors, 0);
+	assert_int_equal(wrong, 0);
+	for (i = 0; i < READERS; i++)
+		assert_true(rd[i].reads > 10);
+	assert_true(rounds > 10);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_prestate_setup_teardown(test_truncate_race, setup, teardown,
+							 (void *)&opts_poll),
+	};
+
+	return cmocka_run_group_tests_name("races", tests, NULL, NULL);
+}
