@@ -159,7 +159,7 @@ peer_process(struct peer *p)
 static void
 peer_take_cmsgs(struct peer *p, struct msghdr *msg)
 {
-	bool overflow = (msg->msg_flags & MSG_CTRUNC) != 0;
+	bool overflow = false;
 	struct cmsghdr *cm;
 
 	for (cm = CMSG_FIRSTHDR(msg); cm != NULL; cm = CMSG_NXTHDR(msg, cm)) {
@@ -180,6 +180,21 @@ peer_take_cmsgs(struct peer *p, struct msghdr *msg)
 				continue;
 			}
 			p->fds[(p->fd_head + p->fd_count) % PEER_MAX_FDS] = fd;
+			p->fd_count++;
+		}
+	}
+	/*
+	 * MSG_CTRUNC: a descriptor came but could not be installed, because
+	 * hotmapd is out of descriptors (or it was more than the control
+	 * buffer holds, which the kernel closed).  That is not the client's
+	 * fault: the request it came with gets -EMFILE in its place, and the
+	 * connection goes on.
+	 */
+	if ((msg->msg_flags & MSG_CTRUNC) && !overflow) {
+		if (p->fd_count == PEER_MAX_FDS) {
+			overflow = true;
+		} else {
+			p->fds[(p->fd_head + p->fd_count) % PEER_MAX_FDS] = -EMFILE;
 			p->fd_count++;
 		}
 	}
@@ -343,8 +358,8 @@ peer_idle_cb(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	/* a client waiting for its replies, or for work in flight, is not
-	 * idle */
-	if (p->paused || evbuffer_get_length(p->out) > 0 || evbuffer_get_length(p->in) > 0) {
+	 * idle; a part of a frame it has not finished sending is no work */
+	if (p->paused || evbuffer_get_length(p->out) > 0) {
 		evtimer_add(p->ev_idle, &tv);
 		return;
 	}
@@ -473,8 +488,12 @@ peer_free(struct peer *p)
 		evbuffer_free(p->in);
 	if (p->out != NULL)
 		evbuffer_free(p->out);
-	while (p->fd_count > 0)
-		close(peer_take_fd(p));
+	while (p->fd_count > 0) {
+		int fd = peer_take_fd(p);
+
+		if (fd >= 0)
+			close(fd);
+	}
 	if (p->fd >= 0)
 		close(p->fd);
 	free(p);

@@ -99,8 +99,9 @@ void peer_set_paused(struct peer *p, bool paused);
  * nothing for seconds while no reply or work of its is pending.  0: never. */
 void peer_set_idle_timeout(struct peer *p, unsigned seconds);
 
-/* Claims the oldest descriptor received and not yet claimed: the fd, or
- * -EBADF when the client sent none. */
+/* Claims the oldest descriptor received and not yet claimed: the fd,
+ * -EBADF when the client sent none, or -EMFILE for one that came but could
+ * not be received (hotmapd out of descriptors). */
 int peer_take_fd(struct peer *p);
 
 /* Stops reading, flushes what is queued (at most a few seconds), then

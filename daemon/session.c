@@ -278,8 +278,10 @@ session_map_region(struct session *s, uint64_t size, char *err, size_t errlen)
 	void *p;
 
 	if (fd < 0) {
-		snprintf(err, errlen, "no descriptor came with HELLO");
-		return -EBADF;
+		snprintf(err, errlen, "%s", fd == -EMFILE ?
+			 "hotmapd is out of descriptors: the region could not be received" :
+			 "no descriptor came with HELLO");
+		return fd == -EMFILE ? -EMFILE : -EBADF;
 	}
 	seals = fcntl(fd, F_GET_SEALS);
 	if (size > HM_SHM_MAX) {
@@ -414,6 +416,9 @@ session_open(struct session *s, uint32_t id, ProtobufCMessage *msg)
 
 	if (!m->by_path) {
 		fd = peer_take_fd(s->peer);
+		if (fd == -EMFILE)
+			return session_error(s, id, EMFILE, "%s: hotmapd is out of descriptors: the one "
+					     "passed with OPEN could not be received", name);
 		if (fd < 0)
 			return session_error(s, id, EBADF, "%s: OPEN by descriptor came without one", name);
 	} else {

@@ -356,6 +356,72 @@ test_descriptor_limit(void **state)
 	close(fd);
 }
 
+/*
+ * A descriptor passed to hotmapd while it has none free cannot arrive
+ * (recvmsg truncates the control data): an OPEN by descriptor then fails
+ * with a clear error and the client stays connected; a HELLO whose shared
+ * region cannot arrive is served over the socket.  Neither is a reason to
+ * drop the client.
+ */
+static void
+test_descriptor_passed_at_limit(void **state)
+{
+	struct harness *h = *state;
+	char path[PATH_MAX];
+	hm_client *admin, *cl, *spare, *late;
+	hm_file *f, *g, *fl;
+	struct hm_ping ping;
+	int fd, i, nacc, waiting, accepted[64];
+
+	harness_path(h, "data", path);
+	harness_write_file(path, MiB, 505);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	admin = harness_connect(h);
+	cl = harness_connect(h);
+	spare = harness_connect(h);
+	f = hm_open(cl, path, 0);
+	assert_non_null(f);
+
+	waiting = reach_descriptor_limit(h, admin, accepted, 64, &nacc);
+	/* no descriptor free: an open by descriptor is refused, not dropped */
+	g = hm_open(cl, path, 0);
+	if (g != NULL)
+		fail_msg("hm_open succeeded with hotmapd out of descriptors");
+	if (errno != EMFILE && errno != ENFILE)
+		fail_msg("hm_open with hotmapd out of descriptors: %s (\"%s\"), want EMFILE: "
+			 "the client was dropped", strerror(errno), hm_last_error());
+	assert_int_equal(hm_ping(cl, &ping), 0);
+	assert_int_equal(harness_check_read(f, fd, 999, 70000), 70000);
+
+	/* one descriptor free, taken by a new connection: its HELLO's region
+	 * cannot arrive, and it is served without one */
+	hm_disconnect(spare);
+	expect_hello_reply(waiting, 5000);	/* the next retry took it */
+	close(waiting);
+	harness_wait_stat(admin, "clients", 2 + (uint64_t)nacc);
+	late = hm_connect(h->sock);
+	if (late == NULL)
+		fail_msg("hm_connect with one descriptor free in hotmapd: %s (\"%s\")",
+			 strerror(errno), hm_last_error());
+	assert_int_equal(hm_ping(late, &ping), 0);
+	hm_disconnect(late);
+	harness_wait_stat(admin, "clients", 2 + (uint64_t)nacc);
+
+	/* and with descriptors free again, the refused open succeeds */
+	for (i = 0; i < nacc; i++)
+		close(accepted[i]);
+	harness_wait_stat(admin, "clients", 2);
+	fl = hm_open(cl, path, 0);
+	if (fl == NULL)
+		fail_msg("hm_open once descriptors are free again: %s (%s)", strerror(errno),
+			 hm_last_error());
+	assert_int_equal(harness_check_read(fl, fd, 5, 100000), 100000);
+	hm_disconnect(cl);
+	hm_disconnect(admin);
+	close(fd);
+}
+
 /* --- a client that opens handles until refused ---------------------------- */
 
 #define HANDLE_CAP	65536	/* SESSION_MAX_HANDLES, hotmapd(8) LIMITS */
@@ -627,6 +693,41 @@ test_flood_of_silent_connections(void **state)
 	close(fd);
 }
 
+/*
+ * Slow clients: connections that send part of a frame and then nothing.
+ * The idle timeout is for a client "that has sent nothing for seconds
+ * while none of its replies or reads is pending" (hotmapd(8)): half a
+ * frame is no reply or read pending, so they too are closed, and cannot
+ * hold the user's connections forever.
+ */
+static void
+test_slow_clients_closed(void **state)
+{
+	struct harness *h = *state;
+	static const uint8_t half_header[8] = { 5, 0, 0, 0, 0, 0, 0, 0 };
+	int socks[PER_UID], i;
+	hm_client *c;
+	struct hm_ping ping;
+
+	for (i = 0; i < PER_UID; i++) {
+		socks[i] = wire_connect(h);
+		if (i % 2 == 0) {
+			assert_int_equal(wire_send_bytes(socks[i], half_header, sizeof half_header), 0);
+		} else {
+			/* greeted, then half a request */
+			wire_hello(socks[i]);
+			assert_int_equal(wire_send_bytes(socks[i], half_header, sizeof half_header), 0);
+		}
+	}
+	for (i = 0; i < PER_UID; i++)
+		wire_expect_eof(socks[i], 5000);
+	for (i = 0; i < PER_UID; i++)
+		close(socks[i]);
+	c = harness_connect(h);
+	assert_int_equal(hm_ping(c, &ping), 0);
+	hm_disconnect(c);
+}
+
 #define T(fn, o) cmocka_unit_test_prestate_setup_teardown(fn, setup, teardown, (void *)&(o))
 
 int
@@ -634,9 +735,11 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		T(test_descriptor_limit, opts_default),
+		T(test_descriptor_passed_at_limit, opts_default),
 		T(test_open_until_refused, opts_default),
 		T(test_never_reads_replies, opts_default),
 		T(test_flood_of_silent_connections, opts_flood),
+		T(test_slow_clients_closed, opts_flood),
 	};
 
 	return cmocka_run_group_tests_name("limits", tests, NULL, NULL);
