@@ -34,8 +34,8 @@
 /* The tail of the daemon's log a failure message carries. */
 #define HARNESS_LOG_TAIL		4096
 
-static int64_t
-now_ms(void)
+int64_t
+harness_now_ms(void)
 {
 	struct timespec ts;
 
@@ -43,8 +43,8 @@ now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static void
-sleep_ms(unsigned ms)
+void
+harness_sleep_ms(unsigned ms)
 {
 	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
 
@@ -292,7 +292,7 @@ harness_start(const struct harness_opts *opts)
 	if (h->pid == 0)
 		exec_daemon(h, prog, opts, parent);
 
-	deadline = now_ms() + HARNESS_START_TIMEOUT_MS;
+	deadline = harness_now_ms() + HARNESS_START_TIMEOUT_MS;
 	for (;;) {
 		pid_t r = waitpid(h->pid, &status, WNOHANG);
 
@@ -306,7 +306,7 @@ harness_start(const struct harness_opts *opts)
 		}
 		if (socket_accepts(h->sock))
 			return h;
-		if (now_ms() > deadline) {
+		if (harness_now_ms() > deadline) {
 			describe_failure(h, msg, sizeof msg, "%s did not listen on %s within %d ms",
 					 prog, h->sock, HARNESS_START_TIMEOUT_MS);
 			kill(h->pid, SIGKILL);
@@ -315,7 +315,7 @@ harness_start(const struct harness_opts *opts)
 			fail_msg("%s", msg);
 			return NULL;
 		}
-		sleep_ms(5);
+		harness_sleep_ms(5);
 	}
 }
 
@@ -331,9 +331,9 @@ harness_stop(struct harness *h)
 		return;
 	if (h->pid > 0) {
 		kill(h->pid, SIGTERM);
-		deadline = now_ms() + HARNESS_STOP_TIMEOUT_MS;
+		deadline = harness_now_ms() + HARNESS_STOP_TIMEOUT_MS;
 		while (waitpid(h->pid, &status, WNOHANG) == 0) {
-			if (now_ms() > deadline) {
+			if (harness_now_ms() > deadline) {
 				describe_failure(h, msg, sizeof msg,
 						 "hotmapd did not exit within %d ms of SIGTERM",
 						 HARNESS_STOP_TIMEOUT_MS);
@@ -342,7 +342,7 @@ harness_stop(struct harness *h)
 				failed = true;
 				break;
 			}
-			sleep_ms(2);
+			harness_sleep_ms(2);
 		}
 		h->pid = 0;
 		if (!failed && !(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
@@ -373,15 +373,15 @@ harness_restart(struct harness *h)
 	assert_true(h->pid >= 0);
 	if (h->pid == 0)
 		exec_daemon(h, prog, h->opts, parent);
-	deadline = now_ms() + HARNESS_START_TIMEOUT_MS;
+	deadline = harness_now_ms() + HARNESS_START_TIMEOUT_MS;
 	while (!socket_accepts(h->sock)) {
 		if (waitpid(h->pid, &status, WNOHANG) == h->pid) {
 			h->pid = 0;
 			fail_msg("hotmapd exited (status 0x%x) before listening again", status);
 		}
-		if (now_ms() > deadline)
+		if (harness_now_ms() > deadline)
 			fail_msg("hotmapd did not listen again on %s", h->sock);
-		sleep_ms(5);
+		harness_sleep_ms(5);
 	}
 }
 
@@ -659,15 +659,15 @@ harness_stat(hm_client *c, const char *key)
 void
 harness_wait_stat(hm_client *c, const char *key, uint64_t want)
 {
-	int64_t deadline = now_ms() + HARNESS_STAT_TIMEOUT_MS;
+	int64_t deadline = harness_now_ms() + HARNESS_STAT_TIMEOUT_MS;
 	uint64_t v;
 
 	while ((v = harness_stat(c, key)) != want) {
-		if (now_ms() > deadline)
+		if (harness_now_ms() > deadline)
 			fail_msg("stat %s is %llu, want %llu (waited %d ms)", key,
 				 (unsigned long long)v, (unsigned long long)want,
 				 HARNESS_STAT_TIMEOUT_MS);
-		sleep_ms(5);
+		harness_sleep_ms(5);
 	}
 }
 
@@ -956,7 +956,7 @@ recv_exact(int fd, uint8_t *p, size_t len, int64_t deadline)
 
 	while (got < len) {
 		struct pollfd pfd = { .fd = fd, .events = POLLIN };
-		int64_t left = deadline - now_ms();
+		int64_t left = deadline - harness_now_ms();
 		ssize_t r;
 
 		if (left <= 0)
@@ -984,7 +984,7 @@ recv_exact(int fd, uint8_t *p, size_t len, int64_t deadline)
 int
 wire_recv(int fd, struct wire_header *hdr, uint8_t *msg, size_t cap, int timeout_ms)
 {
-	int64_t deadline = now_ms() + timeout_ms;
+	int64_t deadline = harness_now_ms() + timeout_ms;
 	uint8_t head[WIRE_HEADER_SIZE], drop[4096];
 	uint32_t raw;
 	int rc;
@@ -1019,13 +1019,13 @@ wire_recv(int fd, struct wire_header *hdr, uint8_t *msg, size_t cap, int timeout
 size_t
 wire_expect_eof(int fd, int timeout_ms)
 {
-	int64_t deadline = now_ms() + timeout_ms;
+	int64_t deadline = harness_now_ms() + timeout_ms;
 	uint8_t buf[4096];
 	size_t dropped = 0;
 
 	for (;;) {
 		struct pollfd pfd = { .fd = fd, .events = POLLIN };
-		int64_t left = deadline - now_ms();
+		int64_t left = deadline - harness_now_ms();
 		ssize_t r;
 
 		if (left <= 0)

@@ -72,6 +72,11 @@ void harness_write_file(const char *path, uint64_t size, uint64_t seed);
  * place: same inode). */
 void harness_rewrite(const char *path, uint64_t offset, size_t len, uint64_t seed);
 
+/* CLOCK_MONOTONIC in milliseconds, and a sleep that resumes after
+ * signals: for the tests' deadlines. */
+int64_t harness_now_ms(void);
+void harness_sleep_ms(unsigned ms);
+
 /* xorshift64*: the tests' only source of randomness, seeded with fixed
  * values so that every run reads the same ranges. */
 uint64_t harness_rand(uint64_t *state);

@@ -78,24 +78,6 @@ struct fixture {
 	char local[PATH_MAX];	/* DIR/root/local */
 };
 
-static int64_t
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void
-sleep_ms(unsigned ms)
-{
-	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
-
-	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-		;
-}
-
 /* --- faultfs: started, driven and stopped without cmocka's assertions, so
  * that main can probe with it before any test runs ------------------------- */
 
@@ -239,7 +221,7 @@ faultfs_unmount(struct faultfs *fs)
 static int
 faultfs_reap(struct faultfs *fs)
 {
-	int64_t deadline = now_ms() + FAULTFS_STOP_TIMEOUT_MS;
+	int64_t deadline = harness_now_ms() + FAULTFS_STOP_TIMEOUT_MS;
 	bool termed = false;
 	int status;
 
@@ -250,12 +232,12 @@ faultfs_reap(struct faultfs *fs)
 
 		if (r == fs->pid)
 			break;
-		if (now_ms() > deadline) {
+		if (harness_now_ms() > deadline) {
 			kill(fs->pid, termed ? SIGKILL : SIGTERM);
 			termed = true;
-			deadline = now_ms() + FAULTFS_STOP_TIMEOUT_MS;
+			deadline = harness_now_ms() + FAULTFS_STOP_TIMEOUT_MS;
 		}
-		sleep_ms(10);
+		harness_sleep_ms(10);
 	}
 	fs->pid = 0;
 	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
@@ -320,7 +302,7 @@ faultfs_start(struct faultfs *fs, const char *dir, char *why, size_t whylen)
 	}
 	fs->mounted = true;	/* maybe: unmounting what is not mounted is harmless */
 
-	deadline = now_ms() + FAULTFS_START_TIMEOUT_MS;
+	deadline = harness_now_ms() + FAULTFS_START_TIMEOUT_MS;
 	while ((fs->ctl_fd = faultfs_connect(fs->ctl)) < 0) {
 		if (waitpid(fs->pid, &status, WNOHANG) == fs->pid) {
 			char tail[512];
@@ -333,14 +315,14 @@ faultfs_start(struct faultfs *fs, const char *dir, char *why, size_t whylen)
 				 WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status), tail);
 			return -1;
 		}
-		if (now_ms() > deadline) {
+		if (harness_now_ms() > deadline) {
 			snprintf(why, whylen, "faultfs did not answer within %d ms",
 				 FAULTFS_START_TIMEOUT_MS);
 			faultfs_unmount(fs);
 			faultfs_reap(fs);
 			return -1;
 		}
-		sleep_ms(10);
+		harness_sleep_ms(10);
 	}
 	if (faultfs_cmd(fs, reply, sizeof reply, "ping") < 0) {
 		snprintf(why, whylen, "faultfs: %s", reply);

@@ -54,24 +54,6 @@ teardown(void **state)
 	return 0;
 }
 
-static int64_t
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void
-sleep_ms(unsigned ms)
-{
-	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
-
-	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-		;
-}
-
 /* --- the daemon seen from /proc ------------------------------------------ */
 
 /* RssAnon of pid in KiB: the heap and anonymous mappings, not the files
@@ -244,7 +226,7 @@ reach_descriptor_limit(struct harness *h, hm_client *admin, int *accepted, int c
 	*nacc = 0;
 	for (;;) {
 		int s = wire_connect(h);
-		int64_t deadline = now_ms() + 10000;
+		int64_t deadline = harness_now_ms() + 10000;
 		struct wire_header hdr;
 		uint8_t reply[1024];
 		int rc;
@@ -253,7 +235,7 @@ reach_descriptor_limit(struct harness *h, hm_client *admin, int *accepted, int c
 		for (;;) {
 			rc = wire_recv(s, &hdr, reply, sizeof reply, 50);
 			if (rc == 1 || harness_stat(admin, "accept_backoffs") > backoffs0 ||
-			    now_ms() > deadline)
+			    harness_now_ms() > deadline)
 				break;
 		}
 		if (rc == 1) {
@@ -311,7 +293,7 @@ test_descriptor_limit(void **state)
 	/* Meanwhile: the waiting get no answer, the daemon does not spin,
 	 * and everyone connected reads as before. */
 	t0 = cpu_ticks(h->pid);
-	w0 = now_ms();
+	w0 = harness_now_ms();
 	for (i = 0; i < WAITING; i++) {
 		struct wire_header hdr;
 		uint8_t reply[1024];
@@ -325,7 +307,7 @@ test_descriptor_limit(void **state)
 		assert_int_equal(ping.pid, (uint32_t)h->pid);
 	}
 	t1 = cpu_ticks(h->pid);
-	w1 = now_ms();
+	w1 = harness_now_ms();
 	/* spinning on accept would take a whole core */
 	if ((t1 - t0) * 1000 / sysconf(_SC_CLK_TCK) > (w1 - w0) / 2)
 		fail_msg("hotmapd used %ld ticks of CPU in %lld ms while out of descriptors",
@@ -560,13 +542,13 @@ test_never_reads_replies(void **state)
 
 	/* Write what the socket takes; a second with no progress means the
 	 * daemon has stopped reading. */
-	last_progress = now_ms();
+	last_progress = harness_now_ms();
 	while (off < total) {
 		ssize_t w = send(sock, frames + off, total - off, MSG_DONTWAIT | MSG_NOSIGNAL);
 
 		if (w > 0) {
 			off += (size_t)w;
-			last_progress = now_ms();
+			last_progress = harness_now_ms();
 			continue;
 		}
 		if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
@@ -575,7 +557,7 @@ test_never_reads_replies(void **state)
 		rss = rss_anon_kib(h->pid);
 		if (rss > rss_max)
 			rss_max = rss;
-		stalled_ms = now_ms() - last_progress;
+		stalled_ms = harness_now_ms() - last_progress;
 		if (stalled_ms > 1500)
 			break;
 		{
@@ -597,7 +579,7 @@ test_never_reads_replies(void **state)
 			rss_max = rss;
 	}
 	assert_int_equal(harness_check_read(fo, fd, 3 * MiB, 4 * MiB), 4 * MiB);
-	sleep_ms(500);
+	harness_sleep_ms(500);
 	rss = rss_anon_kib(h->pid);
 	if (rss > rss_max)
 		rss_max = rss;
@@ -662,15 +644,15 @@ test_flood_of_silent_connections(void **state)
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	assert_true(fd >= 0);
 
-	t0 = now_ms();
+	t0 = harness_now_ms();
 	for (i = 0; i < FLOOD; i++)
 		socks[i] = wire_connect(h);
 	/* (only while the idle timeout cannot yet have closed any) */
-	if (now_ms() - t0 < 500)
+	if (harness_now_ms() - t0 < 500)
 		expect_users_refusal(h);
 	for (i = 0; i < FLOOD; i++)
 		wire_expect_eof(socks[i], 5000);
-	took = now_ms() - t0;
+	took = harness_now_ms() - t0;
 	if (took > 5000)
 		fail_msg("the silent connections were closed only after %lld ms (--idle-timeout 1)",
 			 (long long)took);
@@ -678,10 +660,10 @@ test_flood_of_silent_connections(void **state)
 		close(socks[i]);
 
 	/* served again, to the limit and no further */
-	t0 = now_ms();
+	t0 = harness_now_ms();
 	for (i = 0; i < PER_UID; i++)
 		c[i] = harness_connect(h);
-	if (now_ms() - t0 < 500) {
+	if (harness_now_ms() - t0 < 500) {
 		expect_users_refusal(h);
 		assert_true(harness_stat(c[PER_UID - 1], "clients_refused") >= 1);
 	}

@@ -64,15 +64,6 @@ struct reader {
 	char why[256];
 };
 
-static uint64_t
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
 /* Whether every byte of got that differs from want is a zero. */
 static bool
 only_zeros_differ(const uint8_t *got, const uint8_t *want, size_t n)
@@ -169,7 +160,9 @@ test_truncate_race(void **state)
 	struct race r = { .h = *state };
 	struct reader rd[READERS];
 	const char *secs = getenv("HOTMAP_RACE_SECONDS");
-	uint64_t rng = 5, end, rounds = 0, total_reads = 0, total_shorts = 0, total_zeroed = 0;
+	uint64_t rng = 5;
+	int64_t end;
+	uint64_t rounds = 0, total_reads = 0, total_shorts = 0, total_zeroed = 0;
 	hm_client *admin;
 	int fd, i, errors = 0, wrong = 0;
 
@@ -200,8 +193,8 @@ test_truncate_race(void **state)
 	}
 	for (i = 0; i < READERS; i++)
 		assert_int_equal(pthread_create(&rd[i].thread, NULL, reader_main, &rd[i]), 0);
-	end = now_ms() + 1000u * (uint64_t)(secs != NULL ? atoi(secs) : 10);
-	while (now_ms() < end) {
+	end = harness_now_ms() + 1000 * (int64_t)(secs != NULL ? atoi(secs) : 10);
+	while (harness_now_ms() < end) {
 		off_t len = (off_t)(harness_rand(&rng) % FILE_SIZE);
 		off_t pos;
 
