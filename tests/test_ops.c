@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -476,6 +477,172 @@ test_passed_fd_flags_private(void **state)
 	close(fd);
 }
 
+/* --- access: paths and descriptors a client may try ----------------------- */
+
+static const struct harness_opts opts_root = { .with_root = true };
+
+static void
+expect_path_refused(hm_client *c, const char *path, int want)
+{
+	errno = 0;
+	if (hm_open(c, path, HM_O_PATH) != NULL)
+		fail_msg("%s opened by path", path);
+	if (errno != want)
+		fail_msg("%s: errno %d (%s), want %d", path, errno, strerror(errno), want);
+	assert_true(hm_last_error()[0] != '\0');
+}
+
+/*
+ * Open by path: magic links and absolute symlinks inside a root are
+ * refused; a path longer than PATH_MAX gets ENAMETOOLONG; a name that is
+ * not UTF-8, and a deep path just under PATH_MAX, open and read right.
+ */
+static void
+test_access_by_path(void **state)
+{
+	struct harness *h = *state;
+	hm_client *c = harness_connect(h);
+	char path[PATH_MAX], link[PATH_MAX], *longp;
+	size_t n;
+	hm_file *f;
+	int fd, i;
+
+	harness_path(h, "root/magic", link);
+	assert_int_equal(symlink("/proc/self/fd/0", link), 0);
+	expect_path_refused(c, link, EACCES);
+	harness_path(h, "root/proc-root", link);
+	assert_int_equal(symlink("/proc/self/root/etc/hostname", link), 0);
+	expect_path_refused(c, link, EACCES);
+
+	/* bytes, not text: a name that is not UTF-8 */
+	harness_path(h, "root/\xff\xfe\x80name", path);
+	harness_write_file(path, 10000, 41);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	f = hm_open(c, path, HM_O_PATH);
+	assert_non_null(f);
+	assert_int_equal(harness_check_read(f, fd, 0, 20000), 10000);
+	hm_close(f);
+	close(fd);
+
+	/* deep, under PATH_MAX: 15 directories of 200 bytes */
+	harness_path(h, "root", path);
+	n = strlen(path);
+	for (i = 0; i < 15; i++) {
+		path[n++] = '/';
+		memset(path + n, 'd', 200);
+		n += 200;
+		path[n] = '\0';
+		assert_int_equal(mkdir(path, 0755), 0);
+	}
+	assert_true(n + 3 < PATH_MAX);
+	memcpy(path + n, "/f", 3);
+	harness_write_file(path, 5000, 42);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	f = hm_open(c, path, HM_O_PATH);
+	assert_non_null(f);
+	assert_int_equal(harness_check_read(f, fd, 100, 8000), 4900);
+	hm_close(f);
+	close(fd);
+
+	/* longer than PATH_MAX: refused with a reason, the client goes on */
+	longp = malloc(2 * PATH_MAX);
+	assert_non_null(longp);
+	harness_path(h, "root/", longp);
+	n = strlen(longp);
+	while (n < PATH_MAX + 100) {
+		memcpy(longp + n, "x/", 2);
+		n += 2;
+	}
+	memcpy(longp + n, "f", 2);
+	expect_path_refused(c, longp, ENAMETOOLONG);
+	free(longp);
+	assert_int_equal(hm_ping(c, NULL), 0);
+	hm_disconnect(c);
+}
+
+/* OPEN by descriptor on the raw wire: the ERROR's errno, 0 for OPEN_REPLY
+ * (its handle in *handle). */
+static int
+wire_open_fd(int sock, uint32_t id, int fd, unsigned policy, uint64_t *handle)
+{
+	struct wire_msg m = { .n = 0 };
+	struct wire_header hdr;
+	uint8_t reply[2048];
+	uint64_t v = 0;
+
+	wire_string(&m, 2, "probe");
+	wire_varint(&m, 3, policy);
+	assert_int_equal(wire_send_msg(sock, WIRE_OPEN, id, &m, fd), 0);
+	assert_int_equal(wire_recv(sock, &hdr, reply, sizeof reply, 10000), 1);
+	assert_int_equal(hdr.id, id);
+	if (hdr.type == WIRE_OPEN_REPLY) {
+		wire_get_varint(reply, hdr.length, 1, handle);
+		return 0;
+	}
+	assert_int_equal(hdr.type, WIRE_ERROR);
+	wire_get_varint(reply, hdr.length, 1, &v);
+	return (int)v;
+}
+
+/*
+ * Open by descriptor: a descriptor not open for reading, an O_PATH one and
+ * a directory are refused with their errno; a socket cannot be mapped
+ * (ENODEV) and reads from it fail as pread(2) would (ESPIPE); the
+ * connection goes on after each.
+ */
+static void
+test_access_by_descriptor(void **state)
+{
+	struct harness *h = *state;
+	struct wire_msg m = { .n = 0 };
+	struct wire_header hdr;
+	uint8_t reply[2048];
+	char path[PATH_MAX];
+	uint64_t handle = 0, v = 0;
+	int sock, fd, sp[2];
+
+	harness_path(h, "root/file", path);
+	harness_write_file(path, 1000, 43);
+	sock = wire_connect(h);
+	wire_hello(sock);
+
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(wire_open_fd(sock, 2, fd, 0, &handle), EBADF);
+	close(fd);
+	fd = open(path, O_PATH | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(wire_open_fd(sock, 3, fd, 0, &handle), EBADF);
+	close(fd);
+	fd = open(h->root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(wire_open_fd(sock, 4, fd, 0, &handle), EISDIR);
+	close(fd);
+
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp), 0);
+	assert_int_equal(wire_open_fd(sock, 5, sp[0], 1 /* mmap required */, &handle), ENODEV);
+	assert_int_equal(wire_open_fd(sock, 6, sp[0], 0, &handle), 0);
+	wire_varint(&m, 1, handle);
+	wire_varint(&m, 2, 0);
+	wire_varint(&m, 3, 10);
+	assert_int_equal(wire_send_msg(sock, WIRE_READ, 7, &m, -1), 0);
+	assert_int_equal(wire_recv(sock, &hdr, reply, sizeof reply, 10000), 1);
+	assert_int_equal(hdr.type, WIRE_ERROR);
+	wire_get_varint(reply, hdr.length, 1, &v);
+	assert_int_equal(v, ESPIPE);
+	close(sp[0]);
+	close(sp[1]);
+
+	/* still in step: a good descriptor opens */
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(wire_open_fd(sock, 8, fd, 0, &handle), 0);
+	close(fd);
+	close(sock);
+}
+
 static const struct harness_opts opts_none = { .backend = NULL };
 
 #define T(fn, o) cmocka_unit_test_prestate_setup_teardown(fn, setup, teardown, (void *)&(o))
@@ -496,6 +663,8 @@ main(void)
 		T(test_admin_uid_admits, opts_admin_nobody),
 		T(test_allow_uid_refuses, opts_allow_root),
 		T(test_passed_fd_flags_private, opts_none),
+		T(test_access_by_path, opts_root),
+		T(test_access_by_descriptor, opts_none),
 	};
 
 	return cmocka_run_group_tests_name("ops", tests, NULL, NULL);
