@@ -52,6 +52,49 @@ void *__real_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off
 void *__wrap_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off);
 int __real_fstatfs(int fd, struct statfs *buf);
 int __wrap_fstatfs(int fd, struct statfs *buf);
+void *__real_malloc(size_t n);
+void *__wrap_malloc(size_t n);
+void *__real_calloc(size_t n, size_t size);
+void *__wrap_calloc(size_t n, size_t size);
+
+/*
+ * A failing allocator for the storage core (and this file; cmocka's own
+ * allocations go through the shared C library, unwrapped): with
+ * alloc_fail_after at n >= 0, the first n allocations succeed and every
+ * later one fails, like a process out of memory; -1 never fails.
+ */
+static long alloc_fail_after = -1;
+static unsigned alloc_failures;
+
+static bool alloc_fails(void)
+{
+	if (alloc_fail_after < 0)
+		return false;
+	if (alloc_fail_after == 0) {
+		alloc_failures++;
+		return true;
+	}
+	alloc_fail_after--;
+	return false;
+}
+
+void *__wrap_malloc(size_t n)
+{
+	if (alloc_fails()) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return __real_malloc(n);
+}
+
+void *__wrap_calloc(size_t n, size_t size)
+{
+	if (alloc_fails()) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return __real_calloc(n, size);
+}
 
 static struct {
 	unsigned mmap_calls;
@@ -2193,11 +2236,107 @@ static void test_listing_resident_bytes(void **state)
 	close(ref);
 }
 
+static void count_entry(const struct storage_entry_info *info, void *arg)
+{
+	(void)info;
+	(*(unsigned *)arg)++;
+}
+
+/*
+ * Allocation failure at every point of a cache's life: made, 40 files
+ * opened (enough to grow its table), read, listed, one evicted, closed,
+ * freed.  With the n-th allocation and all later ones failing, for every
+ * n until a run needs no failure: each call either works or says ENOMEM
+ * (NULL from file_cache_new), consumes its descriptor, reads nothing
+ * wrong, and leaks nothing (AddressSanitizer's leak check, in CI, fails
+ * the run otherwise).
+ */
+static void test_allocation_failures(void **state)
+{
+	enum { NFILES = 40 };
+	const char *paths[NFILES];
+	unsigned char buf[256], ref[256];
+	unsigned runs = 0, enomem = 0;
+	long n;
+	int i;
+
+	(void)state;
+	for (i = 0; i < NFILES; i++) {
+		char name[32];
+
+		snprintf(name, sizeof name, "alloc-%d", i);
+		paths[i] = strdup(make_file(name, 3 * ps + (size_t)i, 60u + (unsigned)i));
+		assert_non_null(paths[i]);
+	}
+	for (n = 0; ; n++) {
+		struct storage_handle h[NFILES];
+		struct storage_evicted ev;
+		struct file_cache *c;
+		unsigned listed = 0;
+		bool opened[NFILES];
+		int fd;
+
+		runs++;
+		alloc_failures = 0;
+		alloc_fail_after = n;
+		c = file_cache_new();
+		if (c == NULL) {
+			alloc_fail_after = -1;
+			assert_true(alloc_failures > 0);
+			continue;
+		}
+		for (i = 0; i < NFILES; i++) {
+			int r;
+
+			fd = open(paths[i], O_RDONLY | O_CLOEXEC);
+			assert_true(fd >= 0);
+			r = file_cache_open(c, fd, STORAGE_POLICY_AUTO, &h[i], NULL, 0);
+			opened[i] = r == 0;
+			if (r != 0) {
+				assert_int_equal(r, -ENOMEM);
+				enomem++;
+			}
+			/* consumed either way: kept by the entry or closed */
+			if (!opened[i])
+				assert_true(fd_is_closed(fd));
+		}
+		for (i = 0; i < NFILES; i++) {
+			ssize_t r;
+			int ref_fd;
+
+			if (!opened[i])
+				continue;
+			r = storage_read(c, &h[i], buf, sizeof buf, ps - 7);
+			ref_fd = open_or_die(paths[i], O_RDONLY);
+			assert_int_equal(pread(ref_fd, ref, sizeof ref, ps - 7), (ssize_t)sizeof ref);
+			close(ref_fd);
+			assert_int_equal(r, (ssize_t)sizeof buf);
+			assert_memory_equal(buf, ref, sizeof buf);
+		}
+		file_cache_foreach(c, count_entry, &listed);
+		for (i = 0; i < NFILES; i++)
+			if (opened[i])
+				file_cache_close(c, &h[i]);
+		(void)file_cache_evict(c, true, 0, 0, &ev);
+		alloc_fail_after = -1;
+		file_cache_free(c);
+		if (alloc_failures == 0)
+			break;	/* nothing failed: every allocation point was tried */
+	}
+	print_message("# %u runs; %u opens refused with ENOMEM\n", runs, enomem);
+	/* the cache, its table, the entries and their growth all allocate */
+	assert_true(runs > NFILES);
+	assert_true(enomem > 0);
+	for (i = 0; i < NFILES; i++)
+		free((void *)paths[i]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 		T(test_names),
+		T(test_allocation_failures),
 		T(test_auto_local_file_is_mmap),
 		T(test_pipe_is_pread_not_regular),
 		T(test_char_device_is_pread),
