@@ -43,6 +43,7 @@ static const struct key_def {
 	[HM_KEY_SOCKET_MODE] = { "socket-mode", true },
 	[HM_KEY_SOCKET_GROUP] = { "socket-group", true },
 	[HM_KEY_ROOT] = { "root", false },
+	[HM_KEY_CROSS_MOUNTS] = { "cross-mounts", false },
 	[HM_KEY_ALLOW_UID] = { "allow-uid", false },
 	[HM_KEY_ALLOW_GID] = { "allow-gid", false },
 	[HM_KEY_ADMIN_UID] = { "admin-uid", false },
@@ -606,6 +607,9 @@ set_value(struct load *l, enum hm_config_key key, const char *value)
 	case HM_KEY_ROOT:
 		set_root(l, value);
 		break;
+	case HM_KEY_CROSS_MOUNTS:
+		set_bool(l, key, value, &cfg->cross_mounts);
+		break;
 	case HM_KEY_ALLOW_UID:
 		set_id_list(l, key, value, false, &cfg->allow_uid.v, &cfg->allow_uid.n);
 		break;
@@ -829,6 +833,7 @@ set_defaults(struct hm_config *cfg)
 	cfg->socket_mode = HM_CONFIG_SOCKET_MODE_DEFAULT;
 	cfg->socket_group = (gid_t)-1;
 	cfg->policy = STORAGE_POLICY_AUTO;
+	cfg->cross_mounts = true;
 	cfg->max_open_files = HM_CONFIG_MAX_OPEN_FILES_DEFAULT;
 	cfg->warm = HM_WARM_NONE;
 	cfg->network_fs = HM_NETWORK_FS_PREAD;
@@ -1036,6 +1041,9 @@ hm_config_value_text(const struct hm_config *cfg, enum hm_config_key key, char *
 	case HM_KEY_LOG_LEVEL:
 		snprintf(buf, len, "%s", cfg->log_level >= LOG_ERR && cfg->log_level <= LOG_DEBUG ?
 			 log_level_names[cfg->log_level] : "?");
+		break;
+	case HM_KEY_CROSS_MOUNTS:
+		snprintf(buf, len, "%s", cfg->cross_mounts ? "yes" : "no");
 		break;
 	case HM_KEY_FOREGROUND:
 		snprintf(buf, len, "%s", cfg->foreground ? "yes" : "no");

@@ -34,6 +34,7 @@ enum hm_config_key {
 	HM_KEY_SOCKET_MODE,
 	HM_KEY_SOCKET_GROUP,
 	HM_KEY_ROOT,
+	HM_KEY_CROSS_MOUNTS,
 	HM_KEY_ALLOW_UID,
 	HM_KEY_ALLOW_GID,
 	HM_KEY_ADMIN_UID,
@@ -111,6 +112,8 @@ struct hm_config {
 	gid_t socket_group;		/* socket-group; (gid_t)-1: unchanged */
 	struct resolve_roots roots;	/* root; empty: open by path refused */
 	struct hm_config_source *root_sources;	/* one per root */
+	bool cross_mounts;		/* cross-mounts: open by path may cross
+					 * a mount point beneath a root */
 	struct hm_uid_list allow_uid;	/* allow-uid  } both empty: anyone */
 	struct hm_gid_list allow_gid;	/* allow-gid  } who reaches the socket */
 	struct hm_uid_list admin_uid;	/* admin-uid; uid 0 and hotmapd's own */

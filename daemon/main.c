@@ -46,6 +46,8 @@ usage(FILE *f)
 		"  -f, --foreground       stay in the foreground (as under systemd)\n"
 		"  -b, --backend NAME     auto (default), mmap (required) or pread\n"
 		"  -r, --root DIR         allow open by path beneath DIR (repeatable)\n"
+		"      --cross-mounts yes|no  whether open by path may cross a mount\n"
+		"                         point beneath a root (default yes)\n"
 		"      --allow-uid USERS, --allow-gid GROUPS\n"
 		"                         who may connect (default: anyone who can reach\n"
 		"                         the socket)\n"

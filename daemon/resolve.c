@@ -108,10 +108,31 @@ below(const char *path, const char *prefix)
 	return path + len + 1;
 }
 
+/* The mount a descriptor is on (the mnt_id line of /proc/self/fdinfo, in
+ * every kernel since 3.15), or -1. */
+static long long
+mount_id(int fd)
+{
+	char name[64], line[256];
+	long long id = -1;
+	FILE *f;
+
+	snprintf(name, sizeof name, "/proc/self/fdinfo/%d", fd);
+	f = fopen(name, "re");
+	if (f == NULL)
+		return -1;
+	while (fgets(line, sizeof line, f) != NULL)
+		if (sscanf(line, "mnt_id: %lld", &id) == 1)
+			break;
+	fclose(f);
+	return id;
+}
+
 static int
-open_beneath_fallback(const struct resolve_root *root, const char *rel)
+open_beneath_fallback(const struct resolve_root *root, const char *rel, bool cross_mounts)
 {
 	char link[64], real[PATH_MAX];
+	long long mnt;
 	ssize_t n;
 	int fd;
 
@@ -129,11 +150,18 @@ open_beneath_fallback(const struct resolve_root *root, const char *rel)
 		close(fd);
 		return -EACCES;
 	}
+	if (!cross_mounts) {
+		mnt = mount_id(fd);
+		if (mnt < 0 || mnt != mount_id(root->fd)) {
+			close(fd);
+			return -EACCES;
+		}
+	}
 	return fd;
 }
 
 static int
-open_beneath(const struct resolve_root *root, const char *rel)
+open_beneath(const struct resolve_root *root, const char *rel, bool cross_mounts)
 {
 	if (*rel == '\0')
 		rel = ".";
@@ -141,7 +169,8 @@ open_beneath(const struct resolve_root *root, const char *rel)
 	{
 		struct open_how how = {
 			.flags = RESOLVE_OPEN_FLAGS,
-			.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS,
+			.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS |
+				   (cross_mounts ? 0 : RESOLVE_NO_XDEV),
 		};
 		long fd = syscall(SYS_openat2, root->fd, rel, &how, sizeof how);
 
@@ -155,11 +184,11 @@ open_beneath(const struct resolve_root *root, const char *rel)
 		 * know openat2.  Fall back to the equivalent check. */
 	}
 #endif
-	return open_beneath_fallback(root, rel);
+	return open_beneath_fallback(root, rel, cross_mounts);
 }
 
 int
-resolve_open(const struct resolve_roots *r, const char *path)
+resolve_open(const struct resolve_roots *r, const char *path, bool cross_mounts)
 {
 	size_t i;
 
@@ -171,7 +200,7 @@ resolve_open(const struct resolve_roots *r, const char *path)
 		if (rel == NULL)
 			rel = below(path, r->v[i].real);
 		if (rel != NULL)
-			return open_beneath(&r->v[i], rel);
+			return open_beneath(&r->v[i], rel, cross_mounts);
 	}
 	return -EACCES;
 }

@@ -5,14 +5,18 @@
  * What it is for: the open-by-path request.  The path is resolved with
  * openat2(RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS) relative to a descriptor
  * of the root, so neither "..", nor a symlink, nor a magic link can leave
- * it.  Kernels without openat2 get an equivalent check: the opened file's
- * real path (/proc/self/fd) must lie beneath the root's real path.
+ * it; with cross_mounts false, RESOLVE_NO_XDEV keeps it on the root's
+ * mount, so a bind mount (or any file system) mounted beneath a root does
+ * not lead out of it.  Kernels without openat2 get an equivalent check:
+ * the opened file's real path (/proc/self/fd) must lie beneath the root's
+ * real path, and its mount (mnt_id in /proc/self/fdinfo) be the root's.
  *
  * What it must not do: log, or decide who may open by path (session.c).
  */
 #ifndef HOTMAP_RESOLVE_H
 #define HOTMAP_RESOLVE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 struct resolve_root {
@@ -34,9 +38,10 @@ void resolve_roots_clear(struct resolve_roots *r);
  * Opens path (absolute) for reading beneath the first root that is a
  * prefix of it.  Returns the descriptor (O_RDONLY | O_CLOEXEC | O_NOCTTY |
  * O_NONBLOCK, so a FIFO never blocks the daemon) or a negative errno:
- * -EACCES when no root contains the path or the path escapes its root,
- * -EINVAL when the path is not absolute, else open's errno (-ENOENT, ...).
+ * -EACCES when no root contains the path, the path escapes its root, or
+ * (cross_mounts false) it crosses a mount point beneath the root, -EINVAL
+ * when the path is not absolute, else open's errno (-ENOENT, ...).
  */
-int resolve_open(const struct resolve_roots *r, const char *path);
+int resolve_open(const struct resolve_roots *r, const char *path, bool cross_mounts);
 
 #endif

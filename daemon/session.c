@@ -425,9 +425,12 @@ session_open(struct session *s, uint32_t id, ProtobufCMessage *msg)
 		if (s->srv->cfg.roots.n == 0)
 			return session_error(s, id, EACCES,
 					     "%s: open by path is disabled (hotmapd has no --root)", name);
-		fd = resolve_open(&s->srv->cfg.roots, name);
+		fd = resolve_open(&s->srv->cfg.roots, name, s->srv->cfg.cross_mounts);
 		if (fd < 0)
 			return session_error(s, id, -fd, "%s: %s", name,
+					     fd == -EACCES && !s->srv->cfg.cross_mounts ?
+					     "not beneath a root of hotmapd, or across a mount point "
+					     "beneath it (cross-mounts is no)" :
 					     fd == -EACCES ? "not beneath a root of hotmapd" :
 					     fd == -EINVAL ? "not an absolute path" : strerror(-fd));
 	}

@@ -258,25 +258,26 @@ test_every_key_good(void **state)
 		   "socket-group = %2$s\n"		/* 3 */
 		   "root = %1$s\n"			/* 4 */
 		   "root = %1$s/sub/\n"			/* 5 */
-		   "allow-uid = root, 1000\n"		/* 6 */
-		   "allow-gid = 0 1000,1001\n"		/* 7 */
-		   "admin-uid = 1001\n"			/* 8 */
-		   "admin-gid = 1002\n"			/* 9 */
-		   "backend = pread\n"			/* 10 */
-		   "max-mapped-bytes = 2G\n"		/* 11 */
-		   "max-open-files = 100\n"		/* 12 */
-		   "idle-unmap = 60\n"			/* 13 */
-		   "warm = populate\n"			/* 14 */
-		   "network-fs = mmap\n"		/* 15 */
-		   "network-fs-chunk = 64K\n"		/* 16 */
-		   "max-connections-per-uid = 10\n"	/* 17 */
-		   "max-inflight = 8\n"			/* 18 */
-		   "max-inflight-bytes = 1M\n"		/* 19 */
-		   "idle-timeout = 30\n"		/* 20 */
-		   "workers = 3\n"			/* 21 */
-		   "poll-us = 75\n"			/* 22 */
-		   "log-level = debug\n"		/* 23 */
-		   "foreground = yes\n",		/* 24 */
+		   "cross-mounts = no\n"		/* 6 */
+		   "allow-uid = root, 1000\n"		/* 7 */
+		   "allow-gid = 0 1000,1001\n"		/* 8 */
+		   "admin-uid = 1001\n"			/* 9 */
+		   "admin-gid = 1002\n"			/* 10 */
+		   "backend = pread\n"			/* 11 */
+		   "max-mapped-bytes = 2G\n"		/* 12 */
+		   "max-open-files = 100\n"		/* 13 */
+		   "idle-unmap = 60\n"			/* 14 */
+		   "warm = populate\n"			/* 15 */
+		   "network-fs = mmap\n"		/* 16 */
+		   "network-fs-chunk = 64K\n"		/* 17 */
+		   "max-connections-per-uid = 10\n"	/* 18 */
+		   "max-inflight = 8\n"			/* 19 */
+		   "max-inflight-bytes = 1M\n"		/* 20 */
+		   "idle-timeout = 30\n"		/* 21 */
+		   "workers = 3\n"			/* 22 */
+		   "poll-us = 75\n"			/* 23 */
+		   "log-level = debug\n"		/* 24 */
+		   "foreground = yes\n",		/* 25 */
 		   dir, group0());
 	load_ok(&cfg, &args);
 	assert_string_equal(cfg.socket_path + strlen(dir), "/s.sock");
@@ -285,6 +286,7 @@ test_every_key_good(void **state)
 	assert_int_equal(cfg.roots.n, 2);
 	assert_string_equal(cfg.roots.v[0].given, dir);
 	assert_string_equal(cfg.roots.v[1].given + strlen(dir), "/sub");
+	assert_false(cfg.cross_mounts);
 	assert_int_equal(cfg.allow_uid.n, 2);
 	assert_int_equal(cfg.allow_uid.v[0], 0);
 	assert_int_equal(cfg.allow_uid.v[1], 1000);
@@ -333,6 +335,7 @@ test_every_key_bad_all_errors_at_once(void **state)
 		{ "socket-mode = 0800", "socket-mode: not an octal mode: '0800'" },
 		{ "socket-group = hotmap-no-such-group", "socket-group: unknown group 'hotmap-no-such-group'" },
 		{ "root = relative/dir", "root: not an absolute path: 'relative/dir'" },
+		{ "cross-mounts = sometimes", "cross-mounts: not yes or no: 'sometimes'" },
 		{ "allow-uid = hotmap-no-such-user", "allow-uid: unknown user 'hotmap-no-such-user'" },
 		{ "allow-gid = 4294967295", "allow-gid: gid 4294967295 is out of range" },
 		{ "admin-uid = 1,,hotmap-no-such-user", "admin-uid: unknown user 'hotmap-no-such-user'" },
@@ -660,6 +663,7 @@ test_foreach_values_and_sources(void **state)
 	assert_true(collected_has(&c, "workers = 4  # command line"));
 	assert_true(collected_has(&c, "socket = /run/test/default.sock  # default"));
 	assert_true(collected_has(&c, "warm = none  # default"));
+	assert_true(collected_has(&c, "cross-mounts = yes  # default"));
 	assert_true(collected_has(&c, "log-level = notice  # default"));
 	assert_true(collected_has(&c, "allow-uid =   # default"));
 	hm_config_clear(&cfg);

@@ -3,21 +3,25 @@
  * (tests/harness.h): the memory budget (least recently used first, a
  * mapping with a reader never unmapped, the fallback to pread when every
  * mapping is read), idle unmapping, the cap on files kept, warm on first
- * cache, the limit of reads in flight per client, and who may connect and
- * who may administer.
+ * cache, the limit of reads in flight per client, who may connect and
+ * who may administer, and what a client may reach by path or descriptor
+ * (magic links, long paths, mounts beneath a root with cross-mounts).
  */
 #include "config.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <stdbool.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sched.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -643,6 +647,136 @@ test_access_by_descriptor(void **state)
 	close(sock);
 }
 
+/*
+ * Bind mounts and other file systems beneath a root.  The tests make their
+ * mounts in a mount namespace of their own (set up before the daemon
+ * starts, so it shares it), and take them down before the harness removes
+ * its directory.
+ */
+static bool mounts_ok;
+
+static int
+setup_mounts(void **state)
+{
+	mounts_ok = geteuid() == 0 && unshare(CLONE_NEWNS) == 0 &&
+		    mount("none", "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0;
+	return setup(state);
+}
+
+static void
+unmount_all(struct harness *h)
+{
+	char path[PATH_MAX];
+
+	harness_path(h, "root/bound", path);
+	umount2(path, MNT_DETACH);
+	harness_path(h, "root/tmpfs", path);
+	umount2(path, MNT_DETACH);
+}
+
+static int
+teardown_mounts(void **state)
+{
+	if (mounts_ok)
+		unmount_all(*state);
+	return teardown(state);
+}
+
+/*
+ * root/bound: a bind mount of the harness's outside directory, which holds
+ * secret (seed 31); root/tmpfs: a tmpfs holding file (seed 32); root/plain
+ * and root/link, a symbolic link to bound/secret within the root.
+ */
+static void
+make_mounts(struct harness *h)
+{
+	char path[PATH_MAX], target[PATH_MAX];
+
+	if (!mounts_ok)
+		skip();
+	harness_path(h, "outside/secret", path);
+	harness_write_file(path, 70000, 31);
+	harness_path(h, "root/plain", path);
+	harness_write_file(path, 70000, 33);
+	harness_path(h, "root/bound", target);
+	assert_int_equal(mkdir(target, 0755), 0);
+	assert_int_equal(mount(h->outside, target, NULL, MS_BIND, NULL), 0);
+	harness_path(h, "root/tmpfs", target);
+	assert_int_equal(mkdir(target, 0755), 0);
+	assert_int_equal(mount("hotmap-test", target, "tmpfs", 0, "size=1m"), 0);
+	harness_path(h, "root/tmpfs/file", path);
+	harness_write_file(path, 70000, 32);
+	harness_path(h, "root/link", path);
+	assert_int_equal(symlink("bound/secret", path), 0);
+}
+
+/* Reads name (beneath root/) by path and checks it against the file. */
+static void
+expect_path_reads(struct harness *h, hm_client *c, const char *name)
+{
+	char path[PATH_MAX];
+	hm_file *f;
+	int fd;
+
+	harness_path(h, name, path);
+	f = hm_open(c, path, HM_O_PATH);
+	if (f == NULL)
+		fail_msg("%s: %s", path, hm_last_error());
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(harness_check_read(f, fd, 1000, 60000), 60000);
+	hm_close(f);
+	close(fd);
+}
+
+static const struct harness_opts opts_no_cross = {
+	.with_root = true,
+	.extra = { "--cross-mounts", "no", NULL },
+};
+
+/* cross-mounts = no: no path leads onto another mount, whether it names
+ * the mount point's files, goes through a symbolic link, or through a
+ * tmpfs; the root's own files still read right. */
+static void
+test_cross_mounts_refused(void **state)
+{
+	static const char *const refused[] = {
+		"root/bound/secret", "root/link", "root/tmpfs/file", "root/bound",
+	};
+	struct harness *h = *state;
+	char path[PATH_MAX];
+	hm_client *c;
+	size_t i;
+
+	make_mounts(h);
+	c = harness_connect(h);
+	for (i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+		harness_path(h, refused[i], path);
+		expect_path_refused(c, path, EACCES);
+		assert_non_null(strstr(hm_last_error(), "cross-mounts"));
+	}
+	expect_path_reads(h, c, "root/plain");
+	hm_disconnect(c);
+	unmount_all(h);
+}
+
+/* The default follows mounts beneath a root, as hotmapd.conf(5) says. */
+static void
+test_cross_mounts_followed(void **state)
+{
+	struct harness *h = *state;
+	hm_client *c;
+
+	make_mounts(h);
+	c = harness_connect(h);
+	expect_path_reads(h, c, "root/bound/secret");
+	expect_path_reads(h, c, "root/link");
+	expect_path_reads(h, c, "root/tmpfs/file");
+	expect_path_reads(h, c, "root/plain");
+	hm_disconnect(c);
+	unmount_all(h);
+}
+
 static const struct harness_opts opts_none = { .backend = NULL };
 
 #define T(fn, o) cmocka_unit_test_prestate_setup_teardown(fn, setup, teardown, (void *)&(o))
@@ -665,6 +799,11 @@ main(void)
 		T(test_passed_fd_flags_private, opts_none),
 		T(test_access_by_path, opts_root),
 		T(test_access_by_descriptor, opts_none),
+		/* last: they leave the process in a mount namespace of its own */
+		cmocka_unit_test_prestate_setup_teardown(test_cross_mounts_refused, setup_mounts,
+							 teardown_mounts, (void *)&opts_no_cross),
+		cmocka_unit_test_prestate_setup_teardown(test_cross_mounts_followed, setup_mounts,
+							 teardown_mounts, (void *)&opts_root),
 	};
 
 	return cmocka_run_group_tests_name("ops", tests, NULL, NULL);
