@@ -5,11 +5,14 @@
  */
 #include "config.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -1261,6 +1264,285 @@ test_reconnect_polling(void **state)
 	run_reconnect(*state);
 }
 
+/*
+ * kill -9 under load.  Eight clients read a file with every transport
+ * (frames, the shared region, views and batches in it, the polling ring)
+ * while the daemon is killed and restarted three times.  The four with the
+ * reconnect policy see no error at all; the four without it see only
+ * errors that say the connection went (ECONNRESET, EPIPE, or while it is
+ * down ECONNREFUSED or ENOENT), never a hang or SIGPIPE, and connect again
+ * by hand.  Every byte read is checked.  Nothing is left behind: no
+ * shared-memory region mapped and no descriptor open in the clients'
+ * process, nothing in /dev/shm, and the daemon's socket gone once it
+ * stops (harness_stop).
+ */
+#define KILL_CLIENTS	8
+#define KILL_FILE_SIZE	(4 * MiB)
+#define KILL_CALL_MS	15000	/* longer than any wait the library may take */
+
+struct kill_client {
+	const struct harness *h;
+	const char *path;
+	int fd;			/* the file, for pread's reference */
+	hm_client *c;
+	hm_file *f;
+	unsigned kind;		/* 0 frames, 1 region, 2 views and batches, 3 ring */
+	bool reconnect;
+	volatile bool *stop;
+	uint64_t reads, bytes, errors, reconnects;
+	int64_t longest_ms;
+	char failure[256];	/* empty: no failure */
+};
+
+/* A call's duration into the longest, failing the client past the bound. */
+static bool
+kill_timed(struct kill_client *k, int64_t t0)
+{
+	int64_t took = harness_now_ms() - t0;
+
+	if (took > k->longest_ms)
+		k->longest_ms = took;
+	if (took > KILL_CALL_MS) {
+		snprintf(k->failure, sizeof k->failure, "a call took %lld ms",
+			 (long long)took);
+		return false;
+	}
+	return true;
+}
+
+/* Without the policy: the error must name the lost connection; then
+ * connect again by hand until the daemon is back. */
+static bool
+kill_lost(struct kill_client *k, int e, const char *what)
+{
+	int64_t deadline;
+
+	if (k->reconnect || (e != ECONNRESET && e != EPIPE && e != ECONNREFUSED && e != ENOENT)) {
+		snprintf(k->failure, sizeof k->failure, "%s failed: %s (%s)", what, strerror(e),
+			 hm_last_error());
+		return false;
+	}
+	k->errors++;
+	hm_close(k->f);
+	hm_disconnect(k->c);
+	k->f = NULL;
+	k->c = NULL;
+	deadline = harness_now_ms() + KILL_CALL_MS;
+	for (;;) {
+		k->c = hm_connect(k->h->sock);
+		if (k->c != NULL)
+			k->f = hm_open(k->c, k->path, 0);
+		if (k->f != NULL)
+			break;
+		hm_disconnect(k->c);
+		k->c = NULL;
+		if (harness_now_ms() > deadline) {
+			snprintf(k->failure, sizeof k->failure, "could not connect again: %s",
+				 strerror(errno));
+			return false;
+		}
+		harness_sleep_ms(20);
+	}
+	k->reconnects++;
+	return true;
+}
+
+static bool
+kill_compare(struct kill_client *k, const void *got, ssize_t n, uint64_t off, size_t len,
+	     uint8_t *ref)
+{
+	ssize_t want = pread(k->fd, ref, len, (off_t)off);
+
+	if (n != want || (want > 0 && memcmp(got, ref, (size_t)want) != 0)) {
+		snprintf(k->failure, sizeof k->failure,
+			 "kind %u: %zu at %llu gave %zd bytes (pread %zd), or other bytes",
+			 k->kind, len, (unsigned long long)off, n, want);
+		return false;
+	}
+	k->reads++;
+	k->bytes += (uint64_t)n;
+	return true;
+}
+
+static void *
+kill_reader(void *arg)
+{
+	struct kill_client *k = arg;
+	uint64_t rng = 0x9e37 + k->kind * 7 + k->reconnect;
+	uint8_t *buf = malloc(2 * (MiB + HARNESS_SLACK)), *ref = buf + MiB + HARNESS_SLACK;
+
+	if (buf == NULL) {
+		snprintf(k->failure, sizeof k->failure, "out of memory");
+		return NULL;
+	}
+	while (!*k->stop && k->failure[0] == '\0') {
+		size_t len = 1 + harness_rand(&rng) % (harness_rand(&rng) % 4 == 0 ? MiB : 64 * KiB);
+		uint64_t off = harness_rand(&rng) % (KILL_FILE_SIZE + 4096);
+		int64_t t0 = harness_now_ms();
+		struct hm_view v;
+		struct hm_io io[4];
+		ssize_t n;
+		int i;
+
+		if (k->kind == 2 && harness_rand(&rng) % 2 == 0) {
+			if (hm_view_range(k->f, off, len, &v) < 0) {
+				int e = errno;
+
+				if (kill_timed(k, t0))
+					kill_lost(k, e, "hm_view_range");
+				continue;
+			}
+			if (kill_timed(k, t0))
+				kill_compare(k, v.data, (ssize_t)v.len, off, len, ref);
+			hm_view_release(&v);
+		} else if (k->kind == 2) {
+			for (i = 0; i < 4; i++)
+				io[i] = (struct hm_io){ .file = k->f, .offset = off + (uint64_t)i * 65536,
+							.len = (len + 3) / 4, .buf = buf + i * (MiB / 4) };
+			if (hm_read_batch(k->c, io, 4) < 0) {
+				int e = errno;
+
+				if (kill_timed(k, t0))
+					kill_lost(k, e, "hm_read_batch");
+				continue;
+			}
+			for (i = 0; i < 4 && kill_timed(k, t0); i++)
+				if (!kill_compare(k, io[i].buf, io[i].result, io[i].offset,
+						  io[i].len, ref))
+					break;
+		} else {
+			n = hm_pread(k->f, buf, len, off);
+			if (n < 0) {
+				int e = errno;
+
+				if (kill_timed(k, t0))
+					kill_lost(k, e, "hm_pread");
+				continue;
+			}
+			if (kill_timed(k, t0))
+				kill_compare(k, buf, n, off, len, ref);
+		}
+	}
+	free(buf);
+	return NULL;
+}
+
+/* The names in dir, each followed by '/', into out. */
+static void
+list_dir(const char *dir, char *out, size_t len)
+{
+	struct dirent *e;
+	DIR *d = opendir(dir);
+
+	out[0] = '\0';
+	if (d == NULL)
+		return;
+	while ((e = readdir(d)) != NULL)
+		if (strlen(out) + strlen(e->d_name) + 2 < len)
+			strcat(strcat(out, e->d_name), "/");
+	closedir(d);
+}
+
+static unsigned
+count_fds(void)
+{
+	struct dirent *e;
+	DIR *d = opendir("/proc/self/fd");
+	unsigned n = 0;
+
+	assert_non_null(d);
+	while ((e = readdir(d)) != NULL)
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n - 1;	/* opendir's own */
+}
+
+static unsigned
+count_regions(void)
+{
+	FILE *f = fopen("/proc/self/maps", "re");
+	char line[512];
+	unsigned n = 0;
+
+	assert_non_null(f);
+	while (fgets(line, sizeof line, f) != NULL)
+		n += strstr(line, "hotmap-region") != NULL;
+	fclose(f);
+	return n;
+}
+
+static void
+test_kill_under_load(void **state)
+{
+	static const char *const shm_env[] = { "0", NULL, NULL, NULL };
+	static const char *const poll_env[] = { "0", "0", "0", "1" };
+	struct harness *h = *state;
+	struct kill_client k[KILL_CLIENTS];
+	pthread_t t[KILL_CLIENTS];
+	volatile bool stop = false;
+	char path[PATH_MAX], shm_before[4096], shm_after[4096];
+	unsigned fds_before, i, round;
+	int fd;
+
+	signal(SIGPIPE, SIG_DFL);	/* a SIGPIPE would end the test */
+	harness_path(h, "f", path);
+	harness_write_file(path, KILL_FILE_SIZE, 41);
+	list_dir("/dev/shm", shm_before, sizeof shm_before);
+	fds_before = count_fds();
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	for (i = 0; i < KILL_CLIENTS; i++) {
+		k[i] = (struct kill_client){ .h = h, .path = path, .fd = fd, .kind = i % 4,
+					     .reconnect = i < KILL_CLIENTS / 2, .stop = &stop };
+		if (shm_env[k[i].kind] != NULL)
+			setenv("HOTMAP_SHM_SIZE", shm_env[k[i].kind], 1);
+		else
+			unsetenv("HOTMAP_SHM_SIZE");
+		setenv("HOTMAP_POLL", poll_env[k[i].kind], 1);
+		k[i].c = harness_connect(h);
+		if (k[i].reconnect)
+			assert_int_equal(hm_set_reconnect(k[i].c, KILL_CALL_MS - 5000), 0);
+		k[i].f = hm_open(k[i].c, path, 0);
+		assert_non_null(k[i].f);
+	}
+	unsetenv("HOTMAP_SHM_SIZE");
+	setenv("HOTMAP_POLL", "0", 1);
+	for (i = 0; i < KILL_CLIENTS; i++)
+		assert_int_equal(pthread_create(&t[i], NULL, kill_reader, &k[i]), 0);
+	for (round = 0; round < 3; round++) {
+		harness_sleep_ms(600);
+		harness_kill(h);
+		harness_sleep_ms(150);	/* long enough for every client to notice */
+		harness_restart(h);
+	}
+	harness_sleep_ms(800);
+	stop = true;
+	for (i = 0; i < KILL_CLIENTS; i++)
+		assert_int_equal(pthread_join(t[i], NULL), 0);
+	for (i = 0; i < KILL_CLIENTS; i++) {
+		print_message("# client %u (kind %u, reconnect %s): %llu reads, %llu MiB, "
+			      "%llu errors, %llu reconnects by hand, longest call %lld ms\n",
+			      i, k[i].kind, k[i].reconnect ? "on" : "off",
+			      (unsigned long long)k[i].reads,
+			      (unsigned long long)(k[i].bytes >> 20),
+			      (unsigned long long)k[i].errors, (unsigned long long)k[i].reconnects,
+			      (long long)k[i].longest_ms);
+		if (k[i].failure[0] != '\0')
+			fail_msg("client %u: %s", i, k[i].failure);
+		assert_true(k[i].reads > 0);
+		if (k[i].reconnect)
+			assert_int_equal(k[i].errors, 0);
+		hm_close(k[i].f);
+		hm_disconnect(k[i].c);
+	}
+	close(fd);
+	/* nothing left behind in this process or in /dev/shm */
+	assert_int_equal(count_regions(), 0);
+	assert_int_equal(count_fds(), fds_before);
+	list_dir("/dev/shm", shm_after, sizeof shm_after);
+	assert_string_equal(shm_after, shm_before);
+}
+
 #define T(fn, o) cmocka_unit_test_prestate_setup_teardown(fn, setup, teardown, (void *)&(o))
 
 int
@@ -1295,6 +1577,7 @@ main(void)
 		T(test_ring_checked, opts_poll_asleep),
 		T(test_reconnect, opts_default),
 		T(test_reconnect_polling, opts_poll),
+		T(test_kill_under_load, opts_default),
 	};
 
 	return cmocka_run_group_tests_name("fastpath", tests, NULL, NULL);
