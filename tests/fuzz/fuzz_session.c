@@ -11,7 +11,8 @@
  *            shared region, files to OPEN by descriptor, and things that
  *            must be refused (an unsealed memfd, a directory, a pipe, a
  *            write-only descriptor, a socket)
- *   byte 1   MODE_* below
+ *   byte 1   MODE_* below; with MODE_RELOAD, its high nibble is the loop
+ *            pass at which the server reloads its configuration
  *   with MODE_RING: 4 bytes (sq_tail, cq_head, client_idle, n) and n % 9
  *            submission entries of 40 bytes, written into the sealed
  *            memfd's rings before it is sent: requests in polling mode
@@ -22,6 +23,11 @@
  * the daemon's loop does, and the loop runs until the client has hung up
  * and the session and every job of it are gone.  Between inputs the file
  * cache is emptied, so that one input does not depend on the ones before.
+ *
+ * MODE_RELOAD reloads the configuration mid-session, as SIGHUP does, from
+ * a file that tightens every reloadable key (pread backend, a 64 KiB
+ * budget, one open file, warm populate, cross-mounts no, ...), and back to
+ * the defaults once the input is done.
  *
  * Open by path works beneath one root: a scratch directory (small, big,
  * empty files, a subdirectory and symlinks in and out of it).  It is
@@ -85,6 +91,7 @@ enum {
 enum {
 	MODE_RING = 1 << 0,	/* ring contents follow */
 	MODE_COLD = 1 << 1,	/* the big file leaves the page cache: reads go to workers */
+	MODE_RELOAD = 1 << 2,	/* reload to reload.conf at pass (byte 1 >> 4) */
 };
 #define RING_SQE_SIZE	40	/* bytes of one entry in the input */
 _Static_assert(sizeof(struct hm_ring_sqe) == RING_SQE_SIZE, "an input entry is a struct hm_ring_sqe");
@@ -100,6 +107,7 @@ static struct server srv;
 static struct hm_config_args args;
 static char root[512];
 static bool root_made;
+static int log_level;		/* 0, or LOG_DEBUG with HOTMAP_FUZZ_VERBOSE=1 */
 
 static void
 put_file(const char *name, size_t size)
@@ -122,7 +130,7 @@ static void
 remove_root(void)
 {
 	static const char *const names[] = {
-		"small", "big", "empty", "dir/nested", "link", "up", "out", "fifo",
+		"small", "big", "empty", "dir/nested", "link", "up", "out", "fifo", "reload.conf",
 	};
 	char p[sizeof root + 32];
 	size_t i;
@@ -143,6 +151,7 @@ static void
 make_root(void)
 {
 	const char *tmp = getenv("TMPDIR");
+	FILE *f;
 
 	if (tmp == NULL || tmp[0] != '/' || strlen(tmp) > 400)
 		tmp = "/tmp";
@@ -160,6 +169,31 @@ make_root(void)
 	check(symlink("..", "up") == 0);
 	check(symlink("/etc/hostname", "out") == 0);
 	check(mkfifo("fifo", 0644) == 0);
+	f = fopen("reload.conf", "we");
+	check(f != NULL);
+	fputs("backend = pread\nmax-mapped-bytes = 64K\nmax-open-files = 1\nidle-unmap = 1\n"
+	      "warm = populate\nnetwork-fs = mmap\ncross-mounts = no\n"
+	      "max-inflight-bytes = 64K\nidle-timeout = 1\n", f);
+	check(fclose(f) == 0);
+}
+
+/*
+ * Reloads from path, as SIGHUP does.  The root is /proc/self/cwd, so the
+ * working directory is the scratch directory while the roots are opened
+ * again.
+ */
+static void
+reload(const char *path)
+{
+	int back = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+
+	check(back >= 0);
+	check(chdir(root) == 0);
+	args.path = path;
+	check(server_reload(&srv) == 0);
+	log_set_level(log_level);	/* the file's log level is not the fuzzer's */
+	check(fchdir(back) == 0);
+	close(back);
 }
 
 int
@@ -176,7 +210,8 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 	(void)argv;
 	/* a client that hangs up mid-reply costs an EPIPE, as in hotmapd */
 	signal(SIGPIPE, SIG_IGN);
-	log_set_level(verbose != NULL && verbose[0] == '1' ? LOG_DEBUG : 0);
+	log_level = verbose != NULL && verbose[0] == '1' ? LOG_DEBUG : 0;
+	log_set_level(log_level);
 
 	cwd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	check(cwd >= 0);
@@ -332,7 +367,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct storage_evicted ev;
 	int sv[2], fds[8], nfds = 0, i, passes;
 	size_t off = 0;
-	bool sent_fds = false, shut = false;
+	bool sent_fds = false, shut = false, reloaded = false;
+	char conf[sizeof root + 16];
 	const uint8_t *ring = NULL;
 	size_t ring_len = 0;
 	uint8_t sel, mode;
@@ -402,6 +438,11 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			shutdown(sv[1], SHUT_WR);
 			shut = true;
 		}
+		if ((mode & MODE_RELOAD) && !reloaded && passes >= mode >> 4) {
+			snprintf(conf, sizeof conf, "%s/reload.conf", root);
+			reload(conf);
+			reloaded = true;
+		}
 		/* as loop_run does between passes while clients poll */
 		session_ring_poll_all(&srv);
 		event_base_loop(srv.base, workers_pending(srv.workers) > 0 && srv.sessions == NULL ?
@@ -414,6 +455,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		for (i = 0; i < nfds; i++)
 			close(fds[i]);
 	close(sv[1]);
+	if (reloaded)
+		reload("/dev/null");	/* the defaults again */
 	/* the next input starts from an empty cache */
 	file_cache_evict(srv.cache, true, 0, 0, &ev);
 	check(ev.busy == 0);

@@ -344,6 +344,18 @@ sessions(const char *dir)
 	hello(SHM_SIZE, 0); open_path(ROOT "/big", 0, 0); read_(1, 200000, 8192, 1, 4096);
 	read_(1, 0, 4096, 0, 0); save(dir, "cold-shm");
 
+	/* MODE_RELOAD at pass 0 and at pass 1: the budget, the backend and
+	 * cross-mounts change under open handles and reads in flight */
+	for (i = 0; i < 2; i++) {
+		start(FD_SHM_SEALED | FD_BIG); buf[1] = (uint8_t)(4 | i << 4);
+		hello(SHM_SIZE, 0); open_path(ROOT "/big", 0, 0); open_fd(0);
+		read_(1, 0, 65536, 1, 4096); read_(2, 100000, 300000, 0, 0); warm(1, 0, 1 << 20);
+		open_path(ROOT "/small", 0, 0); open_path(ROOT "/dir/nested", 0, 0);
+		read_(3, 0, 4096, 0, 0); read_(1, 500000, 8192, 0, 0); simple(HM_MSG_EVICT);
+		simple(HM_MSG_FILES);
+		save(dir, i == 0 ? "reload-first" : "reload-mid");
+	}
+
 	start(FD_SHM_UNSEALED); hello(SHM_SIZE, HM_RING_ENTRIES); simple(HM_MSG_RING_KICK);
 	save(dir, "shm-unsealed");
 	start(0); hello(SHM_SIZE, 0); read_(1, 0, 1, 1, 0); save(dir, "shm-no-fd");
