@@ -217,8 +217,8 @@ socket_address(const char *path)
 	return sa;
 }
 
-static bool
-socket_accepts(const char *path)
+bool
+harness_socket_accepts(const char *path)
 {
 	struct sockaddr_un sa = socket_address(path);
 	int fd, rc;
@@ -304,7 +304,7 @@ harness_start(const struct harness_opts *opts)
 			fail_msg("%s", msg);
 			return NULL;
 		}
-		if (socket_accepts(h->sock))
+		if (harness_socket_accepts(h->sock))
 			return h;
 		if (harness_now_ms() > deadline) {
 			describe_failure(h, msg, sizeof msg, "%s did not listen on %s within %d ms",
@@ -374,7 +374,7 @@ harness_restart(struct harness *h)
 	if (h->pid == 0)
 		exec_daemon(h, prog, h->opts, parent);
 	deadline = harness_now_ms() + HARNESS_START_TIMEOUT_MS;
-	while (!socket_accepts(h->sock)) {
+	while (!harness_socket_accepts(h->sock)) {
 		if (waitpid(h->pid, &status, WNOHANG) == h->pid) {
 			h->pid = 0;
 			fail_msg("hotmapd exited (status 0x%x) before listening again", status);

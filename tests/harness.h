@@ -57,6 +57,9 @@ void harness_kill(struct harness *h);
  * same options, and returns once it accepts connections. */
 void harness_restart(struct harness *h);
 
+/* Whether a daemon accepts connections on the socket at path now. */
+bool harness_socket_accepts(const char *path);
+
 /* A connected client; fails the test if hm_connect fails. */
 hm_client *harness_connect(const struct harness *h);
 /* "DIR/name" into out (PATH_MAX bytes). */

@@ -46,7 +46,6 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -913,21 +912,6 @@ churn_main(void *arg)
 
 /* --- the daemon ------------------------------------------------------------ */
 
-static bool
-socket_accepts(const char *path)
-{
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	int fd, rc;
-
-	snprintf(sa.sun_path, sizeof sa.sun_path, "%.100s", path);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return false;
-	rc = connect(fd, (struct sockaddr *)&sa, sizeof sa);
-	close(fd);
-	return rc == 0;
-}
-
 static void
 start_daemon(const char *prog)
 {
@@ -974,7 +958,7 @@ start_daemon(const char *prog)
 		_exit(127);
 	}
 	deadline = harness_now_ms() + (run.valgrind ? 120000 : 30000);
-	while (!socket_accepts(run.sock)) {
+	while (!harness_socket_accepts(run.sock)) {
 		if (waitpid(run.pid, &status, WNOHANG) == run.pid) {
 			run.pid = 0;
 			die("hotmapd exited before listening (status 0x%x); see %s", status, run.log);
