@@ -17,30 +17,7 @@ HOTMAPD=${HOTMAPD:-daemon/hotmapd}
 HOTMAPCTL=${HOTMAPCTL:-client/hotmapctl}
 PLAN=18
 
-n=0
-failed=0
-
-ok() {
-	n=$((n + 1))
-	echo "ok $n - $1"
-}
-
-# not_ok NAME [DETAIL...]: each detail becomes a TAP comment line.
-not_ok() {
-	n=$((n + 1))
-	failed=$((failed + 1))
-	echo "not ok $n - $1"
-	shift
-	for line in "$@"; do
-		printf '%s\n' "$line" | sed 's/^/# /'
-	done
-}
-
-bail() {
-	echo "Bail out! $1"
-	[ -f "$dir/hotmapd.log" ] && tail -n 40 "$dir/hotmapd.log" | sed 's/^/# /'
-	exit 1
-}
+. "${TESTS_SRCDIR:-$(dirname "$0")}/tap.sh"
 
 echo "1..$PLAN"
 for prog in "$HOTMAPD" "$HOTMAPCTL"; do
@@ -260,9 +237,4 @@ if [ "$n" -ne "$PLAN" ]; then
 	echo "# ran $n tests, planned $PLAN"
 	exit 1
 fi
-if [ "$failed" -gt 0 ]; then
-	echo "# $failed of $n failed; the end of hotmapd.log:"
-	[ -f "$dir/hotmapd.log" ] && tail -n 40 "$dir/hotmapd.log" | sed 's/^/# /'
-	exit 1
-fi
-exit 0
+tap_finish

@@ -7,10 +7,7 @@ hotmapd=${HOTMAPD:-$(dirname "$0")/../daemon/hotmapd}
 case $hotmapd in /*) ;; *) hotmapd=$PWD/$hotmapd ;; esac
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/hotmap-units.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
-n=0
-status=0
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
-not_ok() { n=$((n + 1)); echo "not ok $n - $1"; shift; printf '%s\n' "$@" | sed 's/^/# /'; status=1; }
+. "${TESTS_SRCDIR:-$(dirname "$0")}/tap.sh"
 
 echo "1..5"
 sed -e "s|@sbindir[@]|$(dirname "$hotmapd")|g" "$srcdir/contrib/systemd/hotmapd.service.in" \
@@ -120,4 +117,4 @@ PY
 else
 	ok "socket activation notifications # SKIP systemd-socket-activate or python3 is missing"
 fi
-exit $status
+[ "$failed" -eq 0 ]
