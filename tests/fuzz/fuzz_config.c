@@ -22,17 +22,7 @@
 #include <unistd.h>
 
 #include "daemon/conf.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define check(cond)							\
-	do {								\
-		if (!(cond)) {						\
-			fprintf(stderr, "%s:%d: check failed: %s\n",	\
-				__FILE__, __LINE__, #cond);		\
-			abort();					\
-		}							\
-	} while (0)
+#include "tests/fuzz/fuzz.h"
 
 static void
 count_item(const char *key, const char *value, const char *source, void *arg)

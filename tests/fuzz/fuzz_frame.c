@@ -17,17 +17,7 @@
 #include <string.h>
 
 #include "proto/frame.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define check(cond)							\
-	do {								\
-		if (!(cond)) {						\
-			fprintf(stderr, "%s:%d: check failed: %s\n",	\
-				__FILE__, __LINE__, #cond);		\
-			abort();					\
-		}							\
-	} while (0)
+#include "tests/fuzz/fuzz.h"
 
 /* Whether msg or a message inside it kept an unknown field numbered 0. */
 static int

@@ -62,18 +62,7 @@
 #include "daemon/storage.h"
 #include "daemon/workers.h"
 #include "proto/ring.h"
-
-int LLVMFuzzerInitialize(int *argc, char ***argv);
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define check(cond)							\
-	do {								\
-		if (!(cond)) {						\
-			fprintf(stderr, "%s:%d: check failed: %s\n",	\
-				__FILE__, __LINE__, #cond);		\
-			abort();					\
-		}							\
-	} while (0)
+#include "tests/fuzz/fuzz.h"
 
 /* Descriptors the first byte of an input may ask for, in this order. */
 enum {
