@@ -14,7 +14,6 @@
 
 #include <errno.h>
 #include <stdint.h>
-#include <time.h>
 
 #include <event2/event.h>
 
@@ -25,15 +24,6 @@
 
 /* Ring checks between two non-blocking passes of libevent. */
 #define LOOP_SPINS_PER_PASS	64
-
-static uint64_t
-loop_now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
 
 static bool
 loop_done(struct event_base *base)
@@ -51,7 +41,7 @@ loop_run(struct server *srv)
 
 	while (!loop_done(base)) {
 		/* poll_us and the rings may change at any pass (SIGHUP) */
-		if (srv->poll_us > 0 && srv->ring_sessions > 0 && loop_now_us() < spin_until) {
+		if (srv->poll_us > 0 && srv->ring_sessions > 0 && server_now_ns() < spin_until) {
 			if (asleep) {
 				srv->ring_polling = true;
 				session_ring_set_idle(srv, false);
@@ -77,7 +67,7 @@ loop_run(struct server *srv)
 again:
 		if (srv->ring_work != seen) {
 			seen = srv->ring_work;
-			spin_until = loop_now_us() + srv->poll_us;
+			spin_until = server_now_ns() + (uint64_t)srv->poll_us * 1000u;
 		}
 	}
 	return 0;

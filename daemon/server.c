@@ -401,15 +401,6 @@ keep_restart_value(struct hm_config *next, struct hm_config *old, enum hm_config
 	next->source[key] = old->source[key];
 }
 
-static uint64_t
-monotonic_usec(void)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (uint64_t)now.tv_sec * 1000000u + (uint64_t)now.tv_nsec / 1000u;
-}
-
 /* What the configuration in force sets beyond what sessions read from it
  * when they connect or open: at start, and after each reload. */
 static void
@@ -453,7 +444,7 @@ server_reload(struct server *srv)
 
 	/* systemd: a reload in progress, since now (for its timeout) */
 	snprintf(msg, sizeof msg, "RELOADING=1\nMONOTONIC_USEC=%llu",
-		 (unsigned long long)monotonic_usec());
+		 (unsigned long long)(server_now_ns() / 1000u));
 	sd_notify(0, msg);
 	rc = hm_config_load(&next, srv->cfg_args, &errs);
 	if (rc < 0) {
