@@ -359,7 +359,8 @@ peer_idle_cb(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	/* a client waiting for its replies, or for work in flight, is not
 	 * idle; a part of a frame it has not finished sending is no work */
-	if (p->paused || evbuffer_get_length(p->out) > 0) {
+	if (p->paused || evbuffer_get_length(p->out) > 0 ||
+	    (p->ops->busy != NULL && p->ops->busy(p, p->arg))) {
 		evtimer_add(p->ev_idle, &tv);
 		return;
 	}

@@ -49,6 +49,12 @@ struct peer_ops {
 	 * client closed the connection itself.
 	 */
 	void (*closed)(struct peer *p, bool clean, const char *why, void *arg);
+	/*
+	 * Whether the client has work the peer cannot see (jobs with the
+	 * workers, requests taken from its ring since the last call): the
+	 * idle timeout then starts over instead of closing it.  May be NULL.
+	 */
+	bool (*busy)(struct peer *p, void *arg);
 };
 
 struct peer *peer_new(struct event_base *base, int fd, const struct peer_ops *ops, void *arg);

@@ -79,6 +79,8 @@ struct session {
 	unsigned ring_pending;	/* taken, not yet completed (with workers) */
 
 	unsigned inflight;	/* reads handed to workers, not yet done */
+	bool ring_active;	/* requests taken from the ring since the idle
+				 * timer last looked (session_busy) */
 	uint64_t inflight_bytes;	/* their lengths (heap or region they fill) */
 	/* Captured at connect from the configuration then in force. */
 	unsigned max_inflight;		/* max-inflight */
@@ -960,6 +962,7 @@ session_ring_poll(struct session *s)
 		taken++;
 	}
 	if (taken > 0) {
+		s->ring_active = true;
 		hm_ring_store(s->shm, HM_RING_SQ_HEAD, s->sq_head);
 		s->srv->ring_work += (uint64_t)taken;
 		session_ring_notify(s);
@@ -1404,10 +1407,24 @@ session_closed(struct peer *p, bool clean, const char *why, void *arg)
 	session_free(s);
 }
 
+/* For --idle-timeout: reads with the workers, or through the ring (which
+ * sends no frame while the loop polls), are work. */
+static bool
+session_busy(struct peer *p, void *arg)
+{
+	struct session *s = arg;
+	bool busy = s->inflight > 0 || s->ring_active;
+
+	(void)p;
+	s->ring_active = false;
+	return busy;
+}
+
 static const struct peer_ops session_peer_ops = {
 	.dispatch = session_dispatch,
 	.drain = session_drain,
 	.closed = session_closed,
+	.busy = session_busy,
 };
 
 /*

@@ -957,6 +957,56 @@ static const struct harness_opts opts_idle_1s = {
 	.extra = { "--idle-timeout", "1", NULL },
 };
 
+/*
+ * A client in polling mode that reads all the time sends no frame: its
+ * requests go through the ring while the daemon polls it.  It is busy, not
+ * idle, and --idle-timeout must leave it alone.
+ */
+static void
+test_idle_timeout_polling(void **state)
+{
+	struct harness *h = *state;
+	char path[PATH_MAX];
+	uint8_t buf[4096];
+	int64_t until;
+	hm_client *c;
+	hm_file *f;
+	unsigned reads = 0;
+	int fd;
+
+	harness_path(h, "f", path);
+	harness_write_file(path, 1 * MiB, 51);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	setenv("HOTMAP_POLL", "1", 1);
+	setenv("HOTMAP_POLL_US", "10000", 1);
+	c = harness_connect(h);
+	unsetenv("HOTMAP_POLL_US");
+	f = hm_open(c, path, 0);
+	assert_non_null(f);
+	assert_int_equal(harness_stat(c, "clients_polling"), 1);
+	until = harness_now_ms() + 2500;
+	while (harness_now_ms() < until) {
+		uint64_t off = (uint64_t)(reads % 256) * sizeof buf;
+
+		if (hm_pread(f, buf, sizeof buf, off) != (ssize_t)sizeof buf)
+			fail_msg("read %u failed after %lld ms: %s (%s)", reads,
+				 (long long)(2500 - (until - harness_now_ms())), strerror(errno),
+				 hm_last_error());
+		reads++;
+	}
+	assert_int_equal(harness_check_read(f, fd, 12345, 4096), 4096);
+	assert_false(harness_log_find(h, 0, "idle for", NULL));
+	print_message("# %u reads through the ring in 2.5 s with --idle-timeout 1\n", reads);
+	hm_close(f);
+	hm_disconnect(c);
+	close(fd);
+}
+
+static const struct harness_opts opts_idle_1s_poll = {
+	.extra = { "--idle-timeout", "1", "--poll-us", "10000", NULL },
+};
+
 static const struct harness_opts opts_three_per_uid = {
 	.extra = { "--max-connections-per-uid", "3", NULL },
 };
@@ -1567,6 +1617,7 @@ main(void)
 		T(test_evict, opts_default),
 		T(test_connections_per_uid, opts_three_per_uid),
 		T(test_idle_timeout, opts_idle_1s),
+		T(test_idle_timeout_polling, opts_idle_1s_poll),
 		T(test_poll_batch, opts_poll),
 		T(test_poll_batch, opts_poll_asleep),
 		T(test_poll_views, opts_poll),
