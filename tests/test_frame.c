@@ -219,7 +219,9 @@ pt_closed(struct peer *p, bool clean, const char *why, void *arg)
 	t->peer = NULL;
 }
 
-static const struct peer_ops pt_ops = { pt_dispatch, pt_drain, pt_closed };
+static const struct peer_ops pt_ops = {
+	.dispatch = pt_dispatch, .drain = pt_drain, .closed = pt_closed,
+};
 
 static int
 peer_setup(void **state)
