@@ -51,6 +51,9 @@
  * sleeps on the socket. */
 #define CLIENT_POLL_MIN_CPUS	4
 #define CLIENT_POLL_US		50u
+#define CLIENT_POLL_US_MAX	10000u		/* as hotmapd's poll-us */
+/* HOTMAP_RECONNECT_MS: at most an hour */
+#define CLIENT_RECONNECT_MS_MAX	3600000u
 
 /*
  * The shared region: a sealed memfd the daemon copies file bytes into.
@@ -76,6 +79,9 @@ struct hm_client {
 	hm_file *files;		/* open files, for hm_disconnect */
 	struct hm_region *region;	/* NULL: every byte comes over the socket */
 	size_t shm_threshold;
+	/* Read from the environment at hm_connect, for every reconnect too. */
+	size_t shm_size;	/* HOTMAP_SHM_SIZE */
+	bool poll_wanted;	/* HOTMAP_POLL */
 	/* Polling mode: the rings at the start of the region (block 0). */
 	bool ring;
 	uint32_t sq_tail;	/* requests published */
@@ -84,6 +90,7 @@ struct hm_client {
 	/* Reconnect policy (hm_set_reconnect, HOTMAP_RECONNECT_MS): how long
 	 * a call may spend getting a lost daemon back; 0: off. */
 	unsigned reconnect_ms;
+	bool retried;		/* the call in progress has run once more */
 	char *socket_path;	/* NULL: the default */
 };
 
@@ -463,6 +470,23 @@ env_size(const char *name, size_t dflt)
 	return (size_t)n;
 }
 
+/* name as a plain number of at most max, else dflt. */
+static unsigned
+env_uint(const char *name, unsigned dflt, unsigned max)
+{
+	const char *v = getenv(name);
+	unsigned long n;
+	char *end;
+
+	if (v == NULL || *v == '\0' || v[0] == '-')
+		return dflt;
+	errno = 0;
+	n = strtoul(v, &end, 10);
+	if (errno != 0 || *end != '\0' || n > max)
+		return dflt;
+	return (unsigned)n;
+}
+
 static uint64_t
 now_us(void)
 {
@@ -493,7 +517,6 @@ client_connect(hm_client *c, const char *socket_path)
 	Hotmap__HelloReply *r;
 	ProtobufCMessage *reply;
 	char path[sizeof sa.sun_path];
-	size_t shm_size;
 	int shm_fd = -1, rc;
 
 	if (socket_path == NULL) {
@@ -513,12 +536,11 @@ client_connect(hm_client *c, const char *socket_path)
 	hello.version = HM_PROTO_VERSION;
 	hello.features = HM_FEATURES_ALL;
 	hello.client_name = (char *)program_invocation_short_name;
-	shm_size = env_size("HOTMAP_SHM_SIZE", CLIENT_SHM_SIZE);
-	if (shm_size > 0)
-		c->region = region_new(shm_size, &shm_fd);
+	if (c->shm_size > 0)
+		c->region = region_new(c->shm_size, &shm_fd);
 	if (c->region != NULL)
 		hello.shm_size = c->region->size;
-	if (c->region != NULL && c->region->size >= 2 * HM_RING_BYTES && env_poll_wanted()) {
+	if (c->region != NULL && c->region->size >= 2 * HM_RING_BYTES && c->poll_wanted) {
 		_Static_assert(HM_RING_BYTES == REGION_BLOCK, "the rings take block 0");
 		region_mark(c->region, 0, 1, true);
 		hello.ring_entries = HM_RING_ENTRIES;
@@ -538,7 +560,6 @@ client_connect(hm_client *c, const char *socket_path)
 		region_mark(c->region, 0, 1, false);
 	} else if (hello.ring_entries > 0) {
 		c->ring = true;
-		c->poll_us = (unsigned)env_size("HOTMAP_POLL_US", CLIENT_POLL_US);
 	}
 	protobuf_c_message_free_unpacked(reply, NULL);
 	return rc;
@@ -557,7 +578,10 @@ hm_connect(const char *socket_path)
 	c->fd = -1;
 	c->next_id = 1;
 	c->shm_threshold = env_size("HOTMAP_SHM_THRESHOLD", CLIENT_SHM_THRESHOLD);
-	c->reconnect_ms = (unsigned)env_size("HOTMAP_RECONNECT_MS", 0);
+	c->shm_size = env_size("HOTMAP_SHM_SIZE", CLIENT_SHM_SIZE);
+	c->poll_wanted = env_poll_wanted();
+	c->poll_us = env_uint("HOTMAP_POLL_US", CLIENT_POLL_US, CLIENT_POLL_US_MAX);
+	c->reconnect_ms = env_uint("HOTMAP_RECONNECT_MS", 0, CLIENT_RECONNECT_MS_MAX);
 	pthread_mutex_init(&c->lock, NULL);
 	if (socket_path != NULL && (c->socket_path = strdup(socket_path)) == NULL) {
 		hm_disconnect(c);
@@ -605,15 +629,38 @@ open_locally(const char *path)
 }
 
 /*
- * OPEN of path with flags (checked by the caller): the handle, or -errno.
- * Lock held.
+ * path, made absolute against the working directory now (malloced): the
+ * daemon's working directory is not ours, and a reconnect reopens the
+ * same file whatever chdir(2) happened since.  NULL and errno.
+ */
+static char *
+absolute_path(const char *path)
+{
+	char cwd[PATH_MAX], *abs;
+
+	if (path[0] == '/')
+		return strdup(path);
+	if (getcwd(cwd, sizeof cwd) == NULL)
+		return NULL;
+	if (asprintf(&abs, "%s/%s", cwd, path) < 0)
+		return NULL;
+	if (strlen(abs) >= PATH_MAX) {
+		free(abs);
+		errno = ENAMETOOLONG;
+		return NULL;
+	}
+	return abs;
+}
+
+/*
+ * OPEN of path (absolute) with flags (checked by the caller): the handle,
+ * or -errno.  Lock held.
  */
 static int
 client_open(hm_client *c, const char *path, int flags, uint64_t *handle)
 {
 	Hotmap__Open req = HOTMAP__OPEN__INIT;
 	ProtobufCMessage *reply = NULL;
-	char abs[PATH_MAX];
 	int fd = -1, rc;
 
 	req.policy = flags & HM_O_MMAP ? 1 : flags & HM_O_PREAD ? 2 : 0;
@@ -621,17 +668,6 @@ client_open(hm_client *c, const char *path, int flags, uint64_t *handle)
 	req.path = (char *)path;
 	if (flags & HM_O_PATH) {
 		req.by_path = true;
-		if (path[0] != '/') {
-			/* The daemon's working directory is not ours. */
-			size_t len;
-
-			if (getcwd(abs, sizeof abs) == NULL)
-				return -errno;
-			len = strlen(abs);
-			if (snprintf(abs + len, sizeof abs - len, "/%s", path) >= (int)(sizeof abs - len))
-				return -ENAMETOOLONG;
-			req.path = abs;
-		}
 	} else {
 		fd = open_locally(path);
 		if (fd < 0)
@@ -702,20 +738,25 @@ client_reconnect(hm_client *c)
 
 /*
  * Whether a call that failed with rc may run again: the policy is on, the
- * connection (not the request) failed, and it is back.  Lock held.
+ * connection (not the request) failed, it is back, and the call has not
+ * run again already (a request that brings the daemon down each time must
+ * not loop).  Lock held.
  */
 static bool
 client_retry(hm_client *c, int rc)
 {
-	if (rc >= 0 || c->reconnect_ms == 0 || !connection_lost(c->broken))
+	if (rc >= 0 || c->retried || c->reconnect_ms == 0 || !connection_lost(c->broken))
 		return false;
+	c->retried = true;
 	return client_reconnect(c) == 0;
 }
 
-/* A call on a client lost earlier reconnects first, under the policy. */
+/* Every call starts here, lock held: a client lost earlier reconnects
+ * first, under the policy, and the call may run once more. */
 static void
 client_revive(hm_client *c)
 {
+	c->retried = false;
 	if (c->broken != 0 && c->reconnect_ms > 0 && connection_lost(c->broken))
 		client_reconnect(c);
 }
@@ -745,17 +786,23 @@ hm_open(hm_client *c, const char *path, int flags)
 		return NULL;
 	}
 	f = calloc(1, sizeof *f);
-	if (f == NULL || (f->path = strdup(path)) == NULL) {
-		free(f);
+	if (f == NULL) {
 		errno = ENOMEM;
+		return NULL;
+	}
+	f->path = absolute_path(path);
+	if (f->path == NULL) {
+		rc = errno;
+		free(f);
+		errno = rc;
 		return NULL;
 	}
 	f->flags = flags & ~HM_O_WARM;	/* a reopen need not warm again */
 	pthread_mutex_lock(&c->lock);
 	client_revive(c);
-	rc = client_open(c, path, flags, &f->handle);
+	rc = client_open(c, f->path, flags, &f->handle);
 	if (client_retry(c, rc))
-		rc = client_open(c, path, flags, &f->handle);
+		rc = client_open(c, f->path, flags, &f->handle);
 	if (rc == 0) {
 		f->c = c;
 		f->next = c->files;
@@ -1394,8 +1441,8 @@ hm_close(hm_file *f)
 	if (f == NULL)
 		return fail(EBADF);
 	c = f->c;
-	req.handle = f->handle;
 	pthread_mutex_lock(&c->lock);
+	req.handle = f->handle;	/* under the lock: a reconnect renews it */
 	if (f->handle == 0 || (c->reconnect_ms > 0 && connection_lost(c->broken))) {
 		rc = 0;	/* the daemon that had it is gone: nothing to close there */
 	} else {
@@ -1428,7 +1475,6 @@ hm_warm(hm_file *f, uint64_t offset, uint64_t len)
 	set_last_error(NULL);
 	if (f == NULL || offset > INT64_MAX)
 		return fail(EINVAL);
-	req.handle = f->handle;
 	req.offset = offset;
 	req.length = len;
 	pthread_mutex_lock(&f->c->lock);
@@ -1503,7 +1549,9 @@ client_stats(hm_client *c, bool reset,
 	req.reset = reset;
 	pthread_mutex_lock(&c->lock);
 	client_revive(c);
-	rc = client_call(c, HM_MSG_STATS, &req.base, -1, HM_MSG_STATS_REPLY, &reply);
+	do
+		rc = client_call(c, HM_MSG_STATS, &req.base, -1, HM_MSG_STATS_REPLY, &reply);
+	while (client_retry(c, rc));
 	pthread_mutex_unlock(&c->lock);
 	if (rc < 0)
 		return fail(-rc);
@@ -1547,7 +1595,9 @@ hm_files(hm_client *c, void (*cb)(const struct hm_file_info *info, void *arg), v
 		req.offset = offset;
 		pthread_mutex_lock(&c->lock);
 		client_revive(c);
-		rc = client_call(c, HM_MSG_FILES, &req.base, -1, HM_MSG_FILES_REPLY, &reply);
+		do
+			rc = client_call(c, HM_MSG_FILES, &req.base, -1, HM_MSG_FILES_REPLY, &reply);
+		while (client_retry(c, rc));
 		pthread_mutex_unlock(&c->lock);
 		if (rc < 0)
 			return fail(-rc);
@@ -1594,7 +1644,9 @@ hm_config(hm_client *c, void (*cb)(const char *key, const char *value, const cha
 		return fail(EINVAL);
 	pthread_mutex_lock(&c->lock);
 	client_revive(c);
-	rc = client_call(c, HM_MSG_CONFIG, &req.base, -1, HM_MSG_CONFIG_REPLY, &reply);
+	do
+		rc = client_call(c, HM_MSG_CONFIG, &req.base, -1, HM_MSG_CONFIG_REPLY, &reply);
+	while (client_retry(c, rc));
 	pthread_mutex_unlock(&c->lock);
 	if (rc < 0)
 		return fail(-rc);
@@ -1630,7 +1682,9 @@ hm_evict(hm_client *c, const char *path, struct hm_evicted *out)
 	}
 	pthread_mutex_lock(&c->lock);
 	client_revive(c);
-	rc = client_call(c, HM_MSG_EVICT, &req.base, -1, HM_MSG_EVICT_REPLY, &reply);
+	do
+		rc = client_call(c, HM_MSG_EVICT, &req.base, -1, HM_MSG_EVICT_REPLY, &reply);
+	while (client_retry(c, rc));
 	pthread_mutex_unlock(&c->lock);
 	if (rc < 0)
 		return fail(-rc);

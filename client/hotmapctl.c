@@ -515,7 +515,7 @@ reason_name(int reason)
 {
 	static const char *const names[] = {
 		"local-file", "forced", "not-regular", "empty", "network-fs", "pseudo-fs",
-		"mmap-failed", "too-large",
+		"mmap-failed", "too-large", "over-budget",
 	};
 
 	return reason >= 0 && (size_t)reason < sizeof names / sizeof names[0] ? names[reason] : "unknown";

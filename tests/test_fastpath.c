@@ -8,6 +8,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -19,7 +20,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -1249,7 +1252,7 @@ run_reconnect(struct harness *h)
 	uint8_t buf[64], ref[8192];
 	struct hm_view v;
 	hm_client *c;
-	hm_file *f, *g;
+	hm_file *f, *g, *rel;
 	int64_t t0, took;
 	int fd, e;
 
@@ -1267,11 +1270,18 @@ run_reconnect(struct harness *h)
 	assert_non_null(g);
 	assert_int_equal(harness_check_read(f, fd, 0, 100000), 100000);
 	assert_int_equal(hm_view_range(f, 4096, sizeof ref, &v), 0);
+	/* opened by a relative name, reopened by the same file after a chdir */
+	assert_int_equal(chdir(h->dir), 0);
+	rel = hm_open(c, "root/f", 0);
+	assert_non_null(rel);
+	assert_int_equal(chdir("/"), 0);
 
 	harness_kill(h);
 	assert_int_equal(unlink(gone), 0);
 	harness_restart(h);
 	assert_int_equal(harness_check_read(f, fd, 12345, 300000), 300000);
+	assert_int_equal(harness_check_read(rel, fd, 4096, 8192), 8192);
+	assert_int_equal(hm_close(rel), 0);
 	assert_same((ssize_t)v.len, v.data, ref_read(fd, ref, sizeof ref, 4096), ref,
 		    "a view taken before the restart");
 	hm_view_release(&v);
@@ -1532,6 +1542,7 @@ test_kill_under_load(void **state)
 	volatile bool stop = false;
 	char path[PATH_MAX], shm_before[4096], shm_after[4096];
 	unsigned fds_before, i, round;
+	hm_client *admin;
 	int fd;
 
 	signal(SIGPIPE, SIG_DFL);	/* a SIGPIPE would end the test */
@@ -1569,6 +1580,12 @@ test_kill_under_load(void **state)
 	stop = true;
 	for (i = 0; i < KILL_CLIENTS; i++)
 		assert_int_equal(pthread_join(t[i], NULL), 0);
+	/* a reconnect keeps the transport hm_connect chose: the ring client
+	 * with the policy polls again; the one connected again by hand took
+	 * the environment of now (no ring) */
+	admin = harness_connect(h);
+	assert_int_equal(harness_stat(admin, "clients_polling"), 1);
+	hm_disconnect(admin);
 	for (i = 0; i < KILL_CLIENTS; i++) {
 		print_message("# client %u (kind %u, reconnect %s): %llu reads, %llu MiB, "
 			      "%llu errors, %llu reconnects by hand, longest call %lld ms\n",
@@ -1591,6 +1608,88 @@ test_kill_under_load(void **state)
 	assert_int_equal(count_fds(), fds_before);
 	list_dir("/dev/shm", shm_after, sizeof shm_after);
 	assert_string_equal(shm_after, shm_before);
+}
+
+/*
+ * A daemon that answers HELLO and hangs up at the first request, every
+ * time: a call under the reconnect policy runs once more and then fails
+ * with the connection's error, instead of reconnecting for ever (which
+ * would also keep every other thread of the client waiting).
+ */
+struct fake_daemon {
+	int listen_fd;
+	unsigned accepted;	/* connections taken */
+	volatile bool stop;
+};
+
+static void *
+fake_daemon_main(void *arg)
+{
+	struct fake_daemon *d = arg;
+	struct wire_header hdr;
+	uint8_t msg[1024];
+
+	while (!d->stop) {
+		struct pollfd pfd = { .fd = d->listen_fd, .events = POLLIN };
+		struct wire_msg m = { .n = 0 };
+		int fd;
+
+		if (poll(&pfd, 1, 100) <= 0)
+			continue;
+		fd = accept4(d->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+		if (fd < 0)
+			continue;
+		d->accepted++;
+		if (wire_recv(fd, &hdr, msg, sizeof msg, 5000) == 1 && hdr.type == WIRE_HELLO) {
+			wire_varint(&m, 1, WIRE_VERSION);
+			wire_varint(&m, 4, WIRE_MAX_MESSAGE);
+			if (wire_send_msg(fd, WIRE_HELLO_REPLY, hdr.id, &m, -1) == 0)
+				wire_recv(fd, &hdr, msg, sizeof msg, 5000);	/* the request */
+		}
+		close(fd);	/* hung up without an answer */
+	}
+	return NULL;
+}
+
+static void
+test_reconnect_once(void **state)
+{
+	struct harness *h = *state;
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct fake_daemon d = { .listen_fd = -1 };
+	pthread_t t;
+	hm_client *c;
+	int64_t t0, took;
+	int e;
+
+	harness_path(h, "fake.sock", sa.sun_path);
+	d.listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_true(d.listen_fd >= 0);
+	assert_int_equal(bind(d.listen_fd, (struct sockaddr *)&sa, sizeof sa), 0);
+	assert_int_equal(listen(d.listen_fd, 8), 0);
+	assert_int_equal(pthread_create(&t, NULL, fake_daemon_main, &d), 0);
+	setenv("HOTMAP_SHM_SIZE", "0", 1);
+	c = hm_connect(sa.sun_path);
+	unsetenv("HOTMAP_SHM_SIZE");
+	assert_non_null(c);
+	assert_int_equal(hm_set_reconnect(c, 5000), 0);
+	alarm(60);	/* a call that never returns ends the test */
+	t0 = harness_now_ms();
+	errno = 0;
+	assert_int_equal(hm_ping(c, NULL), -1);
+	e = errno;
+	took = harness_now_ms() - t0;
+	alarm(0);
+	d.stop = true;
+	assert_int_equal(pthread_join(t, NULL), 0);
+	close(d.listen_fd);
+	hm_disconnect(c);
+	if (e != ECONNRESET && e != EPIPE)
+		fail_msg("the call failed with %s", strerror(e));
+	/* the first connection, and one reconnect for the one retry */
+	assert_int_equal(d.accepted, 2);
+	if (took > 5000)
+		fail_msg("it took %lld ms", (long long)took);
 }
 
 #define T(fn, o) cmocka_unit_test_prestate_setup_teardown(fn, setup, teardown, (void *)&(o))
@@ -1629,6 +1728,7 @@ main(void)
 		T(test_reconnect, opts_default),
 		T(test_reconnect_polling, opts_poll),
 		T(test_kill_under_load, opts_default),
+		T(test_reconnect_once, opts_default),
 	};
 
 	return cmocka_run_group_tests_name("fastpath", tests, NULL, NULL);
