@@ -16,7 +16,13 @@ hotmap_install_deps() {
 	[ -z "$missing" ] && return 0
 	echo "Installing:$missing"
 	sudo=
-	[ "$(id -u)" -eq 0 ] || sudo=sudo
+	if [ "$(id -u)" -ne 0 ]; then
+		if ! command -v sudo >/dev/null 2>&1; then
+			echo "Not root and no sudo: as root, run apt-get install$missing" >&2
+			return 1
+		fi
+		sudo=sudo
+	fi
 	$sudo apt-get update -qq &&
 	DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends $missing
 }
