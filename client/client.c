@@ -1177,8 +1177,14 @@ client_do_reads(hm_client *c, struct read_op *ops, size_t n)
 
 	if (n == 0)
 		return 0;
-	for (i = 0; i < n; i++)
+	for (i = 0; i < n; i++) {
 		ops[i].ring = c->ring && ops[i].shm;
+		/* afresh: a call run again after a reconnect reuses its ops,
+		 * and what the lost connection had delivered is void */
+		ops[i].got = 0;
+		ops[i].done = false;
+		ops[i].result = 0;
+	}
 	rc = client_send_reads(c, ops, n);
 	if (rc == 0)
 		rc = client_recv_reads(c, ops, n);
