@@ -1104,10 +1104,11 @@ void file_cache_counters(const struct file_cache *cache, struct storage_counters
  * the bytes of the file on those pages, 0 when it cannot be told. */
 static int entry_resident_percent(const struct file_entry *e, uint64_t size, uint64_t *bytes)
 {
-	size_t page = (size_t)sysconf(_SC_PAGESIZE), len, n, i, in = 0;
-	unsigned char *vec;
+	size_t page = (size_t)sysconf(_SC_PAGESIZE), len, n, i, k, chunk, in = 0;
+	unsigned char vec[1024];	/* pages per mincore call: bounded memory */
 	void *map = e->file.map;
 	bool own = false;
+	int rc = 0;
 
 	*bytes = 0;
 	if (size == 0)
@@ -1124,17 +1125,15 @@ static int entry_resident_percent(const struct file_entry *e, uint64_t size, uin
 		own = true;
 	}
 	n = (len + page - 1) / page;
-	vec = malloc(n);
-	if (vec != NULL && mincore(map, len, vec) == 0) {
-		for (i = 0; i < n; i++)
-			in += vec[i] & 1;
-	} else {
-		n = 0;
+	for (i = 0; i < n && rc == 0; i += chunk) {
+		chunk = n - i < sizeof vec ? n - i : sizeof vec;
+		rc = mincore((char *)map + i * page, chunk * page, vec);
+		for (k = 0; rc == 0 && k < chunk; k++)
+			in += vec[k] & 1;
 	}
-	free(vec);
 	if (own)
 		munmap(map, len);
-	if (n == 0)
+	if (rc != 0 || n == 0)
 		return -1;
 	/* Whole pages, but the last one may hold less of the file (and the
 	 * mapping may be longer than a file that has shrunk since). */
@@ -1146,20 +1145,24 @@ static int entry_resident_percent(const struct file_entry *e, uint64_t size, uin
 	return (int)(in * 100 / n);
 }
 
-void file_cache_foreach(struct file_cache *cache,
-			void (*cb)(const struct storage_entry_info *info, void *arg), void *arg)
+size_t file_cache_foreach(struct file_cache *cache, size_t skip,
+			  bool (*cb)(const struct storage_entry_info *info, void *arg), void *arg)
 {
 	uint64_t now = now_ns();
 	struct file_entry *e;
+	size_t total = 0;
+	bool more = true;
 
 	if (cache == NULL)
-		return;
+		return 0;
 	for (e = cache->all; e != NULL; e = e->all_next) {
 		struct storage_entry_info info = { 0 };
 		struct stat st = { 0 };
 		char link[64];
 		ssize_t n;
 
+		if (total++ < skip || !more)
+			continue;	/* counted, not described */
 		snprintf(link, sizeof link, "/proc/self/fd/%d", e->file.fd);
 		n = readlink(link, info.path, sizeof info.path - 1);
 		info.path[n > 0 ? n : 0] = '\0';
@@ -1173,8 +1176,9 @@ void file_cache_foreach(struct file_cache *cache,
 		info.idle_ms = now > e->last_use_ns ? (now - e->last_use_ns) / 1000000u : 0;
 		info.resident_pct = S_ISREG(st.st_mode) && e->fs != FS_PSEUDO ?
 				    entry_resident_percent(e, info.size, &info.resident_bytes) : -1;
-		cb(&info, arg);
+		more = cb(&info, arg);
 	}
+	return total;
 }
 
 static void evict_one(struct file_cache *cache, struct file_entry *e, struct storage_evicted *out)

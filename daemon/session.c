@@ -1039,9 +1039,8 @@ session_warm(struct session *s, uint32_t id, ProtobufCMessage *msg)
 /* A page of the cached files: entries from offset on while the reply
  * stays well under the frame cap. */
 struct files_page {
-	uint32_t offset, index, total;
+	uint32_t offset;
 	size_t bytes;
-	bool full;
 	Hotmap__FilesReply__File *v;
 	Hotmap__FilesReply__File **ptrs;
 	char **paths;
@@ -1049,20 +1048,16 @@ struct files_page {
 	bool failed;
 };
 
-static void
+/* One more entry for the page; false once it is full (or failed). */
+static bool
 files_add(const struct storage_entry_info *info, void *arg)
 {
 	struct files_page *p = arg;
 	Hotmap__FilesReply__File *f;
 	size_t cost = strlen(info->path) + 80;	/* an upper bound of its packing */
 
-	p->total++;
-	if (p->index++ < p->offset || p->full || p->failed)
-		return;
-	if (p->bytes + cost > HM_FRAME_MAX_MESSAGE - 1024) {
-		p->full = true;
-		return;
-	}
+	if (p->bytes + cost > HM_FRAME_MAX_MESSAGE - 1024)
+		return false;
 	if (p->n == p->cap) {
 		size_t cap = p->cap == 0 ? 64 : p->cap * 2;
 		Hotmap__FilesReply__File *v = realloc(p->v, cap * sizeof *v);
@@ -1073,7 +1068,7 @@ files_add(const struct storage_entry_info *info, void *arg)
 		paths = v != NULL ? realloc(p->paths, cap * sizeof *paths) : NULL;
 		if (v == NULL || paths == NULL) {
 			p->failed = true;
-			return;
+			return false;
 		}
 		p->paths = paths;
 		p->cap = cap;
@@ -1081,7 +1076,7 @@ files_add(const struct storage_entry_info *info, void *arg)
 	p->paths[p->n] = strdup(info->path);
 	if (p->paths[p->n] == NULL) {
 		p->failed = true;
-		return;
+		return false;
 	}
 	f = &p->v[p->n];
 	hotmap__files_reply__file__init(f);
@@ -1098,6 +1093,7 @@ files_add(const struct storage_entry_info *info, void *arg)
 	f->resident_bytes = info->resident_bytes;
 	p->n++;
 	p->bytes += cost;
+	return true;
 }
 
 static int
@@ -1106,10 +1102,10 @@ session_files(struct session *s, uint32_t id, ProtobufCMessage *msg)
 	Hotmap__Files *m = (Hotmap__Files *)msg;
 	Hotmap__FilesReply r = HOTMAP__FILES_REPLY__INIT;
 	struct files_page p = { .offset = m->offset };
-	size_t i;
+	size_t i, total;
 	int rc;
 
-	file_cache_foreach(s->srv->cache, files_add, &p);
+	total = file_cache_foreach(s->srv->cache, m->offset, files_add, &p);
 	if (!p.failed)
 		p.ptrs = calloc(p.n + 1, sizeof *p.ptrs);
 	if (p.failed || p.ptrs == NULL) {
@@ -1119,7 +1115,7 @@ session_files(struct session *s, uint32_t id, ProtobufCMessage *msg)
 			p.ptrs[i] = &p.v[i];
 		r.files = p.ptrs;
 		r.n_files = p.n;
-		r.total = p.total;
+		r.total = (uint32_t)total;
 		r.next = p.offset + (uint32_t)p.n;
 		rc = peer_send(s->peer, HM_MSG_FILES_REPLY, id, &r.base);
 	}

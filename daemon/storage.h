@@ -300,9 +300,13 @@ struct storage_entry_info {
 					 * 0 when resident_pct is -1 */
 };
 
-/* Calls cb for every entry, cached or stale.  Not for the hot path: each
- * entry costs a readlink, an fstat and a mincore over the file. */
-void file_cache_foreach(struct file_cache *cache,
-			void (*cb)(const struct storage_entry_info *info, void *arg), void *arg);
+/*
+ * Calls cb for the entries, cached or stale, from the skip-th on, until it
+ * returns false; returns how many entries there are in all.  Not for the
+ * hot path: each entry described costs a readlink, an fstat and a
+ * mincore over the file (entries skipped cost nothing).
+ */
+size_t file_cache_foreach(struct file_cache *cache, size_t skip,
+			  bool (*cb)(const struct storage_entry_info *info, void *arg), void *arg);
 
 #endif

@@ -1639,7 +1639,7 @@ struct find {
 	struct storage_entry_info info;
 };
 
-static void find_cb(const struct storage_entry_info *info, void *arg)
+static bool find_cb(const struct storage_entry_info *info, void *arg)
 {
 	struct find *fd = arg;
 
@@ -1647,6 +1647,7 @@ static void find_cb(const struct storage_entry_info *info, void *arg)
 		fd->matches++;
 		fd->info = *info;
 	}
+	return true;
 }
 
 /* Whether the file at path has a cached entry (as file_cache_foreach
@@ -1656,7 +1657,7 @@ static bool cached_entry(struct file_cache *c, const char *path, struct storage_
 	struct find fd = { .matches = 0 };
 
 	assert_non_null(realpath(path, fd.want));
-	file_cache_foreach(c, find_cb, &fd);
+	file_cache_foreach(c, 0, find_cb, &fd);
 	assert_true(fd.matches <= 1);
 	if (out != NULL)
 		*out = fd.info;
@@ -2236,10 +2237,11 @@ static void test_listing_resident_bytes(void **state)
 	close(ref);
 }
 
-static void count_entry(const struct storage_entry_info *info, void *arg)
+static bool count_entry(const struct storage_entry_info *info, void *arg)
 {
 	(void)info;
 	(*(unsigned *)arg)++;
+	return true;
 }
 
 /*
@@ -2313,7 +2315,7 @@ static void test_allocation_failures(void **state)
 			assert_int_equal(r, (ssize_t)sizeof buf);
 			assert_memory_equal(buf, ref, sizeof buf);
 		}
-		file_cache_foreach(c, count_entry, &listed);
+		file_cache_foreach(c, 0, count_entry, &listed);
 		for (i = 0; i < NFILES; i++)
 			if (opened[i])
 				file_cache_close(c, &h[i]);
