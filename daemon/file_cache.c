@@ -692,7 +692,7 @@ int file_cache_open(struct file_cache *cache, int fd, enum storage_policy policy
 	uint32_t fs_type = 0;
 	struct statfs sfs;
 	struct stat st;
-	bool shared, over_files = false, over_mapped = false, fallback = false;
+	bool shared, over_files = false, over_mapped = false, fallback = false, fresh = false;
 	int fl, r;
 
 	if (err != NULL && errlen > 0)
@@ -792,6 +792,7 @@ int file_cache_open(struct file_cache *cache, int fd, enum storage_policy policy
 			cache_insert(cache, e);
 		}
 		cache->ctr.cache_misses++;
+		fresh = true;
 	}
 	/* fd belongs to the entry, or is closed, from here on. */
 
@@ -850,6 +851,7 @@ int file_cache_open(struct file_cache *cache, int fd, enum storage_policy policy
 	out->entry = e;
 	out->backend = backend;
 	out->reason = reason;
+	out->fresh = fresh;
 	out->map_errno = reason == STORAGE_REASON_MMAP_FAILED ? e->map_errno : 0;
 	cache->ctr.opens_by_reason[reason]++;
 	if (fallback)

@@ -398,8 +398,7 @@ session_open(struct session *s, uint32_t id, ProtobufCMessage *msg)
 	Hotmap__OpenReply r = HOTMAP__OPEN_REPLY__INIT;
 	const char *name = m->path != NULL && m->path[0] != '\0' ? m->path : "(descriptor)";
 	enum storage_policy policy;
-	struct storage_counters before, after;
-	struct storage_stat st;
+	struct storage_stat st = { 0 };
 	char err[256], reason[128];
 	struct session_handle *sh;
 	int64_t slot;
@@ -445,11 +444,9 @@ session_open(struct session *s, uint32_t id, ProtobufCMessage *msg)
 	}
 	sh = &s->handles[slot - 1];
 	err[0] = '\0';
-	file_cache_counters(s->srv->cache, &before);
 	rc = file_cache_open(s->srv->cache, fd, policy, &sh->h, err, sizeof err);
 	if (rc < 0)
 		return session_error(s, id, -rc, "%s: %s", name, err[0] != '\0' ? err : strerror(-rc));
-	file_cache_counters(s->srv->cache, &after);
 	sh->ra_max = SESSION_RA_MAX;
 	if (sh->h.reason == STORAGE_REASON_NETWORK_FS)
 		sh->ra_max = s->srv->cfg.network_fs_chunk > UINT32_MAX / 2 ? UINT32_MAX / 2 :
@@ -459,17 +456,16 @@ session_open(struct session *s, uint32_t id, ProtobufCMessage *msg)
 	s->used++;
 	s->srv->counters.handles++;
 
-	storage_stat(&sh->h, &st);
+	(void)storage_stat(&sh->h, &st);	/* on failure, size 0: nothing to warm */
 	session_reason_text(&sh->h, reason, sizeof reason);
 	log_debug("client %s: open %s -> handle %lld, %s (%s)", peer_name(s->peer), name,
 		  (long long)slot, storage_backend_name(sh->h.backend), reason);
-	if (m->warm || (after.cache_misses != before.cache_misses &&
-			s->srv->cfg.warm == HM_WARM_POPULATE)) {
+	if (m->warm || (sh->h.fresh && s->srv->cfg.warm == HM_WARM_POPULATE)) {
 		/* the whole file, behind the reply; a failure only costs the
 		 * warmth */
 		if (session_submit(s, READ_WARM_OPEN, id, &sh->h, 0, (size_t)INT64_MAX, NULL) == 0)
 			s->srv->counters.warms++;
-	} else if (after.cache_misses != before.cache_misses && s->srv->cfg.warm == HM_WARM_WILLNEED) {
+	} else if (sh->h.fresh && s->srv->cfg.warm == HM_WARM_WILLNEED) {
 		/* first cached: the kernel reads it ahead, nothing waits */
 		if (storage_willneed(&sh->h, 0, st.size) == 0)
 			s->srv->counters.warms++;

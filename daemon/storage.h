@@ -71,6 +71,7 @@ struct storage_handle {
 	enum storage_backend backend;
 	enum storage_reason reason;
 	int map_errno;		/* with STORAGE_REASON_MMAP_FAILED: mmap's errno */
+	bool fresh;		/* this open made the entry (not cached before) */
 };
 
 struct storage_stat {

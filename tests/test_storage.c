@@ -826,6 +826,7 @@ static void test_entry_reuse(void **state)
 	assert_int_equal(c.mappings, 1);
 	assert_int_equal(c.mapped_bytes, size);
 	assert_int_equal(wrap.mmap_calls, 1);
+	assert_true(h1.fresh);	/* this open made the entry */
 
 	fd2 = open_or_die(p, O_RDONLY);
 	assert_int_equal(file_cache_open(f->cache, fd2, STORAGE_POLICY_AUTO, &h2, err, sizeof(err)), 0);
@@ -833,6 +834,7 @@ static void test_entry_reuse(void **state)
 	/* The entry already had a descriptor: the passed one is closed. */
 	assert_true(fd_is_closed(fd2));
 	assert_ptr_equal(h2.entry, h1.entry);
+	assert_false(h2.fresh);
 	assert_int_equal(wrap.mmap_calls, 1);	/* same mapping */
 	assert_int_equal(stat_of(&h1).handles, 2);
 	c = counters(f->cache);
