@@ -38,6 +38,26 @@ strip_slashes(const char *dir)
 	return s;
 }
 
+/* The mount a descriptor is on (the mnt_id line of /proc/self/fdinfo, in
+ * every kernel since 3.15), or -1. */
+static long long
+mount_id(int fd)
+{
+	char name[64], line[256];
+	long long id = -1;
+	FILE *f;
+
+	snprintf(name, sizeof name, "/proc/self/fdinfo/%d", fd);
+	f = fopen(name, "re");
+	if (f == NULL)
+		return -1;
+	while (fgets(line, sizeof line, f) != NULL)
+		if (sscanf(line, "mnt_id: %lld", &id) == 1)
+			break;
+	fclose(f);
+	return id;
+}
+
 int
 resolve_roots_add(struct resolve_roots *r, const char *dir)
 {
@@ -59,6 +79,7 @@ resolve_roots_add(struct resolve_roots *r, const char *dir)
 		err = -errno;
 		goto fail;
 	}
+	root.mnt_id = mount_id(root.fd);
 	v = realloc(r->v, (r->n + 1) * sizeof *v);
 	if (v == NULL) {
 		err = -ENOMEM;
@@ -108,26 +129,6 @@ below(const char *path, const char *prefix)
 	return path + len + 1;
 }
 
-/* The mount a descriptor is on (the mnt_id line of /proc/self/fdinfo, in
- * every kernel since 3.15), or -1. */
-static long long
-mount_id(int fd)
-{
-	char name[64], line[256];
-	long long id = -1;
-	FILE *f;
-
-	snprintf(name, sizeof name, "/proc/self/fdinfo/%d", fd);
-	f = fopen(name, "re");
-	if (f == NULL)
-		return -1;
-	while (fgets(line, sizeof line, f) != NULL)
-		if (sscanf(line, "mnt_id: %lld", &id) == 1)
-			break;
-	fclose(f);
-	return id;
-}
-
 static int
 open_beneath_fallback(const struct resolve_root *root, const char *rel, bool cross_mounts)
 {
@@ -152,7 +153,7 @@ open_beneath_fallback(const struct resolve_root *root, const char *rel, bool cro
 	}
 	if (!cross_mounts) {
 		mnt = mount_id(fd);
-		if (mnt < 0 || mnt != mount_id(root->fd)) {
+		if (mnt < 0 || mnt != root->mnt_id) {
 			close(fd);
 			return -EACCES;
 		}

@@ -23,6 +23,7 @@ struct resolve_root {
 	char *given;	/* as configured, without trailing slashes */
 	char *real;	/* realpath() of it at start-up */
 	int fd;		/* O_PATH | O_DIRECTORY */
+	long long mnt_id;	/* its mount (/proc/self/fdinfo), -1 unknown */
 };
 
 struct resolve_roots {
