@@ -1,6 +1,6 @@
 /*
- * config.c - hotmapd.conf and the command line into struct hm_config (see
- * config.h).
+ * conf.c - hotmapd.conf and the command line into struct hm_config (see
+ * conf.h).
  *
  * inih does the parsing; this file only feeds it lines and checks values.
  * The reader hands inih one whole line at a time, with its indentation
@@ -66,6 +66,8 @@ static const struct key_def {
 };
 
 /* Names of enum values, indexed by value; NULL: no such value. */
+/* The value names of enum keys, NULL-terminated, in enum order. */
+#define NAMES_N(names)	(sizeof(names) / sizeof((names)[0]) - 1)
 static const char *const backend_names[] = { "auto", "mmap", "pread", NULL };
 static const char *const warm_names[] = { "none", "willneed", "populate", NULL };
 static const char *const network_fs_names[] = { "pread", "mmap", NULL };
@@ -399,62 +401,60 @@ set_octal_mode(struct load *l, enum hm_config_key key, const char *value, unsign
 		*out = (unsigned)n;
 }
 
-/* A user (name or number) into *out: 0, or -1 after an error. */
+_Static_assert(sizeof(uid_t) == sizeof(unsigned) && sizeof(gid_t) == sizeof(unsigned) &&
+	       (uid_t)-1 > 0 && (gid_t)-1 > 0, "ids are unsigned int");
+
+/*
+ * A user, or with group a group (name or number), into *out: 0, or -1
+ * after an error.  The buffer grows while the entry does not fit: a group
+ * of a directory service may have thousands of members.
+ */
 static int
-lookup_user(struct load *l, enum hm_config_key key, const char *name, uid_t *out)
+lookup_id(struct load *l, enum hm_config_key key, const char *name, bool group, unsigned *out)
 {
-	struct passwd pw, *res = NULL;
-	char buf[4096];
+	const char *what = group ? "group" : "user";
+	size_t len = 4096;
+	char *buf = NULL, *b;
 	uint64_t n;
 	int rc = parse_uint64(name, &n);
 
 	if (rc != -EINVAL) {
-		/* (uid_t)-1 is chown's "unchanged" and nobody's uid */
-		if (rc < 0 || n >= (uid_t)-1) {
-			key_error(l, key, "uid %s is out of range", name);
+		/* (uid_t)-1 is chown's "unchanged" and nobody's id */
+		if (rc < 0 || n >= (unsigned)-1) {
+			key_error(l, key, "%cid %s is out of range", what[0], name);
 			return -1;
 		}
-		*out = (uid_t)n;
+		*out = (unsigned)n;
 		return 0;
 	}
-	rc = getpwnam_r(name, &pw, buf, sizeof buf, &res);
-	if (res == NULL) {
-		if (rc != 0 && rc != ENOENT && rc != ESRCH)
-			key_error(l, key, "cannot look up user '%s': %s", name, strerror(rc));
-		else
-			key_error(l, key, "unknown user '%s'", name);
-		return -1;
-	}
-	*out = pw.pw_uid;
-	return 0;
-}
+	for (;;) {
+		struct passwd pw, *pres = NULL;
+		struct group gr, *gres = NULL;
 
-static int
-lookup_group(struct load *l, enum hm_config_key key, const char *name, gid_t *out)
-{
-	struct group gr, *res = NULL;
-	char buf[16384];
-	uint64_t n;
-	int rc = parse_uint64(name, &n);
-
-	if (rc != -EINVAL) {
-		if (rc < 0 || n >= (gid_t)-1) {
-			key_error(l, key, "gid %s is out of range", name);
+		b = realloc(buf, len);
+		if (b == NULL) {
+			free(buf);
+			l->nomem = true;
 			return -1;
 		}
-		*out = (gid_t)n;
-		return 0;
+		buf = b;
+		rc = group ? getgrnam_r(name, &gr, buf, len, &gres) :
+			     getpwnam_r(name, &pw, buf, len, &pres);
+		if (gres != NULL || pres != NULL) {
+			*out = gres != NULL ? gres->gr_gid : pres->pw_uid;
+			free(buf);
+			return 0;
+		}
+		if (rc != ERANGE || len >= (16u << 20))
+			break;
+		len *= 4;
 	}
-	rc = getgrnam_r(name, &gr, buf, sizeof buf, &res);
-	if (res == NULL) {
-		if (rc != 0 && rc != ENOENT && rc != ESRCH)
-			key_error(l, key, "cannot look up group '%s': %s", name, strerror(rc));
-		else
-			key_error(l, key, "unknown group '%s'", name);
-		return -1;
-	}
-	*out = gr.gr_gid;
-	return 0;
+	free(buf);
+	if (rc != 0 && rc != ENOENT && rc != ESRCH)
+		key_error(l, key, "cannot look up %s '%s': %s", what, name, strerror(rc));
+	else
+		key_error(l, key, "unknown %s '%s'", what, name);
+	return -1;
 }
 
 /*
@@ -480,17 +480,7 @@ set_id_list(struct load *l, enum hm_config_key key, const char *value, bool grou
 		unsigned id;
 		int rc;
 
-		if (groups) {
-			gid_t g;
-
-			rc = lookup_group(l, key, tok, &g);
-			id = g;
-		} else {
-			uid_t u;
-
-			rc = lookup_user(l, key, tok, &u);
-			id = u;
-		}
+		rc = lookup_id(l, key, tok, groups, &id);
 		if (rc < 0) {
 			bad = true;
 			continue;
@@ -602,7 +592,7 @@ set_value(struct load *l, enum hm_config_key key, const char *value)
 		if (value[0] == '\0')
 			key_error(l, key, "empty group");
 		else
-			lookup_group(l, key, value, &cfg->socket_group);
+			lookup_id(l, key, value, true, &cfg->socket_group);
 		break;
 	case HM_KEY_ROOT:
 		set_root(l, value);
@@ -624,7 +614,7 @@ set_value(struct load *l, enum hm_config_key key, const char *value)
 		break;
 	case HM_KEY_BACKEND:
 		e = (int)cfg->policy;
-		set_enum(l, key, value, backend_names, 3, &e);
+		set_enum(l, key, value, backend_names, NAMES_N(backend_names), &e);
 		cfg->policy = (enum storage_policy)e;
 		break;
 	case HM_KEY_MAX_MAPPED_BYTES:
@@ -638,12 +628,12 @@ set_value(struct load *l, enum hm_config_key key, const char *value)
 		break;
 	case HM_KEY_WARM:
 		e = (int)cfg->warm;
-		set_enum(l, key, value, warm_names, 3, &e);
+		set_enum(l, key, value, warm_names, NAMES_N(warm_names), &e);
 		cfg->warm = (enum hm_warm)e;
 		break;
 	case HM_KEY_NETWORK_FS:
 		e = (int)cfg->network_fs;
-		set_enum(l, key, value, network_fs_names, 2, &e);
+		set_enum(l, key, value, network_fs_names, NAMES_N(network_fs_names), &e);
 		cfg->network_fs = (enum hm_network_fs)e;
 		break;
 	case HM_KEY_NETWORK_FS_CHUNK:
@@ -678,7 +668,7 @@ set_value(struct load *l, enum hm_config_key key, const char *value)
 		}
 		break;
 	case HM_KEY_LOG_LEVEL:
-		set_enum(l, key, value, log_level_names, LOG_DEBUG + 1, &cfg->log_level);
+		set_enum(l, key, value, log_level_names, NAMES_N(log_level_names), &cfg->log_level);
 		break;
 	case HM_KEY_FOREGROUND:
 		set_bool(l, key, value, &cfg->foreground);
@@ -993,7 +983,7 @@ hm_config_value_text(const struct hm_config *cfg, enum hm_config_key key, char *
 		ids_text(cfg->admin_gid.v, cfg->admin_gid.n, buf, len);
 		break;
 	case HM_KEY_BACKEND:
-		snprintf(buf, len, "%s", (unsigned)cfg->policy < 3 ? backend_names[cfg->policy] : "?");
+		snprintf(buf, len, "%s", (unsigned)cfg->policy < NAMES_N(backend_names) ? backend_names[cfg->policy] : "?");
 		break;
 	case HM_KEY_MAX_MAPPED_BYTES:
 		hm_config_format_size(cfg->max_mapped_bytes, buf, len);
@@ -1005,11 +995,11 @@ hm_config_value_text(const struct hm_config *cfg, enum hm_config_key key, char *
 		snprintf(buf, len, "%u", cfg->idle_unmap_s);
 		break;
 	case HM_KEY_WARM:
-		snprintf(buf, len, "%s", (unsigned)cfg->warm < 3 ? warm_names[cfg->warm] : "?");
+		snprintf(buf, len, "%s", (unsigned)cfg->warm < NAMES_N(warm_names) ? warm_names[cfg->warm] : "?");
 		break;
 	case HM_KEY_NETWORK_FS:
 		snprintf(buf, len, "%s",
-			 (unsigned)cfg->network_fs < 2 ? network_fs_names[cfg->network_fs] : "?");
+			 (unsigned)cfg->network_fs < NAMES_N(network_fs_names) ? network_fs_names[cfg->network_fs] : "?");
 		break;
 	case HM_KEY_NETWORK_FS_CHUNK:
 		hm_config_format_size(cfg->network_fs_chunk, buf, len);

@@ -720,7 +720,7 @@ server_status_cb(evutil_socket_t fd, short what, void *arg)
 int
 server_run(struct server *srv)
 {
-	char status[256];
+	char status[256], backend[16];
 
 	snprintf(status, sizeof status, "READY=1\nSTATUS=serving on %s",
 		 srv->socket_activated ? "the socket systemd passed" : srv->cfg.socket_path);
@@ -740,8 +740,7 @@ server_run(struct server *srv)
 	}
 	log_notice("hotmapd %s ready on %s (backend %s, %zu root%s)", PACKAGE_VERSION,
 		   srv->socket_activated ? "the socket systemd passed" : srv->cfg.socket_path,
-		   srv->cfg.policy == STORAGE_POLICY_MMAP ? "mmap" :
-		   srv->cfg.policy == STORAGE_POLICY_PREAD ? "pread" : "auto",
+		   hm_config_value_text(&srv->cfg, HM_KEY_BACKEND, backend, sizeof backend),
 		   srv->cfg.roots.n, srv->cfg.roots.n == 1 ? "" : "s");
 	return loop_run(srv);
 }

@@ -824,6 +824,74 @@ test_peer_creds(void **state)
 	close(rc);
 }
 
+/*
+ * getgrnam_r and getpwnam_r, wrapped (-Wl,--wrap): ERANGE while the buffer
+ * is smaller than erange_below, as for a group of a directory service with
+ * thousands of members.
+ */
+static size_t erange_below;
+static unsigned lookups;
+
+int __real_getgrnam_r(const char *name, struct group *grp, char *buf, size_t buflen,
+		      struct group **result);
+int __wrap_getgrnam_r(const char *name, struct group *grp, char *buf, size_t buflen,
+		      struct group **result);
+int __real_getpwnam_r(const char *name, struct passwd *pwd, char *buf, size_t buflen,
+		      struct passwd **result);
+int __wrap_getpwnam_r(const char *name, struct passwd *pwd, char *buf, size_t buflen,
+		      struct passwd **result);
+
+int
+__wrap_getgrnam_r(const char *name, struct group *grp, char *buf, size_t buflen,
+		  struct group **result)
+{
+	lookups++;
+	if (buflen < erange_below) {
+		*result = NULL;
+		return ERANGE;
+	}
+	return __real_getgrnam_r(name, grp, buf, buflen, result);
+}
+
+int
+__wrap_getpwnam_r(const char *name, struct passwd *pwd, char *buf, size_t buflen,
+		  struct passwd **result)
+{
+	lookups++;
+	if (buflen < erange_below) {
+		*result = NULL;
+		return ERANGE;
+	}
+	return __real_getpwnam_r(name, pwd, buf, buflen, result);
+}
+
+/* A user or group whose entry does not fit the first buffer is still
+ * found: the buffer grows. */
+static void
+test_large_entries(void **state)
+{
+	struct hm_config_args args = { 0 };
+	struct hm_config cfg;
+	struct passwd *pw = getpwuid(0);
+
+	(void)state;
+	if (pw == NULL || strcmp(group0(), "0") == 0)
+		skip();		/* no names for uid and gid 0 here */
+	erange_below = 200000;
+	lookups = 0;
+	write_conf("socket-group = %s\nallow-gid = %s\nadmin-uid = %s\n", group0(), group0(),
+		   pw->pw_name);
+	load_ok(&cfg, &args);
+	erange_below = 0;
+	assert_int_equal(cfg.socket_group, 0);
+	assert_int_equal(cfg.allow_gid.n, 1);
+	assert_int_equal(cfg.allow_gid.v[0], 0);
+	assert_int_equal(cfg.admin_uid.n, 1);
+	assert_int_equal(cfg.admin_uid.v[0], 0);
+	assert_true(lookups > 3);	/* refused, grown, found */
+	hm_config_clear(&cfg);
+}
+
 int
 main(void)
 {
@@ -846,6 +914,7 @@ main(void)
 		cmocka_unit_test(test_policy_allow_lists),
 		cmocka_unit_test(test_policy_admins),
 		cmocka_unit_test(test_peer_creds),
+		cmocka_unit_test(test_large_entries),
 	};
 
 	return cmocka_run_group_tests_name("config", tests, setup, teardown);
