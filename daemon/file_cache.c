@@ -1019,13 +1019,15 @@ ssize_t storage_warm_detached(const struct storage_handle *h, uint64_t offset, u
 		return (ssize_t)(end - offset);
 	}
 	/* Not mapped: read it through, so that it is in the page cache when
-	 * asked for; what is read is not kept. */
+	 * asked for; what is read is not kept, nor counted as read (io is
+	 * for bytes served). */
 	scratch = malloc(scratch_len);
 	if (scratch == NULL)
 		return -ENOMEM;
 	for (pos = offset; pos < end;) {
 		size_t n = end - pos < scratch_len ? (size_t)(end - pos) : scratch_len;
-		ssize_t r = backend_pread_full(f->fd, scratch, n, pos, io);
+		struct storage_io unserved = { 0 };
+		ssize_t r = backend_pread_full(f->fd, scratch, n, pos, &unserved);
 
 		if (r <= 0)
 			break;

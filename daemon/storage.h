@@ -227,7 +227,8 @@ void storage_read_finish(struct file_cache *cache, struct storage_handle *h,
  * threads (like storage_read_detached): for a mapped handle, the mapping's
  * page tables too (MADV_POPULATE_READ, or a guarded touch of each page on
  * older kernels), so that later copies take no fault; otherwise the page
- * cache.  Returns the bytes of the range inside the file, or -errno.
+ * cache.  Returns the bytes of the range inside the file, or -errno.  io
+ * counts no bytes (none is served), only faults.
  */
 ssize_t storage_warm_detached(const struct storage_handle *h, uint64_t offset, uint64_t len,
 			      struct storage_io *io);

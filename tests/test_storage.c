@@ -754,6 +754,15 @@ static void test_policy_pread_forced(void **state)
 	assert_int_equal(wrap.mmap_calls, 0);
 	check_reads_around(f->cache, &h, ref, size);
 	assert_int_equal(counters(f->cache).bytes_mmap, 0);
+	{
+		/* warming reads the file through, but serves no byte */
+		struct storage_io io = { 0 };
+		uint64_t before = counters(f->cache).bytes_pread;
+
+		assert_int_equal(storage_warm_detached(&h, 0, size, &io), (ssize_t)size);
+		storage_read_finish(f->cache, &h, &io);
+		assert_int_equal(counters(f->cache).bytes_pread, before);
+	}
 	file_cache_close(f->cache, &h);
 
 	assert_int_equal(file_cache_open(f->cache, open_or_die(p, O_RDONLY), (enum storage_policy)7,
