@@ -49,6 +49,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "tests/content.h"
+
 #define FAULTFS_MAX_FILES	8
 #define FAULTFS_MAX_RANGES	16
 #define FAULTFS_NAME_MAX	64
@@ -76,32 +78,6 @@ static unsigned nfiles;
 /* Between the loop's handlers and the control thread. */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct fuse_session *session;
-
-/* --- content: harness_fill's function (tests/harness.c), which the test
- * checks every byte read against ----------------------------------------- */
-
-static uint64_t
-splitmix64(uint64_t x)
-{
-	x += 0x9e3779b97f4a7c15ull;
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-	return x ^ (x >> 31);
-}
-
-static void
-content_fill(uint8_t *p, size_t len, uint64_t seed, uint64_t pos)
-{
-	uint64_t key = splitmix64(seed);
-
-	while (len > 0) {
-		uint64_t w = splitmix64(key ^ (pos / 8));
-		unsigned k = (unsigned)(pos % 8);
-
-		for (; k < 8 && len > 0; k++, len--, pos++)
-			*p++ = (uint8_t)(w >> (8 * k));
-	}
-}
 
 /* --- the file system ------------------------------------------------------ */
 

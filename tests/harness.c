@@ -3,6 +3,7 @@
  */
 #include "config.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -24,6 +25,7 @@
 
 #include <cmocka.h>
 
+#include "tests/content.h"
 #include "tests/harness.h"
 
 /* Generous: under AddressSanitizer on a loaded machine a start takes
@@ -415,39 +417,60 @@ harness_path(const struct harness *h, const char *name, char *out)
 	assert_true(n > 0 && n < PATH_MAX);
 }
 
-/* --- content -------------------------------------------------------------- */
+/* --- /proc ----------------------------------------------------------------- */
 
-static uint64_t
-splitmix64(uint64_t x)
+long
+harness_rss_anon_kib(pid_t pid)
 {
-	x += 0x9e3779b97f4a7c15ull;
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-	return x ^ (x >> 31);
+	char path[64], line[256];
+	long kib = -1;
+	FILE *f;
+
+	snprintf(path, sizeof path, "/proc/%ld/status", (long)pid);
+	f = fopen(path, "re");
+	if (f == NULL)
+		return -1;
+	while (fgets(line, sizeof line, f) != NULL)
+		if (sscanf(line, "RssAnon: %ld kB", &kib) == 1)
+			break;
+	fclose(f);
+	return kib;
 }
+
+int
+harness_count_fds(pid_t pid, int *maxfd)
+{
+	char path[64];
+	struct dirent *e;
+	int n = 0, top = -1;
+	DIR *d;
+
+	snprintf(path, sizeof path, "/proc/%ld/fd", (long)pid);
+	d = opendir(path);
+	if (d == NULL)
+		return -1;
+	while ((e = readdir(d)) != NULL) {
+		int fd;
+
+		if (e->d_name[0] == '.')
+			continue;
+		fd = atoi(e->d_name);
+		n++;
+		if (fd > top)
+			top = fd;
+	}
+	closedir(d);
+	if (maxfd != NULL)
+		*maxfd = top;
+	return n;
+}
+
+/* --- content -------------------------------------------------------------- */
 
 void
 harness_fill(void *buf, size_t len, uint64_t seed, uint64_t pos)
 {
-	uint8_t *p = buf;
-	uint64_t key = splitmix64(seed);
-
-	while (len > 0) {
-		uint64_t w = splitmix64(key ^ (pos / 8));
-		unsigned k = (unsigned)(pos % 8);
-
-		if (k == 0 && len >= 8) {
-			/* Little-endian by construction, whatever the host. */
-			for (k = 0; k < 8; k++)
-				p[k] = (uint8_t)(w >> (8 * k));
-			p += 8;
-			pos += 8;
-			len -= 8;
-			continue;
-		}
-		for (; k < 8 && len > 0; k++, len--, pos++)
-			*p++ = (uint8_t)(w >> (8 * k));
-	}
+	content_fill(buf, len, seed, pos);
 }
 
 static void

@@ -65,6 +65,14 @@ hm_client *harness_connect(const struct harness *h);
 /* "DIR/name" into out (PATH_MAX bytes). */
 void harness_path(const struct harness *h, const char *name, char *out);
 
+/* RssAnon of pid in KiB (the heap and anonymous mappings, not the files
+ * it maps), or -1.  Any thread. */
+long harness_rss_anon_kib(pid_t pid);
+/* How many descriptors pid has open (for this process, the one reading
+ * the directory included), the highest in *maxfd; -1 when /proc cannot
+ * tell.  Any thread. */
+int harness_count_fds(pid_t pid, int *maxfd);
+
 /* Byte pos of the content for seed: the same function everywhere, so a
  * range of a file can be recomputed from (seed, offset). */
 void harness_fill(void *buf, size_t len, uint64_t seed, uint64_t pos);

@@ -976,24 +976,6 @@ struct sample {
 	int fds;
 };
 
-static long
-daemon_rss_kib(void)
-{
-	char path[64], line[256];
-	long v = -1;
-	FILE *fp;
-
-	snprintf(path, sizeof path, "/proc/%d/status", (int)run.pid);
-	fp = fopen(path, "re");
-	if (fp == NULL)
-		return -1;
-	while (fgets(line, sizeof line, fp) != NULL)
-		if (sscanf(line, "RssAnon: %ld", &v) == 1)
-			break;
-	fclose(fp);
-	return v;
-}
-
 /* The daemon's descriptors; with out, their links, one a line. */
 static int
 daemon_fds(char *out, size_t outlen)
@@ -1043,7 +1025,7 @@ sampler_main(void *arg)
 	while (!atomic_load(&run.stop)) {
 		struct sample sm = {
 			.t = (double)(harness_now_ms() - samples.t0) / 1000.0,
-			.rss_kib = daemon_rss_kib(),
+			.rss_kib = harness_rss_anon_kib(run.pid),
 			.fds = daemon_fds(NULL, 0),
 		};
 

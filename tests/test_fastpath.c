@@ -1507,20 +1507,6 @@ list_dir(const char *dir, char *out, size_t len)
 }
 
 static unsigned
-count_fds(void)
-{
-	struct dirent *e;
-	DIR *d = opendir("/proc/self/fd");
-	unsigned n = 0;
-
-	assert_non_null(d);
-	while ((e = readdir(d)) != NULL)
-		n += e->d_name[0] != '.';
-	closedir(d);
-	return n - 1;	/* opendir's own */
-}
-
-static unsigned
 count_regions(void)
 {
 	FILE *f = fopen("/proc/self/maps", "re");
@@ -1544,7 +1530,8 @@ test_kill_under_load(void **state)
 	pthread_t t[KILL_CLIENTS];
 	volatile bool stop = false;
 	char path[PATH_MAX], shm_before[4096], shm_after[4096];
-	unsigned fds_before, i, round;
+	unsigned i, round;
+	int fds_before;
 	hm_client *admin;
 	int fd;
 
@@ -1552,7 +1539,7 @@ test_kill_under_load(void **state)
 	harness_path(h, "f", path);
 	harness_write_file(path, KILL_FILE_SIZE, 41);
 	list_dir("/dev/shm", shm_before, sizeof shm_before);
-	fds_before = count_fds();
+	fds_before = harness_count_fds(getpid(), NULL);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	assert_true(fd >= 0);
 	for (i = 0; i < KILL_CLIENTS; i++) {
@@ -1608,7 +1595,7 @@ test_kill_under_load(void **state)
 	close(fd);
 	/* nothing left behind in this process or in /dev/shm */
 	assert_int_equal(count_regions(), 0);
-	assert_int_equal(count_fds(), fds_before);
+	assert_int_equal(harness_count_fds(getpid(), NULL), fds_before);
 	list_dir("/dev/shm", shm_after, sizeof shm_after);
 	assert_string_equal(shm_after, shm_before);
 }

@@ -7,7 +7,6 @@
  */
 #include "config.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -56,51 +55,22 @@ teardown(void **state)
 
 /* --- the daemon seen from /proc ------------------------------------------ */
 
-/* RssAnon of pid in KiB: the heap and anonymous mappings, not the files
- * it maps. */
+/* harness_rss_anon_kib and harness_count_fds, which must succeed. */
 static long
 rss_anon_kib(pid_t pid)
 {
-	char path[64], line[256];
-	long kib = -1;
-	FILE *f;
+	long kib = harness_rss_anon_kib(pid);
 
-	snprintf(path, sizeof path, "/proc/%ld/status", (long)pid);
-	f = fopen(path, "re");
-	assert_non_null(f);
-	while (fgets(line, sizeof line, f) != NULL)
-		if (sscanf(line, "RssAnon: %ld kB", &kib) == 1)
-			break;
-	fclose(f);
 	assert_true(kib >= 0);
 	return kib;
 }
 
-/* How many descriptors pid has open; the highest in *maxfd. */
 static int
 open_fds(pid_t pid, int *maxfd)
 {
-	char path[64];
-	struct dirent *e;
-	int n = 0, top = -1;
-	DIR *d;
+	int n = harness_count_fds(pid, maxfd);
 
-	snprintf(path, sizeof path, "/proc/%ld/fd", (long)pid);
-	d = opendir(path);
-	assert_non_null(d);
-	while ((e = readdir(d)) != NULL) {
-		int fd;
-
-		if (e->d_name[0] == '.')
-			continue;
-		fd = atoi(e->d_name);
-		n++;
-		if (fd > top)
-			top = fd;
-	}
-	closedir(d);
-	if (maxfd != NULL)
-		*maxfd = top;
+	assert_true(n >= 0);
 	return n;
 }
 
