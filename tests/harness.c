@@ -178,7 +178,9 @@ exec_daemon(const struct harness *h, const char *prog, const struct harness_opts
 	argv[i++] = "-v";
 	argv[i] = NULL;
 
-	fd = open(h->log, O_WRONLY | O_CREAT | O_APPEND | O_TRUNC, 0644);
+	/* appended: after harness_restart the first daemon's lines (and the
+	 * offsets of harness_log_mark) stay */
+	fd = open(h->log, O_WRONLY | O_CREAT | O_APPEND, 0644);
 	if (fd < 0)
 		_exit(126);
 	dup2(fd, STDOUT_FILENO);
@@ -196,7 +198,7 @@ exec_daemon(const struct harness *h, const char *prog, const struct harness_opts
 	unsetenv("LISTEN_FDS");
 	unsetenv("LISTEN_PID");
 	unsetenv("LISTEN_FDNAMES");
-	if (opts == NULL || !opts->keep_notify) {
+	if (!opts->keep_notify) {
 		unsetenv("NOTIFY_SOCKET");
 		unsetenv("WATCHDOG_USEC");
 	}

@@ -1074,7 +1074,8 @@ reload(hm_client *admin, int k, const char *value_a)
 		if ((strcmp(value, value_a) == 0) == (k == 0))
 			break;
 		if (harness_now_ms() > deadline) {
-			failure("reload to %c: max-mapped-bytes still %s after 10 s", 'A' + k, value);
+			failure("reload to %c: max-mapped-bytes still %s after %d s", 'A' + k, value,
+				run.valgrind ? 60 : 10);
 			return;
 		}
 		harness_sleep_ms(20);

@@ -5,20 +5,16 @@
 hotmapd=${HOTMAPD:-$(dirname "$0")/../daemon/hotmapd}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/hotmapd-options.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
-n=0
-status=0
+. "${TESTS_SRCDIR:-$(dirname "$0")}/tap.sh"
 
-echo "1..10"
+echo "1..11"
 refuse() {
-	n=$((n + 1))
 	"$hotmapd" --socket "$tmp/sock" "$@" >"$tmp/out" 2>"$tmp/err"
 	rc=$?
 	if [ $rc -eq 2 ] && grep -q -- "^hotmapd: $1" "$tmp/err" && [ ! -e "$tmp/sock" ]; then
-		echo "ok $n - refused: $*"
+		ok "refused: $*"
 	else
-		echo "not ok $n - refused: $* (exit $rc)"
-		sed 's/^/# /' "$tmp/err"
-		status=1
+		not_ok "refused: $* (exit $rc)" "$(cat "$tmp/err")"
 	fi
 }
 refuse --workers 0
@@ -29,10 +25,9 @@ refuse --max-connections-per-uid 12abc
 refuse --idle-timeout -1
 refuse --idle-timeout ""
 refuse --backend fast
-n=$((n + 1))
-if "$hotmapd" --help | grep -q -- "--idle-timeout"; then echo "ok $n - --help lists the options"
-else echo "not ok $n - --help lists the options"; status=1; fi
-n=$((n + 1))
-if "$hotmapd" --version | grep -q "^hotmapd [0-9]"; then echo "ok $n - --version"
-else echo "not ok $n - --version"; status=1; fi
-exit $status
+refuse --cross-mounts maybe
+if "$hotmapd" --help | grep -q -- "--idle-timeout"; then ok "--help lists the options"
+else not_ok "--help lists the options"; fi
+if "$hotmapd" --version | grep -q "^hotmapd [0-9]"; then ok "--version"
+else not_ok "--version"; fi
+[ "$failed" -eq 0 ]

@@ -25,7 +25,6 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -59,15 +58,6 @@ teardown(void **state)
 	harness_free_buffers();
 	harness_stop(*state);
 	return 0;
-}
-
-static void
-sleep_ms(unsigned ms)
-{
-	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
-
-	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-		;
 }
 
 static int
@@ -1456,7 +1446,7 @@ test_client_killed_mid_read(void **state)
 		fail_msg("the reading child did not start (status 0x%x)", status);
 	}
 	close(ready[0]);
-	sleep_ms(20);
+	harness_sleep_ms(20);
 	assert_int_equal(kill(pid, SIGKILL), 0);
 	assert_int_equal(waitpid(pid, &status, 0), pid);
 	assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
@@ -1503,7 +1493,7 @@ test_pipelined_then_disconnect(void **state)
 	}
 	assert_true(sent > 100);
 	/* Let the daemon fill its side before the hang-up. */
-	sleep_ms(50);
+	harness_sleep_ms(50);
 	close(fd);
 
 	c = harness_connect(h);
@@ -1520,7 +1510,7 @@ test_pipelined_then_disconnect(void **state)
 	for (i = 0; i < 64; i++)
 		wire_read_req(fd, 100 + i, handle, 0, 16 * MiB);
 	assert_int_equal(shutdown(fd, SHUT_WR), 0);
-	sleep_ms(50);
+	harness_sleep_ms(50);
 	close(fd);
 	c = harness_connect(h);
 	harness_wait_stat(c, "clients", 1);

@@ -757,7 +757,6 @@ test_cross_mounts_refused(void **state)
 	}
 	expect_path_reads(h, c, "root/plain");
 	hm_disconnect(c);
-	unmount_all(h);
 }
 
 /* The default follows mounts beneath a root, as hotmapd.conf(5) says. */
@@ -774,7 +773,6 @@ test_cross_mounts_followed(void **state)
 	expect_path_reads(h, c, "root/tmpfs/file");
 	expect_path_reads(h, c, "root/plain");
 	hm_disconnect(c);
-	unmount_all(h);
 }
 
 static const struct harness_opts opts_none = { .backend = NULL };

@@ -181,8 +181,9 @@ test_truncate_race(void **state)
 
 	/* Reader i: backend by i % 3 (auto, which maps; mmap required;
 	 * pread), transport by i / 3 (shared region, socket only, polling
-	 * ring).  The transport is chosen at connect, from the environment,
-	 * so this thread connects them all. */
+	 * ring): 8 of the 9 pairs, all but pread through the ring.  The
+	 * transport is chosen at connect, from the environment, so this
+	 * thread connects them all. */
 	for (i = 0; i < READERS; i++) {
 		static const int flags[] = { 0, HM_O_MMAP, HM_O_PREAD };
 
