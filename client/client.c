@@ -1260,8 +1260,8 @@ HM_EXPORT int
 hm_read_batch(hm_client *c, struct hm_io *io, size_t n)
 {
 	struct read_op ops[CLIENT_BATCH_WINDOW];
-	size_t map[CLIENT_BATCH_WINDOW];
-	size_t i = 0, k, m;
+	size_t map[CLIENT_BATCH_WINDOW], asked[CLIENT_BATCH_WINDOW];
+	size_t i = 0, j = 0, k, m;
 	int rc = 0;
 
 	set_last_error(NULL);
@@ -1284,22 +1284,25 @@ hm_read_batch(hm_client *c, struct hm_io *io, size_t n)
 				map[m++] = i;
 		}
 		do {
-			/* (again) from the files' handles: a reconnect renews them */
-			for (k = 0; k < m; k++) {
+			/* (again) from the files' handles: a reconnect renews
+			 * them, and a file it lost is not asked for */
+			for (k = 0, j = 0; k < m; k++) {
 				struct hm_io *x = &io[map[k]];
 
-				ops[k] = (struct read_op){
+				if (x->file->handle == 0) {
+					x->result = -ESTALE;
+					continue;
+				}
+				ops[j] = (struct read_op){
 					.handle = x->file->handle, .offset = x->offset,
 					.len = x->len, .buf = x->buf,
 				};
+				asked[j++] = map[k];
 			}
-			rc = client_run_reads(c, ops, m);
+			rc = client_run_reads(c, ops, j);
 		} while (client_retry(c, rc));
-		for (k = 0; k < m; k++)
-			if (ops[k].handle == 0)
-				ops[k].result = -ESTALE;
-		for (k = 0; k < m; k++)
-			io[map[k]].result = rc < 0 ? rc : ops[k].result;
+		for (k = 0; k < j; k++)
+			io[asked[k]].result = rc < 0 ? rc : ops[k].result;
 	}
 	/* a connection that failed leaves the rest unanswered */
 	for (; i < n; i++)

@@ -1282,6 +1282,25 @@ run_reconnect(struct harness *h)
 	harness_kill(h);
 	assert_int_equal(unlink(gone), 0);
 	harness_restart(h);
+	{
+		/* the first call after the restart, a batch, finds the
+		 * connection lost under it: gone comes back ESTALE and is
+		 * not asked of the new daemon (which would answer EBADF for
+		 * handle 0), f is read */
+		uint8_t b2[64];
+		struct hm_io io[2] = {
+			{ .file = g, .offset = 0, .len = 10, .buf = buf },
+			{ .file = f, .offset = 100, .len = sizeof b2, .buf = b2 },
+		};
+		hm_client *admin = harness_connect(h);
+
+		assert_int_equal(hm_read_batch(c, io, 2), 0);
+		assert_int_equal(io[0].result, -ESTALE);
+		assert_int_equal(io[1].result, (ssize_t)sizeof b2);
+		assert_same(io[1].result, b2, ref_read(fd, ref, sizeof b2, 100), ref, "batched");
+		assert_int_equal(harness_stat(admin, "errors_ebadf"), 0);
+		hm_disconnect(admin);
+	}
 	assert_int_equal(harness_check_read(f, fd, 12345, 300000), 300000);
 	assert_int_equal(harness_check_read(rel, fd, 4096, 8192), 8192);
 	assert_int_equal(hm_close(rel), 0);
