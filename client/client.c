@@ -826,12 +826,19 @@ hm_open(hm_client *c, const char *path, int flags)
 static int
 client_send_reads(hm_client *c, struct read_op *ops, size_t n)
 {
-	size_t cap = n * (HM_FRAME_HEADER_SIZE + 64), len = 0, i;
+	size_t cap, len = 0, framed = 0, i;
 	uint8_t *buf;
 	int rc;
 
 	if (c->broken)
 		return -c->broken;
+	for (i = 0; i < n; i++) {
+		ops[i].id = c->next_id++;
+		framed += !ops[i].ring;
+	}
+	if (framed == 0)
+		return 0;	/* all through the ring: nothing to write */
+	cap = framed * (HM_FRAME_HEADER_SIZE + 64);
 	buf = malloc(cap);
 	if (buf == NULL)
 		return -ENOMEM;
@@ -839,7 +846,6 @@ client_send_reads(hm_client *c, struct read_op *ops, size_t n)
 		Hotmap__Read req = HOTMAP__READ__INIT;
 		int w;
 
-		ops[i].id = c->next_id++;
 		if (ops[i].ring)
 			continue;
 		req.handle = ops[i].handle;
@@ -854,7 +860,7 @@ client_send_reads(hm_client *c, struct read_op *ops, size_t n)
 		}
 		len += (size_t)w;
 	}
-	rc = len > 0 ? client_write(c, buf, len, -1) : 0;
+	rc = client_write(c, buf, len, -1);
 	free(buf);
 	return rc;
 }
