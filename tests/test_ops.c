@@ -33,6 +33,13 @@
 
 #define MiB (1024u * 1024u)
 
+/* cmocka's skip, with the reason in the output */
+#define skip_because(why)					\
+	do {							\
+		print_message("# skipped: %s\n", (why));	\
+		skip();						\
+	} while (0)
+
 static int
 setup(void **state)
 {
@@ -390,7 +397,7 @@ test_non_admin_refused(void **state)
 	hm_client *c;
 
 	if (geteuid() != 0)
-		skip();
+		skip_because("needs root: a second user to connect as");
 	assert_int_equal(as_nobody(h), 10 + EPERM);
 	/* root still is */
 	c = harness_connect(h);
@@ -406,7 +413,7 @@ static void
 test_admin_uid_admits(void **state)
 {
 	if (geteuid() != 0)
-		skip();
+		skip_because("needs root: a second user to connect as");
 	assert_int_equal(as_nobody(*state), 0);
 }
 
@@ -423,7 +430,7 @@ test_allow_uid_refuses(void **state)
 	hm_client *c;
 
 	if (geteuid() != 0)
-		skip();
+		skip_because("needs root: a second user to connect as");
 	assert_int_equal(as_nobody(h), 100 + EACCES);
 	c = harness_connect(h);
 	assert_int_equal(harness_stat(c, "clients_refused_policy"), 1);
@@ -464,10 +471,9 @@ test_passed_fd_flags_private(void **state)
 	fl = fcntl(fd, F_GETFL);
 	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_DIRECT) < 0 ||
 	    pread(fd, probe, 10, 1) >= 0 || errno != EINVAL) {
-		/* this file system ignores O_DIRECT or refuses it */
 		close(sock);
 		close(fd);
-		skip();
+		skip_because("this file system ignores O_DIRECT or refuses it");
 	}
 	m.n = 0;
 	wire_varint(&m, 1, handle);
@@ -693,7 +699,7 @@ make_mounts(struct harness *h)
 	char path[PATH_MAX], target[PATH_MAX];
 
 	if (!mounts_ok)
-		skip();
+		skip_because("needs root and a mount namespace of its own");
 	harness_path(h, "outside/secret", path);
 	harness_write_file(path, 70000, 31);
 	harness_path(h, "root/plain", path);

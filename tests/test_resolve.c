@@ -241,8 +241,10 @@ test_confined(void **state)
 
 	openat2_errno = *(int *)*state;
 	openat2_calls = 0;
-	if (openat2_errno == 0 && !kernel_openat2)
-		skip();		/* the fallback cases cover this kernel */
+	if (openat2_errno == 0 && !kernel_openat2) {
+		print_message("# skipped: this kernel has no openat2; the fallback cases cover it\n");
+		skip();
+	}
 	roots_of(&r);
 	for (i = 0; i < 2; i++) {
 		cross = i == 0;
@@ -274,8 +276,11 @@ test_mounts(void **state)
 	struct resolve_roots r = { 0 };
 
 	openat2_errno = *(int *)*state;
-	if (!mounted || (openat2_errno == 0 && !kernel_openat2))
-		skip();		/* needs root and a mount namespace */
+	if (!mounted || (openat2_errno == 0 && !kernel_openat2)) {
+		print_message("# skipped: needs root and a mount namespace (or a kernel with "
+			      "openat2)\n");
+		skip();
+	}
 	roots_of(&r);
 	/* followed by default */
 	expect_reads(&r, "root/bound/secret", true, "secret");
