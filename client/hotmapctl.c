@@ -203,6 +203,34 @@ print_quoted(const char *t)
 	putchar('"');
 }
 
+/*
+ * Appends key="text" to the labels in buf, text escaped as the Prometheus
+ * exposition format wants (\\, \", \n); a label that does not fit whole is
+ * left out rather than cut.
+ */
+static void
+append_label(char *buf, size_t size, const char *key, const char *text)
+{
+	size_t len = strlen(buf), n;
+	char label[256];
+	int w;
+
+	w = snprintf(label, sizeof label, "%s%s=\"", len > 0 ? "," : "", key);
+	if (w < 0 || (size_t)w >= sizeof label)
+		return;
+	n = (size_t)w;
+	for (; *text != '\0' && n + 4 < sizeof label; text++) {
+		if (*text == '"' || *text == '\\' || *text == '\n')
+			label[n++] = '\\';
+		label[n++] = *text == '\n' ? 'n' : *text;
+	}
+	if (*text != '\0' || len + n + 2 > size)
+		return;
+	label[n++] = '"';
+	label[n] = '\0';
+	memcpy(buf + len, label, n + 1);
+}
+
 static void
 print_stat(const char *key, uint64_t value, const char *text, void *arg)
 {
@@ -225,10 +253,7 @@ print_stat(const char *key, uint64_t value, const char *text, void *arg)
 	case STATS_PROMETHEUS:
 		if (text[0] != '\0') {
 			/* one info metric carries the texts as labels */
-			size_t len = strlen(o->info);
-
-			snprintf(o->info + len, sizeof o->info - len, "%s%s=\"%s\"",
-				 len > 0 ? "," : "", key, text);
+			append_label(o->info, sizeof o->info, key, text);
 			break;
 		}
 		/* counters end in _total, as the exposition format wants */
@@ -484,6 +509,17 @@ collect_file(const struct hm_file_info *info, void *arg)
 	rows->n++;
 }
 
+static void
+file_rows_free(struct file_rows *rows)
+{
+	size_t i;
+
+	for (i = 0; i < rows->n; i++)
+		free(rows->v[i].path);
+	free(rows->v);
+	memset(rows, 0, sizeof *rows);
+}
+
 static const char *file_sort_key;
 
 /* Largest first for numbers (the busiest files on top), A to Z for paths,
@@ -607,9 +643,7 @@ cmd_files(int argc, char **argv)
 		       (double)f->idle_ms / 1000.0, f->path, f->stale ? " (stale)" : "");
 	}
 out:
-	for (i = 0; i < rows.n; i++)
-		free(rows.v[i].path);
-	free(rows.v);
+	file_rows_free(&rows);
 	hm_disconnect(c);
 	return rc;
 }
@@ -688,16 +722,6 @@ top_collect_stat(const char *key, uint64_t value, const char *text, void *arg)
 	}
 }
 
-static void
-file_rows_free(struct file_rows *rows)
-{
-	size_t i;
-
-	for (i = 0; i < rows->n; i++)
-		free(rows->v[i].path);
-	free(rows->v);
-	memset(rows, 0, sizeof *rows);
-}
 
 static int
 compare_rows_by_path(const void *pa, const void *pb)
@@ -1337,7 +1361,9 @@ print_config_item(const char *key, const char *value, const char *source, void *
 	struct config_out *o = arg;
 
 	if (o->json) {
-		printf("%s    {\"key\": ", o->n > 0 ? ",\n" : "");
+		/* the document opens with the first item: a failed request
+		 * prints no half of one */
+		printf("%s    {\"key\": ", o->n > 0 ? ",\n" : "{\n  \"items\": [\n");
 		print_quoted(key);
 		printf(", \"value\": ");
 		print_quoted(value);
@@ -1375,20 +1401,15 @@ cmd_config(int argc, char **argv)
 	c = connect_or_report();
 	if (c == NULL)
 		return 1;
-	if (o.json)
-		printf("{\n  \"items\": [\n");
 	if (hm_config(c, print_config_item, &o, path, sizeof path) < 0) {
 		int e = errno;
 
-		if (o.json)
-			printf("\n");
-		fflush(stdout);
 		report("config", e);
 		hm_disconnect(c);
 		return 1;
 	}
 	if (o.json) {
-		printf("\n  ],\n  \"file\": ");
+		printf("%s\n  ],\n  \"file\": ", o.n == 0 ? "{\n  \"items\": [" : "");
 		if (path[0] != '\0')
 			print_quoted(path);
 		else

@@ -14,7 +14,7 @@ HOTMAPCTL=${HOTMAPCTL:-client/hotmapctl}
 # Absolute: one test runs hotmapctl from another directory.
 case $HOTMAPD in /*) ;; *) HOTMAPD=$PWD/$HOTMAPD ;; esac
 case $HOTMAPCTL in /*) ;; *) HOTMAPCTL=$PWD/$HOTMAPCTL ;; esac
-PLAN=75
+PLAN=76
 
 . "${TESTS_SRCDIR:-$(dirname "$0")}/tap.sh"
 
@@ -350,8 +350,20 @@ if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null 2>&1; then
 		not_ok "stats from a user who is not an administrator is refused, saying why" \
 			"exit $rc" "$(cat "$dir/out" "$dir/err")"
 	fi
+	chmod 755 "$dir"
+	setpriv --reuid 65534 --regid 65534 --clear-groups "$HOTMAPCTL" --socket "$sock" \
+		config --json >"$dir/out" 2>"$dir/err"
+	rc=$?
+	chmod 700 "$dir"
+	if [ $rc -eq 1 ] && [ ! -s "$dir/out" ] && grep -q "needs an administrator" "$dir/err"; then
+		ok "config --json refused prints no half of a JSON document"
+	else
+		not_ok "config --json refused prints no half of a JSON document" \
+			"exit $rc" "$(cat "$dir/out" "$dir/err")"
+	fi
 else
 	ok "stats from a user who is not an administrator is refused # SKIP needs root and setpriv"
+	ok "config --json refused prints no half of a JSON document # SKIP needs root and setpriv"
 fi
 
 # --- warm ------------------------------------------------------------------------
