@@ -887,6 +887,17 @@ get_le(const uint8_t *p, int n)
 	return v;
 }
 
+void
+wire_put_header(uint8_t *out, const struct wire_header *hdr)
+{
+	put_le(out, hdr->length, 4);
+	put_le(out + 4, hdr->raw_length, 4);
+	put_le(out + 8, hdr->type, 2);
+	out[10] = hdr->version;
+	out[11] = hdr->flags;
+	put_le(out + 12, hdr->id, 4);
+}
+
 int
 wire_send(int fd, const struct wire_header *hdr, const void *body, size_t len, int pass_fd)
 {
@@ -899,12 +910,7 @@ wire_send(int fd, const struct wire_header *hdr, const void *body, size_t len, i
 	struct msghdr mh;
 	ssize_t w;
 
-	put_le(head, hdr->length, 4);
-	put_le(head + 4, hdr->raw_length, 4);
-	put_le(head + 8, hdr->type, 2);
-	head[10] = hdr->version;
-	head[11] = hdr->flags;
-	put_le(head + 12, hdr->id, 4);
+	wire_put_header(head, hdr);
 	iov[0] = (struct iovec){ head, sizeof head };
 	iov[1] = (struct iovec){ (void *)body, len };
 	memset(&mh, 0, sizeof mh);

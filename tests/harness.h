@@ -172,6 +172,9 @@ int wire_get_varint(const uint8_t *msg, size_t len, unsigned field, uint64_t *ou
 /* A string field, copied NUL-terminated into out ("" when absent). */
 int wire_get_string(const uint8_t *msg, size_t len, unsigned field, char *out, size_t outlen);
 
+/* The WIRE_HEADER_SIZE bytes of hdr into out (for frames built ahead of
+ * sending, several in one write). */
+void wire_put_header(uint8_t *out, const struct wire_header *hdr);
 /* A connected socket, not yet greeted; fails the test otherwise. */
 int wire_connect(const struct harness *h);
 /* Writes header (version, flags as given) and body; pass_fd >= 0 goes

@@ -122,24 +122,13 @@ static size_t
 frame_read(uint8_t *out, uint32_t id, uint64_t handle, uint64_t offset, uint64_t len)
 {
 	struct wire_msg m = { .n = 0 };
-	uint32_t v[3];
-	size_t i;
+	struct wire_header hdr = { .type = WIRE_READ, .version = WIRE_VERSION, .id = id };
 
 	wire_varint(&m, 1, handle);
 	wire_varint(&m, 2, offset);
 	wire_varint(&m, 3, len);
-	v[0] = (uint32_t)m.n;
-	v[1] = 0;
-	v[2] = id;
-	for (i = 0; i < 4; i++) {
-		out[i] = (uint8_t)(v[0] >> (8 * i));
-		out[4 + i] = 0;
-		out[12 + i] = (uint8_t)(v[2] >> (8 * i));
-	}
-	out[8] = WIRE_READ;
-	out[9] = 0;
-	out[10] = WIRE_VERSION;
-	out[11] = 0;
+	hdr.length = (uint32_t)m.n;
+	wire_put_header(out, &hdr);
 	memcpy(out + WIRE_HEADER_SIZE, m.b, m.n);
 	return WIRE_HEADER_SIZE + m.n;
 }
