@@ -242,17 +242,64 @@ harness_free(struct harness *h)
 	free(h);
 }
 
+/*
+ * Starts hotmapd for h and returns once it accepts connections; fails the
+ * test with the end of its log otherwise (freeing h when first, as
+ * harness_start has nothing to stop then).
+ */
+static void
+run_daemon(struct harness *h, const char *prog, bool first)
+{
+	char msg[HARNESS_LOG_TAIL + 512], st[64];
+	pid_t parent = getpid();
+	int64_t deadline;
+	int status;
+
+	h->pid = fork();
+	if (h->pid < 0) {
+		int e = errno;
+
+		h->pid = 0;
+		if (first)
+			harness_free(h);
+		fail_msg("fork: %s", strerror(e));
+		return;
+	}
+	if (h->pid == 0)
+		exec_daemon(h, prog, h->opts, parent);
+	deadline = harness_now_ms() + HARNESS_START_TIMEOUT_MS;
+	for (;;) {
+		if (waitpid(h->pid, &status, WNOHANG) == h->pid) {
+			describe_status(status, st, sizeof st);
+			describe_failure(h, msg, sizeof msg, "%s exited before listening%s (%s)",
+					 prog, first ? "" : " again", st);
+			break;
+		}
+		if (harness_socket_accepts(h->sock))
+			return;
+		if (harness_now_ms() > deadline) {
+			describe_failure(h, msg, sizeof msg, "%s did not listen%s on %s within %d ms",
+					 prog, first ? "" : " again", h->sock,
+					 HARNESS_START_TIMEOUT_MS);
+			kill(h->pid, SIGKILL);
+			waitpid(h->pid, &status, 0);
+			break;
+		}
+		harness_sleep_ms(5);
+	}
+	h->pid = 0;
+	if (first)
+		harness_free(h);
+	fail_msg("%s", msg);
+}
+
 struct harness *
 harness_start(const struct harness_opts *opts)
 {
 	static const struct harness_opts defaults = { 0 };
 	struct sockaddr_un sa;
 	const char *tmp = getenv("TMPDIR"), *prog = daemon_program();
-	char msg[HARNESS_LOG_TAIL + 512], st[64];
 	struct harness *h;
-	int64_t deadline;
-	pid_t parent;
-	int status;
 
 	if (opts == NULL)
 		opts = &defaults;
@@ -284,43 +331,8 @@ harness_start(const struct harness_opts *opts)
 	}
 
 	h->opts = opts;
-	parent = getpid();
-	h->pid = fork();
-	if (h->pid < 0) {
-		int e = errno;
-
-		harness_free(h);
-		fail_msg("fork: %s", strerror(e));
-		return NULL;
-	}
-	if (h->pid == 0)
-		exec_daemon(h, prog, opts, parent);
-
-	deadline = harness_now_ms() + HARNESS_START_TIMEOUT_MS;
-	for (;;) {
-		pid_t r = waitpid(h->pid, &status, WNOHANG);
-
-		if (r == h->pid) {
-			describe_status(status, st, sizeof st);
-			describe_failure(h, msg, sizeof msg, "%s exited before listening (%s)", prog, st);
-			h->pid = 0;
-			harness_free(h);
-			fail_msg("%s", msg);
-			return NULL;
-		}
-		if (harness_socket_accepts(h->sock))
-			return h;
-		if (harness_now_ms() > deadline) {
-			describe_failure(h, msg, sizeof msg, "%s did not listen on %s within %d ms",
-					 prog, h->sock, HARNESS_START_TIMEOUT_MS);
-			kill(h->pid, SIGKILL);
-			waitpid(h->pid, &status, 0);
-			harness_free(h);
-			fail_msg("%s", msg);
-			return NULL;
-		}
-		harness_sleep_ms(5);
-	}
+	run_daemon(h, prog, true);
+	return h;
 }
 
 void
@@ -368,25 +380,9 @@ void
 harness_restart(struct harness *h)
 {
 	const char *prog = daemon_program();
-	int64_t deadline;
-	pid_t parent = getpid();
-	int status;
 
 	assert_int_equal(h->pid, 0);
-	h->pid = fork();
-	assert_true(h->pid >= 0);
-	if (h->pid == 0)
-		exec_daemon(h, prog, h->opts, parent);
-	deadline = harness_now_ms() + HARNESS_START_TIMEOUT_MS;
-	while (!harness_socket_accepts(h->sock)) {
-		if (waitpid(h->pid, &status, WNOHANG) == h->pid) {
-			h->pid = 0;
-			fail_msg("hotmapd exited (status 0x%x) before listening again", status);
-		}
-		if (harness_now_ms() > deadline)
-			fail_msg("hotmapd did not listen again on %s", h->sock);
-		harness_sleep_ms(5);
-	}
+	run_daemon(h, prog, false);
 }
 
 void
