@@ -125,6 +125,7 @@ struct read_job {
 static void session_destroy(struct session *s);
 static int session_submit(struct session *s, enum read_kind kind, uint32_t id,
 			  struct storage_handle *h, uint64_t offset, size_t len, uint8_t *dst);
+static int session_ring_poll(struct session *s);
 
 typedef int (*session_handler)(struct session *s, uint32_t id, ProtobufCMessage *msg);
 
@@ -727,6 +728,9 @@ read_job_done(struct worker_job *job)
 		}
 		session_ring_complete(s, j->id, j->result);
 		session_ring_notify(s);
+		/* requests left in the ring for max-inflight may go now */
+		if (session_ring_poll(s) < 0)
+			peer_close_after_flush(s->peer, "its request ring runs past its end");
 		break;
 	case READ_CHUNK:
 		s->stream.waiting = false;
@@ -952,6 +956,12 @@ session_ring_poll(struct session *s)
 		used = s->cq_tail - head;
 		if (used > HM_RING_ENTRIES || used + s->ring_pending >= HM_RING_ENTRIES)
 			break;	/* the client must consume completions first */
+		if (s->inflight >= s->max_inflight || s->inflight_bytes >= s->max_inflight_bytes) {
+			/* max-inflight, as for frames: the rest waits until a
+			 * job is done (read_job_done polls again) */
+			s->srv->counters.inflight_waits++;
+			break;
+		}
 		memcpy(&e, hm_ring_sqe(s->shm, s->sq_head), sizeof e);
 		s->sq_head++;
 		session_ring_read(s, &e);

@@ -300,12 +300,19 @@ static const struct harness_opts opts_inflight_1 = {
 };
 
 /* Reads of a FIFO always go to the workers: with one allowed in flight,
- * a batch of eight waits in turn, and each still gets its answer. */
+ * a batch of eight waits in turn, and each still gets its answer; through
+ * frames or, with ring, through the polling ring. */
 static void
-run_fifo_batch(struct harness *h, bool want_waits)
+run_fifo_batch(struct harness *h, bool want_waits, bool ring)
 {
 	char fifo[PATH_MAX];
-	hm_client *admin = harness_connect(h), *cl = harness_connect(h);
+	hm_client *admin = harness_connect(h), *cl;
+
+	setenv("HOTMAP_POLL", ring ? "1" : "0", 1);
+	cl = harness_connect(h);
+	setenv("HOTMAP_POLL", "0", 1);
+	if (ring)
+		assert_int_equal(harness_stat(admin, "clients_polling"), 1);
 	struct hm_io io[8];
 	char buf[8][16];
 	hm_file *f;
@@ -333,13 +340,20 @@ run_fifo_batch(struct harness *h, bool want_waits)
 static void
 test_max_inflight(void **state)
 {
-	run_fifo_batch(*state, true);
+	run_fifo_batch(*state, true, false);
+}
+
+/* The same through the polling ring: max-inflight holds there too. */
+static void
+test_max_inflight_ring(void **state)
+{
+	run_fifo_batch(*state, true, true);
 }
 
 static void
 test_inflight_default(void **state)
 {
-	run_fifo_batch(*state, false);
+	run_fifo_batch(*state, false, false);
 }
 
 /* --- who may connect, who may administer ----------------------------------- */
@@ -796,6 +810,7 @@ main(void)
 		T(test_warm_on_first_cache, opts_warm_willneed),
 		T(test_warm_none, opts_none),
 		T(test_max_inflight, opts_inflight_1),
+		T(test_max_inflight_ring, opts_inflight_1),
 		T(test_inflight_default, opts_none),
 		T(test_non_admin_refused, opts_none),
 		T(test_admin_uid_admits, opts_admin_nobody),
