@@ -1,10 +1,14 @@
-# tap.sh - TAP for the shell tests, sourced by them:
+# tap.sh - TAP, and waiting for hotmapd, for the shell tests; sourced:
 #   . "${TESTS_SRCDIR:-$(dirname "$0")}/tap.sh"
 #
 # ok NAME; not_ok NAME [DETAIL...] (each detail a comment line); bail
 # MESSAGE (ends the test; the end of $dir/hotmapd.log, when there is one,
 # is shown); tap_finish (the exit status: 1 if any failed, with the end of
 # the log).  n counts the tests, failed the failures.
+#
+# wait_listening: after "$HOTMAPD ... &" with pid=$!, returns once the
+# daemon answers ctl ping (the script's own function, on $sock); bails if
+# it exits first or does not listen within 30 s.
 
 n=0
 failed=0
@@ -41,4 +45,14 @@ tap_finish() {
 		exit 1
 	fi
 	exit 0
+}
+
+wait_listening() {
+	tries=0
+	until ctl ping >/dev/null 2>&1; do
+		kill -0 "$pid" 2>/dev/null || { wait "$pid"; bail "hotmapd exited ($?) before listening"; }
+		tries=$((tries + 1))
+		[ "$tries" -lt 300 ] || bail "hotmapd did not listen on $sock within 30 s"
+		sleep 0.1
+	done
 }

@@ -152,13 +152,7 @@ fi
 # foreground = yes: the file keeps it in the foreground, where $! is it.
 "$HOTMAPD" --config "$conf" >"$dir/hotmapd.log" 2>&1 &
 pid=$!
-tries=0
-until ctl ping >/dev/null 2>&1; do
-	kill -0 "$pid" 2>/dev/null || { wait "$pid"; bail "hotmapd exited ($?) before listening"; }
-	tries=$((tries + 1))
-	[ "$tries" -lt 300 ] || bail "hotmapd did not listen on $sock within 30 s"
-	sleep 0.1
-done
+wait_listening
 ok "hotmapd listens on the socket the file names, in the foreground"
 
 mode=$(stat -c %a "$sock")

@@ -56,13 +56,7 @@ echo "1..$PLAN"
 
 "$HOTMAPD" --foreground --socket "$sock" --root "$root" -v >"$dir/hotmapd.log" 2>&1 &
 pid=$!
-tries=0
-until ctl ping >/dev/null 2>&1; do
-	kill -0 "$pid" 2>/dev/null || { wait "$pid"; bail "hotmapd exited ($?) before listening"; }
-	tries=$((tries + 1))
-	[ "$tries" -lt 300 ] || bail "hotmapd did not listen on $sock within 30 s"
-	sleep 0.1
-done
+wait_listening
 
 # --- ping ------------------------------------------------------------------
 version=$("$HOTMAPCTL" --version | sed -n 's/^hotmapctl \([^ ]*\) .*/\1/p')
