@@ -140,6 +140,14 @@ static ssize_t mmap_read(struct backend_file *f, void *dst, size_t len,
 	/* The file grew past the mapping: the rest is not mapped. */
 	r = backend_pread_full(f->fd, (char *)dst + in_map, n - in_map,
 			       offset + in_map, io);
+	/*
+	 * -EAGAIN is not an error of the file but "ask again, waiting": the
+	 * part already copied must not pass for a short read at end of file.
+	 * tmpfs answers every RWF_NOWAIT pread so, and a read that straddles
+	 * the mapping's end after the file grew came back short there.
+	 */
+	if (r == -EAGAIN)
+		return r;
 	if (r < 0)
 		return in_map > 0 ? (ssize_t)in_map : r;
 	return (ssize_t)(in_map + (size_t)r);
