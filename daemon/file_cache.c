@@ -221,6 +221,58 @@ static enum fs_class fs_classify(uint32_t f_type)
 	}
 }
 
+/*
+ * Whether files of this file system read the same, and admit the same
+ * readers, whoever opened them: only then may an entry be reopened with
+ * the daemon's credentials (reopen_private) or shared between clients.
+ * Everything else (procfs: /proc/kallsyms shows kernel addresses to a
+ * privileged opener only; sysfs, debugfs, tracefs, securityfs, configfs,
+ * cgroupfs; FUSE, whose server sees the opener; file systems not listed)
+ * is read through the client's own descriptor, privately.  An allowlist:
+ * a file system this list does not know costs a shared entry, never a
+ * leak.
+ */
+static bool fs_is_data(uint32_t f_type)
+{
+	switch (f_type) {
+	case 0xEF53:		/* ext2, ext3, ext4 */
+	case 0x58465342:	/* XFS */
+	case 0x9123683E:	/* btrfs */
+	case 0x01021994:	/* tmpfs */
+	case 0x858458f6:	/* ramfs */
+	case 0x958458f6:	/* hugetlbfs */
+	case 0xF2F52010:	/* F2FS */
+	case 0x2FC12FC1:	/* ZFS */
+	case 0xCA451A4E:	/* bcachefs */
+	case 0x794c7630:	/* overlayfs */
+	case 0x73717368:	/* squashfs */
+	case 0xE0F5E1E2:	/* EROFS */
+	case 0x9660:		/* ISO 9660 */
+	case 0x15013346:	/* UDF */
+	case 0x4d44:		/* FAT */
+	case 0x2011BAB0:	/* exFAT */
+	case 0x5346544e:	/* NTFS (ntfs-3g is FUSE) */
+	case 0x7366746e:	/* ntfs3 */
+	case 0x3153464a:	/* JFS */
+	case 0x52654973:	/* ReiserFS */
+	case 0x3434:		/* NILFS */
+	case 0x6969:		/* NFS: the server checks access, the */
+	case 0x517B:		/* client's descriptor proved it; */
+	case 0xFF534D42:	/* content is the same for every reader */
+	case 0xFE534D42:
+	case 0x01021997:	/* 9P */
+	case 0x0BD00BD0:	/* Lustre */
+	case 0x00C36400:	/* Ceph */
+	case 0x5346414F:	/* AFS */
+	case 0x6B414653:
+	case 0x01161970:	/* GFS2 */
+	case 0x7461636f:	/* OCFS2 */
+		return true;
+	default:
+		return false;
+	}
+}
+
 /* --- hash table: open hashing on (dev, ino) ------------------------------ */
 
 static size_t cache_hash(dev_t dev, ino_t ino)
@@ -661,7 +713,9 @@ static int select_backend(enum storage_policy policy, const struct stat *st,
  * the file itself: through /proc/self/fd, which reaches the same inode
  * whatever its name is now.  When it may not (permissions, no /proc), the
  * client's descriptor serves, and that limit is documented
- * (docs/security.md).  Returns the descriptor the entry keeps.
+ * (docs/security.md).  Only for shared entries (a regular file on a data
+ * file system, fs_is_data): reopening anything else would read it with
+ * the daemon's credentials.  Returns the descriptor the entry keeps.
  */
 static int
 reopen_private(int fd, const struct stat *st)
@@ -751,7 +805,9 @@ int file_cache_open(struct file_cache *cache, int fd, enum storage_policy policy
 			fs = fs_classify(fs_type);
 		}
 	}
-	shared = S_ISREG(st.st_mode) && fs != FS_PSEUDO;
+	/* Not shared, not reopened: the client's descriptor is the entry's,
+	 * and only this handle reads through it (see fs_is_data). */
+	shared = S_ISREG(st.st_mode) && fs != FS_PSEUDO && fs_is_data(fs_type);
 
 	r = select_backend(policy, &st, fs, fs_type, cache->limits.network_fs_mmap,
 			   &backend, &reason, err, errlen);
@@ -779,7 +835,7 @@ int file_cache_open(struct file_cache *cache, int fd, enum storage_policy policy
 		 * succeeds: the descriptor is the client's to read. */
 		if (shared && !trim_files(cache, 1))
 			over_files = true;
-		if (S_ISREG(st.st_mode))
+		if (shared)
 			fd = reopen_private(fd, &st);
 		e = entry_new(cache, fd, &st, fs, fs_type);
 		if (e == NULL) {

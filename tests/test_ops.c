@@ -453,6 +453,92 @@ test_allow_uid_refuses(void **state)
 }
 
 /*
+ * A file whose content depends on who opened it is read through the
+ * client's own descriptor: a root daemon must not reopen /proc/kallsyms
+ * as root (real kernel addresses) for a client that sees zeros, nor share
+ * a root client's entry with it.  In a child as nobody, while root holds
+ * the same file open through the daemon.  Exit status 0: what hotmap
+ * served is what the child's own descriptor reads, on a handle of its own.
+ */
+static int
+nobody_reads_kallsyms(struct harness *h)
+{
+	int status;
+	pid_t pid;
+
+	assert_int_equal(chmod(h->dir, 0755), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		char got[512], want[512];
+		struct hm_stat st;
+		hm_client *c;
+		hm_file *f;
+		ssize_t n, m;
+		int fd;
+
+		if (setgroups(0, NULL) < 0 || setgid(NOBODY) < 0 || setuid(NOBODY) < 0)
+			_exit(99);
+		c = hm_connect(h->sock);
+		if (c == NULL)
+			_exit(100 + errno);
+		f = hm_open(c, "/proc/kallsyms", 0);
+		if (f == NULL)
+			_exit(50 + errno);
+		fd = open("/proc/kallsyms", O_RDONLY | O_CLOEXEC);
+		n = hm_pread(f, got, sizeof got, 0);
+		m = pread(fd, want, sizeof want, 0);
+		if (n <= 0 || n != m || memcmp(got, want, (size_t)n) != 0) {
+			fprintf(stderr, "# nobody read through hotmap: %.40s\n"
+				"# nobody read itself:        %.40s\n",
+				n > 0 ? got : "", m > 0 ? want : "");
+			_exit(1);
+		}
+		if (hm_stat(f, &st) < 0 || st.handles != 1)
+			_exit(2);	/* shared with root's handle */
+		hm_close(f);
+		hm_disconnect(c);
+		_exit(0);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_not_equal(WEXITSTATUS(status), 99);
+	return WEXITSTATUS(status);
+}
+
+static void
+test_pseudo_files_read_as_opener(void **state)
+{
+	struct harness *h = *state;
+	char root_view[64] = "", nobody_view[64] = "";
+	hm_client *c;
+	hm_file *f;
+	FILE *p;
+
+	if (geteuid() != 0)
+		skip_because("needs root: a second user to read as");
+	if (access("/proc/kallsyms", R_OK) != 0)
+		skip_because("no /proc/kallsyms");
+	c = harness_connect(h);
+	f = hm_open(c, "/proc/kallsyms", 0);	/* root's, held open meanwhile */
+	assert_non_null(f);
+	assert_true(hm_pread(f, root_view, sizeof root_view - 1, 0) > 0);
+	p = popen("setpriv --reuid=65534 --regid=65534 --clear-groups "
+		  "head -c 63 /proc/kallsyms 2>/dev/null", "r");
+	if (p != NULL) {
+		if (fread(nobody_view, 1, sizeof nobody_view - 1, p) == 0)
+			nobody_view[0] = '\0';
+		pclose(p);
+	}
+	if (nobody_view[0] != '\0' && strcmp(root_view, nobody_view) == 0)
+		print_message("# note: nobody sees root's /proc/kallsyms here "
+			      "(kptr_restrict); the handle is still checked private\n");
+	assert_int_equal(nobody_reads_kallsyms(h), 0);
+	hm_close(f);
+	hm_disconnect(c);
+}
+
+/*
  * The flags a client sets on the descriptor it passed do not reach the
  * daemon's reads: the cached file reads through a description of its own.
  * O_DIRECT on a shared description would make every reader's unaligned
@@ -816,6 +902,7 @@ main(void)
 		T(test_admin_uid_admits, opts_admin_nobody),
 		T(test_allow_uid_refuses, opts_allow_root),
 		T(test_passed_fd_flags_private, opts_none),
+		T(test_pseudo_files_read_as_opener, opts_none),
 		T(test_access_by_path, opts_root),
 		T(test_access_by_descriptor, opts_none),
 		/* last: they leave the process in a mount namespace of its own */
