@@ -267,6 +267,8 @@ static bool fs_is_data(uint32_t f_type)
 	case 0x6B414653:
 	case 0x01161970:	/* GFS2 */
 	case 0x7461636f:	/* OCFS2 */
+	case 0x73757245:	/* CODA */
+	case 0x564c:		/* NCP */
 		return true;
 	default:
 		return false;
