@@ -1680,6 +1680,7 @@ hm_evict(hm_client *c, const char *path, struct hm_evicted *out)
 	Hotmap__Evict req = HOTMAP__EVICT__INIT;
 	ProtobufCMessage *reply;
 	Hotmap__EvictReply *r;
+	char *abs = NULL;
 	struct stat st;
 	int rc;
 
@@ -1688,12 +1689,19 @@ hm_evict(hm_client *c, const char *path, struct hm_evicted *out)
 		return fail(EINVAL);
 	if (path == NULL) {
 		req.all = true;
-	} else {
+	} else if (stat(path, &st) == 0) {
 		/* the daemon knows files by identity, not by name */
-		if (stat(path, &st) < 0)
-			return -1;
 		req.dev = (uint64_t)st.st_dev;
 		req.ino = (uint64_t)st.st_ino;
+	} else if (errno == ENOENT) {
+		/* deleted or replaced: the daemon matches the name its
+		 * descriptor had */
+		abs = absolute_path(path);
+		if (abs == NULL)
+			return -1;
+		req.path = abs;
+	} else {
+		return -1;
 	}
 	pthread_mutex_lock(&c->lock);
 	client_revive(c);
@@ -1701,6 +1709,7 @@ hm_evict(hm_client *c, const char *path, struct hm_evicted *out)
 		rc = client_call(c, HM_MSG_EVICT, &req.base, -1, HM_MSG_EVICT_REPLY, &reply);
 	while (client_retry(c, rc));
 	pthread_mutex_unlock(&c->lock);
+	free(abs);
 	if (rc < 0)
 		return fail(-rc);
 	r = (Hotmap__EvictReply *)reply;

@@ -53,6 +53,7 @@
 #include <time.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/inotify.h>
 #include <sys/statfs.h>
 #include <unistd.h>
 
@@ -95,6 +96,8 @@ struct file_entry {
 	bool hashed;			/* cached: reachable from the hash */
 	bool unkept;			/* made past max_files: freed at its last close */
 	int map_errno;			/* mmap failed once: never retried */
+	int wd;				/* inotify watch while idle; -1 none */
+	bool unwatched;			/* idle, and no watch could be had */
 
 	/* On an idle list while hashed with refs == 0 (see the top). */
 	struct lru_node lru;
@@ -123,6 +126,17 @@ struct file_cache {
 	struct lru_node idle_mapped;	/* idle entries with a mapping */
 	struct lru_node idle_unmapped;	/* idle entries without one */
 	uint64_t idle_mapped_bytes;	/* sum of map_len over idle_mapped */
+
+	/*
+	 * Idle entries are watched (IN_ATTRIB: the link count changed) so
+	 * that one whose file is deleted, or replaced by rename, is freed
+	 * at once: nothing reads it any more, and its descriptor would pin
+	 * the file's blocks on disk.  An entry with handles needs no watch:
+	 * its last close checks.  Without inotify (or a watch), the sweep
+	 * checks each second.
+	 */
+	int watch_fd;			/* inotify, -1 when there is none */
+	unsigned unwatched_idle;	/* idle entries with unwatched set */
 };
 
 static const char *const reason_names[STORAGE_REASON__COUNT] = {
@@ -388,6 +402,41 @@ static struct file_entry *lru_tail(struct lru_node *list)
 }
 
 /* e has just lost its last handle: the most recently used idle entry. */
+static void entry_watch(struct file_cache *cache, struct file_entry *e)
+{
+	char path[64];
+
+	if (cache->watch_fd >= 0) {
+		snprintf(path, sizeof path, "/proc/self/fd/%d", e->file.fd);
+		e->wd = inotify_add_watch(cache->watch_fd, path, IN_ATTRIB);
+	}
+	if (e->wd < 0) {
+		e->unwatched = true;
+		cache->unwatched_idle++;
+	}
+}
+
+static void entry_unwatch(struct file_cache *cache, struct file_entry *e)
+{
+	if (e->wd >= 0)
+		(void)inotify_rm_watch(cache->watch_fd, e->wd);
+	e->wd = -1;
+	if (e->unwatched)
+		cache->unwatched_idle--;
+	e->unwatched = false;
+}
+
+/* Whether nothing names e's file any more (deleted, or replaced by
+ * rename): -1 when fstat fails. */
+static int entry_unlinked(const struct file_entry *e)
+{
+	struct stat st;
+
+	if (fstat(e->file.fd, &st) < 0)
+		return -1;
+	return st.st_nlink == 0;
+}
+
 static void idle_push(struct file_cache *cache, struct file_entry *e)
 {
 	struct lru_node *list = e->file.map != NULL ? &cache->idle_mapped : &cache->idle_unmapped;
@@ -401,6 +450,7 @@ static void idle_push(struct file_cache *cache, struct file_entry *e)
 	list->next = &e->lru;
 	if (e->file.map != NULL)
 		cache->idle_mapped_bytes += e->file.map_len;
+	entry_watch(cache, e);
 }
 
 /*
@@ -418,6 +468,7 @@ static void idle_remove(struct file_cache *cache, struct file_entry *e)
 	e->lru.next = NULL;
 	if (e->file.map != NULL)
 		cache->idle_mapped_bytes -= e->file.map_len;
+	entry_unwatch(cache, e);
 }
 
 /* The least recently used idle entry, mapped or not; NULL when none. */
@@ -442,6 +493,7 @@ static struct file_entry *entry_new(struct file_cache *cache, int fd,
 	if (e == NULL)
 		return NULL;
 	e->file.fd = fd;
+	e->wd = -1;
 	e->dev = st->st_dev;
 	e->ino = st->st_ino;
 	e->size = st->st_size;
@@ -617,6 +669,7 @@ struct file_cache *file_cache_new(void)
 	};
 	lru_init(&cache->idle_mapped);
 	lru_init(&cache->idle_unmapped);
+	cache->watch_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
 	return cache;
 }
 
@@ -626,6 +679,7 @@ struct file_cache *file_cache_free(struct file_cache *cache)
 		return NULL;
 	while (cache->all != NULL)
 		entry_free(cache, cache->all);
+	safe_close(cache->watch_fd);
 	free(cache->buckets);
 	free(cache);
 	return NULL;
@@ -943,22 +997,22 @@ void file_cache_close(struct file_cache *cache, struct storage_handle *h)
 	 * whose file has been deleted (or replaced by rename): no path leads
 	 * to it any more, and our descriptor would pin its blocks.
 	 */
-	if (e->hashed) {
-		struct stat st;
-
-		if (fstat(e->file.fd, &st) == 0 && st.st_nlink == 0)
-			cache_unhash(cache, e);
-	}
 	/* One made past max_files was never kept: it goes with its last
 	 * handle, whatever has become idle since. */
 	if (!e->hashed || e->unkept) {
 		entry_free(cache, e);
 		return;
 	}
-	/* Idle now, and the most recently used of the idle.  If readers
-	 * held the cache over its limits (a required mapping, lowered
-	 * limits), this is the first moment something may go. */
+	/* Idle now, and the most recently used of the idle; watched from
+	 * here on, so that checking the link count after idle_push misses
+	 * no deletion. */
 	idle_push(cache, e);
+	if (entry_unlinked(e) == 1) {
+		entry_free(cache, e);
+		return;
+	}
+	/* If readers held the cache over its limits (a required mapping,
+	 * lowered limits), this is the first moment something may go. */
 	trim(cache);
 }
 
@@ -1280,6 +1334,45 @@ int file_cache_evict(struct file_cache *cache, bool all, uint64_t dev, uint64_t 
 	return 0;
 }
 
+/* Whether e's descriptor is named path now, or was before the file was
+ * deleted (readlink says "PATH (deleted)"). */
+static bool entry_named(const struct file_entry *e, const char *path)
+{
+	static const char deleted[] = " (deleted)";
+	char link[64], name[PATH_MAX + sizeof deleted];
+	size_t plen = strlen(path);
+	ssize_t n;
+
+	snprintf(link, sizeof link, "/proc/self/fd/%d", e->file.fd);
+	n = readlink(link, name, sizeof name - 1);
+	if (n < 0)
+		return false;
+	name[n] = '\0';
+	if (strcmp(name, path) == 0)
+		return true;
+	return (size_t)n == plen + sizeof deleted - 1 && strncmp(name, path, plen) == 0 &&
+	       strcmp(name + plen, deleted) == 0;
+}
+
+int file_cache_evict_path(struct file_cache *cache, const char *path,
+			  struct storage_evicted *out)
+{
+	struct file_entry *e, *next;
+	bool found = false;
+
+	*out = (struct storage_evicted){ 0 };
+	if (cache == NULL || path == NULL || path[0] != '/')
+		return -EINVAL;
+	for (e = cache->all; e != NULL; e = next) {
+		next = e->all_next;
+		if (e->hashed && entry_named(e, path)) {
+			found = true;
+			evict_one(cache, e, out);
+		}
+	}
+	return found ? 0 : -ENOENT;
+}
+
 void file_cache_reset_counters(struct file_cache *cache)
 {
 	struct storage_counters state;
@@ -1335,9 +1428,62 @@ static void sweep_list(struct file_cache *cache, struct lru_node *list,
 	}
 }
 
+/* Frees the idle entries of list whose file is gone; with only_unwatched,
+ * just those no watch reports. */
+static void drop_unlinked(struct file_cache *cache, struct lru_node *list, bool only_unwatched,
+			  int wd)
+{
+	struct lru_node *n, *next;
+
+	for (n = list->next; n != list; n = next) {
+		struct file_entry *e = entry_of_lru(n);
+
+		next = n->next;
+		if (only_unwatched ? !e->unwatched : e->wd != wd)
+			continue;
+		if (entry_unlinked(e) == 1) {
+			cache->ctr.evictions_deleted++;
+			entry_free(cache, e);
+		}
+	}
+}
+
+int file_cache_watch_fd(const struct file_cache *cache)
+{
+	return cache != NULL ? cache->watch_fd : -1;
+}
+
+void file_cache_notice(struct file_cache *cache)
+{
+	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+	ssize_t n;
+
+	if (cache == NULL || cache->watch_fd < 0)
+		return;
+	while ((n = read(cache->watch_fd, buf, sizeof buf)) > 0) {
+		const char *p = buf;
+
+		while (p < buf + n) {
+			const struct inotify_event *ev = (const struct inotify_event *)(const void *)p;
+
+			if (ev->mask & IN_ATTRIB) {
+				drop_unlinked(cache, &cache->idle_mapped, false, ev->wd);
+				drop_unlinked(cache, &cache->idle_unmapped, false, ev->wd);
+			}
+			p += sizeof *ev + ev->len;
+		}
+	}
+}
+
 void file_cache_sweep(struct file_cache *cache, uint64_t now_ms)
 {
-	if (cache == NULL || cache->limits.idle_unmap_ms == 0)
+	if (cache == NULL)
+		return;
+	if (cache->unwatched_idle > 0) {
+		drop_unlinked(cache, &cache->idle_mapped, true, -1);
+		drop_unlinked(cache, &cache->idle_unmapped, true, -1);
+	}
+	if (cache->limits.idle_unmap_ms == 0)
 		return;
 	sweep_list(cache, &cache->idle_mapped, now_ms, cache->limits.idle_unmap_ms);
 	sweep_list(cache, &cache->idle_unmapped, now_ms, cache->limits.idle_unmap_ms);

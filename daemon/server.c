@@ -272,6 +272,7 @@ server_stats_foreach(struct server *srv, server_stat_cb cb, void *arg)
 	cb("evictions", sc.evictions, NULL, arg);
 	cb("evictions_lru", sc.evictions_lru, NULL, arg);
 	cb("evictions_idle", sc.evictions_idle, NULL, arg);
+	cb("evictions_deleted", sc.evictions_deleted, NULL, arg);
 	cb("budget_fallbacks", sc.budget_fallbacks, NULL, arg);
 	cb("files_over_budget", sc.files_over_budget, NULL, arg);
 	cb("mapped_over_budget", sc.mapped_over_budget, NULL, arg);
@@ -423,6 +424,16 @@ server_apply(struct server *srv)
 }
 
 static void
+server_watch_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct server *srv = arg;
+
+	(void)fd;
+	(void)what;
+	file_cache_notice(srv->cache);
+}
+
+static void
 server_sweep_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct server *srv = arg;
@@ -524,6 +535,15 @@ server_init(struct server *srv, struct hm_config *cfg, const struct hm_config_ar
 		srv->ev_sweep = event_new(srv->base, -1, EV_PERSIST, server_sweep_cb, srv);
 		if (srv->ev_sweep == NULL || event_add(srv->ev_sweep, &second) < 0) {
 			snprintf(err, errlen, "cannot schedule idle unmapping");
+			return -ENOMEM;
+		}
+	}
+	if (file_cache_watch_fd(srv->cache) >= 0) {
+		/* cached files deleted while idle are freed at once */
+		srv->ev_watch = event_new(srv->base, file_cache_watch_fd(srv->cache),
+					  EV_READ | EV_PERSIST, server_watch_cb, srv);
+		if (srv->ev_watch == NULL || event_add(srv->ev_watch, NULL) < 0) {
+			snprintf(err, errlen, "cannot watch cached files");
 			return -ENOMEM;
 		}
 	}
@@ -763,6 +783,8 @@ server_fini(struct server *srv)
 		event_free(srv->ev_status);
 	if (srv->ev_sweep != NULL)
 		event_free(srv->ev_sweep);
+	if (srv->ev_watch != NULL)
+		event_free(srv->ev_watch);
 	for (i = 0; i < sizeof srv->ev_signals / sizeof srv->ev_signals[0]; i++)
 		if (srv->ev_signals[i] != NULL)
 			event_free(srv->ev_signals[i]);

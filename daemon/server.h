@@ -107,6 +107,7 @@ struct server {
 	unsigned poll_us;		/* how long the loop polls rings before it sleeps */
 	bool ring_polling;		/* the loop is polling the rings now */
 	struct event *ev_sweep;		/* idle unmapping, each second */
+	struct event *ev_watch;		/* the cache's inotify: deleted files */
 	/* Latency of requests, by operation, from dispatch to reply. */
 	struct histogram latency[SERVER_OP__COUNT];
 	struct timespec started;	/* CLOCK_MONOTONIC */

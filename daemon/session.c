@@ -1141,7 +1141,10 @@ session_evict(struct session *s, uint32_t id, ProtobufCMessage *msg)
 	struct storage_evicted ev;
 	int rc;
 
-	rc = file_cache_evict(s->srv->cache, m->all, m->dev, m->ino, &ev);
+	if (!m->all && m->dev == 0 && m->ino == 0 && m->path != NULL && m->path[0] != '\0')
+		rc = file_cache_evict_path(s->srv->cache, m->path, &ev);
+	else
+		rc = file_cache_evict(s->srv->cache, m->all, m->dev, m->ino, &ev);
 	if (rc < 0)
 		return session_error(s, id, -rc, "evict: %s", rc == -ENOENT ?
 				     "the file is not cached" : strerror(-rc));

@@ -100,6 +100,9 @@ struct storage_counters {
 	uint64_t evictions_lru;		/* entries dropped to meet max_files or
 					 * max_mapped_bytes, least recently used first */
 	uint64_t evictions_idle;	/* entries dropped by file_cache_sweep */
+	uint64_t evictions_deleted;	/* idle entries dropped because their file
+					 * was deleted or replaced (no name leads
+					 * to it; it would pin the disk blocks) */
 	uint64_t budget_fallbacks;	/* AUTO opens given pread because
 					 * max_mapped_bytes was full of readers
 					 * (STORAGE_REASON_OVER_BUDGET) */
@@ -266,9 +269,22 @@ uint64_t file_cache_clock_ms(void);
  * Drops the idle entries (no handle) that have been idle for more than
  * limits.idle_unmap_ms at now_ms (file_cache_clock_ms()'s clock), counted
  * in evictions_idle; nothing when idle_unmap_ms is 0.  Meant for a timer
- * (say each second); costs one step per entry dropped, plus one.
+ * (say each second); costs one step per entry dropped, plus one.  Also
+ * drops idle entries whose file was deleted that no inotify watch covers
+ * (see file_cache_notice): an fstat each.
  */
 void file_cache_sweep(struct file_cache *cache, uint64_t now_ms);
+
+/*
+ * An idle entry (no handle) is dropped as soon as its file is deleted or
+ * replaced by rename (evictions_deleted): the cache watches idle entries
+ * with inotify.  file_cache_watch_fd is the inotify descriptor to poll
+ * for reading (-1: none; file_cache_sweep then checks each second);
+ * file_cache_notice reads its events and drops those entries.  Never
+ * blocks.
+ */
+int file_cache_watch_fd(const struct file_cache *cache);
+void file_cache_notice(struct file_cache *cache);
 
 /* What an eviction did. */
 struct storage_evicted {
@@ -285,6 +301,12 @@ struct storage_evicted {
  */
 int file_cache_evict(struct file_cache *cache, bool all, uint64_t dev, uint64_t ino,
 		     struct storage_evicted *out);
+/* file_cache_evict of the cached entries whose file is named path (an
+ * absolute path) now, or was when it was deleted: a file no name leads to
+ * cannot be found by (dev, ino).  Costs a readlink per cached entry.
+ * -ENOENT when none is. */
+int file_cache_evict_path(struct file_cache *cache, const char *path,
+			  struct storage_evicted *out);
 
 /* One entry, for listings (hotmapctl files). */
 struct storage_entry_info {

@@ -217,6 +217,62 @@ test_idle_unmap(void **state)
 	hm_disconnect(admin);
 }
 
+/*
+ * A cached file no handle reads is freed as soon as it is deleted, or
+ * replaced by rename, whenever that happens: a replaced 100 GB model must
+ * not stay on disk.  One a handle reads can be named for evict after its
+ * deletion (as files shows it), and goes at its last close.
+ */
+static void
+test_deleted_files_freed(void **state)
+{
+	struct harness *h = *state;
+	char a[PATH_MAX], b[PATH_MAX], c_[PATH_MAX], shown[PATH_MAX + 16];
+	hm_client *admin = harness_connect(h), *cl = harness_connect(h);
+	struct hm_evicted ev;
+	hm_file *fc;
+	int i;
+
+	make_file(h, "del-a", 31, a);
+	make_file(h, "del-b", 32, b);
+	make_file(h, "del-c", 33, c_);
+	use_file(cl, a, false);
+	use_file(cl, b, false);
+	fc = use_file(cl, c_, true);
+	assert_int_equal(harness_stat(admin, "files"), 3);
+
+	/* deleted while idle: dropped without a sweep or an evict */
+	assert_int_equal(unlink(a), 0);
+	for (i = 0; i < 300 && harness_stat(admin, "evictions_deleted") < 1; i++)
+		usleep(10000);
+	assert_int_equal(harness_stat(admin, "evictions_deleted"), 1);
+	assert_int_equal(harness_stat(admin, "files"), 2);
+
+	/* replaced by rename while idle: the old one goes too */
+	harness_write_file(a, MiB, 34);
+	assert_int_equal(rename(a, b), 0);
+	for (i = 0; i < 300 && harness_stat(admin, "evictions_deleted") < 2; i++)
+		usleep(10000);
+	assert_int_equal(harness_stat(admin, "evictions_deleted"), 2);
+	assert_int_equal(harness_stat(admin, "files"), 1);
+
+	/* deleted under a reader: evict finds it by its name, busy */
+	assert_int_equal(unlink(c_), 0);
+	assert_int_equal(hm_evict(admin, c_, &ev), 0);
+	assert_int_equal(ev.busy, 1);
+	snprintf(shown, sizeof shown, "%s (deleted)", c_);
+	assert_true(cached(admin, shown, false));
+	assert_int_equal(hm_evict(admin, shown, &ev), 0);
+	assert_int_equal(ev.busy, 1);
+	assert_int_equal(hm_close(fc), 0);
+	assert_int_equal(harness_stat(admin, "files"), 0);
+	errno = 0;
+	assert_int_equal(hm_evict(admin, c_, &ev), -1);
+	assert_int_equal(errno, ENOENT);
+	hm_disconnect(cl);
+	hm_disconnect(admin);
+}
+
 static const struct harness_opts opts_two_files = {
 	.extra = { "--max-open-files", "2", NULL },
 };
@@ -901,6 +957,7 @@ main(void)
 		T(test_non_admin_refused, opts_none),
 		T(test_admin_uid_admits, opts_admin_nobody),
 		T(test_allow_uid_refuses, opts_allow_root),
+		T(test_deleted_files_freed, opts_root),
 		T(test_passed_fd_flags_private, opts_none),
 		T(test_pseudo_files_read_as_opener, opts_none),
 		T(test_access_by_path, opts_root),
