@@ -1,9 +1,11 @@
 # Sourced by contrib/dev/quickstart and contrib/dev/test: installs, with
 # apt-get, the Debian/Ubuntu packages hotmap needs to build and test that
-# are not installed yet.
+# are not installed yet.  The tests need some that a minimal install
+# lacks: procps (/bin/kill, which systemd-analyze verify wants for the
+# unit's ExecReload) and util-linux (setpriv).
 HOTMAP_DEPS="build-essential autoconf automake libtool pkg-config
 	libevent-dev libprotobuf-c-dev protobuf-c-compiler libsystemd-dev libinih-dev
-	libcmocka-dev mandoc systemd python3
+	libcmocka-dev mandoc systemd procps util-linux python3
 	clang libclang-rt-dev
 	libfuse3-dev fuse3"
 
