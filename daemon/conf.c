@@ -921,6 +921,9 @@ hm_config_source_text(const struct hm_config *cfg, struct hm_config_source src, 
 	case HM_ORIGIN_COMMAND_LINE:
 		snprintf(buf, len, "command line");
 		break;
+	case HM_ORIGIN_SYSTEMD:
+		snprintf(buf, len, "systemd socket");
+		break;
 	default:
 		snprintf(buf, len, "default");
 		break;

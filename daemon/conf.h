@@ -75,6 +75,7 @@ enum hm_config_origin {
 	HM_ORIGIN_DEFAULT = 0,
 	HM_ORIGIN_FILE,			/* line of hm_config.path */
 	HM_ORIGIN_COMMAND_LINE,
+	HM_ORIGIN_SYSTEMD,		/* the socket systemd passed (socket activation) */
 };
 
 struct hm_config_source {

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stddef.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -470,6 +471,13 @@ server_reload(struct server *srv)
 	for (k = 0; k < HM_CONFIG__NKEYS; k++) {
 		hm_config_value_text(cur, (enum hm_config_key)k, was, sizeof was);
 		hm_config_value_text(&next, (enum hm_config_key)k, now, sizeof now);
+		if (srv->socket_activated &&
+		    (k == HM_KEY_SOCKET || k == HM_KEY_SOCKET_MODE || k == HM_KEY_SOCKET_GROUP)) {
+			/* the socket unit's, whatever the file says (noticed
+			 * at start) */
+			keep_restart_value(&next, cur, (enum hm_config_key)k);
+			continue;
+		}
 		if (strcmp(was, now) == 0)
 			continue;
 		if (hm_config_key_needs_restart((enum hm_config_key)k)) {
@@ -669,6 +677,66 @@ server_bind(struct server *srv, char *err, size_t errlen)
 	return 0;
 }
 
+/* A notice for a socket key set by the operator that the socket systemd
+ * passed overrides. */
+static void
+socket_key_ignored(const struct server *srv, enum hm_config_key key, const char *was,
+		   const char *now, const char *unit_key)
+{
+	char src[PATH_MAX + 32];
+
+	if (srv->cfg.source[key].origin == HM_ORIGIN_DEFAULT || strcmp(was, now) == 0)
+		return;
+	log_notice("%s: %s %s does not apply: the socket systemd passed has %s "
+		   "(the socket unit sets it: %s)",
+		   hm_config_source_text(&srv->cfg, srv->cfg.source[key], src, sizeof src),
+		   hm_config_key_name(key), was, now, unit_key);
+}
+
+/*
+ * Under socket activation the socket's path, mode and group are the
+ * unit's (ListenStream=, SocketMode=, SocketGroup=), not the
+ * configuration's: what is in force goes into the configuration, with
+ * systemd as its source, so that hotmapctl config tells the truth, and
+ * each setting that cannot apply says so.
+ */
+static void
+server_adopt_socket(struct server *srv)
+{
+	struct sockaddr_un sa;
+	socklen_t len = sizeof sa;
+	char was[PATH_MAX], now[PATH_MAX];
+	struct stat st;
+	char *path;
+
+	memset(&sa, 0, sizeof sa);
+	if (getsockname(srv->listen_fd, (struct sockaddr *)&sa, &len) < 0 ||
+	    len <= offsetof(struct sockaddr_un, sun_path) || sa.sun_path[0] == '\0')
+		return;	/* unnamed or abstract: nothing on disk to describe */
+	sa.sun_path[sizeof sa.sun_path - 1] = '\0';
+	socket_key_ignored(srv, HM_KEY_SOCKET, srv->cfg.socket_path != NULL ? srv->cfg.socket_path : "",
+			   sa.sun_path, "ListenStream=");
+	path = strdup(sa.sun_path);
+	if (path != NULL) {
+		free(srv->cfg.socket_path);
+		srv->cfg.socket_path = path;
+		srv->cfg.source[HM_KEY_SOCKET] = (struct hm_config_source){ HM_ORIGIN_SYSTEMD, 0 };
+	}
+	if (stat(sa.sun_path, &st) < 0)
+		return;
+	snprintf(was, sizeof was, "%04o", srv->cfg.socket_mode);
+	snprintf(now, sizeof now, "%04o", (unsigned)(st.st_mode & 07777));
+	socket_key_ignored(srv, HM_KEY_SOCKET_MODE, was, now, "SocketMode=");
+	srv->cfg.socket_mode = st.st_mode & 07777;
+	srv->cfg.source[HM_KEY_SOCKET_MODE] = (struct hm_config_source){ HM_ORIGIN_SYSTEMD, 0 };
+	snprintf(was, sizeof was, "%u", (unsigned)srv->cfg.socket_group);
+	snprintf(now, sizeof now, "%u", (unsigned)st.st_gid);
+	if (srv->cfg.socket_group != (gid_t)-1)
+		socket_key_ignored(srv, HM_KEY_SOCKET_GROUP, was, now, "SocketGroup=");
+	srv->cfg.socket_group = st.st_gid;
+	srv->cfg.source[HM_KEY_SOCKET_GROUP] = (struct hm_config_source){ HM_ORIGIN_SYSTEMD, 0 };
+}
+
 int
 server_listen(struct server *srv, char *err, size_t errlen)
 {
@@ -686,10 +754,7 @@ server_listen(struct server *srv, char *err, size_t errlen)
 		}
 		srv->listen_fd = SD_LISTEN_FDS_START;
 		srv->socket_activated = true;
-		if (srv->cfg.source[HM_KEY_SOCKET_MODE].origin != HM_ORIGIN_DEFAULT ||
-		    srv->cfg.socket_group != (gid_t)-1)
-			log_info("socket-mode and socket-group do not apply to the socket systemd "
-				 "passed: its unit sets them (SocketMode=, SocketGroup=)");
+		server_adopt_socket(srv);
 		fcntl(srv->listen_fd, F_SETFD, FD_CLOEXEC);
 		fcntl(srv->listen_fd, F_SETFL, fcntl(srv->listen_fd, F_GETFL) | O_NONBLOCK);
 	} else {

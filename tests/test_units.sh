@@ -9,7 +9,7 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/hotmap-units.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 . "${TESTS_SRCDIR:-$(dirname "$0")}/tap.sh"
 
-echo "1..5"
+echo "1..6"
 sed -e "s|@sbindir[@]|$(dirname "$hotmapd")|g" "$srcdir/contrib/systemd/hotmapd.service.in" \
 	>"$tmp/hotmapd.service"
 cp "$srcdir/contrib/systemd/hotmapd.socket" "$tmp/"
@@ -64,6 +64,33 @@ if command -v systemd-socket-activate >/dev/null 2>&1 && [ -x "$hotmapctl" ]; th
 	fi
 else
 	ok "socket activation # SKIP systemd-socket-activate is not installed"
+fi
+# Under socket activation the socket is the unit's: hotmapctl config shows
+# the path and mode in force (not the file's), and the file's socket-mode
+# that cannot apply is a notice.
+if command -v systemd-socket-activate >/dev/null 2>&1 && [ -x "$hotmapctl" ]; then
+	sock=$tmp/activated3.sock
+	printf 'socket = %s/elsewhere.sock\nsocket-mode = 0600\n' "$tmp" >"$tmp/mode.conf"
+	(umask 022; exec systemd-socket-activate -l "$sock" "$hotmapd" --foreground \
+		--config "$tmp/mode.conf" 2>"$tmp/log3") &
+	pid=$!
+	i=0
+	while [ ! -S "$sock" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+	mode=$(stat -c %a "$sock")
+	out=$("$hotmapctl" --socket "$sock" config 2>&1)
+	kill -TERM $pid 2>/dev/null
+	wait $pid
+	if echo "$out" | grep -q "^socket  *= $sock  *# systemd socket" &&
+	   echo "$out" | grep -q "^socket-mode  *= 0$mode  *# systemd socket" &&
+	   grep -q "notice: .*mode.conf:2: socket-mode 0600 does not apply" "$tmp/log3" &&
+	   grep -q "notice: .*mode.conf:1: socket .* does not apply" "$tmp/log3"; then
+		ok "socket activation: config shows the socket in force, and what cannot apply is a notice"
+	else
+		not_ok "socket activation: config shows the socket in force, and what cannot apply is a notice" \
+			"$out" "$(cat "$tmp/log3")"
+	fi
+else
+	ok "socket activation config # SKIP systemd-socket-activate is not installed"
 fi
 # Under socket activation, as systemd runs it: READY=1 once it serves,
 # RELOADING=1 (with MONOTONIC_USEC) then READY=1 around a SIGHUP reload,
