@@ -64,7 +64,7 @@ usage(FILE *f)
 		"                         connections one uid may hold (default 4096)\n"
 		"      --max-inflight N   requests in flight per client (default 32)\n"
 		"      --max-inflight-bytes SIZE  bytes in flight per client (default 64M)\n"
-		"  -i, --idle-timeout S   close connections idle for S seconds (default 0: never)\n"
+		"  -i, --idle-timeout S   close connections idle (no open file) for S seconds (default 0: never)\n"
 		"  -w, --workers N        threads for reads that may wait for the disk\n"
 		"                         (default: one per core, 2 to 8)\n"
 		"      --poll-us US       poll clients' request rings for US microseconds\n"

@@ -47,6 +47,7 @@ struct peer {
 	bool closing;			/* flushing, then closed */
 	bool dead;			/* closed() is due */
 	bool clean;			/* the client hung up itself */
+	bool idle_closed;	/* closed by the idle timeout */
 	char why[160];
 };
 
@@ -365,8 +366,15 @@ peer_idle_cb(evutil_socket_t fd, short what, void *arg)
 		return;
 	}
 	p->clean = true;
+	p->idle_closed = true;
 	peer_fail(p, "idle for %u s: closed", p->idle_s);
 	peer_finish(p);
+}
+
+bool
+peer_closed_idle(const struct peer *p)
+{
+	return p->idle_closed;
 }
 
 void

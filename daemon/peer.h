@@ -46,7 +46,8 @@ struct peer_ops {
 	 * callback asked for it).  Called once, never from inside dispatch or
 	 * drain; the callee frees the peer and must not expect it to be used
 	 * again.  why is a short reason for the log; clean is true when the
-	 * client closed the connection itself.
+	 * client closed the connection itself, or the idle timeout closed it
+	 * (peer_closed_idle).
 	 */
 	void (*closed)(struct peer *p, bool clean, const char *why, void *arg);
 	/*
@@ -104,6 +105,8 @@ void peer_set_paused(struct peer *p, bool paused);
 /* Closes the connection (cleanly, with "idle") once the client has sent
  * nothing for seconds while no reply or work of its is pending.  0: never. */
 void peer_set_idle_timeout(struct peer *p, unsigned seconds);
+/* Whether the idle timeout closed the connection (in the closed callback). */
+bool peer_closed_idle(const struct peer *p);
 
 /* Claims the oldest descriptor received and not yet claimed: the fd,
  * -EBADF when the client sent none, or -EMFILE for one that came but could

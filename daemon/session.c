@@ -1402,8 +1402,10 @@ session_closed(struct peer *p, bool clean, const char *why, void *arg)
 {
 	struct session *s = arg;
 
-	(void)p;
-	if (clean)
+	if (clean && peer_closed_idle(p))
+		/* policy, not the client's doing: operators see it */
+		log_notice("client %s: disconnected: %s", peer_name(s->peer), why);
+	else if (clean)
 		log_info("client %s: disconnected: %s", peer_name(s->peer), why);
 	else {
 		s->srv->counters.clients_dropped++;
@@ -1412,13 +1414,20 @@ session_closed(struct peer *p, bool clean, const char *why, void *arg)
 	session_free(s);
 }
 
-/* For --idle-timeout: reads with the workers, or through the ring (which
- * sends no frame while the loop polls), are work. */
+/*
+ * For --idle-timeout: reads with the workers, or through the ring (which
+ * sends no frame while the loop polls), are work.  So are open files: a
+ * client that opened a file holds state it will use (a loader between
+ * epochs, a server between requests), and closing its connection would
+ * fail its next read, or reopen every file under a reconnect policy.
+ * idle-timeout reclaims connections that hold nothing; max-connections
+ * and max-connections-per-uid bound the rest.
+ */
 static bool
 session_busy(struct peer *p, void *arg)
 {
 	struct session *s = arg;
-	bool busy = s->inflight > 0 || s->ring_active;
+	bool busy = s->inflight > 0 || s->ring_active || s->used > 0;
 
 	(void)p;
 	s->ring_active = false;

@@ -934,18 +934,27 @@ test_connections_per_uid(void **state)
 		hm_disconnect(c[i]);
 }
 
-/* --idle-timeout: a client that sends nothing for that long is closed
- * (it then sees ECONNRESET or EPIPE); one that keeps asking stays. */
+/* --idle-timeout: a client that sends nothing for that long and holds
+ * no open file is closed (it then sees ECONNRESET or EPIPE), and the log
+ * says so at notice level; one that keeps asking stays, and so does one
+ * that holds an open file (its handles are state it will use). */
 static void
 test_idle_timeout(void **state)
 {
 	struct harness *h = *state;
 	size_t mark = harness_log_mark(h);
-	hm_client *quiet, *busy;
-	int i;
+	hm_client *quiet, *busy, *holder;
+	char path[PATH_MAX];
+	hm_file *f;
+	int i, fd;
 
+	harness_path(h, "held", path);
+	harness_write_file(path, 100000, 52);
 	quiet = harness_connect(h);
 	busy = harness_connect(h);
+	holder = harness_connect(h);
+	f = hm_open(holder, path, 0);
+	assert_non_null(f);
 	assert_int_equal(hm_ping(quiet, NULL), 0);
 	for (i = 0; i < 8; i++) {
 		usleep(250000);
@@ -954,9 +963,16 @@ test_idle_timeout(void **state)
 	errno = 0;
 	assert_int_equal(hm_ping(quiet, NULL), -1);
 	assert_true(errno == ECONNRESET || errno == EPIPE);
-	assert_true(harness_log_find(h, mark, "idle for 1 s", NULL));
+	assert_true(harness_log_find(h, mark, "notice: ", "idle for 1 s"));
+	/* silent for 2 s, but holding a file: still connected, still reading */
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(harness_check_read(f, fd, 1000, 5000), 5000);
+	assert_int_equal(hm_close(f), 0);
+	close(fd);
 	hm_disconnect(quiet);
 	hm_disconnect(busy);
+	hm_disconnect(holder);
 }
 
 static const struct harness_opts opts_idle_1s = {
