@@ -780,10 +780,19 @@ reopen_private(int fd, const struct stat *st)
 	struct stat st2;
 	int nfd;
 
+	/*
+	 * O_NONBLOCK: a client holding a lease on the file (F_SETLEASE)
+	 * would otherwise make this open wait for the lease break, up to
+	 * lease-break-time (45 s), on the event loop, at every OPEN.  With
+	 * it the open fails at once (EWOULDBLOCK) and the client's
+	 * descriptor serves.  The flag means nothing to reads of a regular
+	 * file; it is cleared all the same.
+	 */
 	snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
-	nfd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	nfd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	if (nfd < 0)
 		return fd;
+	(void)fcntl(nfd, F_SETFL, 0);
 	if (fstat(nfd, &st2) < 0 || st2.st_dev != st->st_dev || st2.st_ino != st->st_ino) {
 		close(nfd);
 		return fd;

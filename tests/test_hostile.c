@@ -1,0 +1,320 @@
+/*
+ * test_hostile.c - attacks by an unprivileged client that speaks the wire
+ * protocol by hand, each against a hotmapd started with its defaults.
+ *
+ * The daemon's promise is that a client can harm only itself.  Each test
+ * runs one attack while a probe, another user's client (uid 65534 when the
+ * tests run as root), pings the daemon and reads a file it has never seen
+ * (a cold read) over and over; the test fails if a ping or a cold read
+ * takes a second or more while the attack runs, or if the daemon dies
+ * (harness_stop wants exit status 0).  docs/security.md lists each attack
+ * with its control.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <cmocka.h>
+
+#include "client/hotmap.h"
+#include "harness.h"
+
+#define MiB (1024u * 1024u)
+#define NOBODY 65534
+/* What "keeps being served" means: every ping and every cold read of the
+ * probe answered within this. */
+#define PROBE_LIMIT_MS 1000
+/* Cold files the probe reads, one new one per round. */
+#define PROBE_FILES 64
+
+#define skip_because(why)					\
+	do {							\
+		print_message("# skipped: %s\n", (why));	\
+		skip();						\
+	} while (0)
+
+static int
+setup(void **state)
+{
+	unsetenv("HOTMAP_SHM_SIZE");
+	setenv("HOTMAP_POLL", "0", 1);
+	*state = harness_start(*state);
+	return 0;
+}
+
+static int
+teardown(void **state)
+{
+	harness_stop(*state);
+	harness_free_buffers();
+	return 0;
+}
+
+/* --- the probe: another user's client, served throughout ------------------ */
+
+struct probe {
+	pid_t pid;
+	int stop_fd;		/* closed to stop it */
+	int result_fd;		/* where it reports */
+};
+
+struct probe_result {
+	unsigned rounds;	/* pings and cold reads that succeeded */
+	unsigned failures;	/* calls that failed */
+	int64_t max_ping_ms;
+	int64_t max_read_ms;
+	char error[160];	/* the first failure */
+};
+
+static void
+probe_fail(struct probe_result *r, const char *fmt, ...)
+{
+	va_list ap;
+
+	r->failures++;
+	if (r->error[0] != '\0')
+		return;
+	va_start(ap, fmt);
+	vsnprintf(r->error, sizeof r->error, fmt, ap);
+	va_end(ap);
+}
+
+/* The probe's loop: until stop_fd reads EOF, ping, then open a file the
+ * daemon has never seen and read 4 KiB of it, each timed. */
+static void
+probe_main(const struct harness *h, int stop_fd, int result_fd)
+{
+	struct probe_result r = { .rounds = 0 };
+	char path[PATH_MAX], name[64];
+	uint8_t buf[4096];
+	hm_client *c = NULL;
+	unsigned i = 0;
+
+	if (geteuid() == 0 &&
+	    (setgroups(0, NULL) < 0 || setgid(NOBODY) < 0 || setuid(NOBODY) < 0))
+		_exit(99);
+	c = hm_connect(h->sock);
+	if (c == NULL)
+		probe_fail(&r, "hm_connect: %s", strerror(errno));
+	while (c != NULL) {
+		struct timespec nap = { 0, 50 * 1000 * 1000 };
+		int64_t t0, t1;
+		hm_file *f;
+		ssize_t n;
+		char b;
+
+		t0 = harness_now_ms();
+		if (hm_ping(c, NULL) < 0)
+			probe_fail(&r, "ping: %s", strerror(errno));
+		t1 = harness_now_ms();
+		if (t1 - t0 > r.max_ping_ms)
+			r.max_ping_ms = t1 - t0;
+		snprintf(name, sizeof name, "probe/cold-%u", i++ % PROBE_FILES);
+		harness_path(h, name, path);
+		f = hm_open(c, path, 0);
+		if (f == NULL) {
+			probe_fail(&r, "open %s: %s (%s)", path, strerror(errno), hm_last_error());
+		} else {
+			n = hm_pread(f, buf, sizeof buf, (uint64_t)(i % 16) * sizeof buf);
+			if (n != (ssize_t)sizeof buf)
+				probe_fail(&r, "read %s: %zd, %s", path, n, strerror(errno));
+			hm_close(f);
+		}
+		t0 = harness_now_ms();
+		if (t0 - t1 > r.max_read_ms)
+			r.max_read_ms = t0 - t1;
+		r.rounds++;
+		nanosleep(&nap, NULL);
+		/* stop_fd is non-blocking: EAGAIN while the test runs */
+		if (read(stop_fd, &b, 1) == 0)
+			break;
+	}
+	if (c != NULL)
+		hm_disconnect(c);
+	if (write(result_fd, &r, sizeof r) != (ssize_t)sizeof r)
+		_exit(98);
+	_exit(0);
+}
+
+/* Starts the probe (and the files it reads) and waits for its first
+ * round. */
+static struct probe
+probe_start(const struct harness *h)
+{
+	char path[PATH_MAX], name[64];
+	int stop[2], result[2];
+	struct probe p;
+	unsigned i;
+
+	assert_int_equal(chmod(h->dir, 0755), 0);
+	harness_path(h, "probe", path);
+	assert_int_equal(mkdir(path, 0755), 0);
+	for (i = 0; i < PROBE_FILES; i++) {
+		snprintf(name, sizeof name, "probe/cold-%u", i);
+		harness_path(h, name, path);
+		harness_write_file(path, 64 * 1024, 1000 + i);
+		assert_int_equal(chmod(path, 0644), 0);
+	}
+	assert_int_equal(pipe2(stop, O_CLOEXEC), 0);
+	assert_int_equal(pipe2(result, O_CLOEXEC), 0);
+	p.pid = fork();
+	assert_true(p.pid >= 0);
+	if (p.pid == 0) {
+		close(stop[1]);
+		close(result[0]);
+		fcntl(stop[0], F_SETFL, O_NONBLOCK);
+		probe_main(h, stop[0], result[1]);
+	}
+	close(stop[0]);
+	close(result[1]);
+	p.stop_fd = stop[1];
+	p.result_fd = result[0];
+	harness_sleep_ms(300);
+	return p;
+}
+
+/* Stops the probe and fails the test unless it was served throughout. */
+static void
+probe_stop(struct probe *p)
+{
+	struct probe_result r;
+	int status;
+
+	close(p->stop_fd);
+	assert_int_equal(read(p->result_fd, &r, sizeof r), (ssize_t)sizeof r);
+	close(p->result_fd);
+	assert_int_equal(waitpid(p->pid, &status, 0), p->pid);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	print_message("# probe: %u rounds, slowest ping %lld ms, slowest cold read %lld ms\n",
+		      r.rounds, (long long)r.max_ping_ms, (long long)r.max_read_ms);
+	if (r.failures > 0)
+		fail_msg("the probe failed %u times: %s", r.failures, r.error);
+	if (r.max_ping_ms >= PROBE_LIMIT_MS || r.max_read_ms >= PROBE_LIMIT_MS)
+		fail_msg("another client waited: ping %lld ms, cold read %lld ms (limit %d)",
+			 (long long)r.max_ping_ms, (long long)r.max_read_ms, PROBE_LIMIT_MS);
+	assert_true(r.rounds >= 2);
+}
+
+/* --- helpers for the attacks ------------------------------------------- */
+
+/* A raw connection, greeted. */
+static int
+attacker_connect(const struct harness *h)
+{
+	int fd = wire_connect(h);
+
+	wire_hello(fd);
+	return fd;
+}
+
+/* OPEN by descriptor on a raw connection: the handle (> 0), or the
+ * errno of an ERROR reply, negated. */
+static int64_t
+attacker_open(int sock, uint32_t id, int fd, int policy)
+{
+	struct wire_msg m = { .n = 0 };
+	struct wire_header hdr;
+	uint8_t reply[2048];
+	uint64_t v = 0;
+
+	wire_string(&m, 2, "attack");
+	if (policy != 0)
+		wire_varint(&m, 3, (uint64_t)policy);
+	assert_int_equal(wire_send_msg(sock, WIRE_OPEN, id, &m, fd), 0);
+	assert_int_equal(wire_recv(sock, &hdr, reply, sizeof reply, 60000), 1);
+	if (hdr.type == WIRE_ERROR) {
+		wire_get_varint(reply, hdr.length, 1, &v);
+		return -(int64_t)v;
+	}
+	assert_int_equal(hdr.type, WIRE_OPEN_REPLY);
+	wire_get_varint(reply, hdr.length, 1, &v);
+	return (int64_t)v;
+}
+
+/* A file of size bytes in the daemon's directory, its path in out. */
+static void
+attack_file(const struct harness *h, const char *name, uint64_t size, char *out)
+{
+	harness_path(h, name, out);
+	harness_write_file(out, size, 77);
+}
+
+/* --- the attacks ---------------------------------------------------------- */
+
+/* The probe alone: the baseline every attack is measured against. */
+static void
+test_probe_baseline(void **state)
+{
+	struct probe p = probe_start(*state);
+
+	harness_sleep_ms(500);
+	probe_stop(&p);
+}
+
+/*
+ * A lease (issue 12, attack 2): the client holds F_SETLEASE F_WRLCK on the
+ * file it passes, so that any other open of it waits for the lease break
+ * (lease-break-time, 45 s by default).  The daemon's reopen through
+ * /proc/self/fd must not wait on the event loop: it fails at once, and the
+ * client's descriptor serves.
+ */
+static void
+test_lease_on_passed_file(void **state)
+{
+	struct harness *h = *state;
+	char path[PATH_MAX];
+	struct probe p;
+	int sock, fd, i;
+	int64_t t0;
+
+	attack_file(h, "leased", MiB, path);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	signal(SIGIO, SIG_IGN);	/* the lease break signals the holder */
+	if (fcntl(fd, F_SETLEASE, F_WRLCK) < 0) {
+		close(fd);
+		skip_because("F_SETLEASE is not allowed here");
+	}
+	p = probe_start(h);
+	sock = attacker_connect(h);
+	for (i = 0; i < 3; i++) {
+		t0 = harness_now_ms();
+		assert_true(attacker_open(sock, (uint32_t)(10 + i), fd, 0) > 0);
+		if (harness_now_ms() - t0 >= PROBE_LIMIT_MS)
+			fail_msg("OPEN %d of a leased file took %lld ms", i,
+				 (long long)(harness_now_ms() - t0));
+	}
+	probe_stop(&p);
+	close(sock);
+	close(fd);
+}
+
+static const struct harness_opts opts_default = { .backend = NULL };
+
+#define T(fn, opts) cmocka_unit_test_prestate_setup_teardown(fn, setup, teardown, (void *)&(opts))
+
+int
+main(void)
+{
+	static const struct CMUnitTest tests[] = {
+		T(test_probe_baseline, opts_default),
+		T(test_lease_on_passed_file, opts_default),
+	};
+
+	signal(SIGPIPE, SIG_IGN);
+	return cmocka_run_group_tests_name("hostile", tests, NULL, NULL);
+}
