@@ -279,7 +279,9 @@ client_recv_frame_of(hm_client *c, uint32_t first_id, uint32_t count,
 			break;
 		c->start += HM_FRAME_HEADER_SIZE;
 	}
-	if (frame_header_check(h) < 0 || h->id - first_id >= count)
+	/* an ERROR with id 0 is about the connection (refused at accept) */
+	if (frame_header_check(h) < 0 ||
+	    (h->id - first_id >= count && !(h->id == 0 && h->type == HM_MSG_ERROR)))
 		return client_break(c, EPROTO);
 	rc = client_fill(c, HM_FRAME_HEADER_SIZE + h->length);
 	if (rc < 0)
@@ -295,9 +297,29 @@ client_recv_frame_of(hm_client *c, uint32_t first_id, uint32_t count,
 		set_last_error(e->message);
 		protobuf_c_message_free_unpacked(*msg, NULL);
 		*msg = NULL;
-		return -err;
+		return h->id == 0 ? client_break(c, err) : -err;
 	}
 	return 0;
+}
+
+/*
+ * A request could not be sent (rc): if the daemon refused the connection
+ * at accept, it said why in an ERROR with id 0 before it closed, and that
+ * is the answer.  Otherwise rc.
+ */
+static int
+client_send_failed(hm_client *c, int rc)
+{
+	struct hm_frame_header h = { .type = 0 };
+	ProtobufCMessage *msg = NULL;
+	int r;
+
+	if (rc != -EPIPE && rc != -ECONNRESET)
+		return rc;
+	r = client_recv_frame_of(c, 0, 1, &h, &msg);
+	if (msg != NULL)
+		protobuf_c_message_free_unpacked(msg, NULL);
+	return r < 0 && h.type == HM_MSG_ERROR && h.id == 0 ? r : rc;
 }
 
 static int
@@ -321,7 +343,7 @@ client_call(hm_client *c, uint16_t type, const ProtobufCMessage *req, int pass_f
 	id = c->next_id++;
 	rc = client_send(c, type, id, req, pass_fd);
 	if (rc < 0)
-		return rc;
+		return client_send_failed(c, rc);
 	rc = client_recv_frame(c, id, &h, reply);
 	if (rc < 0)
 		return rc;

@@ -31,6 +31,8 @@ struct peer {
 	struct event *ev_kick;		/* peer_kick */
 	struct event *ev_idle;		/* peer_set_idle_timeout */
 	unsigned idle_s;
+	struct event *ev_deadline;	/* peer_set_deadline */
+	char deadline_why[64];
 	struct evbuffer *in;
 	struct evbuffer *out;
 	const struct peer_ops *ops;
@@ -371,6 +373,30 @@ peer_idle_cb(evutil_socket_t fd, short what, void *arg)
 	peer_finish(p);
 }
 
+static void
+peer_deadline_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct peer *p = arg;
+
+	(void)fd;
+	(void)what;
+	peer_fail(p, "%s", p->deadline_why);
+	peer_finish(p);
+}
+
+void
+peer_set_deadline(struct peer *p, unsigned seconds, const char *why)
+{
+	struct timeval tv = { (time_t)seconds, 0 };
+
+	if (seconds == 0) {
+		event_del(p->ev_deadline);
+		return;
+	}
+	snprintf(p->deadline_why, sizeof p->deadline_why, "%s", why);
+	evtimer_add(p->ev_deadline, &tv);
+}
+
 bool
 peer_closed_idle(const struct peer *p)
 {
@@ -468,8 +494,10 @@ peer_new(struct event_base *base, int fd, const struct peer_ops *ops, void *arg)
 	p->ev_flush = evtimer_new(base, peer_flush_timeout_cb, p);
 	p->ev_kick = event_new(base, -1, 0, peer_kick_cb, p);
 	p->ev_idle = evtimer_new(base, peer_idle_cb, p);
+	p->ev_deadline = evtimer_new(base, peer_deadline_cb, p);
 	if (p->in == NULL || p->out == NULL || p->ev_read == NULL || p->ev_write == NULL ||
-	    p->ev_flush == NULL || p->ev_kick == NULL || p->ev_idle == NULL) {
+	    p->ev_flush == NULL || p->ev_kick == NULL || p->ev_idle == NULL ||
+	    p->ev_deadline == NULL) {
 		p->fd = -1;	/* the caller still owns fd on failure */
 		peer_free(p);
 		return NULL;
@@ -493,6 +521,8 @@ peer_free(struct peer *p)
 		event_free(p->ev_kick);
 	if (p->ev_idle != NULL)
 		event_free(p->ev_idle);
+	if (p->ev_deadline != NULL)
+		event_free(p->ev_deadline);
 	if (p->in != NULL)
 		evbuffer_free(p->in);
 	if (p->out != NULL)
@@ -563,6 +593,30 @@ peer_send_error(struct peer *p, uint32_t id, int error, const char *fmt, ...)
 	e.error = error;
 	e.message = text;
 	return peer_send(p, HM_MSG_ERROR, id, &e.base);
+}
+
+void
+peer_refuse(int fd, int error, const char *why)
+{
+	Hotmap__Error e = HOTMAP__ERROR__INIT;
+	uint8_t frame[HM_FRAME_HEADER_SIZE + 256], sink[4096];
+	char text[200];
+	int n, i;
+
+	snprintf(text, sizeof text, "%s", why);
+	e.error = error;
+	e.message = text;
+	n = frame_encode(HM_MSG_ERROR, 0, 0, &e.base, 0, frame, sizeof frame);
+	/* what the client sent already (its HELLO) is read first: a socket
+	 * closed with unread input resets the connection, and the client
+	 * would see that instead of the reason */
+	for (i = 0; i < 16 && recv(fd, sink, sizeof sink, MSG_DONTWAIT) > 0; i++)
+		;
+	/* a fresh connection's buffer has room: never blocks, never signals */
+	if (n > 0 && send(fd, frame, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
+		/* the client is gone: nothing to tell */
+	}
+	close(fd);
 }
 
 ssize_t

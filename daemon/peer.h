@@ -105,6 +105,15 @@ void peer_set_paused(struct peer *p, bool paused);
 /* Closes the connection (cleanly, with "idle") once the client has sent
  * nothing for seconds while no reply or work of its is pending.  0: never. */
 void peer_set_idle_timeout(struct peer *p, unsigned seconds);
+/* A connection refused before it gets a peer (fd just accepted): an ERROR
+ * with id 0 (about the connection, not a request) carrying error and why,
+ * then the close.  Never blocks. */
+void peer_refuse(int fd, int error, const char *why);
+
+/* Closes the connection (not cleanly, with why) seconds from now, unless
+ * called again first; seconds 0 cancels.  For deadlines that hold whatever
+ * the client does, such as HELLO's. */
+void peer_set_deadline(struct peer *p, unsigned seconds, const char *why);
 /* Whether the idle timeout closed the connection (in the closed callback). */
 bool peer_closed_idle(const struct peer *p);
 

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -63,6 +64,40 @@ server_uid_connections(struct server *srv, uid_t uid, int delta)
 	else if (delta < 0 && srv->uids[i].n > 0)
 		srv->uids[i].n--;
 	return srv->uids[i].n;
+}
+
+uint64_t
+server_connection_cap(const struct server *srv)
+{
+	struct rlimit rl;
+	uint64_t nofile, reserve;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY)
+		return UINT64_MAX;
+	nofile = (uint64_t)rl.rlim_cur;
+	/* the cache's files, at most half the table, and a few for the
+	 * daemon itself (listener, workers, logs, passed descriptors) */
+	reserve = srv->cfg.max_open_files > 0 ? srv->cfg.max_open_files : nofile / 2;
+	if (reserve > nofile / 2)
+		reserve = nofile / 2;
+	reserve += 32;
+	return nofile > reserve + 16 ? nofile - reserve : 16;
+}
+
+void
+server_log_refusal(struct server *srv, pid_t pid, uid_t uid, const char *why)
+{
+	/* a flood is one line a second, not one per connection */
+	uint64_t now = server_now_ns();
+
+	srv->refusals_unlogged++;
+	if (now - srv->refusal_logged_ns < 1000000000ull && srv->refusal_logged_ns != 0)
+		return;
+	log_notice("connection of pid %ld uid %ld refused at accept: %s (%llu refused since the last "
+		   "such line)", (long)pid, (long)uid, why,
+		   (unsigned long long)srv->refusals_unlogged);
+	srv->refusals_unlogged = 0;
+	srv->refusal_logged_ns = now;
 }
 
 static bool

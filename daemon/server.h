@@ -106,6 +106,8 @@ struct server {
 	uint64_t ring_work;		/* requests taken from rings, ever */
 	unsigned poll_us;		/* how long the loop polls rings before it sleeps */
 	bool ring_polling;		/* the loop is polling the rings now */
+	uint64_t refusal_logged_ns;	/* server_log_refusal */
+	uint64_t refusals_unlogged;
 	struct event *ev_sweep;		/* idle unmapping, each second */
 	struct event *ev_watch;		/* the cache's inotify: deleted files */
 	/* Latency of requests, by operation, from dispatch to reply. */
@@ -143,6 +145,14 @@ int server_reload(struct server *srv);
 void server_fini(struct server *srv);
 
 uint64_t server_uptime_us(const struct server *srv);
+
+/* How many connections may be open at once: RLIMIT_NOFILE now, less the
+ * descriptors kept for the cache (max-open-files, at most half) and the
+ * daemon's own. */
+uint64_t server_connection_cap(const struct server *srv);
+/* A notice that a connection was refused at accept, at most one line a
+ * second (with how many were refused since the last). */
+void server_log_refusal(struct server *srv, pid_t pid, uid_t uid, const char *why);
 
 /* Counts a connection of uid in (delta 1) or out (delta -1), or only
  * looks (0); returns the connections of uid now. */

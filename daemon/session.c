@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <fcntl.h>
 #include <unistd.h>
@@ -29,6 +30,15 @@
  * the daemon's descriptor is shared by every reader of the file. */
 #define SESSION_RA_MIN		(256u * 1024u)
 #define SESSION_RA_MAX		(16u * 1024u * 1024u)
+/* A connection says HELLO within this or is closed, whatever idle-timeout
+ * says (0 by default). */
+#define SESSION_HELLO_TIMEOUT_S	5
+/* Connections of a uid at max-connections-per-uid that are still kept, to
+ * be answered at HELLO with EUSERS and the reason; past them, closed at
+ * accept. */
+#define SESSION_REFUSALS_IN_FLIGHT 8
+#define HM_STR_(x) #x
+#define HM_STRINGIFY(x) HM_STR_(x)
 
 struct session_handle {
 	bool used;
@@ -350,6 +360,7 @@ session_hello(struct session *s, uint32_t id, ProtobufCMessage *msg)
 		return 0;
 	}
 	s->hello_done = true;
+	peer_set_deadline(s->peer, 0, NULL);
 	log_info("client %s: hello from \"%.64s\"", peer_name(s->peer),
 		 m->client_name != NULL ? m->client_name : "");
 	r.version = HM_PROTO_VERSION;
@@ -1480,11 +1491,49 @@ session_creds(struct session *s, int fd)
 	return 0;
 }
 
+/*
+ * Whether a connection from uid may be kept at accept.  max-connections-
+ * per-uid is answered at HELLO (EUSERS and the reason), but a client that
+ * never says HELLO must not hold more: past the limit and a few refusals
+ * in flight, its connections are closed at once.  And the connections of
+ * all users together leave the cache its descriptors (max-open-files,
+ * within RLIMIT_NOFILE), so that another user's OPEN never finds the
+ * daemon out of them.
+ */
+static bool
+session_admit_at_accept(struct server *srv, uid_t uid, char *why, size_t whylen)
+{
+	unsigned n = server_uid_connections(srv, uid, 0);
+	uint64_t cap = server_connection_cap(srv);
+
+	if (srv->cfg.max_per_uid > 0 && n >= srv->cfg.max_per_uid + SESSION_REFUSALS_IN_FLIGHT) {
+		snprintf(why, whylen, "uid %ld has %u connections (max-connections-per-uid %u)",
+			 (long)uid, n, srv->cfg.max_per_uid);
+		return false;
+	}
+	if (srv->counters.clients >= cap) {
+		snprintf(why, whylen, "%llu connections in all, the most the descriptor limit "
+			 "allows beside max-open-files", (unsigned long long)srv->counters.clients);
+		return false;
+	}
+	return true;
+}
+
 int
 session_new(struct server *srv, int fd)
 {
+	struct ucred cred;
+	socklen_t len = sizeof cred;
 	struct session *s;
+	char why[160];
 
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 &&
+	    !session_admit_at_accept(srv, cred.uid, why, sizeof why)) {
+		srv->counters.clients_refused++;
+		server_log_refusal(srv, cred.pid, cred.uid, why);
+		peer_refuse(fd, EUSERS, why);
+		return 0;
+	}
 	s = calloc(1, sizeof *s);
 	if (s == NULL) {
 		close(fd);
@@ -1507,6 +1556,9 @@ session_new(struct server *srv, int fd)
 		return -ENOMEM;
 	}
 	peer_set_idle_timeout(s->peer, srv->cfg.idle_timeout_s);
+	/* whatever idle-timeout says: a connection is for a client */
+	peer_set_deadline(s->peer, SESSION_HELLO_TIMEOUT_S, "no HELLO within "
+			  HM_STRINGIFY(SESSION_HELLO_TIMEOUT_S) " s");
 	s->next = srv->sessions;
 	if (s->next != NULL)
 		s->next->prev = s;

@@ -25,6 +25,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -303,6 +304,106 @@ test_lease_on_passed_file(void **state)
 	close(fd);
 }
 
+/*
+ * Silent connections (issue 12, attack 5): a uid that never says HELLO
+ * held as many connections as it liked (max-connections-per-uid applied
+ * only at HELLO, and idle-timeout is 0 by default) until the daemon ran
+ * out of descriptors.  Now they are counted at accept (past the limit and
+ * a few refusals kept to be answered, closed at once with the reason), and
+ * a connection that says no HELLO within 5 s is closed whatever
+ * idle-timeout says.
+ */
+#define SILENT 300
+#define SILENT_PER_UID 20
+
+static void
+test_silent_connections(void **state)
+{
+	struct harness *h = *state;
+	static int socks[SILENT];
+	unsigned closed_at_once = 0;
+	struct probe p;
+	int64_t t0;
+	int i;
+
+	if (geteuid() != 0)
+		skip_because("needs root: the probe must be another user than the attacker");
+	p = probe_start(h);
+	t0 = harness_now_ms();
+	for (i = 0; i < SILENT; i++)
+		socks[i] = wire_connect(h);
+	harness_sleep_ms(300);
+	for (i = 0; i < SILENT; i++) {
+		struct wire_header hdr;
+		uint8_t msg[512];
+		int rc = wire_recv(socks[i], &hdr, msg, sizeof msg, 20);
+
+		/* refused at accept: an ERROR with id 0 and the reason, then EOF */
+		if (rc == 1 && hdr.type == WIRE_ERROR && hdr.id == 0)
+			closed_at_once++;
+	}
+	print_message("# %u of %d silent connections refused at accept\n", closed_at_once, SILENT);
+	assert_true(closed_at_once >= SILENT - SILENT_PER_UID - 8);
+	/* the rest: closed by the HELLO deadline, with idle-timeout 0 */
+	for (i = 0; i < SILENT; i++)
+		wire_expect_eof(socks[i], 9000);
+	if (harness_now_ms() - t0 > 9000)
+		fail_msg("the silent connections were closed after %lld ms",
+			 (long long)(harness_now_ms() - t0));
+	probe_stop(&p);
+	for (i = 0; i < SILENT; i++)
+		close(socks[i]);
+}
+
+/*
+ * All users together: the connections leave the cache its descriptors.
+ * With hotmapd's descriptor table small (400), a flood of connections is
+ * refused at accept past what the table allows beside max-open-files, and
+ * a client already connected still opens files (no EMFILE).
+ */
+#define CAP_FLOOD 390
+
+static void
+test_connection_cap(void **state)
+{
+	struct harness *h = *state;
+	static int socks[CAP_FLOOD];
+	struct rlimit rl = { 400, 400 };
+	unsigned refused = 0;
+	struct probe p;
+	int i;
+
+	if (geteuid() != 0)
+		skip_because("needs root: the probe must be another user than the attacker");
+	p = probe_start(h);
+	assert_int_equal(prlimit(h->pid, RLIMIT_NOFILE, &rl, NULL), 0);
+	for (i = 0; i < CAP_FLOOD; i++)
+		socks[i] = wire_connect(h);
+	harness_sleep_ms(300);
+	for (i = 0; i < CAP_FLOOD; i++) {
+		struct wire_header hdr;
+		uint8_t msg[512];
+
+		if (wire_recv(socks[i], &hdr, msg, sizeof msg, 20) == 1 && hdr.type == WIRE_ERROR &&
+		    hdr.id == 0)
+			refused++;
+	}
+	print_message("# %u of %d connections refused at accept\n", refused, CAP_FLOOD);
+	assert_true(refused >= CAP_FLOOD - (400 - 200 - 32));
+	harness_sleep_ms(1000);	/* the probe opens files meanwhile */
+	probe_stop(&p);
+	for (i = 0; i < CAP_FLOOD; i++)
+		close(socks[i]);
+}
+
+static const struct harness_opts opts_many_per_uid = {
+	.extra = { "--max-connections-per-uid", "100000", NULL },
+};
+
+static const struct harness_opts opts_silent = {
+	.extra = { "--max-connections-per-uid", "20", NULL },
+};
+
 static const struct harness_opts opts_default = { .backend = NULL };
 
 #define T(fn, opts) cmocka_unit_test_prestate_setup_teardown(fn, setup, teardown, (void *)&(opts))
@@ -313,6 +414,8 @@ main(void)
 	static const struct CMUnitTest tests[] = {
 		T(test_probe_baseline, opts_default),
 		T(test_lease_on_passed_file, opts_default),
+		T(test_silent_connections, opts_silent),
+		T(test_connection_cap, opts_many_per_uid),
 	};
 
 	signal(SIGPIPE, SIG_IGN);
