@@ -108,10 +108,24 @@ peer_update_events(struct peer *p)
 	}
 }
 
-/* Dispatches every complete frame while the peer may take more work. */
+/* Goes on dispatching once the loop has polled the other clients: a
+ * zero timeout runs after the next poll, where event_active would run
+ * within this pass of the loop. */
+static void
+peer_yield(struct peer *p)
+{
+	static const struct timeval zero = { 0, 0 };
+
+	evtimer_add(p->ev_kick, &zero);
+}
+
+/* Dispatches every complete frame while the peer may take more work, up
+ * to its share of this pass of the loop. */
 static void
 peer_process(struct peer *p)
 {
+	unsigned frames = 0;
+
 	while (!p->dead && !p->paused && !p->closing &&
 	       evbuffer_get_length(p->out) < PEER_OUTPUT_HIGH) {
 		uint8_t hb[HM_FRAME_HEADER_SIZE];
@@ -156,6 +170,12 @@ peer_process(struct peer *p)
 		evbuffer_drain(p->in, need);
 		if (r < 0)
 			peer_fail(p, "%s request: %s", frame_type_name(f.hdr.type), strerror(-r));
+		if (++frames >= PEER_PASS_FRAMES ||
+		    (p->ops->yield != NULL && p->ops->yield(p, p->arg))) {
+			if (evbuffer_get_length(p->in) >= HM_FRAME_HEADER_SIZE)
+				peer_yield(p);
+			return;
+		}
 	}
 }
 

@@ -28,6 +28,8 @@ struct peer;
 
 #define PEER_INPUT_MAX		(256u * 1024u)
 #define PEER_OUTPUT_HIGH	(1u * 1024u * 1024u)
+/* Frames dispatched for one client before the loop turns to the others. */
+#define PEER_PASS_FRAMES	64
 #define PEER_OUTPUT_LOW		(256u * 1024u)
 #define PEER_MAX_FDS		16	/* descriptors queued, not yet claimed */
 
@@ -56,6 +58,13 @@ struct peer_ops {
 	 * idle timeout then starts over instead of closing it.  May be NULL.
 	 */
 	bool (*busy)(struct peer *p, void *arg);
+	/*
+	 * Whether the client has had its share of this turn of the loop
+	 * (work done inline by dispatch): the peer then stops dispatching
+	 * and goes on after the loop has polled everyone else.  Called after
+	 * each dispatch; resets the share when it says true.  May be NULL.
+	 */
+	bool (*yield)(struct peer *p, void *arg);
 };
 
 struct peer *peer_new(struct event_base *base, int fd, const struct peer_ops *ops, void *arg);

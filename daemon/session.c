@@ -16,6 +16,8 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <event2/event.h>
+
 #include "daemon/log.h"
 #include "daemon/peer.h"
 #include "daemon/server.h"
@@ -37,6 +39,18 @@
  * be answered at HELLO with EUSERS and the reason; past them, closed at
  * accept. */
 #define SESSION_REFUSALS_IN_FLIGHT 8
+/*
+ * The work one client gets on the event loop: a read into the region (or
+ * a ring entry) longer than this goes to the workers even when the page
+ * cache has it, and a pass over a client's requests stops once this much
+ * was copied inline (or SESSION_PASS_FRAMES frames dispatched, in peer.c),
+ * so that the loop turns to the other clients.
+ */
+#define SESSION_INLINE_MAX	(1u * 1024u * 1024u)
+/* What a worker does for one job at a time: longer reads into the region
+ * and warms run in steps this long, each going back to the end of its
+ * owner's turn (workers.h), so that no client holds a worker long. */
+#define SESSION_STEP		(8u * 1024u * 1024u)
 #define HM_STR_(x) #x
 #define HM_STRINGIFY(x) HM_STR_(x)
 
@@ -92,6 +106,9 @@ struct session {
 	bool ring_active;	/* requests taken from the ring since the idle
 				 * timer last looked (session_busy) */
 	uint64_t inflight_bytes;	/* their lengths (heap or region they fill) */
+	uint64_t pass_inline;		/* bytes copied on the loop since the last
+					 * yield (SESSION_INLINE_MAX) */
+	struct event *ev_ring_again;	/* polls the ring again after a yield */
 	/* Captured at connect from the configuration then in force. */
 	unsigned max_inflight;		/* max-inflight */
 	uint64_t max_inflight_bytes;	/* max-inflight-bytes */
@@ -128,7 +145,9 @@ struct read_job {
 	uint8_t *dst;			/* where the worker writes */
 	uint8_t *heap;			/* READ_SOCKET, READ_CHUNK: owned */
 	struct storage_io io;
-	ssize_t result;
+	ssize_t result;			/* of the step just run */
+	uint64_t done_bytes;		/* of the steps before it */
+	uint64_t charge;		/* counted in the session's inflight_bytes */
 	uint64_t t0;			/* when its request came */
 };
 
@@ -136,6 +155,7 @@ static void session_destroy(struct session *s);
 static int session_submit(struct session *s, enum read_kind kind, uint32_t id,
 			  struct storage_handle *h, uint64_t offset, size_t len, uint8_t *dst);
 static int session_ring_poll(struct session *s);
+static void session_ring_again_cb(evutil_socket_t fd, short what, void *arg);
 
 typedef int (*session_handler)(struct session *s, uint32_t id, ProtobufCMessage *msg);
 
@@ -383,6 +403,7 @@ session_hello(struct session *s, uint32_t id, ProtobufCMessage *msg)
 		} else {
 			s->ring = true;
 			s->srv->ring_sessions++;
+			s->ev_ring_again = evtimer_new(s->srv->base, session_ring_again_cb, s);
 			/* While the loop does not poll, the client must kick. */
 			hm_ring_store(s->shm, HM_RING_DAEMON_IDLE, s->srv->ring_polling ? 0 : 1);
 			r.ring_accepted = true;
@@ -511,6 +532,16 @@ session_update_pause(struct session *s)
 static void read_job_run(struct worker_job *job);
 static void read_job_done(struct worker_job *job);
 
+/* Whether a job of this kind runs in steps of SESSION_STEP: those with
+ * one destination the worker fills in place.  Socket reads are a chunk
+ * each already. */
+static bool
+read_job_stepped(const struct read_job *j)
+{
+	return j->kind == READ_SHM || j->kind == READ_RING || j->kind == READ_WARM ||
+	       j->kind == READ_WARM_OPEN;
+}
+
 /* Hands a read to the workers.  0, or -ENOMEM (nothing was queued). */
 static int
 session_submit(struct session *s, enum read_kind kind, uint32_t id,
@@ -530,6 +561,7 @@ session_submit(struct session *s, enum read_kind kind, uint32_t id,
 	}
 	j->job.run = read_job_run;
 	j->job.done = read_job_done;
+	j->job.owner = (unsigned long)peer_uid(s->peer);
 	j->s = s;
 	j->kind = kind;
 	j->id = id;
@@ -541,8 +573,11 @@ session_submit(struct session *s, enum read_kind kind, uint32_t id,
 	if (kind != READ_WARM_OPEN && kind != READ_CHUNK)
 		s->req_deferred = true;	/* timed when the worker is done */
 	s->inflight++;
-	if (kind != READ_WARM && kind != READ_WARM_OPEN)
-		s->inflight_bytes += len;
+	/* a read holds its length (heap or region); a warm holds a step of
+	 * a worker at a time */
+	j->charge = kind != READ_WARM && kind != READ_WARM_OPEN ? len :
+		    len < SESSION_STEP ? len : SESSION_STEP;
+	s->inflight_bytes += j->charge;
 	s->srv->counters.inflight++;
 	s->srv->counters.reads_offloaded++;
 	workers_submit(s->srv->workers, &j->job);
@@ -663,11 +698,41 @@ read_job_run(struct worker_job *job)
 {
 	struct read_job *j = (struct read_job *)job;
 
+	uint64_t left = j->len - j->done_bytes;
+	size_t step = read_job_stepped(j) && left > SESSION_STEP ? SESSION_STEP : (size_t)left;
+
 	j->io.nowait = false;
 	if (j->kind == READ_WARM || j->kind == READ_WARM_OPEN)
-		j->result = storage_warm_detached(&j->h, j->offset, j->len, &j->io);
+		j->result = storage_warm_detached(&j->h, j->offset + j->done_bytes, step, &j->io);
 	else
-		j->result = storage_read_detached(&j->h, j->dst, j->len, j->offset, &j->io);
+		j->result = storage_read_detached(&j->h, j->dst + j->done_bytes, step,
+						  j->offset + j->done_bytes, &j->io);
+}
+
+/*
+ * After a step, on the loop thread: true when the job goes back to the
+ * workers for its next step (the step read all it asked for, and more is
+ * left); else j->result is the whole job's: the bytes of every step (short
+ * at end of file; an error after some bytes ends the read short, as
+ * pread's would), or the first step's error.
+ */
+static bool
+read_job_next_step(struct read_job *j)
+{
+	uint64_t left = j->len - j->done_bytes;
+	size_t step = left > SESSION_STEP ? SESSION_STEP : (size_t)left;
+
+	if (!read_job_stepped(j) || j->s->dead)
+		return false;
+	if (j->result >= 0 && (size_t)j->result == step && left > step) {
+		j->done_bytes += step;
+		return true;
+	}
+	if (j->result >= 0)
+		j->result += (ssize_t)j->done_bytes;
+	else if (j->done_bytes > 0)
+		j->result = (ssize_t)j->done_bytes;
+	return false;
 }
 
 /* On the loop thread: the worker's read is done; answer it. */
@@ -679,10 +744,15 @@ read_job_done(struct worker_job *job)
 	int rc = 0;
 
 	storage_read_finish(s->srv->cache, &j->h, &j->io);
+	if (read_job_next_step(j)) {
+		/* the next step, behind the other owners' jobs */
+		j->io = (struct storage_io){ .nowait = false };
+		workers_submit(s->srv->workers, &j->job);
+		return;
+	}
 	file_cache_close(s->srv->cache, &j->h);
 	s->inflight--;
-	if (j->kind != READ_WARM && j->kind != READ_WARM_OPEN)
-		s->inflight_bytes -= j->len;
+	s->inflight_bytes -= j->charge;
 	s->srv->counters.inflight--;
 	switch (j->kind) {
 	case READ_SHM:
@@ -810,7 +880,10 @@ session_read_shm(struct session *s, uint32_t id, const Hotmap__Read *m, struct s
 				     (unsigned long long)m->length, (unsigned long long)m->shm_offset,
 				     s->shm_size);
 	dst = s->shm + m->shm_offset;
-	n = storage_read_nowait(s->srv->cache, &sh->h, dst, (size_t)m->length, m->offset);
+	n = m->length > SESSION_INLINE_MAX ? -EAGAIN :
+	    storage_read_nowait(s->srv->cache, &sh->h, dst, (size_t)m->length, m->offset);
+	if (n > 0)
+		s->pass_inline += (uint64_t)n;
 	if (n == -EAGAIN &&
 	    session_submit(s, READ_SHM, id, &sh->h, m->offset, (size_t)m->length, dst) == 0)
 		return 0;
@@ -927,7 +1000,10 @@ session_ring_read(struct session *s, const struct hm_ring_sqe *e)
 	}
 	session_readahead(sh, e->offset, e->length);
 	dst = s->shm + e->shm_offset;
-	n = storage_read_nowait(s->srv->cache, &sh->h, dst, (size_t)e->length, e->offset);
+	n = e->length > SESSION_INLINE_MAX ? -EAGAIN :
+	    storage_read_nowait(s->srv->cache, &sh->h, dst, (size_t)e->length, e->offset);
+	if (n > 0)
+		s->pass_inline += (uint64_t)n;
 	if (n == -EAGAIN) {
 		if (session_submit(s, READ_RING, e->id, &sh->h, e->offset, (size_t)e->length, dst) == 0) {
 			s->ring_pending++;
@@ -977,6 +1053,16 @@ session_ring_poll(struct session *s)
 		s->sq_head++;
 		session_ring_read(s, &e);
 		taken++;
+		/* its share of this pass: the rest after the loop has polled
+		 * everyone else */
+		if (taken >= PEER_PASS_FRAMES || s->pass_inline >= SESSION_INLINE_MAX) {
+			static const struct timeval zero = { 0, 0 };
+
+			s->pass_inline = 0;
+			if (s->ev_ring_again != NULL)
+				evtimer_add(s->ev_ring_again, &zero);
+			break;
+		}
 	}
 	if (taken > 0) {
 		s->ring_active = true;
@@ -985,6 +1071,17 @@ session_ring_poll(struct session *s)
 		session_ring_notify(s);
 	}
 	return taken;
+}
+
+static void
+session_ring_again_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct session *s = arg;
+
+	(void)fd;
+	(void)what;
+	if (session_ring_poll(s) < 0)
+		peer_close_after_flush(s->peer, "its request ring runs past its end");
 }
 
 static int
@@ -1445,11 +1542,25 @@ session_busy(struct peer *p, void *arg)
 	return busy;
 }
 
+/* Its share of a pass of the loop: SESSION_INLINE_MAX copied inline. */
+static bool
+session_yield(struct peer *p, void *arg)
+{
+	struct session *s = arg;
+
+	(void)p;
+	if (s->pass_inline < SESSION_INLINE_MAX)
+		return false;
+	s->pass_inline = 0;
+	return true;
+}
+
 static const struct peer_ops session_peer_ops = {
 	.dispatch = session_dispatch,
 	.drain = session_drain,
 	.closed = session_closed,
 	.busy = session_busy,
+	.yield = session_yield,
 };
 
 /*
@@ -1595,6 +1706,10 @@ session_free(struct session *s)
 	s->handles = NULL;
 	s->nhandles = 0;
 	session_unlink(s);
+	if (s->ev_ring_again != NULL) {
+		event_free(s->ev_ring_again);
+		s->ev_ring_again = NULL;
+	}
 	if (s->ring) {
 		s->srv->ring_sessions--;
 		s->ring = false;

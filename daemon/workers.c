@@ -1,10 +1,15 @@
 /*
  * workers.c - see workers.h.
  *
- * Jobs go through two lists: todo (taken by workers, FIFO) and finished
- * (given back to the loop through an eventfd).  Both are guarded by one
+ * Jobs go through two stages: todo (taken by workers) and finished (given
+ * back to the loop through an eventfd).  Todo is a queue per owner with
+ * work waiting, and the queues in a round: a worker takes the first job
+ * of the first queue, which then goes to the end of the round (or away,
+ * when empty).  So an owner with a thousand jobs queued delays another's
+ * first job by at most one job per worker.  Everything is guarded by one
  * mutex: a job costs two short critical sections, far below the cost of
- * the read it carries.
+ * the read it carries; finding an owner's queue walks the round, which is
+ * as long as the owners with work waiting.
  */
 #include "config.h"
 
@@ -25,10 +30,23 @@
 /* How much nicer than the loop thread the workers are. */
 #define WORKERS_NICE 10
 
+/* The jobs of one owner waiting for a worker. */
+struct owner_queue {
+	unsigned long owner;
+	struct worker_job *head, *tail;
+	struct owner_queue *next;	/* in the round, or on the free list */
+};
+
+/* Jobs whose owner could get no queue (out of memory): taken in turn
+ * like an owner's. */
+#define OWNER_SPARE (~0ul)
+
 struct workers {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
-	struct worker_job *todo_head, *todo_tail;
+	struct owner_queue *round_head, *round_tail;
+	struct owner_queue *free_queues;
+	struct owner_queue spare;	/* never freed */
 	struct worker_job *finished_head, *finished_tail;
 	bool stopping;
 	unsigned pending;	/* loop thread only */
@@ -50,6 +68,69 @@ push(struct worker_job **head, struct worker_job **tail, struct worker_job *job)
 	*tail = job;
 }
 
+/* The owner's queue in the round, made (and put last) if it has none.
+ * Lock held. */
+static struct owner_queue *
+round_queue(struct workers *w, unsigned long owner)
+{
+	struct owner_queue *q;
+
+	for (q = w->round_head; q != NULL; q = q->next)
+		if (q->owner == owner)
+			return q;
+	q = w->free_queues;
+	if (q != NULL)
+		w->free_queues = q->next;
+	else
+		q = malloc(sizeof *q);
+	if (q == NULL) {
+		for (q = w->round_head; q != NULL && q != &w->spare; q = q->next)
+			;
+		if (q != NULL)
+			return q;
+		q = &w->spare;
+		owner = OWNER_SPARE;
+	}
+	*q = (struct owner_queue){ .owner = owner };
+	if (w->round_tail != NULL)
+		w->round_tail->next = q;
+	else
+		w->round_head = q;
+	w->round_tail = q;
+	return q;
+}
+
+/* The next job in the round, or NULL.  Lock held. */
+static struct worker_job *
+round_take(struct workers *w)
+{
+	struct owner_queue *q = w->round_head;
+	struct worker_job *job;
+
+	if (q == NULL)
+		return NULL;
+	job = q->head;
+	q->head = job->next;
+	if (q->head == NULL)
+		q->tail = NULL;
+	/* this owner has had its turn */
+	w->round_head = q->next;
+	if (w->round_head == NULL)
+		w->round_tail = NULL;
+	q->next = NULL;
+	if (q->head != NULL) {
+		if (w->round_tail != NULL)
+			w->round_tail->next = q;
+		else
+			w->round_head = q;
+		w->round_tail = q;
+	} else if (q != &w->spare) {
+		q->next = w->free_queues;
+		w->free_queues = q;
+	}
+	return job;
+}
+
 static void *
 worker_main(void *arg)
 {
@@ -66,7 +147,7 @@ worker_main(void *arg)
 	}
 	pthread_mutex_lock(&w->lock);
 	for (;;) {
-		struct worker_job *job = w->todo_head;
+		struct worker_job *job = round_take(w);
 		bool wake;
 
 		if (job == NULL) {
@@ -75,9 +156,6 @@ worker_main(void *arg)
 			pthread_cond_wait(&w->cond, &w->lock);
 			continue;
 		}
-		w->todo_head = job->next;
-		if (w->todo_head == NULL)
-			w->todo_tail = NULL;
 		pthread_mutex_unlock(&w->lock);
 
 		job->run(job);
@@ -181,18 +259,20 @@ workers_free(struct workers *w)
 		pthread_join(w->threads[i], NULL);
 	/* Completions may submit more (the next chunk of a stream): with no
 	 * thread left, run those here until nothing is left to do. */
-	while (w->efd >= 0 && (w->finished_head != NULL || w->todo_head != NULL)) {
-		struct worker_job *job = w->todo_head;
+	while (w->efd >= 0 && (w->finished_head != NULL || w->round_head != NULL)) {
+		struct worker_job *job;
 
-		w->todo_head = w->todo_tail = NULL;
-		while (job != NULL) {
-			struct worker_job *next = job->next;
-
+		while ((job = round_take(w)) != NULL) {
 			job->run(job);
 			push(&w->finished_head, &w->finished_tail, job);
-			job = next;
 		}
 		workers_complete(w);
+	}
+	while (w->free_queues != NULL) {
+		struct owner_queue *q = w->free_queues;
+
+		w->free_queues = q->next;
+		free(q);
 	}
 	if (w->ev != NULL)
 		event_free(w->ev);
@@ -207,9 +287,12 @@ workers_free(struct workers *w)
 void
 workers_submit(struct workers *w, struct worker_job *job)
 {
+	struct owner_queue *q;
+
 	w->pending++;
 	pthread_mutex_lock(&w->lock);
-	push(&w->todo_head, &w->todo_tail, job);
+	q = round_queue(w, job->owner);
+	push(&q->head, &q->tail, job);
 	pthread_cond_signal(&w->cond);
 	pthread_mutex_unlock(&w->lock);
 }

@@ -147,6 +147,7 @@ enum wire_type {
 	WIRE_PING = 11,
 	WIRE_PING_REPLY = 12,
 	WIRE_ERROR = 15,
+	WIRE_WARM = 16,
 };
 #define WIRE_FLAG_MORE		0x01
 

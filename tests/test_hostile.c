@@ -25,6 +25,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -39,8 +40,10 @@
 /* What "keeps being served" means: every ping and every cold read of the
  * probe answered within this. */
 #define PROBE_LIMIT_MS 1000
-/* Cold files the probe reads, one new one per round. */
-#define PROBE_FILES 64
+/* Cold files the probe reads, one new one per round: out of the page
+ * cache (where the file system can drop them) and never cached by the
+ * daemon, so that each read must wait for a worker. */
+#define PROBE_FILES 256
 
 #define skip_because(why)					\
 	do {							\
@@ -126,6 +129,14 @@ probe_main(const struct harness *h, int stop_fd, int result_fd)
 			r.max_ping_ms = t1 - t0;
 		snprintf(name, sizeof name, "probe/cold-%u", i++ % PROBE_FILES);
 		harness_path(h, name, path);
+		{
+			int ffd = open(path, O_RDONLY | O_CLOEXEC);
+
+			if (ffd >= 0) {
+				(void)posix_fadvise(ffd, 0, 0, POSIX_FADV_DONTNEED);
+				close(ffd);
+			}
+		}
 		f = hm_open(c, path, 0);
 		if (f == NULL) {
 			probe_fail(&r, "open %s: %s (%s)", path, strerror(errno), hm_last_error());
@@ -169,6 +180,14 @@ probe_start(const struct harness *h)
 		harness_path(h, name, path);
 		harness_write_file(path, 64 * 1024, 1000 + i);
 		assert_int_equal(chmod(path, 0644), 0);
+		{
+			int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+			/* written back, so that the probe can drop it */
+			assert_true(fd >= 0);
+			assert_int_equal(fsync(fd), 0);
+			close(fd);
+		}
 	}
 	assert_int_equal(pipe2(stop, O_CLOEXEC), 0);
 	assert_int_equal(pipe2(result, O_CLOEXEC), 0);
@@ -404,6 +423,119 @@ static const struct harness_opts opts_silent = {
 	.extra = { "--max-connections-per-uid", "20", NULL },
 };
 
+/* A raw connection greeted with a sealed region of size bytes. */
+static int
+attacker_connect_region(const struct harness *h, uint64_t size)
+{
+	struct wire_msg m = { .n = 0 };
+	struct wire_header hdr;
+	uint8_t reply[1024];
+	uint64_t accepted = 0;
+	int sock = wire_connect(h), region;
+
+	region = memfd_create("attack", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	assert_true(region >= 0);
+	assert_int_equal(ftruncate(region, (off_t)size), 0);
+	assert_int_equal(fcntl(region, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW), 0);
+	wire_varint(&m, 1, WIRE_VERSION);
+	wire_varint(&m, 4, size);
+	assert_int_equal(wire_send_msg(sock, WIRE_HELLO, 1, &m, region), 0);
+	close(region);
+	assert_int_equal(wire_recv(sock, &hdr, reply, sizeof reply, 10000), 1);
+	assert_int_equal(hdr.type, WIRE_HELLO_REPLY);
+	wire_get_varint(reply, hdr.length, 5, &accepted);
+	assert_true(accepted);
+	return sock;
+}
+
+/*
+ * Huge copies (issue 12, attack 3): READs into the shared region as long
+ * as the region, of a file in the page cache, were copied on the event
+ * loop in one piece, outside max-inflight-bytes, every buffered frame in
+ * one callback: 150 of them kept other clients waiting for seconds.  Now
+ * a long one goes to the workers, in steps, counted in the client's
+ * in-flight bytes, and a client's pass of the loop is bounded.
+ */
+#define HUGE_LEN (256u * MiB)
+#define HUGE_READS 150
+
+static void
+test_huge_region_copies(void **state)
+{
+	struct harness *h = *state;
+	static uint8_t frames[HUGE_READS * 64];
+	char path[PATH_MAX];
+	size_t used = 0;
+	struct probe p;
+	int sock, fd, i;
+	int64_t handle;
+
+	attack_file(h, "huge", HUGE_LEN, path);
+	sock = attacker_connect_region(h, HUGE_LEN);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	handle = attacker_open(sock, 2, fd, 0);
+	close(fd);
+	assert_true(handle > 0);
+	p = probe_start(h);
+	for (i = 0; i < HUGE_READS; i++) {
+		struct wire_msg m = { .n = 0 };
+		struct wire_header hdr = {
+			.type = WIRE_READ, .version = WIRE_VERSION, .id = (uint32_t)(100 + i),
+		};
+
+		wire_varint(&m, 1, (uint64_t)handle);
+		wire_varint(&m, 3, HUGE_LEN);
+		wire_varint(&m, 4, 1);
+		hdr.length = (uint32_t)m.n;
+		wire_put_header(frames + used, &hdr);
+		memcpy(frames + used + WIRE_HEADER_SIZE, m.b, m.n);
+		used += WIRE_HEADER_SIZE + m.n;
+	}
+	/* in one write: the daemon finds them all buffered at once */
+	assert_int_equal(wire_send_bytes(sock, frames, used), 0);
+	harness_sleep_ms(3000);
+	probe_stop(&p);
+	close(sock);
+}
+
+/*
+ * Endless warms (issue 12, attack 6): WARM had no bound and ran in one
+ * job from one queue shared by everyone; two WARMs of a 2 TiB sparse file
+ * (holes read at memory speed) made another user's cold read wait 53 s.
+ * Now a warm runs in steps that go back in the queue, the workers take
+ * their owners in turn, and warms count in the client's in-flight budget.
+ */
+static void
+test_endless_warms(void **state)
+{
+	struct harness *h = *state;
+	char path[PATH_MAX];
+	struct probe p;
+	int sock, fd, i;
+	int64_t handle;
+
+	harness_path(h, "sparse", path);
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	assert_true(fd >= 0);
+	assert_int_equal(ftruncate(fd, (off_t)2 << 40), 0);
+	sock = attacker_connect(h);
+	handle = attacker_open(sock, 2, fd, 0);
+	close(fd);
+	assert_true(handle > 0);
+	p = probe_start(h);
+	for (i = 0; i < 4; i++) {
+		struct wire_msg m = { .n = 0 };
+
+		wire_varint(&m, 1, (uint64_t)handle);
+		wire_varint(&m, 3, (uint64_t)2 << 40);
+		assert_int_equal(wire_send_msg(sock, WIRE_WARM, (uint32_t)(10 + i), &m, -1), 0);
+	}
+	harness_sleep_ms(3000);
+	probe_stop(&p);
+	close(sock);
+}
+
 static const struct harness_opts opts_default = { .backend = NULL };
 
 #define T(fn, opts) cmocka_unit_test_prestate_setup_teardown(fn, setup, teardown, (void *)&(opts))
@@ -416,6 +548,8 @@ main(void)
 		T(test_lease_on_passed_file, opts_default),
 		T(test_silent_connections, opts_silent),
 		T(test_connection_cap, opts_many_per_uid),
+		T(test_huge_region_copies, opts_default),
+		T(test_endless_warms, opts_default),
 	};
 
 	signal(SIGPIPE, SIG_IGN);
