@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "client/hotmap.h"
+#include "client/trust.h"
 #include "proto/frame.h"
 #include "proto/ring.h"
 
@@ -538,7 +539,7 @@ client_connect(hm_client *c, const char *socket_path)
 	Hotmap__Hello hello = HOTMAP__HELLO__INIT;
 	Hotmap__HelloReply *r;
 	ProtobufCMessage *reply;
-	char path[sizeof sa.sun_path];
+	char path[sizeof sa.sun_path], why[512];
 	int shm_fd = -1, rc;
 
 	if (socket_path == NULL) {
@@ -555,6 +556,12 @@ client_connect(hm_client *c, const char *socket_path)
 		return -errno;
 	if (connect(c->fd, (struct sockaddr *)&sa, sizeof sa) < 0)
 		return -errno;
+	/* Before HELLO: it passes the region's memfd, a descriptor too. */
+	rc = client_trust_daemon(c->fd, sa.sun_path, why, sizeof why);
+	if (rc < 0) {
+		set_last_error(why);
+		return rc;
+	}
 	hello.version = HM_PROTO_VERSION;
 	hello.features = HM_FEATURES_ALL;
 	hello.client_name = (char *)program_invocation_short_name;

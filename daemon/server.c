@@ -600,16 +600,77 @@ server_init(struct server *srv, struct hm_config *cfg, const struct hm_config_ar
 	return 0;
 }
 
+/*
+ * Whether dir, and every directory above it, is fit to hold the socket, as
+ * sshd's StrictModes asks of a user's files: owned by root or by hotmapd's
+ * own uid, and writable by nobody else unless sticky (/tmp).  In a
+ * directory another user owns or may write, she can take the socket's
+ * name first or swap it for her own daemon's while we run, and clients
+ * would hand her their descriptors.  0, or -EPERM with the reason in err.
+ */
 static int
-mkdir_parent(const char *path, char *err, size_t errlen)
+socket_dir_check(const char *dir, uid_t self, char *err, size_t errlen)
+{
+	char real[PATH_MAX], *slash;
+	const char *which;
+	struct stat st;
+	bool first = true;
+	int e;
+
+	if (realpath(dir, real) == NULL) {
+		e = errno;
+		snprintf(err, errlen, "socket directory %s: %s", dir, strerror(e));
+		return -e;
+	}
+	for (;;) {
+		if (stat(real, &st) < 0) {
+			e = errno;
+			snprintf(err, errlen, "socket directory %s: %s: %s", dir, real, strerror(e));
+			return -e;
+		}
+		which = first ? "it" : real;
+		first = false;
+		if (st.st_uid != 0 && st.st_uid != self) {
+			snprintf(err, errlen, "refusing to bind in %s: %s%s is owned by uid %u (mode %04o), "
+				 "neither root nor hotmapd's uid %u, and that user could replace the "
+				 "socket; use a directory only root or uid %u can write",
+				 dir, which, which != real ? "" : ", above it,", (unsigned)st.st_uid,
+				 (unsigned)(st.st_mode & 07777), (unsigned)self, (unsigned)self);
+			return -EPERM;
+		}
+		if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0 && (st.st_mode & S_ISVTX) == 0) {
+			snprintf(err, errlen, "refusing to bind in %s: %s%s is writable by %s (mode %04o, "
+				 "owner uid %u) without the sticky bit, so others could replace the "
+				 "socket; use a directory only root or uid %u can write",
+				 dir, which, which != real ? "" : ", above it,",
+				 st.st_mode & S_IWOTH ? "others" : "its group",
+				 (unsigned)(st.st_mode & 07777), (unsigned)st.st_uid, (unsigned)self);
+			return -EPERM;
+		}
+		slash = strrchr(real, '/');
+		if (slash == NULL || real[1] == '\0')
+			return 0;
+		slash[slash == real ? 1 : 0] = '\0';
+	}
+}
+
+/*
+ * Makes the socket's directory if it is missing (0755: other users'
+ * clients must reach the socket, none may write there, whatever the
+ * umask), then holds it to socket_dir_check.
+ */
+static int
+socket_dir_prepare(const struct server *srv, const char *path, char *err, size_t errlen)
 {
 	char dir[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	char *slash;
 
 	snprintf(dir, sizeof dir, "%s", path);
 	slash = strrchr(dir, '/');
-	if (slash == NULL || slash == dir)
-		return 0;
+	if (slash == NULL)
+		return socket_dir_check(".", srv->uid, err, errlen);
+	if (slash == dir)
+		return socket_dir_check("/", srv->uid, err, errlen);
 	*slash = '\0';
 	if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
 		int e = errno;
@@ -617,7 +678,7 @@ mkdir_parent(const char *path, char *err, size_t errlen)
 		snprintf(err, errlen, "cannot create %s: %s", dir, strerror(e));
 		return -e;
 	}
-	return 0;
+	return socket_dir_check(dir, srv->uid, err, errlen);
 }
 
 /* Another daemon answering on path?  A stale socket file is removed. */
@@ -664,7 +725,8 @@ server_bind(struct server *srv, char *err, size_t errlen)
 		return -ENAMETOOLONG;
 	}
 	memcpy(sa.sun_path, path, strlen(path) + 1);
-	rc = mkdir_parent(path, err, errlen);
+	/* Before anything at path is removed or bound. */
+	rc = socket_dir_prepare(srv, path, err, errlen);
 	if (rc < 0)
 		return rc;
 	rc = remove_stale_socket(&sa, err, errlen);

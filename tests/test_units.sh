@@ -10,7 +10,8 @@ trap 'rm -rf "$tmp"' EXIT
 . "${TESTS_SRCDIR:-$(dirname "$0")}/tap.sh"
 
 echo "1..6"
-sed -e "s|@sbindir[@]|$(dirname "$hotmapd")|g" "$srcdir/contrib/systemd/hotmapd.service.in" \
+sed -e "s|@sbindir[@]|$(dirname "$hotmapd")|g" -e "s|@daemon_user[@]|hotmapd|g" \
+	"$srcdir/contrib/systemd/hotmapd.service.in" \
 	>"$tmp/hotmapd.service"
 cp "$srcdir/contrib/systemd/hotmapd.socket" "$tmp/"
 

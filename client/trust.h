@@ -1,0 +1,26 @@
+/*
+ * trust.h - whom libhotmap hands descriptors to.
+ *
+ * A client passes descriptors (the files it opens, the memfd of its shared
+ * region) to whatever listens on the socket, and the socket's path may be
+ * one another user can take (a directory in /tmp).  Before the first
+ * descriptor goes out, the daemon's credentials (SO_PEERCRED, from the
+ * kernel) must be root's, the caller's own effective uid, or those of the
+ * daemon's user: HOTMAP_DAEMON_USER (a name or a numeric uid; empty: none)
+ * or else the name configure was given (--with-daemon-user, "hotmapd" by
+ * default, the name systemd gives hotmapd.service's DynamicUser), looked
+ * up at each connect because a dynamic user exists only while it runs.
+ *
+ * What it must not do: log, or send anything on the socket.
+ */
+#ifndef HOTMAP_CLIENT_TRUST_H
+#define HOTMAP_CLIENT_TRUST_H
+
+#include <stddef.h>
+
+/* 0 if the peer of the connected socket fd (at path, for the message) may
+ * receive descriptors; otherwise -EPERM, or -errno if its credentials
+ * cannot be read, with the reason in why. */
+int client_trust_daemon(int fd, const char *path, char *why, size_t whylen);
+
+#endif
