@@ -112,7 +112,18 @@ struct read_op {
 struct hm_file {
 	hm_client *c;
 	uint64_t handle;	/* 0: lost in a reconnect (ESTALE) */
-	char *path;		/* as given to hm_open, for a reconnect */
+	char *path;		/* as given to hm_open, for a reconnect; NULL for hm_open_fd */
+	/*
+	 * hm_open_fd: the caller's descriptor, passed as it is at every
+	 * (re)open and never closed, nor dup'ed and closed, by the library:
+	 * closing any descriptor of a file drops every fcntl lock the
+	 * process holds on it.  dev and ino are the file it named at
+	 * hm_open_fd, so that a descriptor number the caller closed and
+	 * reused for another file is not passed in its place.  -1: hm_open.
+	 */
+	int fd;
+	dev_t dev;
+	ino_t ino;
 	int flags;
 	hm_file *prev, *next;
 };
@@ -653,32 +664,44 @@ absolute_path(const char *path)
 }
 
 /*
- * OPEN of path (absolute) with flags (checked by the caller): the handle,
- * or -errno.  Lock held.
+ * OPEN of f with flags (checked by the caller): by path (HM_O_PATH), by
+ * the caller's descriptor (hm_open_fd), or by a descriptor opened here
+ * and closed again (hm_open).  Sets f->handle, or returns -errno.  Lock
+ * held.
  */
 static int
-client_open(hm_client *c, const char *path, int flags, uint64_t *handle)
+client_open(hm_client *c, hm_file *f, int flags)
 {
 	Hotmap__Open req = HOTMAP__OPEN__INIT;
 	ProtobufCMessage *reply = NULL;
+	struct stat st;
 	int fd = -1, rc;
 
 	req.policy = flags & HM_O_MMAP ? 1 : flags & HM_O_PREAD ? 2 : 0;
 	req.warm = (flags & HM_O_WARM) != 0;
-	req.path = (char *)path;
-	if (flags & HM_O_PATH) {
+	req.path = f->path;
+	if (f->fd >= 0) {
+		/* A descriptor that is gone must not break the connection
+		 * (sendmsg refuses it) and one that names another file now
+		 * must not be read in its place. */
+		if (fstat(f->fd, &st) < 0)
+			return -EBADF;
+		if (st.st_dev != f->dev || st.st_ino != f->ino)
+			return -ESTALE;
+	} else if (flags & HM_O_PATH) {
 		req.by_path = true;
 	} else {
-		fd = open_locally(path);
+		fd = open_locally(f->path);
 		if (fd < 0)
 			return -errno;
 	}
-	rc = client_call(c, HM_MSG_OPEN, &req.base, fd, HM_MSG_OPEN_REPLY, &reply);
+	rc = client_call(c, HM_MSG_OPEN, &req.base, f->fd >= 0 ? f->fd : fd, HM_MSG_OPEN_REPLY,
+			 &reply);
 	if (fd >= 0)
-		close(fd);	/* the daemon has its own copy */
+		close(fd);	/* ours, not the caller's: the daemon has its own copy */
 	if (rc < 0)
 		return rc;
-	*handle = ((Hotmap__OpenReply *)reply)->handle;
+	f->handle = ((Hotmap__OpenReply *)reply)->handle;
 	protobuf_c_message_free_unpacked(reply, NULL);
 	return 0;
 }
@@ -694,8 +717,8 @@ connection_lost(int err)
 /*
  * The reconnect policy: with the connection lost, connect again (for up to
  * reconnect_ms, every 50 ms), register a new region, and reopen every open
- * file as hm_open did (a file that cannot be reopened is lost: its calls
- * fail with ESTALE).  Views keep the old region, which they hold.  0, or
+ * file as hm_open or hm_open_fd did (a file that cannot be reopened is
+ * lost: its calls fail with ESTALE).  Views keep the old region, which they hold.  0, or
  * -errno with the client still broken.  Lock held.
  */
 static int
@@ -727,7 +750,7 @@ client_reconnect(hm_client *c)
 	for (f = c->files; f != NULL; f = f->next)
 		f->handle = 0;	/* the old daemon's numbers mean nothing now */
 	for (f = c->files; f != NULL; f = f->next) {
-		if (client_open(c, f->path, f->flags, &f->handle) < 0) {
+		if (client_open(c, f, f->flags) < 0) {
 			f->handle = 0;
 			if (c->broken)
 				return -c->broken;
@@ -772,6 +795,36 @@ hm_set_reconnect(hm_client *c, unsigned timeout_ms)
 	return 0;
 }
 
+/* Opens f (path or fd set) on c and adds it to c's files; frees it on
+ * failure.  f, or NULL and errno. */
+static hm_file *
+client_add_file(hm_client *c, hm_file *f, int flags)
+{
+	int rc;
+
+	f->flags = flags & ~HM_O_WARM;	/* a reopen need not warm again */
+	pthread_mutex_lock(&c->lock);
+	client_revive(c);
+	rc = client_open(c, f, flags);
+	if (client_retry(c, rc))
+		rc = client_open(c, f, flags);
+	if (rc == 0) {
+		f->c = c;
+		f->next = c->files;
+		if (f->next != NULL)
+			f->next->prev = f;
+		c->files = f;
+	}
+	pthread_mutex_unlock(&c->lock);
+	if (rc < 0) {
+		free(f->path);
+		free(f);
+		errno = -rc;
+		return NULL;
+	}
+	return f;
+}
+
 HM_EXPORT hm_file *
 hm_open(hm_client *c, const char *path, int flags)
 {
@@ -790,6 +843,7 @@ hm_open(hm_client *c, const char *path, int flags)
 		errno = ENOMEM;
 		return NULL;
 	}
+	f->fd = -1;
 	f->path = absolute_path(path);
 	if (f->path == NULL) {
 		rc = errno;
@@ -797,27 +851,34 @@ hm_open(hm_client *c, const char *path, int flags)
 		errno = rc;
 		return NULL;
 	}
-	f->flags = flags & ~HM_O_WARM;	/* a reopen need not warm again */
-	pthread_mutex_lock(&c->lock);
-	client_revive(c);
-	rc = client_open(c, f->path, flags, &f->handle);
-	if (client_retry(c, rc))
-		rc = client_open(c, f->path, flags, &f->handle);
-	if (rc == 0) {
-		f->c = c;
-		f->next = c->files;
-		if (f->next != NULL)
-			f->next->prev = f;
-		c->files = f;
-	}
-	pthread_mutex_unlock(&c->lock);
-	if (rc < 0) {
-		free(f->path);
-		free(f);
-		errno = -rc;
+	return client_add_file(c, f, flags);
+}
+
+HM_EXPORT hm_file *
+hm_open_fd(hm_client *c, int fd, int flags)
+{
+	struct stat st;
+	hm_file *f;
+
+	set_last_error(NULL);
+	if (c == NULL || (flags & ~(HM_O_MMAP | HM_O_PREAD | HM_O_WARM)) != 0 ||
+	    (flags & (HM_O_MMAP | HM_O_PREAD)) == (HM_O_MMAP | HM_O_PREAD)) {
+		errno = EINVAL;
 		return NULL;
 	}
-	return f;
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		errno = EBADF;
+		return NULL;
+	}
+	f = calloc(1, sizeof *f);
+	if (f == NULL) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	f->fd = fd;
+	f->dev = st.st_dev;
+	f->ino = st.st_ino;
+	return client_add_file(c, f, flags);
 }
 
 /* --- reads ------------------------------------------------------------- */
