@@ -9,7 +9,9 @@
  * Errors are reported as -1 (or NULL) with errno set; the daemon's errno
  * travels back unchanged.  The library never logs, exits or aborts, and
  * never raises SIGPIPE.  A hm_client may be used from several threads at
- * once: its requests are serialised.  See libhotmap(3).
+ * once: its requests are serialised.  A child of fork(2) may use the
+ * clients, files and views it inherited: its first call connects afresh,
+ * and its views keep the bytes they had at the fork.  See libhotmap(3).
  */
 #ifndef HOTMAP_H
 #define HOTMAP_H
