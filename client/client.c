@@ -60,6 +60,9 @@
  * The shared region: a sealed memfd the daemon copies file bytes into.
  * Space is handed out in blocks; a view holds its blocks, and a reference
  * to the region, until it is released, even after hm_disconnect.
+ *
+ * Every live region is on the list `regions` (regions_lock), so that
+ * fork(2) can give the child a private copy of it (see "fork" below).
  */
 struct hm_region {
 	pthread_mutex_t lock;
@@ -68,11 +71,20 @@ struct hm_region {
 	size_t size;
 	size_t nblocks;
 	uint64_t *used;		/* one bit per block */
+	bool shared;		/* maps the memfd; false once a fork made it private */
+	uint8_t *snapshot;	/* its used blocks, while a fork is under way */
+	struct hm_region *prev, *next;	/* on `regions` */
 };
 
 struct hm_client {
 	int fd;
-	pthread_mutex_t lock;
+	/* Serialises the calls: held for a whole call, the waits included.
+	 * &lock0, or in a child a mutex of its own (see "fork"). */
+	pthread_mutex_t *lock;
+	pthread_mutex_t lock0;
+	/* Held only while files is relinked, so that a fork never copies
+	 * the list half changed.  Taken after lock, never before. */
+	pthread_mutex_t files_lock;
 	uint32_t next_id;
 	int broken;		/* errno once out of step; 0 while healthy */
 	uint8_t *in;		/* received, not yet consumed: in[start, end) */
@@ -93,7 +105,24 @@ struct hm_client {
 	unsigned reconnect_ms;
 	bool retried;		/* the call in progress has run once more */
 	char *socket_path;	/* NULL: the default */
+	/* fork(2): the process the connection, region and handles belong
+	 * to; a call from another one (a child) connects afresh first. */
+	pid_t pid;
+	bool fork_held;		/* the fork handlers hold lock */
+	bool fork_busy;		/* a child's copy, of a call in flight at the fork */
+	bool listed;		/* on `clients` */
+	hm_client *prev_live, *next_live;
 };
+
+/*
+ * Every connected client and every live region, for the fork handlers.
+ * Lock order: clients_lock, a client's lock, its files_lock, regions_lock,
+ * a region's lock.  No one holding a later lock waits for an earlier one.
+ */
+static pthread_mutex_t clients_lock = PTHREAD_MUTEX_INITIALIZER;
+static hm_client *clients;
+static pthread_mutex_t regions_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct hm_region *regions;
 
 /* One READ on the wire: into buf over the socket, or into the region. */
 struct read_op {
@@ -113,7 +142,18 @@ struct read_op {
 struct hm_file {
 	hm_client *c;
 	uint64_t handle;	/* 0: lost in a reconnect (ESTALE) */
-	char *path;		/* as given to hm_open, for a reconnect */
+	char *path;		/* as given to hm_open, for a reconnect; NULL for hm_open_fd */
+	/*
+	 * hm_open_fd: the caller's descriptor, passed as it is at every
+	 * (re)open and never closed, nor dup'ed and closed, by the library:
+	 * closing any descriptor of a file drops every fcntl lock the
+	 * process holds on it.  dev and ino are the file it named at
+	 * hm_open_fd, so that a descriptor number the caller closed and
+	 * reused for another file is not passed in its place.  -1: hm_open.
+	 */
+	int fd;
+	dev_t dev;
+	ino_t ino;
 	int flags;
 	hm_file *prev, *next;
 };
@@ -372,9 +412,19 @@ region_unref(struct hm_region *r)
 
 	if (r == NULL)
 		return;
+	pthread_mutex_lock(&regions_lock);
 	pthread_mutex_lock(&r->lock);
 	left = --r->refs;
 	pthread_mutex_unlock(&r->lock);
+	if (left == 0) {
+		if (r->prev != NULL)
+			r->prev->next = r->next;
+		else
+			regions = r->next;
+		if (r->next != NULL)
+			r->next->prev = r->prev;
+	}
+	pthread_mutex_unlock(&regions_lock);
 	if (left > 0)
 		return;
 	munmap(r->base, r->size);
@@ -460,6 +510,13 @@ region_new(size_t size, int *fd)
 		goto fail;
 	pthread_mutex_init(&r->lock, NULL);
 	r->refs = 1;
+	r->shared = true;
+	pthread_mutex_lock(&regions_lock);
+	r->next = regions;
+	if (r->next != NULL)
+		r->next->prev = r;
+	regions = r;
+	pthread_mutex_unlock(&regions_lock);
 	return r;
 fail:
 	if (*fd >= 0)
@@ -468,6 +525,195 @@ fail:
 	free(r->used);
 	free(r);
 	return NULL;
+}
+
+/* --- fork ----------------------------------------------------------------- */
+
+/*
+ * After fork(2) the child holds copies of every client's socket, region
+ * and ring: were it to use them, the parent's replies would go to the
+ * wrong process and the daemon would copy bytes under both.  So:
+ *
+ *  - No lock is inherited held, and fork never waits for a call: a call
+ *    holds its client's lock while it waits for the daemon, for as long
+ *    as a reconnect may take or for ever when the daemon is stopped (and
+ *    a process that forks to restart the daemon would deadlock).  So the
+ *    prepare handler takes every client's lock only if it is free, and
+ *    the short locks (every client's files_lock, every region's) always;
+ *    both sides let go after the fork.  In the child, a client whose lock
+ *    was busy gets a new mutex (the old one stays locked by a thread the
+ *    child has not) and is marked fork_busy: its connection, buffer and
+ *    region were in a call's hands, so the child leaves them alone (they
+ *    leak in the child) instead of closing or freeing them; its list of
+ *    files, under files_lock, is whole.
+ *  - A view the child inherited keeps the bytes it had at the fork, even
+ *    when the parent releases it and its blocks are filled anew: the
+ *    prepare handler, with every region's lock held (so no block is
+ *    given or taken back meanwhile), copies each shared region's used
+ *    blocks (the views', the ring's, and those of reads in flight, which
+ *    the child never looks at) into private anonymous memory, and the
+ *    child's handler moves that copy over the region (mremap), so that
+ *    the child's region is private memory with the same bytes at the same
+ *    address.  A MAP_PRIVATE mapping of the memfd would not do: its pages
+ *    the child has not written still show the parent's later changes.
+ *    Copying in the child instead would race with the parent, which runs
+ *    on at once.  The parent only frees the copy.
+ *  - The child's first call on an inherited client (client_revive checks
+ *    the pid, which also covers a child made without the handlers, such
+ *    as by a raw clone) closes the child's copy of the socket, drops its
+ *    copy of the region (the views keep it), connects afresh with a
+ *    region of its own, and reopens the files as a reconnect does.  It
+ *    never writes to the inherited socket nor touches the inherited ring.
+ */
+
+/* Private anonymous memory holding r's used blocks, or NULL. */
+static uint8_t *
+region_snapshot(const struct hm_region *r)
+{
+	uint8_t *p = mmap(NULL, r->size, PROT_READ | PROT_WRITE,
+			  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	size_t i = 0, j;
+
+	if (p == MAP_FAILED)
+		return NULL;
+	while (i < r->nblocks) {
+		if (!region_block_used(r, i)) {
+			i++;
+			continue;
+		}
+		for (j = i; j < r->nblocks && region_block_used(r, j); j++)
+			;
+		memcpy(p + i * REGION_BLOCK, r->base + i * REGION_BLOCK, (j - i) * REGION_BLOCK);
+		i = j;
+	}
+	return p;
+}
+
+/* In the child: r becomes private memory with the bytes of the fork. */
+static void
+region_privatise(struct hm_region *r)
+{
+	uint8_t *p = r->snapshot;
+
+	r->snapshot = NULL;
+	if (!r->shared)
+		return;	/* private already (a fork of a child) */
+	if (p == NULL)
+		p = region_snapshot(r);	/* the prepare handler ran out of memory */
+	if (p == NULL)
+		return;	/* the views go on seeing the memfd: nothing better left */
+	if (mremap(p, r->size, r->size, MREMAP_MAYMOVE | MREMAP_FIXED, r->base) == MAP_FAILED) {
+		munmap(p, r->size);
+		return;
+	}
+	r->shared = false;
+}
+
+static void
+atfork_prepare(void)
+{
+	struct hm_region *r;
+	hm_client *c;
+
+	pthread_mutex_lock(&clients_lock);
+	for (c = clients; c != NULL; c = c->next_live) {
+		c->fork_held = pthread_mutex_trylock(c->lock) == 0;
+		pthread_mutex_lock(&c->files_lock);
+	}
+	pthread_mutex_lock(&regions_lock);
+	for (r = regions; r != NULL; r = r->next) {
+		pthread_mutex_lock(&r->lock);
+		r->snapshot = r->shared ? region_snapshot(r) : NULL;
+	}
+}
+
+static void
+atfork_parent(void)
+{
+	struct hm_region *r;
+	hm_client *c;
+
+	for (r = regions; r != NULL; r = r->next) {
+		if (r->snapshot != NULL)
+			munmap(r->snapshot, r->size);	/* the child's copy stays */
+		r->snapshot = NULL;
+		pthread_mutex_unlock(&r->lock);
+	}
+	pthread_mutex_unlock(&regions_lock);
+	for (c = clients; c != NULL; c = c->next_live) {
+		pthread_mutex_unlock(&c->files_lock);
+		if (c->fork_held)
+			pthread_mutex_unlock(c->lock);
+	}
+	pthread_mutex_unlock(&clients_lock);
+}
+
+static void
+atfork_child(void)
+{
+	struct hm_region *r;
+	hm_client *c;
+
+	for (r = regions; r != NULL; r = r->next) {
+		region_privatise(r);
+		pthread_mutex_unlock(&r->lock);
+	}
+	pthread_mutex_unlock(&regions_lock);
+	/* the clients connect afresh at their first call (client_revive) */
+	for (c = clients; c != NULL; c = c->next_live) {
+		pthread_mutex_unlock(&c->files_lock);
+		if (c->fork_held) {
+			pthread_mutex_unlock(c->lock);
+		} else {
+			pthread_mutex_t *m = malloc(sizeof *m);
+
+			/* Without memory, reinitialising the locked mutex is
+			 * what is left; glibc allows it in practice. */
+			if (m != NULL)
+				c->lock = m;
+			pthread_mutex_init(c->lock, NULL);
+			c->fork_busy = true;
+		}
+	}
+	pthread_mutex_unlock(&clients_lock);
+}
+
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+
+static void
+atfork_register(void)
+{
+	/* On failure (ENOMEM) the pid check still gives a child its own
+	 * connection; only its inherited views are unprotected. */
+	(void)pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+}
+
+static void
+client_list(hm_client *c)
+{
+	pthread_mutex_lock(&clients_lock);
+	c->next_live = clients;
+	if (c->next_live != NULL)
+		c->next_live->prev_live = c;
+	clients = c;
+	c->listed = true;
+	pthread_mutex_unlock(&clients_lock);
+}
+
+static void
+client_unlist(hm_client *c)
+{
+	if (!c->listed)
+		return;
+	pthread_mutex_lock(&clients_lock);
+	if (c->prev_live != NULL)
+		c->prev_live->next_live = c->next_live;
+	else
+		clients = c->next_live;
+	if (c->next_live != NULL)
+		c->next_live->prev_live = c->prev_live;
+	c->listed = false;
+	pthread_mutex_unlock(&clients_lock);
 }
 
 static size_t
@@ -606,23 +852,28 @@ hm_connect(const char *socket_path)
 		return NULL;
 	c->fd = -1;
 	c->next_id = 1;
+	c->pid = getpid();
 	c->shm_threshold = env_size("HOTMAP_SHM_THRESHOLD", CLIENT_SHM_THRESHOLD);
 	c->shm_size = env_size("HOTMAP_SHM_SIZE", CLIENT_SHM_SIZE);
 	c->poll_wanted = env_poll_wanted();
 	c->poll_us = env_uint("HOTMAP_POLL_US", CLIENT_POLL_US, CLIENT_POLL_US_MAX);
 	c->reconnect_ms = env_uint("HOTMAP_RECONNECT_MS", 0, CLIENT_RECONNECT_MS_MAX);
-	pthread_mutex_init(&c->lock, NULL);
+	c->lock = &c->lock0;
+	pthread_mutex_init(c->lock, NULL);
+	pthread_mutex_init(&c->files_lock, NULL);
 	if (socket_path != NULL && (c->socket_path = strdup(socket_path)) == NULL) {
 		hm_disconnect(c);
 		errno = ENOMEM;
 		return NULL;
 	}
+	pthread_once(&atfork_once, atfork_register);
 	rc = client_connect(c, socket_path);
 	if (rc < 0) {
 		hm_disconnect(c);
 		errno = -rc;
 		return NULL;
 	}
+	client_list(c);
 	return c;
 }
 
@@ -633,6 +884,7 @@ hm_disconnect(hm_client *c)
 
 	if (c == NULL)
 		return;
+	client_unlist(c);
 	while (c->files != NULL) {
 		hm_file *f = c->files;
 
@@ -641,11 +893,17 @@ hm_disconnect(hm_client *c)
 		free(f);
 	}
 	free(c->socket_path);
-	if (c->fd >= 0)
-		close(c->fd);	/* the daemon closes the handles with the session */
-	pthread_mutex_destroy(&c->lock);
-	region_unref(c->region);	/* views may keep it mapped */
-	free(c->in);
+	if (!c->fork_busy) {
+		if (c->fd >= 0)
+			close(c->fd);	/* the daemon closes the handles with the
+					 * session; in a child, only its copy closes */
+		region_unref(c->region);	/* views may keep it mapped */
+		free(c->in);
+	}
+	pthread_mutex_destroy(c->lock);
+	if (c->lock != &c->lock0)
+		free(c->lock);
+	pthread_mutex_destroy(&c->files_lock);
 	free(c);
 	errno = saved;
 }
@@ -682,32 +940,44 @@ absolute_path(const char *path)
 }
 
 /*
- * OPEN of path (absolute) with flags (checked by the caller): the handle,
- * or -errno.  Lock held.
+ * OPEN of f with flags (checked by the caller): by path (HM_O_PATH), by
+ * the caller's descriptor (hm_open_fd), or by a descriptor opened here
+ * and closed again (hm_open).  Sets f->handle, or returns -errno.  Lock
+ * held.
  */
 static int
-client_open(hm_client *c, const char *path, int flags, uint64_t *handle)
+client_open(hm_client *c, hm_file *f, int flags)
 {
 	Hotmap__Open req = HOTMAP__OPEN__INIT;
 	ProtobufCMessage *reply = NULL;
+	struct stat st;
 	int fd = -1, rc;
 
 	req.policy = flags & HM_O_MMAP ? 1 : flags & HM_O_PREAD ? 2 : 0;
 	req.warm = (flags & HM_O_WARM) != 0;
-	req.path = (char *)path;
-	if (flags & HM_O_PATH) {
+	req.path = f->path;
+	if (f->fd >= 0) {
+		/* A descriptor that is gone must not break the connection
+		 * (sendmsg refuses it) and one that names another file now
+		 * must not be read in its place. */
+		if (fstat(f->fd, &st) < 0)
+			return -EBADF;
+		if (st.st_dev != f->dev || st.st_ino != f->ino)
+			return -ESTALE;
+	} else if (flags & HM_O_PATH) {
 		req.by_path = true;
 	} else {
-		fd = open_locally(path);
+		fd = open_locally(f->path);
 		if (fd < 0)
 			return -errno;
 	}
-	rc = client_call(c, HM_MSG_OPEN, &req.base, fd, HM_MSG_OPEN_REPLY, &reply);
+	rc = client_call(c, HM_MSG_OPEN, &req.base, f->fd >= 0 ? f->fd : fd, HM_MSG_OPEN_REPLY,
+			 &reply);
 	if (fd >= 0)
-		close(fd);	/* the daemon has its own copy */
+		close(fd);	/* ours, not the caller's: the daemon has its own copy */
 	if (rc < 0)
 		return rc;
-	*handle = ((Hotmap__OpenReply *)reply)->handle;
+	f->handle = ((Hotmap__OpenReply *)reply)->handle;
 	protobuf_c_message_free_unpacked(reply, NULL);
 	return 0;
 }
@@ -720,18 +990,80 @@ connection_lost(int err)
 	       err == ENOENT || err == ECONNABORTED;
 }
 
+/* Reopens every open file on a new connection, as hm_open or hm_open_fd
+ * did: a file that cannot be reopened is lost (ESTALE).  0, or -errno when
+ * the connection failed meanwhile.  Lock held. */
+static int
+client_reopen(hm_client *c)
+{
+	hm_file *f;
+
+	for (f = c->files; f != NULL; f = f->next)
+		f->handle = 0;	/* the old connection's numbers mean nothing now */
+	for (f = c->files; f != NULL; f = f->next) {
+		if (client_open(c, f, f->flags) < 0) {
+			f->handle = 0;
+			if (c->broken)
+				return -c->broken;
+		}
+	}
+	return 0;
+}
+
+/*
+ * The first call of a child on a client inherited across fork (see
+ * "fork"): a connection, region and handles of its own, whatever the
+ * reconnect policy.  The inherited socket is closed unused (the parent
+ * keeps its own), the inherited region is dropped (the child's views keep
+ * their private copy of it), unless a call had them at the fork.  When
+ * the daemon cannot be reached, the client is broken with that error, as
+ * a lost connection is (the reconnect policy, if on, then tries again).
+ * Lock held.
+ */
+static void
+client_after_fork(hm_client *c)
+{
+	int rc;
+
+	c->pid = getpid();
+	if (c->fork_busy) {
+		/* half changed by a call of the parent's: leave it be */
+		c->fork_busy = false;
+		c->in = NULL;
+		c->cap = 0;
+	} else {
+		if (c->fd >= 0)
+			close(c->fd);
+		region_unref(c->region);
+	}
+	c->fd = -1;
+	c->start = c->end = 0;
+	c->region = NULL;
+	c->ring = false;
+	c->sq_tail = c->cq_head = 0;
+	c->broken = 0;
+	rc = client_connect(c, c->socket_path);
+	if (rc < 0) {
+		if (c->fd >= 0)
+			close(c->fd);
+		c->fd = -1;
+		c->broken = -rc;
+		return;
+	}
+	client_reopen(c);
+}
+
 /*
  * The reconnect policy: with the connection lost, connect again (for up to
  * reconnect_ms, every 50 ms), register a new region, and reopen every open
- * file as hm_open did (a file that cannot be reopened is lost: its calls
- * fail with ESTALE).  Views keep the old region, which they hold.  0, or
+ * file as hm_open or hm_open_fd did (a file that cannot be reopened is
+ * lost: its calls fail with ESTALE).  Views keep the old region, which they hold.  0, or
  * -errno with the client still broken.  Lock held.
  */
 static int
 client_reconnect(hm_client *c)
 {
 	uint64_t deadline = now_us() + (uint64_t)c->reconnect_ms * 1000u;
-	hm_file *f;
 	int rc;
 
 	for (;;) {
@@ -753,16 +1085,7 @@ client_reconnect(hm_client *c)
 		}
 		usleep(50000);
 	}
-	for (f = c->files; f != NULL; f = f->next)
-		f->handle = 0;	/* the old daemon's numbers mean nothing now */
-	for (f = c->files; f != NULL; f = f->next) {
-		if (client_open(c, f->path, f->flags, &f->handle) < 0) {
-			f->handle = 0;
-			if (c->broken)
-				return -c->broken;
-		}
-	}
-	return 0;
+	return client_reopen(c);
 }
 
 /*
@@ -780,12 +1103,15 @@ client_retry(hm_client *c, int rc)
 	return client_reconnect(c) == 0;
 }
 
-/* Every call starts here, lock held: a client lost earlier reconnects
- * first, under the policy, and the call may run once more. */
+/* Every call starts here, lock held: in a child after fork(2), the
+ * client gets a connection of its own first; a client lost earlier
+ * reconnects first, under the policy, and the call may run once more. */
 static void
 client_revive(hm_client *c)
 {
 	c->retried = false;
+	if (c->pid != getpid())
+		client_after_fork(c);
 	if (c->broken != 0 && c->reconnect_ms > 0 && connection_lost(c->broken))
 		client_reconnect(c);
 }
@@ -795,10 +1121,42 @@ hm_set_reconnect(hm_client *c, unsigned timeout_ms)
 {
 	if (c == NULL)
 		return fail(EINVAL);
-	pthread_mutex_lock(&c->lock);
+	pthread_mutex_lock(c->lock);
 	c->reconnect_ms = timeout_ms;
-	pthread_mutex_unlock(&c->lock);
+	pthread_mutex_unlock(c->lock);
 	return 0;
+}
+
+/* Opens f (path or fd set) on c and adds it to c's files; frees it on
+ * failure.  f, or NULL and errno. */
+static hm_file *
+client_add_file(hm_client *c, hm_file *f, int flags)
+{
+	int rc;
+
+	f->flags = flags & ~HM_O_WARM;	/* a reopen need not warm again */
+	pthread_mutex_lock(c->lock);
+	client_revive(c);
+	rc = client_open(c, f, flags);
+	if (client_retry(c, rc))
+		rc = client_open(c, f, flags);
+	if (rc == 0) {
+		f->c = c;
+		pthread_mutex_lock(&c->files_lock);
+		f->next = c->files;
+		if (f->next != NULL)
+			f->next->prev = f;
+		c->files = f;
+		pthread_mutex_unlock(&c->files_lock);
+	}
+	pthread_mutex_unlock(c->lock);
+	if (rc < 0) {
+		free(f->path);
+		free(f);
+		errno = -rc;
+		return NULL;
+	}
+	return f;
 }
 
 HM_EXPORT hm_file *
@@ -819,6 +1177,7 @@ hm_open(hm_client *c, const char *path, int flags)
 		errno = ENOMEM;
 		return NULL;
 	}
+	f->fd = -1;
 	f->path = absolute_path(path);
 	if (f->path == NULL) {
 		rc = errno;
@@ -826,27 +1185,34 @@ hm_open(hm_client *c, const char *path, int flags)
 		errno = rc;
 		return NULL;
 	}
-	f->flags = flags & ~HM_O_WARM;	/* a reopen need not warm again */
-	pthread_mutex_lock(&c->lock);
-	client_revive(c);
-	rc = client_open(c, f->path, flags, &f->handle);
-	if (client_retry(c, rc))
-		rc = client_open(c, f->path, flags, &f->handle);
-	if (rc == 0) {
-		f->c = c;
-		f->next = c->files;
-		if (f->next != NULL)
-			f->next->prev = f;
-		c->files = f;
-	}
-	pthread_mutex_unlock(&c->lock);
-	if (rc < 0) {
-		free(f->path);
-		free(f);
-		errno = -rc;
+	return client_add_file(c, f, flags);
+}
+
+HM_EXPORT hm_file *
+hm_open_fd(hm_client *c, int fd, int flags)
+{
+	struct stat st;
+	hm_file *f;
+
+	set_last_error(NULL);
+	if (c == NULL || (flags & ~(HM_O_MMAP | HM_O_PREAD | HM_O_WARM)) != 0 ||
+	    (flags & (HM_O_MMAP | HM_O_PREAD)) == (HM_O_MMAP | HM_O_PREAD)) {
+		errno = EINVAL;
 		return NULL;
 	}
-	return f;
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		errno = EBADF;
+		return NULL;
+	}
+	f = calloc(1, sizeof *f);
+	if (f == NULL) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	f->fd = fd;
+	f->dev = st.st_dev;
+	f->ino = st.st_ino;
+	return client_add_file(c, f, flags);
 }
 
 /* --- reads ------------------------------------------------------------- */
@@ -1277,13 +1643,13 @@ hm_pread(hm_file *f, void *buf, size_t len, uint64_t offset)
 	op.offset = offset;
 	op.len = len;
 	op.buf = buf;
-	pthread_mutex_lock(&f->c->lock);
+	pthread_mutex_lock(f->c->lock);
 	client_revive(f->c);
 	do {
 		op.handle = f->handle;
 		rc = f->handle == 0 ? -ESTALE : client_run_reads(f->c, &op, 1);
 	} while (client_retry(f->c, rc));
-	pthread_mutex_unlock(&f->c->lock);
+	pthread_mutex_unlock(f->c->lock);
 	if (rc < 0)
 		return fail(-rc);
 	if (op.result < 0)
@@ -1302,7 +1668,7 @@ hm_read_batch(hm_client *c, struct hm_io *io, size_t n)
 	set_last_error(NULL);
 	if (c == NULL || (io == NULL && n > 0))
 		return fail(EINVAL);
-	pthread_mutex_lock(&c->lock);
+	pthread_mutex_lock(c->lock);
 	client_revive(c);
 	while (i < n && rc == 0) {
 		/* one window of valid ios; the others get their error here */
@@ -1342,7 +1708,7 @@ hm_read_batch(hm_client *c, struct hm_io *io, size_t n)
 	/* a connection that failed leaves the rest unanswered */
 	for (; i < n; i++)
 		io[i].result = rc;
-	pthread_mutex_unlock(&c->lock);
+	pthread_mutex_unlock(c->lock);
 	return rc < 0 ? fail(-rc) : 0;
 }
 
@@ -1364,7 +1730,7 @@ hm_view_range(hm_file *f, uint64_t offset, size_t len, struct hm_view *v)
 	if (f == NULL || v == NULL || check_range(len, offset) < 0)
 		return fail(EINVAL);
 	c = f->c;
-	pthread_mutex_lock(&c->lock);
+	pthread_mutex_lock(c->lock);
 	client_revive(c);
 	for (;;) {
 		r = c->region;
@@ -1403,7 +1769,7 @@ hm_view_range(hm_file *f, uint64_t offset, size_t len, struct hm_view *v)
 			break;
 	}
 	if (rc < 0) {
-		pthread_mutex_unlock(&c->lock);
+		pthread_mutex_unlock(c->lock);
 		return fail(-rc);
 	}
 	if (op.shm) {
@@ -1416,7 +1782,7 @@ hm_view_range(hm_file *f, uint64_t offset, size_t len, struct hm_view *v)
 		v->data = op.buf;
 	}
 	v->len = (size_t)op.result;
-	pthread_mutex_unlock(&c->lock);
+	pthread_mutex_unlock(c->lock);
 	return 0;
 }
 
@@ -1447,14 +1813,14 @@ hm_stat(hm_file *f, struct hm_stat *st)
 	set_last_error(NULL);
 	if (f == NULL || st == NULL)
 		return fail(EINVAL);
-	pthread_mutex_lock(&f->c->lock);
+	pthread_mutex_lock(f->c->lock);
 	client_revive(f->c);
 	do {
 		req.handle = f->handle;
 		rc = f->handle == 0 ? -ESTALE :
 		     client_call(f->c, HM_MSG_STAT, &req.base, -1, HM_MSG_STAT_REPLY, &reply);
 	} while (client_retry(f->c, rc));
-	pthread_mutex_unlock(&f->c->lock);
+	pthread_mutex_unlock(f->c->lock);
 	if (rc < 0)
 		return fail(-rc);
 	r = (Hotmap__StatReply *)reply;
@@ -1485,9 +1851,14 @@ hm_close(hm_file *f)
 	if (f == NULL)
 		return fail(EBADF);
 	c = f->c;
-	pthread_mutex_lock(&c->lock);
+	pthread_mutex_lock(c->lock);
 	req.handle = f->handle;	/* under the lock: a reconnect renews it */
-	if (f->handle == 0 || (c->reconnect_ms > 0 && connection_lost(c->broken))) {
+	if (c->pid != getpid()) {
+		/* a child's first call: the handle is the parent's, on the
+		 * parent's connection; the child's next call reopens the
+		 * others without it */
+		rc = 0;
+	} else if (f->handle == 0 || (c->reconnect_ms > 0 && connection_lost(c->broken))) {
 		rc = 0;	/* the daemon that had it is gone: nothing to close there */
 	} else {
 		rc = client_call(c, HM_MSG_CLOSE, &req.base, -1, HM_MSG_CLOSE_REPLY, &reply);
@@ -1496,13 +1867,15 @@ hm_close(hm_file *f)
 		else if (c->reconnect_ms > 0 && connection_lost(c->broken))
 			rc = 0;
 	}
+	pthread_mutex_lock(&c->files_lock);
 	if (f->prev != NULL)
 		f->prev->next = f->next;
 	else
 		c->files = f->next;
 	if (f->next != NULL)
 		f->next->prev = f->prev;
-	pthread_mutex_unlock(&c->lock);
+	pthread_mutex_unlock(&c->files_lock);
+	pthread_mutex_unlock(c->lock);
 	free(f->path);
 	free(f);
 	return rc < 0 ? fail(-rc) : 0;
@@ -1521,14 +1894,14 @@ hm_warm(hm_file *f, uint64_t offset, uint64_t len)
 		return fail(EINVAL);
 	req.offset = offset;
 	req.length = len;
-	pthread_mutex_lock(&f->c->lock);
+	pthread_mutex_lock(f->c->lock);
 	client_revive(f->c);
 	do {
 		req.handle = f->handle;
 		rc = f->handle == 0 ? -ESTALE :
 		     client_call(f->c, HM_MSG_WARM, &req.base, -1, HM_MSG_WARM_REPLY, &reply);
 	} while (client_retry(f->c, rc));
-	pthread_mutex_unlock(&f->c->lock);
+	pthread_mutex_unlock(f->c->lock);
 	if (rc < 0)
 		return fail(-rc);
 	warmed = ((Hotmap__WarmReply *)reply)->warmed;
@@ -1559,12 +1932,12 @@ hm_ping(hm_client *c, struct hm_ping *out)
 	set_last_error(NULL);
 	if (c == NULL)
 		return fail(EINVAL);
-	pthread_mutex_lock(&c->lock);
+	pthread_mutex_lock(c->lock);
 	client_revive(c);
 	do
 		rc = client_call(c, HM_MSG_PING, &req.base, -1, HM_MSG_PING_REPLY, &reply);
 	while (client_retry(c, rc));
-	pthread_mutex_unlock(&c->lock);
+	pthread_mutex_unlock(c->lock);
 	if (rc < 0)
 		return fail(-rc);
 	r = (Hotmap__PingReply *)reply;
@@ -1591,12 +1964,12 @@ client_stats(hm_client *c, bool reset,
 	if (c == NULL || (cb == NULL && !reset))
 		return fail(EINVAL);
 	req.reset = reset;
-	pthread_mutex_lock(&c->lock);
+	pthread_mutex_lock(c->lock);
 	client_revive(c);
 	do
 		rc = client_call(c, HM_MSG_STATS, &req.base, -1, HM_MSG_STATS_REPLY, &reply);
 	while (client_retry(c, rc));
-	pthread_mutex_unlock(&c->lock);
+	pthread_mutex_unlock(c->lock);
 	if (rc < 0)
 		return fail(-rc);
 	r = (Hotmap__StatsReply *)reply;
@@ -1637,12 +2010,12 @@ hm_files(hm_client *c, void (*cb)(const struct hm_file_info *info, void *arg), v
 		int rc;
 
 		req.offset = offset;
-		pthread_mutex_lock(&c->lock);
+		pthread_mutex_lock(c->lock);
 		client_revive(c);
 		do
 			rc = client_call(c, HM_MSG_FILES, &req.base, -1, HM_MSG_FILES_REPLY, &reply);
 		while (client_retry(c, rc));
-		pthread_mutex_unlock(&c->lock);
+		pthread_mutex_unlock(c->lock);
 		if (rc < 0)
 			return fail(-rc);
 		r = (Hotmap__FilesReply *)reply;
@@ -1686,12 +2059,12 @@ hm_config(hm_client *c, void (*cb)(const char *key, const char *value, const cha
 	set_last_error(NULL);
 	if (c == NULL || cb == NULL || (path == NULL && pathlen > 0))
 		return fail(EINVAL);
-	pthread_mutex_lock(&c->lock);
+	pthread_mutex_lock(c->lock);
 	client_revive(c);
 	do
 		rc = client_call(c, HM_MSG_CONFIG, &req.base, -1, HM_MSG_CONFIG_REPLY, &reply);
 	while (client_retry(c, rc));
-	pthread_mutex_unlock(&c->lock);
+	pthread_mutex_unlock(c->lock);
 	if (rc < 0)
 		return fail(-rc);
 	r = (Hotmap__ConfigReply *)reply;
@@ -1732,12 +2105,12 @@ hm_evict(hm_client *c, const char *path, struct hm_evicted *out)
 	} else {
 		return -1;
 	}
-	pthread_mutex_lock(&c->lock);
+	pthread_mutex_lock(c->lock);
 	client_revive(c);
 	do
 		rc = client_call(c, HM_MSG_EVICT, &req.base, -1, HM_MSG_EVICT_REPLY, &reply);
 	while (client_retry(c, rc));
-	pthread_mutex_unlock(&c->lock);
+	pthread_mutex_unlock(c->lock);
 	free(abs);
 	if (rc < 0)
 		return fail(-rc);

@@ -9,7 +9,9 @@
  * Errors are reported as -1 (or NULL) with errno set; the daemon's errno
  * travels back unchanged.  The library never logs, exits or aborts, and
  * never raises SIGPIPE.  A hm_client may be used from several threads at
- * once: its requests are serialised.  See libhotmap(3).
+ * once: its requests are serialised.  A child of fork(2) may use the
+ * clients, files and views it inherited: its first call connects afresh,
+ * and its views keep the bytes they had at the fork.  See libhotmap(3).
  */
 #ifndef HOTMAP_H
 #define HOTMAP_H
@@ -68,8 +70,14 @@ hm_client *hm_connect(const char *socket_path);
 void hm_disconnect(hm_client *c);
 
 /* Opens path.  By default the library opens it (so the caller's own
- * permissions apply) and passes the descriptor to the daemon. */
+ * permissions apply), passes the descriptor to the daemon and closes it:
+ * which drops every fcntl(2) lock the process holds on the file. */
 hm_file *hm_open(hm_client *c, const char *path, int flags);
+/* Opens the file of the caller's descriptor fd (readable, not O_PATH):
+ * passed to the daemon as it is and never closed by the library, so the
+ * caller's fcntl locks hold.  A reconnect passes fd again: keep it open
+ * until hm_close.  flags as hm_open's, without HM_O_PATH (EINVAL). */
+hm_file *hm_open_fd(hm_client *c, int fd, int flags);
 /* pread(2) on the file: bytes read, short only at end of file, 0 at or
  * past it; -1 and errno on error. */
 ssize_t hm_pread(hm_file *f, void *buf, size_t len, uint64_t offset);
@@ -174,7 +182,7 @@ int hm_evict(hm_client *c, const char *path, struct hm_evicted *out);
  * The reconnect policy, off by default (HOTMAP_RECONNECT_MS sets it at
  * hm_connect): when the daemon goes away, the next call spends up to
  * timeout_ms connecting again (0: off), reopens the client's open files as
- * hm_open did, and runs again.  A file that cannot be reopened fails with
+ * hm_open or hm_open_fd did, and runs again.  A file that cannot be reopened fails with
  * ESTALE from then on.  Views keep their bytes.
  */
 int hm_set_reconnect(hm_client *c, unsigned timeout_ms);

@@ -1683,6 +1683,203 @@ test_daemon_killed(void **state)
 			 WEXITSTATUS(status));
 }
 
+/* --- fcntl locks: hm_open_fd keeps them, hm_open drops them -------------- */
+
+/*
+ * Whether another process is refused a write lock on the whole of path
+ * (F_SETLK F_WRLCK fails with EAGAIN): that is, whether this process
+ * still holds its read lock.  POSIX locks are not inherited, so a forked
+ * child is "another process".  Fails the test when the child cannot tell.
+ */
+static bool
+lock_held_here(const char *path)
+{
+	int status;
+	pid_t pid;
+
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+		int fd = open(path, O_RDWR | O_CLOEXEC);
+
+		if (fd < 0)
+			_exit(3);
+		if (fcntl(fd, F_SETLK, &fl) == 0)
+			_exit(1);	/* got it: nobody holds a lock */
+		_exit(errno == EAGAIN ? 0 : 2);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	if (!WIFEXITED(status) || WEXITSTATUS(status) > 1)
+		fail_msg("the lock prober failed (status 0x%x)", status);
+	return WEXITSTATUS(status) == 0;
+}
+
+/* fd, read-locked whole (F_SETLK F_RDLCK), on path. */
+static int
+open_read_locked(const char *path)
+{
+	struct flock fl = { .l_type = F_RDLCK, .l_whence = SEEK_SET };
+	int fd = open_ref(path);
+
+	assert_int_equal(fcntl(fd, F_SETLK, &fl), 0);
+	assert_true(lock_held_here(path));
+	return fd;
+}
+
+#define assert_lock_held(path, when) \
+	do { \
+		if (!lock_held_here(path)) \
+			fail_msg("the read lock is gone %s", when); \
+	} while (0)
+
+/*
+ * A process that holds a read lock (as SQLite's reader does) reads the
+ * file through hm_open_fd: the lock holds after the open, the reads (byte
+ * for byte as pread), hm_close and hm_disconnect, because the library
+ * passes the caller's descriptor and never closes one of that file.  The
+ * daemon does not move the descriptor's offset either.
+ */
+static void
+test_open_fd_keeps_locks(void **state)
+{
+	struct harness *h = *state;
+	char path[PATH_MAX];
+	hm_client *c;
+	hm_file *f;
+	int fd, wfd, spare;
+
+	harness_path(h, "root/locked", path);
+	harness_write_file(path, SIZE_1M, 80);
+	fd = open_read_locked(path);
+	assert_int_equal(lseek(fd, 7, SEEK_SET), 7);
+	c = harness_connect(h);
+
+	f = hm_open_fd(c, fd, 0);
+	if (f == NULL)
+		fail_msg("hm_open_fd: %s (\"%s\")", strerror(errno), hm_last_error());
+	assert_lock_held(path, "after hm_open_fd");
+	assert_int_equal(harness_check_read(f, fd, 0, 100), 100);
+	assert_int_equal(harness_check_read(f, fd, 4095, 70000), 70000);
+	assert_int_equal(harness_check_read(f, fd, 0, 2 * MiB), SIZE_1M);
+	assert_int_equal(harness_check_read(f, fd, SIZE_1M - 5, 4096), 5);
+	assert_int_equal(stat_ok(f).size, SIZE_1M);
+	assert_lock_held(path, "after reading through hm_open_fd");
+	close_ok(f);
+	assert_lock_held(path, "after hm_close");
+	assert_int_equal(lseek(fd, 0, SEEK_CUR), 7);
+
+	/* HM_O_WARM is an hm_open flag like the others; HM_O_PATH is not */
+	f = hm_open_fd(c, fd, HM_O_PREAD | HM_O_WARM);
+	assert_non_null(f);
+	expect_backend(f, HM_BACKEND_PREAD, HM_REASON_FORCED);
+	assert_int_equal(harness_check_read(f, fd, 12345, 6789), 6789);
+	close_ok(f);
+	errno = 0;
+	assert_null(hm_open_fd(c, fd, HM_O_PATH));
+	assert_int_equal(errno, EINVAL);
+	errno = 0;
+	assert_null(hm_open_fd(c, fd, HM_O_MMAP | HM_O_PREAD));
+	assert_int_equal(errno, EINVAL);
+	errno = 0;
+	assert_null(hm_open_fd(NULL, fd, 0));
+	assert_int_equal(errno, EINVAL);
+	/* bad descriptors fail the open, not the connection */
+	errno = 0;
+	assert_null(hm_open_fd(c, -1, 0));
+	assert_int_equal(errno, EBADF);
+	spare = open("/dev/null", O_RDONLY | O_CLOEXEC);	/* a number, closed */
+	assert_true(spare >= 0);
+	close(spare);
+	errno = 0;
+	assert_null(hm_open_fd(c, spare, 0));
+	assert_int_equal(errno, EBADF);
+	wfd = open(path, O_WRONLY | O_CLOEXEC);
+	assert_true(wfd >= 0);
+	errno = 0;
+	assert_null(hm_open_fd(c, wfd, 0));
+	assert_int_equal(errno, EBADF);
+	assert_lock_held(path, "after the refused opens");
+	assert_int_equal(hm_ping(c, NULL), 0);
+	hm_disconnect(c);
+	assert_lock_held(path, "after hm_disconnect");
+	close(fd);
+	assert_false(lock_held_here(path));
+	close(wfd);
+}
+
+/*
+ * The hazard hm_open_fd exists for, as libhotmap(3) documents it: hm_open
+ * opens the file, passes its descriptor and closes it, and that close
+ * drops the read lock the process held through another descriptor.
+ */
+static void
+test_open_drops_locks(void **state)
+{
+	struct harness *h = *state;
+	char path[PATH_MAX];
+	hm_client *c;
+	hm_file *f;
+	int fd;
+
+	harness_path(h, "root/locked", path);
+	harness_write_file(path, 10000, 81);
+	fd = open_read_locked(path);
+	c = harness_connect(h);
+	f = open_ok(c, path, 0);
+	if (lock_held_here(path))
+		fail_msg("hm_open kept the lock: fcntl(2) or libhotmap(3) is out of date");
+	assert_int_equal(harness_check_read(f, fd, 0, 20000), 10000);
+	close_ok(f);
+	hm_disconnect(c);
+	close(fd);
+}
+
+/*
+ * A reconnect reopens an hm_open_fd file with the caller's descriptor
+ * again, so the lock outlives the daemon's restart too; a descriptor the
+ * caller closed meanwhile loses the file (ESTALE), not the connection.
+ */
+static void
+test_open_fd_reconnect(void **state)
+{
+	struct harness *h = *state;
+	char path[PATH_MAX], other[PATH_MAX];
+	uint8_t buf[16];
+	hm_client *c;
+	hm_file *f, *g;
+	int fd, gfd;
+
+	harness_path(h, "root/locked", path);
+	harness_write_file(path, SIZE_1M, 82);
+	harness_path(h, "root/other", other);
+	harness_write_file(other, 5000, 83);
+	fd = open_read_locked(path);
+	gfd = open_ref(other);
+	c = harness_connect(h);
+	assert_int_equal(hm_set_reconnect(c, 10000), 0);
+	f = hm_open_fd(c, fd, 0);
+	g = hm_open_fd(c, gfd, 0);
+	assert_non_null(f);
+	assert_non_null(g);
+	assert_int_equal(harness_check_read(f, fd, 1000, 300000), 300000);
+	harness_kill(h);
+	close(gfd);	/* against the contract: g must go stale, not be misread */
+	gfd = open_ref(path);	/* likely the same number, another file */
+	harness_restart(h);
+	assert_int_equal(harness_check_read(f, fd, 5, 400000), 400000);
+	assert_lock_held(path, "after a reconnect");
+	errno = 0;
+	assert_int_equal(hm_pread(g, buf, sizeof buf, 0), -1);
+	assert_int_equal(errno, ESTALE);
+	close_ok(g);
+	close_ok(f);
+	assert_lock_held(path, "after hm_close");
+	hm_disconnect(c);
+	close(gfd);
+	close(fd);
+}
+
 #define T(f, opts) cmocka_unit_test_prestate_setup_teardown(f, setup, teardown, (void *)&opts)
 
 int
@@ -1714,6 +1911,9 @@ main(void)
 		T(test_disconnect_with_open_files, opts_default),
 		T(test_cache_shared, opts_default),
 		T(test_daemon_killed, opts_default),
+		T(test_open_fd_keeps_locks, opts_default),
+		T(test_open_drops_locks, opts_default),
+		T(test_open_fd_reconnect, opts_default),
 	};
 
 	return cmocka_run_group_tests_name("integration", tests, NULL, NULL);
