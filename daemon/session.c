@@ -12,9 +12,11 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <fcntl.h>
 #include <unistd.h>
 
+#include "daemon/guard.h"
 #include "daemon/log.h"
 #include "daemon/peer.h"
 #include "daemon/server.h"
@@ -267,15 +269,24 @@ session_error(struct session *s, uint32_t id, int error, const char *fmt, ...)
 	return peer_send_error(s->peer, id, error, "%s", text);
 }
 
+/* f_type of tmpfs, and of a memfd made without MFD_HUGETLB (linux/magic.h) */
+#define SESSION_TMPFS_MAGIC 0x01021994
+
 /*
  * Maps the memfd that came with HELLO.  It must be sealed against shrinking
- * and growing, and exactly the size announced: then the daemon's copies
- * into it can never fault, whatever the client does to its end.
+ * and growing, exactly the size announced, and on tmpfs: then the daemon's
+ * copies into it can never fault, whatever the client does to its end (a
+ * page it punches out comes back as a new zero page on the next touch).
+ * Not so on hugetlbfs (MFD_HUGETLB): a punched huge page comes back only
+ * while the system has a free one, and the copy faults when it has none.
+ * The guard recovers such a fault all the same (the client is dropped);
+ * this check keeps it from happening.
  */
 static int
 session_map_region(struct session *s, uint64_t size, char *err, size_t errlen)
 {
 	int fd = peer_take_fd(s->peer);
+	struct statfs sfs = { .f_type = 0 };
 	struct stat st;
 	int seals, rc = 0;
 	void *p;
@@ -293,6 +304,11 @@ session_map_region(struct session *s, uint64_t size, char *err, size_t errlen)
 		rc = -EFBIG;
 	} else if (seals < 0 || (seals & (F_SEAL_SHRINK | F_SEAL_GROW)) != (F_SEAL_SHRINK | F_SEAL_GROW)) {
 		snprintf(err, errlen, "the region is not a memfd sealed against shrinking and growing");
+		rc = -EPERM;
+	} else if (fstatfs(fd, &sfs) < 0 || (uint32_t)sfs.f_type != SESSION_TMPFS_MAGIC) {
+		snprintf(err, errlen, "the region is not on tmpfs (f_type 0x%lx): a memfd made with "
+			 "MFD_HUGETLB is refused, since its pages can run out under a copy",
+			 (unsigned long)(uint32_t)sfs.f_type);
 		rc = -EPERM;
 	} else if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size != size) {
 		snprintf(err, errlen, "the region's size is not the %llu bytes announced",
@@ -539,12 +555,30 @@ session_submit(struct session *s, enum read_kind kind, uint32_t id,
 	return 0;
 }
 
+/*
+ * Whether a read into the client's region faulted writing it (its pages are
+ * gone: guard.h).  The fault is the client's doing, and the region cannot
+ * be trusted again: the client is dropped, the daemon goes on.
+ */
+static bool
+session_region_faulted(struct session *s, ssize_t n)
+{
+	if (n != GUARD_EFAULT_DST)
+		return false;
+	log_warn("client %s: a copy into its shared region faulted: disconnected",
+		 peer_name(s->peer));
+	peer_close_after_flush(s->peer, "a copy into its shared region faulted");
+	return true;
+}
+
 /* The reply to a read into the shared region. */
 static int
 session_shm_reply(struct session *s, uint32_t id, ssize_t n, uint64_t offset)
 {
 	Hotmap__ReadReply r = HOTMAP__READ_REPLY__INIT;
 
+	if (session_region_faulted(s, n))
+		return 0;
 	if (n < 0)
 		return session_error(s, id, (int)-n, "read at offset %llu: %s",
 				     (unsigned long long)offset, strerror((int)-n));
@@ -862,7 +896,7 @@ session_ring_complete(struct session *s, uint32_t id, ssize_t result)
 {
 	struct hm_ring_cqe *e;
 
-	if (!s->ring)
+	if (!s->ring || session_region_faulted(s, result))
 		return;
 	if (result < 0)
 		server_count_error(s->srv, (int)-result);	/* as an ERROR reply would be */
