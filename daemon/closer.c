@@ -29,6 +29,7 @@ static struct {
 	bool running;		/* closer_close queues */
 	bool stopping;
 	bool ended;		/* the thread returned */
+	bool started;		/* a thread was ever started */
 	unsigned long overflows;
 	pthread_t thread;
 } closer = {
@@ -81,6 +82,12 @@ int closer_start(void)
 		pthread_mutex_unlock(&closer.lock);
 		return 0;
 	}
+	if (closer.started && !closer.ended) {
+		/* closer_stop gave up on a thread stuck in a close: it still
+		 * waits on the conditions, which must not be made anew. */
+		pthread_mutex_unlock(&closer.lock);
+		return -EBUSY;
+	}
 	/* Waits are timed on CLOCK_MONOTONIC: a clock step must not make
 	 * closer_stop wait for ever, nor give up at once. */
 	pthread_condattr_init(&ca);
@@ -92,7 +99,7 @@ int closer_start(void)
 	closer.stopping = closer.ended = false;
 	rc = pthread_create(&closer.thread, NULL, closer_main, NULL);
 	if (rc == 0)
-		closer.running = true;
+		closer.running = closer.started = true;
 	pthread_mutex_unlock(&closer.lock);
 	return -rc;
 }
