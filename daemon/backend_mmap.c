@@ -120,7 +120,17 @@ static ssize_t mmap_read(struct backend_file *f, void *dst, size_t len,
 	if (in_map > 0 && io->nowait && !mmap_resident(f, offset, in_map))
 		return -EAGAIN;
 	if (in_map > 0) {
-		if (guard_copy(dst, (const char *)f->map + offset, in_map) < 0) {
+		int g = guard_copy(dst, (const char *)f->map + offset, in_map);
+
+		/*
+		 * A fault writing dst (a client's shared region whose pages
+		 * are gone) is not the file's: pread into the same place
+		 * would fail too.  Up it goes, and the caller drops whoever
+		 * owns dst.
+		 */
+		if (g == GUARD_EFAULT_DST)
+			return g;
+		if (g < 0) {
 			/*
 			 * SIGBUS inside the source range: the file shrank
 			 * after our fstat, or a page could not be read.  The

@@ -58,6 +58,7 @@
 #include <unistd.h>
 
 #include "backend.h"
+#include "closer.h"
 #include "guard.h"
 #include "storage.h"
 
@@ -179,10 +180,14 @@ static void set_err(char *err, size_t errlen, const char *fmt, ...)
 	va_end(ap);
 }
 
+/*
+ * Every descriptor here came from a client, or reads a client's file: its
+ * last close may block (a FUSE flush, NFS), so it goes to the closer
+ * thread, never straight to close(2) on the caller's (the loop's) thread.
+ */
 static void safe_close(int fd)
 {
-	if (fd >= 0)
-		(void)close(fd);
+	closer_close(fd);
 }
 
 static uint64_t now_ns(void)
@@ -794,10 +799,10 @@ reopen_private(int fd, const struct stat *st)
 		return fd;
 	(void)fcntl(nfd, F_SETFL, 0);
 	if (fstat(nfd, &st2) < 0 || st2.st_dev != st->st_dev || st2.st_ino != st->st_ino) {
-		close(nfd);
+		safe_close(nfd);
 		return fd;
 	}
-	close(fd);
+	safe_close(fd);
 	return nfd;
 }
 

@@ -2,9 +2,11 @@
  * guard.c - see guard.h.
  *
  * How the recovery works: guard_copy() records a jump point and the source
- * range in thread-local storage, raises a per-thread "active" flag and runs
- * memcpy.  A SIGBUS on that thread whose fault address lies in the range
- * jumps back to the recorded point, and guard_copy() returns -EFAULT.
+ * and destination ranges in thread-local storage, raises a per-thread
+ * "active" flag and runs memcpy.  A SIGBUS on that thread whose fault
+ * address lies in either range jumps back to the recorded point (with 1
+ * for the source, 2 for the destination), and guard_copy() returns -EFAULT
+ * or GUARD_EFAULT_DST.
  *
  * No system call per copy: the handler is installed with SA_NODEFER and an
  * empty sa_mask, so entering it blocks nothing, and the jump back uses
@@ -29,6 +31,8 @@ struct guard_state {
 	sigjmp_buf jb;
 	uintptr_t lo;		/* source range of the running copy: [lo, hi) */
 	uintptr_t hi;
+	uintptr_t dlo;		/* its destination range: [dlo, dhi) */
+	uintptr_t dhi;
 	/* Read by the handler; set only around the memcpy. */
 	volatile sig_atomic_t active;
 };
@@ -79,9 +83,9 @@ static void guard_on_sigbus(int sig, siginfo_t *si, void *ucontext)
 	(void)ucontext;
 	/*
 	 * Ours only when this thread is inside a guarded copy, the access
-	 * faulted, and the fault address is in the range being copied.  A
-	 * fault writing dst, or in any other code, is a bug and must still
-	 * crash.
+	 * faulted, and the fault address is in one of the copy's two ranges.
+	 * A fault in any other code, or at another address, is a bug and must
+	 * still crash.
 	 */
 	if (g->active && guard_sync_fault(si)) {
 		uintptr_t addr = (uintptr_t)si->si_addr;
@@ -89,6 +93,10 @@ static void guard_on_sigbus(int sig, siginfo_t *si, void *ucontext)
 		if (addr >= g->lo && addr < g->hi) {
 			g->active = 0;
 			siglongjmp(g->jb, 1);
+		}
+		if (addr >= g->dlo && addr < g->dhi) {
+			g->active = 0;
+			siglongjmp(g->jb, 2);
 		}
 	}
 
@@ -139,14 +147,23 @@ int guard_copy(void *dst, const void *src, size_t len)
 
 	g->lo = (uintptr_t)src;
 	g->hi = (uintptr_t)src + len;
+	g->dlo = (uintptr_t)dst;
+	g->dhi = (uintptr_t)dst + len;
 
 	/*
 	 * No local variable is modified between sigsetjmp() and a possible
 	 * siglongjmp(), so none needs to be volatile; the state the handler
 	 * reads lives in thread-local storage, published by the fences below.
+	 * The handler cleared g->active before it jumped.
 	 */
-	if (sigsetjmp(g->jb, 0) != 0)
-		return -EFAULT;	/* the handler cleared g->active */
+	switch (sigsetjmp(g->jb, 0)) {
+	case 0:
+		break;
+	case 1:
+		return -EFAULT;
+	default:
+		return GUARD_EFAULT_DST;
+	}
 
 	g->active = 1;
 	/* Keep the range and flag stores before, and every access of the

@@ -17,6 +17,7 @@
 #include <event2/buffer.h>
 #include <event2/event.h>
 
+#include "daemon/closer.h"
 #include "daemon/peer.h"
 
 #define PEER_READ_CHUNK		(64u * 1024u)
@@ -179,6 +180,17 @@ peer_process(struct peer *p)
 	}
 }
 
+/* SO_TYPE answers for a socket only, and never waits: unlike fstat, it
+ * asks no file system (a FUSE server would answer a GETATTR). */
+static bool
+peer_is_socket(int fd)
+{
+	int type;
+	socklen_t len = sizeof type;
+
+	return getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) == 0;
+}
+
 static void
 peer_take_cmsgs(struct peer *p, struct msghdr *msg)
 {
@@ -198,9 +210,16 @@ peer_take_cmsgs(struct peer *p, struct msghdr *msg)
 
 			memcpy(&fd, &fds[i], sizeof fd);
 			if (p->fd_count == PEER_MAX_FDS) {
-				close(fd);
+				closer_close(fd);
 				overflow = true;
 				continue;
+			}
+			if (peer_is_socket(fd)) {
+				/* Never served (a socket is no file), and its
+				 * close may linger: refused as it arrives, its
+				 * place in the queue says so (-ENODEV). */
+				closer_close(fd);
+				fd = -ENODEV;
 			}
 			p->fds[(p->fd_head + p->fd_count) % PEER_MAX_FDS] = fd;
 			p->fd_count++;
@@ -550,8 +569,7 @@ peer_free(struct peer *p)
 	while (p->fd_count > 0) {
 		int fd = peer_take_fd(p);
 
-		if (fd >= 0)
-			close(fd);
+		closer_close(fd);	/* passed and never claimed */
 	}
 	if (p->fd >= 0)
 		close(p->fd);

@@ -127,8 +127,10 @@ void peer_set_deadline(struct peer *p, unsigned seconds, const char *why);
 bool peer_closed_idle(const struct peer *p);
 
 /* Claims the oldest descriptor received and not yet claimed: the fd,
- * -EBADF when the client sent none, or -EMFILE for one that came but could
- * not be received (hotmapd out of descriptors). */
+ * -EBADF when the client sent none, -EMFILE for one that came but could
+ * not be received (hotmapd out of descriptors), or -ENODEV for a socket,
+ * which is refused (and handed to the closer) as it arrives.  A claimed
+ * descriptor goes to closer_close() (closer.h), never to close(2). */
 int peer_take_fd(struct peer *p);
 
 /* Stops reading, flushes what is queued (at most a few seconds), then

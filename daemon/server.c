@@ -20,6 +20,7 @@
 #include <event2/event.h>
 #include <protobuf-c/protobuf-c.h>
 
+#include "daemon/closer.h"
 #include "daemon/log.h"
 #include "daemon/loop.h"
 #include "daemon/sd.h"
@@ -29,6 +30,9 @@
 
 #define SERVER_BACKLOG		128
 #define SERVER_ACCEPT_RETRY_S	1
+/* How long shutdown waits for closes still queued (a FUSE server may never
+ * answer one; the exit closes the rest). */
+#define SERVER_CLOSER_STOP_MS	5000
 
 uint64_t
 server_uptime_us(const struct server *srv)
@@ -571,6 +575,10 @@ server_init(struct server *srv, struct hm_config *cfg, const struct hm_config_ar
 			 strerror(errno));
 		return -ENOMEM;
 	}
+	/* Clients' descriptors are closed off the loop (closer.h). */
+	if (closer_start() < 0)
+		log_warn("cannot start the closer thread: clients' descriptors are closed "
+			 "on the event loop");
 	server_apply(srv);
 	{
 		struct timeval second = { 1, 0 };
@@ -955,6 +963,8 @@ server_fini(struct server *srv)
 	if (srv->socket_bound)
 		unlink(srv->cfg.socket_path);
 	srv->cache = file_cache_free(srv->cache);
+	/* After every session and entry: each handed its descriptors over. */
+	closer_stop(SERVER_CLOSER_STOP_MS);
 	hm_config_clear(&srv->cfg);
 	free(srv->uids);
 	if (srv->base != NULL)

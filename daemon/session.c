@@ -13,11 +13,14 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <fcntl.h>
 #include <unistd.h>
 
 #include <event2/event.h>
 
+#include "daemon/closer.h"
+#include "daemon/guard.h"
 #include "daemon/log.h"
 #include "daemon/peer.h"
 #include "daemon/server.h"
@@ -53,6 +56,8 @@
 #define SESSION_STEP		(8u * 1024u * 1024u)
 #define HM_STR_(x) #x
 #define HM_STRINGIFY(x) HM_STR_(x)
+/* How long STATS waits for queued closes (closer.h) before it counts. */
+#define SESSION_STATS_DRAIN_MS	100
 
 struct session_handle {
 	bool used;
@@ -297,15 +302,24 @@ session_error(struct session *s, uint32_t id, int error, const char *fmt, ...)
 	return peer_send_error(s->peer, id, error, "%s", text);
 }
 
+/* f_type of tmpfs, and of a memfd made without MFD_HUGETLB (linux/magic.h) */
+#define SESSION_TMPFS_MAGIC 0x01021994
+
 /*
  * Maps the memfd that came with HELLO.  It must be sealed against shrinking
- * and growing, and exactly the size announced: then the daemon's copies
- * into it can never fault, whatever the client does to its end.
+ * and growing, exactly the size announced, and on tmpfs: then the daemon's
+ * copies into it can never fault, whatever the client does to its end (a
+ * page it punches out comes back as a new zero page on the next touch).
+ * Not so on hugetlbfs (MFD_HUGETLB): a punched huge page comes back only
+ * while the system has a free one, and the copy faults when it has none.
+ * The guard recovers such a fault all the same (the client is dropped);
+ * this check keeps it from happening.
  */
 static int
 session_map_region(struct session *s, uint64_t size, char *err, size_t errlen)
 {
 	int fd = peer_take_fd(s->peer);
+	struct statfs sfs = { .f_type = 0 };
 	struct stat st;
 	int seals, rc = 0;
 	void *p;
@@ -313,8 +327,9 @@ session_map_region(struct session *s, uint64_t size, char *err, size_t errlen)
 	if (fd < 0) {
 		snprintf(err, errlen, "%s", fd == -EMFILE ?
 			 "hotmapd is out of descriptors: the region could not be received" :
+			 fd == -ENODEV ? "the region is a socket, not a memfd" :
 			 "no descriptor came with HELLO");
-		return fd == -EMFILE ? -EMFILE : -EBADF;
+		return fd == -EMFILE || fd == -ENODEV ? fd : -EBADF;
 	}
 	seals = fcntl(fd, F_GET_SEALS);
 	if (size > HM_SHM_MAX) {
@@ -323,6 +338,11 @@ session_map_region(struct session *s, uint64_t size, char *err, size_t errlen)
 		rc = -EFBIG;
 	} else if (seals < 0 || (seals & (F_SEAL_SHRINK | F_SEAL_GROW)) != (F_SEAL_SHRINK | F_SEAL_GROW)) {
 		snprintf(err, errlen, "the region is not a memfd sealed against shrinking and growing");
+		rc = -EPERM;
+	} else if (fstatfs(fd, &sfs) < 0 || (uint32_t)sfs.f_type != SESSION_TMPFS_MAGIC) {
+		snprintf(err, errlen, "the region is not on tmpfs (f_type 0x%lx): a memfd made with "
+			 "MFD_HUGETLB is refused, since its pages can run out under a copy",
+			 (unsigned long)(uint32_t)sfs.f_type);
 		rc = -EPERM;
 	} else if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size != size) {
 		snprintf(err, errlen, "the region's size is not the %llu bytes announced",
@@ -338,7 +358,7 @@ session_map_region(struct session *s, uint64_t size, char *err, size_t errlen)
 			s->shm_size = (size_t)size;
 		}
 	}
-	close(fd);
+	closer_close(fd);
 	return rc;
 }
 
@@ -439,9 +459,7 @@ session_open(struct session *s, uint32_t id, ProtobufCMessage *msg)
 
 	if (m->policy > STORAGE_POLICY_PREAD) {
 		if (!m->by_path) {
-			fd = peer_take_fd(s->peer);
-			if (fd >= 0)
-				close(fd);
+			closer_close(peer_take_fd(s->peer));
 		}
 		return session_error(s, id, EINVAL, "%s: unknown backend policy %u", name, m->policy);
 	}
@@ -453,6 +471,9 @@ session_open(struct session *s, uint32_t id, ProtobufCMessage *msg)
 		if (fd == -EMFILE)
 			return session_error(s, id, EMFILE, "%s: hotmapd is out of descriptors: the one "
 					     "passed with OPEN could not be received", name);
+		if (fd == -ENODEV)
+			return session_error(s, id, ENODEV, "%s: the descriptor is a socket, which "
+					     "hotmapd does not read (refused as it arrived)", name);
 		if (fd < 0)
 			return session_error(s, id, EBADF, "%s: OPEN by descriptor came without one", name);
 	} else {
@@ -471,7 +492,7 @@ session_open(struct session *s, uint32_t id, ProtobufCMessage *msg)
 
 	slot = session_handle_alloc(s);
 	if (slot < 0) {
-		close(fd);
+		closer_close(fd);
 		return session_error(s, id, (int)-slot, "%s: %s (a client may hold %d handles)",
 				     name, strerror((int)-slot), SESSION_MAX_HANDLES);
 	}
@@ -585,12 +606,30 @@ session_submit(struct session *s, enum read_kind kind, uint32_t id,
 	return 0;
 }
 
+/*
+ * Whether a read into the client's region faulted writing it (its pages are
+ * gone: guard.h).  The fault is the client's doing, and the region cannot
+ * be trusted again: the client is dropped, the daemon goes on.
+ */
+static bool
+session_region_faulted(struct session *s, ssize_t n)
+{
+	if (n != GUARD_EFAULT_DST)
+		return false;
+	log_warn("client %s: a copy into its shared region faulted: disconnected",
+		 peer_name(s->peer));
+	peer_close_after_flush(s->peer, "a copy into its shared region faulted");
+	return true;
+}
+
 /* The reply to a read into the shared region. */
 static int
 session_shm_reply(struct session *s, uint32_t id, ssize_t n, uint64_t offset)
 {
 	Hotmap__ReadReply r = HOTMAP__READ_REPLY__INIT;
 
+	if (session_region_faulted(s, n))
+		return 0;
 	if (n < 0)
 		return session_error(s, id, (int)-n, "read at offset %llu: %s",
 				     (unsigned long long)offset, strerror((int)-n));
@@ -728,9 +767,11 @@ read_job_next_step(struct read_job *j)
 		j->done_bytes += step;
 		return true;
 	}
+	/* a fault writing the region is the client's, whatever came
+	 * before it: it stays, and drops the client */
 	if (j->result >= 0)
 		j->result += (ssize_t)j->done_bytes;
-	else if (j->done_bytes > 0)
+	else if (j->done_bytes > 0 && j->result != GUARD_EFAULT_DST)
 		j->result = (ssize_t)j->done_bytes;
 	return false;
 }
@@ -946,7 +987,7 @@ session_ring_complete(struct session *s, uint32_t id, ssize_t result)
 {
 	struct hm_ring_cqe *e;
 
-	if (!s->ring)
+	if (!s->ring || session_region_faulted(s, result))
 		return;
 	if (result < 0)
 		server_count_error(s->srv, (int)-result);	/* as an ERROR reply would be */
@@ -1358,6 +1399,13 @@ session_stats(struct session *s, uint32_t id, ProtobufCMessage *msg)
 	size_t i;
 	int rc;
 
+	/*
+	 * Closes handed to the closer thread land a moment later: an
+	 * administrator who counts the daemon's descriptors after STATS
+	 * (tests, the soak) must find them closed.  Bounded, and STATS needs
+	 * an administrator, so no client can make the loop wait here.
+	 */
+	(void)closer_drain(SESSION_STATS_DRAIN_MS);
 	server_stats_foreach(s->srv, stats_add, &b);
 	if (b.failed) {
 		free(b.v);

@@ -202,6 +202,8 @@ void file_cache_close(struct file_cache *cache, struct storage_handle *h);
  * The mmap backend copies under the SIGBUS guard; bytes past the mapped
  * length (file extended) or a copy that faulted (file truncated) are read
  * with pread, and a fault marks the entry stale so new opens remap.
+ * A fault writing dst (a mapping whose pages are gone: a client's region)
+ * is GUARD_EFAULT_DST (guard.h), never retried: the caller blames dst.
  */
 ssize_t storage_read(struct file_cache *cache, struct storage_handle *h,
 		     void *dst, size_t len, uint64_t offset);

@@ -415,6 +415,9 @@ test_client_dies_holding_views(void **state)
 /* The daemon maps a region only if it is a memfd sealed against shrinking
  * and growing, of the size announced; otherwise the client goes on without
  * one, and a READ into a region it does not have is EINVAL. */
+/* The shm_error of the last refusal hello_with_region saw. */
+static char region_error[256];
+
 static void
 hello_with_region(struct harness *h, int region_fd, uint64_t size, bool want_accepted)
 {
@@ -435,6 +438,7 @@ hello_with_region(struct harness *h, int region_fd, uint64_t size, bool want_acc
 	wire_get_varint(reply, hdr.length, 5, &accepted);
 	wire_get_string(reply, hdr.length, 6, err, sizeof err);
 	assert_int_equal(accepted, want_accepted ? 1 : 0);
+	snprintf(region_error, sizeof region_error, "%s", err);
 	if (!want_accepted) {
 		assert_true(err[0] != '\0');
 		/* READ into the region it does not have: EINVAL, not a crash */
@@ -471,6 +475,31 @@ test_region_refused(void **state)
 	hello_with_region(h, -1, 65536, false);
 	/* and the right one is taken */
 	hello_with_region(h, fd, 65536, true);
+	close(fd);
+
+	/*
+	 * Sealed and of the size announced, but on hugetlbfs: its client
+	 * could punch a huge page out and take every free one, so that the
+	 * daemon's copy into the region faults (issue 12).  Refused for not
+	 * being tmpfs, whether or not the system has huge pages (with none,
+	 * the mmap would fail too: the reason must be the file system).
+	 */
+	fd = memfd_create("huge", MFD_CLOEXEC | MFD_ALLOW_SEALING | MFD_HUGETLB);
+	if (fd < 0) {
+		print_message("# no hugetlb memfd here (%s): that case is not run\n",
+			      strerror(errno));
+		return;
+	}
+	if (ftruncate(fd, 2 << 20) < 0 ||
+	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW) < 0) {
+		print_message("# a hugetlb memfd cannot be sized or sealed here (%s): "
+			      "that case is not run\n", strerror(errno));
+		close(fd);
+		return;
+	}
+	hello_with_region(h, fd, 2 << 20, false);
+	if (strstr(region_error, "tmpfs") == NULL)
+		fail_msg("a hugetlb region refused for another reason: \"%s\"", region_error);
 	close(fd);
 }
 

@@ -27,7 +27,10 @@
 #include <unistd.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <cmocka.h>
@@ -536,6 +539,137 @@ test_endless_warms(void **state)
 	close(sock);
 }
 
+/*
+ * A connected loopback TCP socket whose close(2) lingers: it has sent more
+ * than its peer (*peer, kept open and never read) takes, so unsent data
+ * waits in its buffer, and SO_LINGER {1, 100000} makes the last close wait
+ * up to 100000 s for it to go out.  127.0.0.1 only.
+ */
+static int
+lingering_socket(int *peer)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET };
+	struct linger l = { .l_onoff = 1, .l_linger = 100000 };
+	socklen_t alen = sizeof a;
+	static char junk[64 * 1024];
+	int lfd, fd, small = 4096, queued = 0;
+
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_true(lfd >= 0);
+	assert_int_equal(bind(lfd, (struct sockaddr *)&a, sizeof a), 0);
+	assert_int_equal(getsockname(lfd, (struct sockaddr *)&a, &alen), 0);
+	assert_int_equal(listen(lfd, 1), 0);
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_true(fd >= 0);
+	/* small buffers: little to fill before the data has nowhere to go */
+	(void)setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &small, sizeof small);
+	assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
+	*peer = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+	assert_true(*peer >= 0);
+	(void)setsockopt(*peer, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+	close(lfd);
+	/* until nothing more fits: the peer's window is shut */
+	for (;;) {
+		ssize_t n = send(fd, junk, sizeof junk, MSG_DONTWAIT);
+
+		if (n < 0) {
+			assert_true(errno == EAGAIN || errno == EWOULDBLOCK);
+			break;
+		}
+		queued += (int)n;
+	}
+	assert_true(queued > 0);
+	{
+		int unsent = 0;
+
+		/* SIOCOUTQ: bytes not yet acknowledged; the close waits on them */
+		if (ioctl(fd, TIOCOUTQ, &unsent) == 0)
+			assert_true(unsent > 0);
+	}
+	assert_int_equal(setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof l), 0);
+	return fd;
+}
+
+/*
+ * A passed socket that lingers (issue 12, attack 1): the daemon's close of
+ * a client's descriptor is the last reference, and a TCP socket with
+ * SO_LINGER and unsent data makes that close wait (here up to 100000 s) on
+ * whatever thread runs it.  The daemon must refuse the socket at once,
+ * with a clear error, and close it where nobody waits: never on the loop.
+ * Passed with OPEN (refused), with a READ and a second HELLO that take no
+ * descriptor, and left unclaimed at disconnect.
+ */
+static void
+test_lingering_socket_passed(void **state)
+{
+	struct harness *h = *state;
+	struct wire_msg m = { .n = 0 };
+	struct wire_header hdr;
+	uint8_t reply[2048];
+	char text[512];
+	int peers[8], npeers = 0;
+	struct probe p;
+	int64_t t0, r;
+	int sock, fd, i;
+
+	p = probe_start(h);
+	sock = attacker_connect(h);
+	for (i = 0; i < 3; i++) {
+		fd = lingering_socket(&peers[npeers++]);
+		t0 = harness_now_ms();
+		r = attacker_open(sock, (uint32_t)(10 + i), fd, 0);
+		close(fd);	/* the daemon's copy is the last one now */
+		if (harness_now_ms() - t0 >= PROBE_LIMIT_MS)
+			fail_msg("OPEN %d of a lingering socket took %lld ms", i,
+				 (long long)(harness_now_ms() - t0));
+		assert_int_equal(r, -ENODEV);
+	}
+	/* the refusal says why */
+	fd = lingering_socket(&peers[npeers++]);
+	wire_string(&m, 2, "attack");
+	assert_int_equal(wire_send_msg(sock, WIRE_OPEN, 20, &m, fd), 0);
+	close(fd);
+	assert_int_equal(wire_recv(sock, &hdr, reply, sizeof reply, 10000), 1);
+	assert_int_equal(hdr.type, WIRE_ERROR);
+	text[0] = '\0';
+	wire_get_string(reply, hdr.length, 2, text, sizeof text);
+	if (strstr(text, "socket") == NULL)
+		fail_msg("the refusal does not say it is a socket: \"%s\"", text);
+
+	/* with frames that take no descriptor: a READ of no handle, and a
+	 * HELLO sent twice */
+	fd = lingering_socket(&peers[npeers++]);
+	m.n = 0;
+	wire_varint(&m, 1, 999);
+	wire_varint(&m, 3, 16);
+	assert_int_equal(wire_send_msg(sock, WIRE_READ, 30, &m, fd), 0);
+	close(fd);
+	assert_int_equal(wire_recv(sock, &hdr, reply, sizeof reply, 10000), 1);
+	assert_int_equal(hdr.type, WIRE_ERROR);
+	fd = lingering_socket(&peers[npeers++]);
+	m.n = 0;
+	wire_varint(&m, 1, WIRE_VERSION);
+	assert_int_equal(wire_send_msg(sock, WIRE_HELLO, 31, &m, fd), 0);
+	close(fd);
+	assert_int_equal(wire_recv(sock, &hdr, reply, sizeof reply, 10000), 1);
+	/* and one more, never claimed, when the client hangs up */
+	fd = lingering_socket(&peers[npeers++]);
+	m.n = 0;
+	assert_int_equal(wire_send_msg(sock, WIRE_PING, 32, &m, fd), 0);
+	close(fd);
+	assert_int_equal(wire_recv(sock, &hdr, reply, sizeof reply, 10000), 1);
+	close(sock);
+	harness_sleep_ms(300);
+
+	probe_stop(&p);
+	/* the daemon still greets (harness_stop then wants exit status 0) */
+	sock = attacker_connect(h);
+	close(sock);
+	for (i = 0; i < npeers; i++)
+		close(peers[i]);
+}
+
 static const struct harness_opts opts_default = { .backend = NULL };
 
 #define T(fn, opts) cmocka_unit_test_prestate_setup_teardown(fn, setup, teardown, (void *)&(opts))
@@ -550,6 +684,7 @@ main(void)
 		T(test_connection_cap, opts_many_per_uid),
 		T(test_huge_region_copies, opts_default),
 		T(test_endless_warms, opts_default),
+		T(test_lingering_socket_passed, opts_default),
 	};
 
 	signal(SIGPIPE, SIG_IGN);

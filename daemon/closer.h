@@ -1,0 +1,54 @@
+/*
+ * closer.h - closes descriptors that came from clients, off the event loop.
+ *
+ * What it is for: the last close(2) of a client's descriptor can block.
+ * A TCP socket with SO_LINGER set waits out its unsent data (up to the
+ * linger time: a day is allowed); a file on NFS or FUSE flushes, and a
+ * FUSE server decides when that ends.  Every close of a descriptor a
+ * client passed (or one the daemon holds for a client's file: a cache
+ * entry's) goes through closer_close(), which queues it for one thread.
+ *
+ * What it must not do: block its caller.  The queue is bounded
+ * (CLOSER_MAX_QUEUED descriptors); past that, closer_close() closes on
+ * the caller's thread after making the close cheap (SO_LINGER {0, 0} for
+ * a socket), and counts it.  Sockets are made cheap before they are
+ * queued too, so that one lingering socket cannot hold up the queue.
+ *
+ * Before closer_start() and after closer_stop(), closer_close() closes at
+ * once on the caller's thread (unit tests of the storage core, shutdown).
+ * Thread-safe.
+ */
+#ifndef HOTMAP_CLOSER_H
+#define HOTMAP_CLOSER_H
+
+#include <stdbool.h>
+
+/* Descriptors queued at most; see above. */
+#define CLOSER_MAX_QUEUED 4096
+
+/* Starts the thread.  0 or negative errno (then closes stay inline). */
+int closer_start(void);
+/*
+ * Closes what is queued and joins the thread, waiting at most timeout_ms
+ * for it (a close that never returns, e.g. a FUSE server that never
+ * answers, must not keep the daemon from exiting: the thread is then left
+ * to the process's exit).  Idempotent.
+ */
+void closer_stop(unsigned timeout_ms);
+
+/* Closes fd (negative: nothing) without blocking the caller, see above. */
+void closer_close(int fd);
+
+/* Makes a socket's close return at once: SO_LINGER {0, 0} (a reset in
+ * place of a graceful end).  Nothing for other descriptors. */
+void closer_make_cheap(int fd);
+
+/* Descriptors queued and not closed yet; closes done inline because the
+ * queue was full. */
+unsigned closer_pending(void);
+unsigned long closer_overflows(void);
+
+/* Waits at most timeout_ms until nothing is queued.  True if drained. */
+bool closer_drain(unsigned timeout_ms);
+
+#endif
