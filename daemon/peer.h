@@ -29,7 +29,9 @@ struct peer;
 #define PEER_INPUT_MAX		(256u * 1024u)
 #define PEER_OUTPUT_HIGH	(1u * 1024u * 1024u)
 /* Frames dispatched for one client before the loop turns to the others. */
+#ifndef PEER_PASS_FRAMES
 #define PEER_PASS_FRAMES	64
+#endif
 #define PEER_OUTPUT_LOW		(256u * 1024u)
 #define PEER_MAX_FDS		16	/* descriptors queued, not yet claimed */
 

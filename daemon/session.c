@@ -49,11 +49,15 @@
  * was copied inline (or SESSION_PASS_FRAMES frames dispatched, in peer.c),
  * so that the loop turns to the other clients.
  */
+#ifndef SESSION_INLINE_MAX
 #define SESSION_INLINE_MAX	(1u * 1024u * 1024u)
+#endif
 /* What a worker does for one job at a time: longer reads into the region
  * and warms run in steps this long, each going back to the end of its
  * owner's turn (workers.h), so that no client holds a worker long. */
+#ifndef SESSION_STEP
 #define SESSION_STEP		(8u * 1024u * 1024u)
+#endif
 #define HM_STR_(x) #x
 #define HM_STRINGIFY(x) HM_STR_(x)
 /* How long STATS waits for queued closes (closer.h) before it counts. */
