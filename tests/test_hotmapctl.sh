@@ -397,8 +397,10 @@ expect_fail "top with an argument exits 2" 2 "usage" --socket "$sock" top extra
 # A reader keeps the daemon busy while top looks.
 (while :; do "$HOTMAPCTL" --socket "$sock" read "$file" >/dev/null 2>&1; done) &
 reader=$!
-sleep 0.2
-ctl top --iterations 2 --interval 0.2 >"$dir/out" 2>"$dir/err" </dev/null
+# windows of a second: a hotmapctl built with sanitizers, on a loaded
+# machine, can take longer than a shorter window to start and read
+sleep 0.5
+ctl top --iterations 2 --interval 1 >"$dir/out" 2>"$dir/err" </dev/null
 rc=$?
 kill "$reader" 2>/dev/null
 wait "$reader" 2>/dev/null
