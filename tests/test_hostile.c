@@ -340,6 +340,25 @@ test_lease_on_passed_file(void **state)
  * a connection that says no HELLO within 5 s is closed whatever
  * idle-timeout says.
  */
+/* How many of the n connections were refused at accept: an ERROR with
+ * id 0 and the reason came, then the close. */
+static unsigned
+refused_at_accept(const int *socks, int n)
+{
+	unsigned refused = 0;
+	int i;
+
+	for (i = 0; i < n; i++) {
+		struct wire_header hdr;
+		uint8_t msg[512];
+
+		if (wire_recv(socks[i], &hdr, msg, sizeof msg, 20) == 1 && hdr.type == WIRE_ERROR &&
+		    hdr.id == 0)
+			refused++;
+	}
+	return refused;
+}
+
 #define SILENT 300
 #define SILENT_PER_UID 20
 
@@ -360,15 +379,7 @@ test_silent_connections(void **state)
 	for (i = 0; i < SILENT; i++)
 		socks[i] = wire_connect(h);
 	harness_sleep_ms(300);
-	for (i = 0; i < SILENT; i++) {
-		struct wire_header hdr;
-		uint8_t msg[512];
-		int rc = wire_recv(socks[i], &hdr, msg, sizeof msg, 20);
-
-		/* refused at accept: an ERROR with id 0 and the reason, then EOF */
-		if (rc == 1 && hdr.type == WIRE_ERROR && hdr.id == 0)
-			closed_at_once++;
-	}
+	closed_at_once = refused_at_accept(socks, SILENT);
 	print_message("# %u of %d silent connections refused at accept\n", closed_at_once, SILENT);
 	assert_true(closed_at_once >= SILENT - SILENT_PER_UID - 8);
 	/* the rest: closed by the HELLO deadline, with idle-timeout 0 */
@@ -407,14 +418,7 @@ test_connection_cap(void **state)
 	for (i = 0; i < CAP_FLOOD; i++)
 		socks[i] = wire_connect(h);
 	harness_sleep_ms(300);
-	for (i = 0; i < CAP_FLOOD; i++) {
-		struct wire_header hdr;
-		uint8_t msg[512];
-
-		if (wire_recv(socks[i], &hdr, msg, sizeof msg, 20) == 1 && hdr.type == WIRE_ERROR &&
-		    hdr.id == 0)
-			refused++;
-	}
+	refused = refused_at_accept(socks, CAP_FLOOD);
 	print_message("# %u of %d connections refused at accept\n", refused, CAP_FLOOD);
 	assert_true(refused >= CAP_FLOOD - (400 - 200 - 32));
 	harness_sleep_ms(1000);	/* the probe opens files meanwhile */

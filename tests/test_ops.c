@@ -426,12 +426,12 @@ stats_noop(const char *key, uint64_t value, const char *text, void *arg)
 }
 
 /*
- * In a child running as uid and gid 65534 (root only: the test skips
- * otherwise): connect and ask for stats.  Exit status 0: stats answered;
- * 10 + errno of hm_stats; 100 + errno of hm_connect.
+ * fn(h, c) in a child running as uid and gid 65534 (root only: the tests
+ * skip otherwise), connected to the daemon; its return value is the
+ * child's exit status.  100 + errno of hm_connect.
  */
 static int
-as_nobody(struct harness *h)
+run_as_nobody(struct harness *h, int (*fn)(struct harness *h, hm_client *c))
 {
 	int status;
 	pid_t pid;
@@ -442,16 +442,16 @@ as_nobody(struct harness *h)
 	assert_true(pid >= 0);
 	if (pid == 0) {
 		hm_client *c;
+		int rc;
 
 		if (setgroups(0, NULL) < 0 || setgid(NOBODY) < 0 || setuid(NOBODY) < 0)
 			_exit(99);
 		c = hm_connect(h->sock);
 		if (c == NULL)
 			_exit(100 + errno);
-		if (hm_stats(c, stats_noop, NULL) < 0)
-			_exit(10 + errno);
+		rc = fn(h, c);
 		hm_disconnect(c);
-		_exit(0);
+		_exit(rc);
 	}
 	assert_int_equal(waitpid(pid, &status, 0), pid);
 	assert_true(WIFEXITED(status));
@@ -459,6 +459,19 @@ as_nobody(struct harness *h)
 	return WEXITSTATUS(status);
 }
 
+/* 0: stats answered; 10 + errno of hm_stats. */
+static int
+nobody_asks_stats(struct harness *h, hm_client *c)
+{
+	(void)h;
+	return hm_stats(c, stats_noop, NULL) < 0 ? 10 + errno : 0;
+}
+
+static int
+as_nobody(struct harness *h)
+{
+	return run_as_nobody(h, nobody_asks_stats);
+}
 
 static void
 test_non_admin_refused(void **state)
@@ -517,49 +530,32 @@ test_allow_uid_refuses(void **state)
  * served is what the child's own descriptor reads, on a handle of its own.
  */
 static int
-nobody_reads_kallsyms(struct harness *h)
+nobody_reads_kallsyms(struct harness *h, hm_client *c)
 {
-	int status;
-	pid_t pid;
+	char got[512], want[512];
+	struct hm_stat st;
+	hm_file *f;
+	ssize_t n, m;
+	int fd;
 
-	assert_int_equal(chmod(h->dir, 0755), 0);
-	pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		char got[512], want[512];
-		struct hm_stat st;
-		hm_client *c;
-		hm_file *f;
-		ssize_t n, m;
-		int fd;
-
-		if (setgroups(0, NULL) < 0 || setgid(NOBODY) < 0 || setuid(NOBODY) < 0)
-			_exit(99);
-		c = hm_connect(h->sock);
-		if (c == NULL)
-			_exit(100 + errno);
-		f = hm_open(c, "/proc/kallsyms", 0);
-		if (f == NULL)
-			_exit(50 + errno);
-		fd = open("/proc/kallsyms", O_RDONLY | O_CLOEXEC);
-		n = hm_pread(f, got, sizeof got, 0);
-		m = pread(fd, want, sizeof want, 0);
-		if (n <= 0 || n != m || memcmp(got, want, (size_t)n) != 0) {
-			fprintf(stderr, "# nobody read through hotmap: %.40s\n"
-				"# nobody read itself:        %.40s\n",
-				n > 0 ? got : "", m > 0 ? want : "");
-			_exit(1);
-		}
-		if (hm_stat(f, &st) < 0 || st.handles != 1)
-			_exit(2);	/* shared with root's handle */
-		hm_close(f);
-		hm_disconnect(c);
-		_exit(0);
+	(void)h;
+	f = hm_open(c, "/proc/kallsyms", 0);
+	if (f == NULL)
+		return 50 + errno;
+	fd = open("/proc/kallsyms", O_RDONLY | O_CLOEXEC);
+	n = hm_pread(f, got, sizeof got, 0);
+	m = pread(fd, want, sizeof want, 0);
+	if (n <= 0 || n != m || memcmp(got, want, (size_t)n) != 0) {
+		fprintf(stderr, "# nobody read through hotmap: %.40s\n"
+			"# nobody read itself:        %.40s\n",
+			n > 0 ? got : "", m > 0 ? want : "");
+		return 1;
 	}
-	assert_int_equal(waitpid(pid, &status, 0), pid);
-	assert_true(WIFEXITED(status));
-	assert_int_not_equal(WEXITSTATUS(status), 99);
-	return WEXITSTATUS(status);
+	if (hm_stat(f, &st) < 0 || st.handles != 1)
+		return 2;	/* shared with root's handle */
+	hm_close(f);
+	close(fd);
+	return 0;
 }
 
 static void
@@ -589,7 +585,7 @@ test_pseudo_files_read_as_opener(void **state)
 	if (nobody_view[0] != '\0' && strcmp(root_view, nobody_view) == 0)
 		print_message("# note: nobody sees root's /proc/kallsyms here "
 			      "(kptr_restrict); the handle is still checked private\n");
-	assert_int_equal(nobody_reads_kallsyms(h), 0);
+	assert_int_equal(run_as_nobody(h, nobody_reads_kallsyms), 0);
 	hm_close(f);
 	hm_disconnect(c);
 }
