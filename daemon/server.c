@@ -940,7 +940,9 @@ server_fini(struct server *srv)
 {
 	size_t i;
 
-	/* Jobs first: their completions still answer (or free) sessions. */
+	/* Jobs first: their completions still answer (or free) sessions;
+	 * a job in steps (a warm of a huge file) takes no more of them. */
+	srv->stopping = true;
 	workers_free(srv->workers);
 	srv->workers = NULL;
 	while (srv->sessions != NULL)

@@ -765,9 +765,11 @@ read_job_next_step(struct read_job *j)
 	uint64_t left = j->len - j->done_bytes;
 	size_t step = left > SESSION_STEP ? SESSION_STEP : (size_t)left;
 
-	if (!read_job_stepped(j) || j->s->dead)
+	if (!read_job_stepped(j))
 		return false;
-	if (j->result >= 0 && (size_t)j->result == step && left > step) {
+	/* a client gone, or the daemon stopping: no more steps */
+	if (!j->s->dead && !j->s->srv->stopping &&
+	    j->result >= 0 && (size_t)j->result == step && left > step) {
 		j->done_bytes += step;
 		return true;
 	}
