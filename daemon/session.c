@@ -17,8 +17,6 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include <event2/event.h>
-
 #include "daemon/admin.h"
 #include "daemon/closer.h"
 #include "daemon/guard.h"
@@ -27,6 +25,7 @@
 #include "daemon/server.h"
 #include "daemon/session.h"
 #include "daemon/session_priv.h"
+#include "daemon/session_ring.h"
 #include "daemon/storage.h"
 #include "daemon/workers.h"
 #include "proto/ring.h"
@@ -44,16 +43,6 @@
  * be answered at HELLO with EUSERS and the reason; past them, closed at
  * accept. */
 #define SESSION_REFUSALS_IN_FLIGHT 8
-/*
- * The work one client gets on the event loop: a read into the region (or
- * a ring entry) longer than this goes to the workers even when the page
- * cache has it, and a pass over a client's requests stops once this much
- * was copied inline (or SESSION_PASS_FRAMES frames dispatched, in peer.c),
- * so that the loop turns to the other clients.
- */
-#ifndef SESSION_INLINE_MAX
-#define SESSION_INLINE_MAX	(1u * 1024u * 1024u)
-#endif
 /* What a worker does for one job at a time: longer reads into the region
  * and warms run in steps this long, each going back to the end of its
  * owner's turn (workers.h), so that no client holds a worker long. */
@@ -62,85 +51,6 @@
 #endif
 #define HM_STR_(x) #x
 #define HM_STRINGIFY(x) HM_STR_(x)
-
-struct session_handle {
-	bool used;
-	struct storage_handle h;
-	uint64_t next;		/* where the last read ended */
-	uint64_t ra_end;	/* readahead asked for up to here */
-	uint32_t ra_window;	/* 0: not sequential (yet) */
-	uint32_t ra_max;	/* largest window: network-fs-chunk for network
-				 * files (captured at open), else SESSION_RA_MAX */
-};
-
-/* A READ being streamed: one chunk at a time while the socket takes it. */
-struct session_stream {
-	bool active;
-	bool waiting;		/* for a worker to read the next chunk */
-	uint32_t id;
-	uint64_t t0;		/* when the READ came (server_now_ns) */
-	size_t slot;
-	uint64_t offset;
-	uint64_t remaining;
-	uint64_t total;
-};
-
-struct session {
-	struct server *srv;
-	struct peer *peer;
-	struct session *prev, *next;
-	bool hello_done;
-
-	struct session_handle *handles;
-	size_t nhandles;	/* slots allocated */
-	size_t used;		/* slots in use */
-	size_t free_hint;	/* lowest slot that may be free */
-
-	struct session_stream stream;
-
-	/* The client's shared region (HELLO with shm_size): READs with
-	 * to_shm land here.  Sealed against shrinking, so a copy into it
-	 * cannot fault. */
-	uint8_t *shm;
-	size_t shm_size;
-
-	/* Polling mode: the rings at the start of shm (proto/ring.h).  The
-	 * indices the daemon owns live here; the region only gets copies. */
-	bool ring;
-	uint32_t sq_head;	/* requests taken */
-	uint32_t cq_tail;	/* completions published */
-	unsigned ring_pending;	/* taken, not yet completed (with workers) */
-
-	unsigned inflight;	/* reads handed to workers, not yet done */
-	bool ring_active;	/* requests taken from the ring since the idle
-				 * timer last looked (session_busy) */
-	uint64_t inflight_bytes;	/* their lengths (heap or region they fill) */
-	uint64_t pass_inline;		/* bytes copied on the loop since the last
-					 * yield (SESSION_INLINE_MAX) */
-	struct event *ev_ring_again;	/* polls the ring again after a yield */
-	/* Captured at connect from the configuration then in force. */
-	unsigned max_inflight;		/* max-inflight */
-	uint64_t max_inflight_bytes;	/* max-inflight-bytes */
-	bool admitted;			/* allow-uid / allow-gid let it in */
-	gid_t gid;			/* the peer's credentials, for policy */
-	gid_t *groups;
-	size_t ngroups;
-
-	uint64_t req_t0;	/* when the request being dispatched came */
-	bool req_deferred;	/* its reply comes later: time it then */
-	bool paused;		/* no new requests until work completes */
-	bool dead;		/* the client is gone; freed by the last job */
-};
-
-
-enum read_kind {
-	READ_SHM,	/* into the shared region, one small reply */
-	READ_SOCKET,	/* up to SESSION_READ_CHUNK, one frame of data */
-	READ_CHUNK,	/* the next chunk of the stream */
-	READ_WARM,	/* WARM: bring a range into memory, then reply */
-	READ_WARM_OPEN,	/* an open's warm: in the background, no reply */
-	READ_RING,	/* a ring request: into the region, a completion */
-};
 
 /* A read handed to a worker because it might wait for the disk. */
 struct read_job {
@@ -161,10 +71,6 @@ struct read_job {
 };
 
 static void session_destroy(struct session *s);
-static int session_submit(struct session *s, enum read_kind kind, uint32_t id,
-			  struct storage_handle *h, uint64_t offset, size_t len, uint8_t *dst);
-static int session_ring_poll(struct session *s);
-static void session_ring_again_cb(evutil_socket_t fd, short what, void *arg);
 
 typedef int (*session_handler)(struct session *s, uint32_t id, ProtobufCMessage *msg);
 
@@ -181,9 +87,6 @@ static int session_stat(struct session *s, uint32_t id, ProtobufCMessage *msg);
 static int session_close(struct session *s, uint32_t id, ProtobufCMessage *msg);
 static int session_ping(struct session *s, uint32_t id, ProtobufCMessage *msg);
 static int session_warm(struct session *s, uint32_t id, ProtobufCMessage *msg);
-static int session_ring_kick(struct session *s, uint32_t id, ProtobufCMessage *msg);
-static void session_ring_complete(struct session *s, uint32_t id, ssize_t result);
-static void session_ring_notify(struct session *s);
 
 /* Requests a client may send; any other type disconnects it.  Those that
  * need an administrator are answered in admin.c, and checked here only. */
@@ -234,7 +137,7 @@ session_next(struct session *s)
 	return s->next;
 }
 
-static struct session_handle *
+struct session_handle *
 session_handle_get(struct session *s, uint64_t handle)
 {
 	if (handle == 0 || handle > s->nhandles || !s->handles[handle - 1].used)
@@ -430,11 +333,7 @@ session_hello(struct session *s, uint32_t id, ProtobufCMessage *msg)
 			log_info("client %s: ring of %u entries in a %zu-byte region refused",
 				 peer_name(s->peer), m->ring_entries, s->shm_size);
 		} else {
-			s->ring = true;
-			s->srv->ring_sessions++;
-			s->ev_ring_again = evtimer_new(s->srv->base, session_ring_again_cb, s);
-			/* While the loop does not poll, the client must kick. */
-			hm_ring_store(s->shm, HM_RING_DAEMON_IDLE, s->srv->ring_polling ? 0 : 1);
+			session_ring_start(s);
 			r.ring_accepted = true;
 			r.poll_us = s->srv->poll_us;
 		}
@@ -572,8 +471,7 @@ read_job_stepped(const struct read_job *j)
 	       j->kind == READ_WARM_OPEN;
 }
 
-/* Hands a read to the workers.  0, or -ENOMEM (nothing was queued). */
-static int
+int
 session_submit(struct session *s, enum read_kind kind, uint32_t id,
 	       struct storage_handle *h, uint64_t offset, size_t len, uint8_t *dst)
 {
@@ -620,7 +518,7 @@ session_submit(struct session *s, enum read_kind kind, uint32_t id,
  * gone: guard.h).  The fault is the client's doing, and the region cannot
  * be trusted again: the client is dropped, the daemon goes on.
  */
-static bool
+bool
 session_region_faulted(struct session *s, ssize_t n)
 {
 	if (n != GUARD_EFAULT_DST)
@@ -852,16 +750,7 @@ read_job_done(struct worker_job *job)
 	case READ_WARM_OPEN:
 		break;
 	case READ_RING:
-		s->ring_pending--;
-		if (j->result > 0) {
-			s->srv->counters.bytes_served += (uint64_t)j->result;
-			s->srv->counters.bytes_shm += (uint64_t)j->result;
-		}
-		session_ring_complete(s, j->id, j->result);
-		session_ring_notify(s);
-		/* requests left in the ring for max-inflight may go now */
-		if (session_ring_poll(s) < 0)
-			peer_close_after_flush(s->peer, "its request ring runs past its end");
+		session_ring_job_done(s, j->id, j->result);
 		break;
 	case READ_CHUNK:
 		s->stream.waiting = false;
@@ -890,7 +779,7 @@ read_job_done(struct worker_job *job)
 	peer_kick(s->peer);
 }
 
-static void
+void
 session_readahead(struct session_handle *sh, uint64_t offset, uint64_t length)
 {
 	uint64_t end = offset + length;	/* checked against INT64_MAX */
@@ -985,199 +874,6 @@ session_read(struct session *s, uint32_t id, ProtobufCMessage *msg)
 				     (unsigned long long)m->offset, strerror((int)-n));
 	s->srv->counters.bytes_served += (uint64_t)n;
 	return session_read_end(s, id, (uint64_t)n);
-}
-
-/* --- polling mode (proto/ring.h) ---------------------------------------- */
-
-/* Publishes one completion.  Space for it was reserved when its request
- * was taken (session_ring_poll), so the ring cannot be full here. */
-static void
-session_ring_complete(struct session *s, uint32_t id, ssize_t result)
-{
-	struct hm_ring_cqe *e;
-
-	if (!s->ring || session_region_faulted(s, result))
-		return;
-	if (result < 0)
-		server_count_error(s->srv, (int)-result);	/* as an ERROR reply would be */
-	e = hm_ring_cqe(s->shm, s->cq_tail);
-	e->id = id;
-	e->reserved = 0;
-	e->result = result;
-	s->cq_tail++;
-	hm_ring_store(s->shm, HM_RING_CQ_TAIL, s->cq_tail);
-}
-
-/* After publishing completions: a client that said it sleeps gets one
- * RING_WAKE (it clears its flag before it sleeps again, so never more). */
-static void
-session_ring_notify(struct session *s)
-{
-	Hotmap__RingWake w = HOTMAP__RING_WAKE__INIT;
-
-	if (!s->ring)
-		return;
-	hm_ring_fence();
-	if (__atomic_exchange_n(hm_ring_word(s->shm, HM_RING_CLIENT_IDLE), 0, __ATOMIC_ACQ_REL) == 0)
-		return;
-	if (peer_send(s->peer, HM_MSG_RING_WAKE, 0, &w.base) < 0)
-		log_warn("client %s: cannot queue a ring wake-up", peer_name(s->peer));
-	/* written on the loop's next pass (we may be outside any callback) */
-	peer_kick(s->peer);
-}
-
-/* One request from the ring, copied out of the region before it is
- * checked: the client may change the region at any time. */
-static void
-session_ring_read(struct session *s, const struct hm_ring_sqe *e)
-{
-	struct session_handle *sh = session_handle_get(s, e->handle);
-	uint8_t *dst;
-	ssize_t n;
-
-	s->srv->counters.requests[HM_MSG_READ]++;
-	s->srv->counters.reads_ring++;
-	s->req_t0 = server_now_ns();
-	if (sh == NULL) {
-		session_ring_complete(s, e->id, -EBADF);
-		return;
-	}
-	if (e->offset > INT64_MAX || e->length > (uint64_t)INT64_MAX - e->offset ||
-	    e->shm_offset < HM_RING_BYTES || e->shm_offset > s->shm_size ||
-	    e->length > s->shm_size - e->shm_offset) {
-		session_ring_complete(s, e->id, -EINVAL);
-		return;
-	}
-	session_readahead(sh, e->offset, e->length);
-	dst = s->shm + e->shm_offset;
-	n = e->length > SESSION_INLINE_MAX ? -EAGAIN :
-	    storage_read_nowait(s->srv->cache, &sh->h, dst, (size_t)e->length, e->offset);
-	if (n > 0)
-		s->pass_inline += (uint64_t)n;
-	if (n == -EAGAIN) {
-		if (session_submit(s, READ_RING, e->id, &sh->h, e->offset, (size_t)e->length, dst) == 0) {
-			s->ring_pending++;
-			return;
-		}
-		n = -ENOMEM;
-	}
-	if (n > 0) {
-		s->srv->counters.bytes_served += (uint64_t)n;
-		s->srv->counters.bytes_shm += (uint64_t)n;
-	}
-	session_ring_complete(s, e->id, n);
-	server_latency(s->srv, SERVER_OP_READ, s->req_t0);
-}
-
-/*
- * Takes the requests waiting in the client's ring, as many as the
- * completion ring has room for (published and unconsumed, plus those still
- * with the workers).  Returns how many it took, or -EPROTO for a client
- * whose ring makes no sense (disconnected by the caller).
- */
-static int
-session_ring_poll(struct session *s)
-{
-	uint32_t tail, head, used;
-	int taken = 0;
-
-	if (!s->ring || s->dead)
-		return 0;
-	tail = hm_ring_load(s->shm, HM_RING_SQ_TAIL);
-	if (tail - s->sq_head > HM_RING_ENTRIES)
-		return -EPROTO;
-	while (s->sq_head != tail) {
-		struct hm_ring_sqe e;
-
-		head = hm_ring_load(s->shm, HM_RING_CQ_HEAD);
-		used = s->cq_tail - head;
-		if (used > HM_RING_ENTRIES || used + s->ring_pending >= HM_RING_ENTRIES)
-			break;	/* the client must consume completions first */
-		if (s->inflight >= s->max_inflight || s->inflight_bytes >= s->max_inflight_bytes) {
-			/* max-inflight, as for frames: the rest waits until a
-			 * job is done (read_job_done polls again) */
-			s->srv->counters.inflight_waits++;
-			break;
-		}
-		memcpy(&e, hm_ring_sqe(s->shm, s->sq_head), sizeof e);
-		s->sq_head++;
-		session_ring_read(s, &e);
-		taken++;
-		/* its share of this pass: the rest after the loop has polled
-		 * everyone else */
-		if (taken >= PEER_PASS_FRAMES || s->pass_inline >= SESSION_INLINE_MAX) {
-			static const struct timeval zero = { 0, 0 };
-
-			s->pass_inline = 0;
-			if (s->ev_ring_again != NULL)
-				evtimer_add(s->ev_ring_again, &zero);
-			break;
-		}
-	}
-	if (taken > 0) {
-		s->ring_active = true;
-		hm_ring_store(s->shm, HM_RING_SQ_HEAD, s->sq_head);
-		s->srv->ring_work += (uint64_t)taken;
-		session_ring_notify(s);
-	}
-	return taken;
-}
-
-static void
-session_ring_again_cb(evutil_socket_t fd, short what, void *arg)
-{
-	struct session *s = arg;
-
-	(void)fd;
-	(void)what;
-	if (session_ring_poll(s) < 0)
-		peer_close_after_flush(s->peer, "its request ring runs past its end");
-}
-
-static int
-session_ring_kick(struct session *s, uint32_t id, ProtobufCMessage *msg)
-{
-	(void)msg;
-	if (!s->ring)
-		return session_error(s, id, EINVAL, "RING_KICK: this connection has no ring");
-	if (session_ring_poll(s) < 0) {
-		peer_close_after_flush(s->peer, "its request ring runs past its end");
-		return 0;
-	}
-	return 0;
-}
-
-int
-session_ring_poll_all(struct server *srv)
-{
-	struct session *s, *next;
-	int taken = 0, n;
-
-	for (s = srv->sessions; s != NULL; s = next) {
-		next = s->next;
-		if (!s->ring)
-			continue;
-		n = session_ring_poll(s);
-		if (n < 0) {
-			log_warn("client %s: disconnecting: its request ring runs past its end",
-				 peer_name(s->peer));
-			s->srv->counters.clients_dropped++;
-			session_free(s);
-			continue;
-		}
-		taken += n;
-	}
-	return taken;
-}
-
-void
-session_ring_set_idle(struct server *srv, bool idle)
-{
-	struct session *s;
-
-	for (s = srv->sessions; s != NULL; s = s->next)
-		if (s->ring)
-			hm_ring_store(s->shm, HM_RING_DAEMON_IDLE, idle ? 1 : 0);
 }
 
 static int
@@ -1506,14 +1202,7 @@ session_free(struct session *s)
 	s->handles = NULL;
 	s->nhandles = 0;
 	session_unlink(s);
-	if (s->ev_ring_again != NULL) {
-		event_free(s->ev_ring_again);
-		s->ev_ring_again = NULL;
-	}
-	if (s->ring) {
-		s->srv->ring_sessions--;
-		s->ring = false;
-	}
+	session_ring_stop(s);
 	s->srv->counters.clients--;
 	server_uid_connections(s->srv, peer_uid(s->peer), -1);
 	peer_free(s->peer);
