@@ -52,24 +52,6 @@
 #define HM_STR_(x) #x
 #define HM_STRINGIFY(x) HM_STR_(x)
 
-/* A read handed to a worker because it might wait for the disk. */
-struct read_job {
-	struct worker_job job;
-	struct session *s;
-	enum read_kind kind;
-	uint32_t id;
-	struct storage_handle h;	/* its own reference to the entry */
-	uint64_t offset;
-	size_t len;
-	uint8_t *dst;			/* where the worker writes */
-	uint8_t *heap;			/* READ_SOCKET, READ_CHUNK: owned */
-	struct storage_io io;
-	ssize_t result;			/* of the step just run */
-	uint64_t done_bytes;		/* of the steps before it */
-	uint64_t charge;		/* counted in the session's inflight_bytes */
-	uint64_t t0;			/* when its request came */
-};
-
 static void session_destroy(struct session *s);
 
 typedef int (*session_handler)(struct session *s, uint32_t id, ProtobufCMessage *msg);
@@ -87,6 +69,36 @@ static int session_stat(struct session *s, uint32_t id, ProtobufCMessage *msg);
 static int session_close(struct session *s, uint32_t id, ProtobufCMessage *msg);
 static int session_ping(struct session *s, uint32_t id, ProtobufCMessage *msg);
 static int session_warm(struct session *s, uint32_t id, ProtobufCMessage *msg);
+
+static int read_region_done(struct session *s, struct read_job *j);
+static int read_socket_done(struct session *s, struct read_job *j);
+static int read_chunk_done(struct session *s, struct read_job *j);
+static int read_warm_done(struct session *s, struct read_job *j);
+static int read_warm_open_done(struct session *s, struct read_job *j);
+
+/* The kinds of job the workers do for session.c (the ring's is in
+ * session_ring.c). */
+
+/* READ into the shared region: one copy, one small reply. */
+static const struct read_kind read_kind_region = {
+	.stepped = true, .warm = false, .op = SERVER_OP_READ, .done = read_region_done,
+};
+/* READ of up to SESSION_READ_CHUNK: one frame of data. */
+static const struct read_kind read_kind_socket = {
+	.stepped = false, .warm = false, .op = SERVER_OP_READ, .done = read_socket_done,
+};
+/* The stream's next chunk: timed when the stream ends. */
+static const struct read_kind read_kind_chunk = {
+	.stepped = false, .warm = false, .op = -1, .done = read_chunk_done,
+};
+/* WARM: bring a range into memory, then reply. */
+static const struct read_kind read_kind_warm = {
+	.stepped = true, .warm = true, .op = SERVER_OP_WARM, .done = read_warm_done,
+};
+/* An open's warm: in the background, no reply. */
+static const struct read_kind read_kind_warm_open = {
+	.stepped = true, .warm = true, .op = -1, .done = read_warm_open_done,
+};
 
 /* Requests a client may send; any other type disconnects it.  Those that
  * need an administrator are answered in admin.c, and checked here only. */
@@ -425,7 +437,7 @@ session_open(struct session *s, uint32_t id, ProtobufCMessage *msg)
 	if (m->warm || (sh->h.fresh && s->srv->cfg.warm == HM_WARM_POPULATE)) {
 		/* the whole file, behind the reply; a failure only costs the
 		 * warmth */
-		if (session_submit(s, READ_WARM_OPEN, id, &sh->h, 0, (size_t)INT64_MAX, NULL) == 0)
+		if (session_submit(s, &read_kind_warm_open, id, &sh->h, 0, (size_t)INT64_MAX, NULL) == 0)
 			s->srv->counters.warms++;
 	} else if (sh->h.fresh && s->srv->cfg.warm == HM_WARM_WILLNEED) {
 		/* first cached: the kernel reads it ahead, nothing waits */
@@ -461,25 +473,15 @@ session_update_pause(struct session *s)
 static void read_job_run(struct worker_job *job);
 static void read_job_done(struct worker_job *job);
 
-/* Whether a job of this kind runs in steps of SESSION_STEP: those with
- * one destination the worker fills in place.  Socket reads are a chunk
- * each already. */
-static bool
-read_job_stepped(const struct read_job *j)
-{
-	return j->kind == READ_SHM || j->kind == READ_RING || j->kind == READ_WARM ||
-	       j->kind == READ_WARM_OPEN;
-}
-
 int
-session_submit(struct session *s, enum read_kind kind, uint32_t id,
+session_submit(struct session *s, const struct read_kind *kind, uint32_t id,
 	       struct storage_handle *h, uint64_t offset, size_t len, uint8_t *dst)
 {
 	struct read_job *j = calloc(1, sizeof *j);
 
 	if (j == NULL)
 		return -ENOMEM;
-	if (dst == NULL && kind != READ_WARM && kind != READ_WARM_OPEN) {
+	if (dst == NULL && !kind->warm) {
 		j->heap = malloc(len > 0 ? len : 1);
 		if (j->heap == NULL) {
 			free(j);
@@ -498,19 +500,28 @@ session_submit(struct session *s, enum read_kind kind, uint32_t id,
 	j->len = len;
 	j->dst = dst;
 	j->t0 = s->req_t0;
-	if (kind != READ_WARM_OPEN && kind != READ_CHUNK)
+	if (kind->op >= 0)
 		s->req_deferred = true;	/* timed when the worker is done */
 	s->inflight++;
 	/* a read holds its length (heap or region); a warm holds a step of
 	 * a worker at a time */
-	j->charge = kind != READ_WARM && kind != READ_WARM_OPEN ? len :
-		    len < SESSION_STEP ? len : SESSION_STEP;
+	j->charge = !kind->warm ? len : len < SESSION_STEP ? len : SESSION_STEP;
 	s->inflight_bytes += j->charge;
 	s->srv->counters.inflight++;
 	s->srv->counters.reads_offloaded++;
 	workers_submit(s->srv->workers, &j->job);
 	session_update_pause(s);
 	return 0;
+}
+
+void
+session_count_served(struct session *s, ssize_t n, bool shm)
+{
+	if (n <= 0)
+		return;
+	s->srv->counters.bytes_served += (uint64_t)n;
+	if (shm)
+		s->srv->counters.bytes_shm += (uint64_t)n;
 }
 
 /*
@@ -529,19 +540,26 @@ session_region_faulted(struct session *s, ssize_t n)
 	return true;
 }
 
-/* The reply to a read into the shared region. */
+/* The ERROR reply to a read that failed at offset with n (-errno). */
 static int
-session_shm_reply(struct session *s, uint32_t id, ssize_t n, uint64_t offset)
+session_read_error(struct session *s, uint32_t id, uint64_t offset, ssize_t n)
+{
+	return session_error(s, id, (int)-n, "read at offset %llu: %s",
+			     (unsigned long long)offset, strerror((int)-n));
+}
+
+/* A read into the shared region is done, inline or by a worker: n bytes
+ * are in the region (or -errno); one small reply. */
+static int
+session_region_done(struct session *s, uint32_t id, uint64_t offset, ssize_t n)
 {
 	Hotmap__ReadReply r = HOTMAP__READ_REPLY__INIT;
 
 	if (session_region_faulted(s, n))
 		return 0;
 	if (n < 0)
-		return session_error(s, id, (int)-n, "read at offset %llu: %s",
-				     (unsigned long long)offset, strerror((int)-n));
-	s->srv->counters.bytes_served += (uint64_t)n;
-	s->srv->counters.bytes_shm += (uint64_t)n;
+		return session_read_error(s, id, offset, n);
+	session_count_served(s, n, true);
 	r.total = (uint64_t)n;
 	return peer_send(s->peer, HM_MSG_READ_DATA, id, &r.base);
 }
@@ -554,6 +572,28 @@ session_read_end(struct session *s, uint32_t id, uint64_t total)
 
 	r.total = total;
 	return peer_send(s->peer, HM_MSG_READ_DATA, id, &r.base);
+}
+
+/*
+ * A one-frame socket read is done: n bytes, or -errno.  Inline, its data
+ * frame is queued already (heap NULL); a worker's bytes are in *heap,
+ * which is queued here, as is (the peer takes it).
+ */
+static int
+session_socket_done(struct session *s, uint32_t id, uint64_t offset, ssize_t n, uint8_t **heap)
+{
+	int rc;
+
+	if (n < 0)
+		return session_read_error(s, id, offset, n);
+	session_count_served(s, n, false);
+	if (heap != NULL) {
+		rc = peer_send_owned(s->peer, id, *heap, (size_t)n);
+		*heap = NULL;
+		if (rc < 0)
+			return rc;
+	}
+	return session_read_end(s, id, (uint64_t)n);
 }
 
 struct session_fill {
@@ -590,11 +630,34 @@ session_stream_advance(struct session *s, ssize_t n, size_t chunk)
 {
 	struct session_stream *st = &s->stream;
 
-	s->srv->counters.bytes_served += (uint64_t)n;
+	session_count_served(s, n, false);
 	st->total += (uint64_t)n;
 	st->offset += (uint64_t)n;
 	st->remaining -= (uint64_t)n;
 	return (size_t)n < chunk || st->remaining == 0;	/* end of file, or done */
+}
+
+/*
+ * A chunk of the stream is done, inline or by a worker: n bytes queued
+ * (or -errno) of the chunk asked for.  An error before the first byte is
+ * an ERROR reply, an error after it ends the read short, as pread would;
+ * so does a short chunk (end of file).  *more says the stream goes on.
+ */
+static int
+session_stream_chunk_done(struct session *s, ssize_t n, size_t chunk, bool *more)
+{
+	struct session_stream *st = &s->stream;
+
+	*more = false;
+	if (n < 0 && st->total == 0) {
+		st->active = false;
+		session_update_pause(s);
+		return session_read_error(s, st->id, st->offset, n);
+	}
+	if (n <= 0 || session_stream_advance(s, n, chunk))
+		return session_stream_end(s);
+	*more = true;
+	return 0;
 }
 
 /*
@@ -613,7 +676,9 @@ session_stream(struct session *s)
 		struct storage_handle *h = &s->handles[st->slot].h;
 		struct session_fill f;
 		size_t chunk;
+		bool more;
 		ssize_t n;
+		int rc;
 
 		if (st->waiting || peer_output_pending(s->peer) >= PEER_OUTPUT_HIGH)
 			return 0;
@@ -621,22 +686,70 @@ session_stream(struct session *s)
 		f = (struct session_fill){ s, h, st->offset };
 		n = peer_send_raw(s->peer, st->id, chunk, session_fill, &f);
 		if (n == -EAGAIN) {
-			if (session_submit(s, READ_CHUNK, st->id, h, st->offset, chunk, NULL) == 0) {
+			if (session_submit(s, &read_kind_chunk, st->id, h, st->offset, chunk, NULL) == 0) {
 				st->waiting = true;
 				return 0;
 			}
 			n = -ENOMEM;
 		}
-		if (n < 0 && st->total == 0) {
-			st->active = false;
-			session_update_pause(s);
-			return session_error(s, st->id, (int)-n, "read at offset %llu: %s",
-					     (unsigned long long)st->offset, strerror((int)-n));
-		}
-		if (n <= 0 || session_stream_advance(s, n, chunk))
-			break;
+		rc = session_stream_chunk_done(s, n, chunk, &more);
+		if (!more)
+			return rc;
 	}
 	return session_stream_end(s);
+}
+
+/* The worker read the stream's next chunk (at st->offset, which waited
+ * for it) into j->heap. */
+static int
+read_chunk_done(struct session *s, struct read_job *j)
+{
+	bool more = false;
+	int rc = 0;
+
+	s->stream.waiting = false;
+	if (j->result > 0) {
+		rc = peer_send_owned(s->peer, j->id, j->heap, (size_t)j->result);
+		j->heap = NULL;
+	}
+	if (rc == 0)
+		rc = session_stream_chunk_done(s, j->result, j->len, &more);
+	if (rc == 0 && more)
+		rc = session_stream(s);
+	return rc;
+}
+
+static int
+read_region_done(struct session *s, struct read_job *j)
+{
+	return session_region_done(s, j->id, j->offset, j->result);
+}
+
+static int
+read_socket_done(struct session *s, struct read_job *j)
+{
+	return session_socket_done(s, j->id, j->offset, j->result, &j->heap);
+}
+
+static int
+read_warm_done(struct session *s, struct read_job *j)
+{
+	Hotmap__WarmReply r = HOTMAP__WARM_REPLY__INIT;
+
+	if (j->result < 0)
+		return session_error(s, j->id, (int)-j->result, "warm: %s", strerror((int)-j->result));
+	r.warmed = (uint64_t)j->result;
+	return peer_send(s->peer, HM_MSG_WARM_REPLY, j->id, &r.base);
+}
+
+/* An open's warm runs in the background: a failure only costs the
+ * warmth, and nobody waits for a reply. */
+static int
+read_warm_open_done(struct session *s, struct read_job *j)
+{
+	(void)s;
+	(void)j;
+	return 0;
 }
 
 static void
@@ -645,10 +758,10 @@ read_job_run(struct worker_job *job)
 	struct read_job *j = (struct read_job *)job;
 
 	uint64_t left = j->len - j->done_bytes;
-	size_t step = read_job_stepped(j) && left > SESSION_STEP ? SESSION_STEP : (size_t)left;
+	size_t step = j->kind->stepped && left > SESSION_STEP ? SESSION_STEP : (size_t)left;
 
 	j->io.nowait = false;
-	if (j->kind == READ_WARM || j->kind == READ_WARM_OPEN)
+	if (j->kind->warm)
 		j->result = storage_warm_detached(&j->h, j->offset + j->done_bytes, step, &j->io);
 	else
 		j->result = storage_read_detached(&j->h, j->dst + j->done_bytes, step,
@@ -668,7 +781,7 @@ read_job_next_step(struct read_job *j)
 	uint64_t left = j->len - j->done_bytes;
 	size_t step = left > SESSION_STEP ? SESSION_STEP : (size_t)left;
 
-	if (!read_job_stepped(j) || j->s->dead)
+	if (!j->kind->stepped || j->s->dead)
 		return false;
 	if (j->result >= 0 && (size_t)j->result == step && left > step) {
 		j->done_bytes += step;
@@ -683,13 +796,13 @@ read_job_next_step(struct read_job *j)
 	return false;
 }
 
-/* On the loop thread: the worker's read is done; answer it. */
+/* On the loop thread: the worker's read is done; its kind answers it. */
 static void
 read_job_done(struct worker_job *job)
 {
 	struct read_job *j = (struct read_job *)job;
 	struct session *s = j->s;
-	int rc = 0;
+	int rc;
 
 	storage_read_finish(s->srv->cache, &j->h, &j->io);
 	if (read_job_next_step(j)) {
@@ -702,18 +815,8 @@ read_job_done(struct worker_job *job)
 	s->inflight--;
 	s->inflight_bytes -= j->charge;
 	s->srv->counters.inflight--;
-	switch (j->kind) {
-	case READ_SHM:
-	case READ_SOCKET:
-	case READ_RING:
-		server_latency(s->srv, SERVER_OP_READ, j->t0);
-		break;
-	case READ_WARM:
-		server_latency(s->srv, SERVER_OP_WARM, j->t0);
-		break;
-	default:
-		break;
-	}
+	if (j->kind->op >= 0)
+		server_latency(s->srv, (enum server_op)j->kind->op, j->t0);
 	if (s->dead) {
 		free(j->heap);
 		free(j);
@@ -721,55 +824,7 @@ read_job_done(struct worker_job *job)
 			session_destroy(s);
 		return;
 	}
-	switch (j->kind) {
-	case READ_SHM:
-		rc = session_shm_reply(s, j->id, j->result, j->offset);
-		break;
-	case READ_SOCKET:
-		if (j->result < 0) {
-			rc = session_error(s, j->id, (int)-j->result, "read at offset %llu: %s",
-					   (unsigned long long)j->offset, strerror((int)-j->result));
-			break;
-		}
-		s->srv->counters.bytes_served += (uint64_t)j->result;
-		rc = peer_send_owned(s->peer, j->id, j->heap, (size_t)j->result);
-		j->heap = NULL;
-		if (rc == 0)
-			rc = session_read_end(s, j->id, (uint64_t)j->result);
-		break;
-	case READ_WARM:
-		if (j->result < 0) {
-			rc = session_error(s, j->id, (int)-j->result, "warm: %s", strerror((int)-j->result));
-		} else {
-			Hotmap__WarmReply r = HOTMAP__WARM_REPLY__INIT;
-
-			r.warmed = (uint64_t)j->result;
-			rc = peer_send(s->peer, HM_MSG_WARM_REPLY, j->id, &r.base);
-		}
-		break;
-	case READ_WARM_OPEN:
-		break;
-	case READ_RING:
-		session_ring_job_done(s, j->id, j->result);
-		break;
-	case READ_CHUNK:
-		s->stream.waiting = false;
-		if (j->result < 0 && s->stream.total == 0) {
-			s->stream.active = false;
-			rc = session_error(s, j->id, (int)-j->result, "read at offset %llu: %s",
-					   (unsigned long long)j->offset, strerror((int)-j->result));
-			break;
-		}
-		if (j->result > 0) {
-			rc = peer_send_owned(s->peer, j->id, j->heap, (size_t)j->result);
-			j->heap = NULL;
-		}
-		if (rc == 0 && (j->result <= 0 || session_stream_advance(s, j->result, j->len)))
-			rc = session_stream_end(s);
-		else if (rc == 0)
-			rc = session_stream(s);
-		break;
-	}
+	rc = j->kind->done(s, j);
 	free(j->heap);
 	free(j);
 	if (rc < 0)
@@ -824,9 +879,9 @@ session_read_shm(struct session *s, uint32_t id, const Hotmap__Read *m, struct s
 	if (n > 0)
 		s->pass_inline += (uint64_t)n;
 	if (n == -EAGAIN &&
-	    session_submit(s, READ_SHM, id, &sh->h, m->offset, (size_t)m->length, dst) == 0)
+	    session_submit(s, &read_kind_region, id, &sh->h, m->offset, (size_t)m->length, dst) == 0)
 		return 0;
-	return session_shm_reply(s, id, n == -EAGAIN ? -ENOMEM : n, m->offset);
+	return session_region_done(s, id, m->offset, n == -EAGAIN ? -ENOMEM : n);
 }
 
 static int
@@ -865,15 +920,11 @@ session_read(struct session *s, uint32_t id, ProtobufCMessage *msg)
 	n = m->length == 0 ? storage_read_nowait(s->srv->cache, &sh->h, NULL, 0, m->offset) :
 			     peer_send_raw(s->peer, id, (size_t)m->length, session_fill, &f);
 	if (n == -EAGAIN) {
-		if (session_submit(s, READ_SOCKET, id, &sh->h, m->offset, (size_t)m->length, NULL) == 0)
+		if (session_submit(s, &read_kind_socket, id, &sh->h, m->offset, (size_t)m->length, NULL) == 0)
 			return 0;
 		n = -ENOMEM;
 	}
-	if (n < 0)
-		return session_error(s, id, (int)-n, "read at offset %llu: %s",
-				     (unsigned long long)m->offset, strerror((int)-n));
-	s->srv->counters.bytes_served += (uint64_t)n;
-	return session_read_end(s, id, (uint64_t)n);
+	return session_socket_done(s, id, m->offset, n, NULL);
 }
 
 static int
@@ -890,7 +941,7 @@ session_warm(struct session *s, uint32_t id, ProtobufCMessage *msg)
 				     (unsigned long long)m->offset);
 	if (len > (uint64_t)INT64_MAX - m->offset)
 		len = (uint64_t)INT64_MAX - m->offset;	/* "to the end" */
-	if (session_submit(s, READ_WARM, id, &sh->h, m->offset, (size_t)len, NULL) < 0)
+	if (session_submit(s, &read_kind_warm, id, &sh->h, m->offset, (size_t)len, NULL) < 0)
 		return session_error(s, id, ENOMEM, "warm: out of memory");
 	s->srv->counters.warms++;
 	return 0;

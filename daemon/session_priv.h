@@ -17,6 +17,7 @@
 #include <sys/types.h>
 
 #include "daemon/storage.h"
+#include "daemon/workers.h"
 
 struct event;
 struct peer;
@@ -102,13 +103,43 @@ struct session {
 	bool dead;		/* the client is gone; freed by the last job */
 };
 
-enum read_kind {
-	READ_SHM,	/* into the shared region, one small reply */
-	READ_SOCKET,	/* up to SESSION_READ_CHUNK, one frame of data */
-	READ_CHUNK,	/* the next chunk of the stream */
-	READ_WARM,	/* WARM: bring a range into memory, then reply */
-	READ_WARM_OPEN,	/* an open's warm: in the background, no reply */
-	READ_RING,	/* a ring request: into the region, a completion */
+struct read_job;
+
+/*
+ * What a kind of job for the workers is: one for each destination a worker
+ * fills (the region, a frame for the socket, the stream's next chunk, a
+ * ring entry), and the warms, which fill none.  Chosen at submit.
+ */
+struct read_kind {
+	bool stepped;	/* runs in steps of SESSION_STEP: one destination
+			 * the worker fills in place (socket reads are a
+			 * chunk each already) */
+	bool warm;	/* brings a range into memory, copies nothing */
+	int op;		/* the latency (enum server_op) it is timed in when
+			 * done, its request deferred till then; or -1 */
+	/* On the loop thread, for a client still there: answers the job
+	 * from j->result, through the same completion as a read done
+	 * inline.  May take j->heap (and set it NULL).  0, or the negative
+	 * errno of a reply that could not be queued. */
+	int (*done)(struct session *s, struct read_job *j);
+};
+
+/* A read handed to a worker because it might wait for the disk. */
+struct read_job {
+	struct worker_job job;
+	struct session *s;
+	const struct read_kind *kind;
+	uint32_t id;
+	struct storage_handle h;	/* its own reference to the entry */
+	uint64_t offset;
+	size_t len;
+	uint8_t *dst;			/* where the worker writes */
+	uint8_t *heap;			/* a socket read's, a chunk's: owned */
+	struct storage_io io;
+	ssize_t result;			/* of the step just run */
+	uint64_t done_bytes;		/* of the steps before it */
+	uint64_t charge;		/* counted in the session's inflight_bytes */
+	uint64_t t0;			/* when its request came */
 };
 
 /* The server the session belongs to, and the peer that carries its
@@ -126,8 +157,11 @@ struct session_handle *session_handle_get(struct session *s, uint64_t handle);
 /* Asks for the next window ahead of a reader that reads in order. */
 void session_readahead(struct session_handle *sh, uint64_t offset, uint64_t length);
 /* Hands a read to the workers.  0, or -ENOMEM (nothing was queued). */
-int session_submit(struct session *s, enum read_kind kind, uint32_t id,
+int session_submit(struct session *s, const struct read_kind *kind, uint32_t id,
 		   struct storage_handle *h, uint64_t offset, size_t len, uint8_t *dst);
+/* Counts n bytes a read served (nothing for n <= 0), and whether they
+ * went into the shared region. */
+void session_count_served(struct session *s, ssize_t n, bool shm);
 /* Whether result n is a fault writing the client's region; then the
  * client is being dropped. */
 bool session_region_faulted(struct session *s, ssize_t n);

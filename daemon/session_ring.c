@@ -18,13 +18,22 @@
 #include "daemon/session_ring.h"
 #include "proto/ring.h"
 
-/* Publishes one completion.  Space for it was reserved when its request
- * was taken (session_ring_poll), so the ring cannot be full here. */
+static int session_ring_job_done(struct session *s, struct read_job *j);
+
+/* A ring request: into the region, a completion in the ring. */
+static const struct read_kind read_kind_ring = {
+	.stepped = true, .warm = false, .op = SERVER_OP_READ, .done = session_ring_job_done,
+};
+
+/* Publishes one completion, inline or from a worker, and counts what
+ * it served.  Space for it was reserved when its request was taken
+ * (session_ring_poll), so the ring cannot be full here. */
 static void
 session_ring_complete(struct session *s, uint32_t id, ssize_t result)
 {
 	struct hm_ring_cqe *e;
 
+	session_count_served(s, result, true);
 	if (!s->ring || session_region_faulted(s, result))
 		return;
 	if (result < 0)
@@ -84,15 +93,11 @@ session_ring_read(struct session *s, const struct hm_ring_sqe *e)
 	if (n > 0)
 		s->pass_inline += (uint64_t)n;
 	if (n == -EAGAIN) {
-		if (session_submit(s, READ_RING, e->id, &sh->h, e->offset, (size_t)e->length, dst) == 0) {
+		if (session_submit(s, &read_kind_ring, e->id, &sh->h, e->offset, (size_t)e->length, dst) == 0) {
 			s->ring_pending++;
 			return;
 		}
 		n = -ENOMEM;
-	}
-	if (n > 0) {
-		s->srv->counters.bytes_served += (uint64_t)n;
-		s->srv->counters.bytes_shm += (uint64_t)n;
 	}
 	session_ring_complete(s, e->id, n);
 	server_latency(s->srv, SERVER_OP_READ, s->req_t0);
@@ -186,19 +191,17 @@ session_ring_stop(struct session *s)
 	}
 }
 
-void
-session_ring_job_done(struct session *s, uint32_t id, ssize_t result)
+/* A ring request the workers read is done. */
+static int
+session_ring_job_done(struct session *s, struct read_job *j)
 {
 	s->ring_pending--;
-	if (result > 0) {
-		s->srv->counters.bytes_served += (uint64_t)result;
-		s->srv->counters.bytes_shm += (uint64_t)result;
-	}
-	session_ring_complete(s, id, result);
+	session_ring_complete(s, j->id, j->result);
 	session_ring_notify(s);
 	/* requests left in the ring for max-inflight may go now */
 	if (session_ring_poll(s) < 0)
 		peer_close_after_flush(s->peer, "its request ring runs past its end");
+	return 0;
 }
 
 int

@@ -6,8 +6,9 @@
  * What it is for: the loop polls every ring and tells their clients
  * whether it sleeps (session_ring_poll_all, session_ring_set_idle: in
  * session.h, the session's face to the loop); session.c starts and stops
- * a client's ring, answers RING_KICK and hands back the reads its workers
- * finished, through what is declared here.
+ * a client's ring and answers RING_KICK through what is declared here.
+ * The reads the workers do for a ring come back through its own
+ * read_kind (session_priv.h).
  *
  * What it must not do: trust the region.  The client may change it at any
  * time, so a request is copied out before it is checked, and the indices
@@ -31,7 +32,5 @@ void session_ring_start(struct session *s);
 void session_ring_stop(struct session *s);
 /* RING_KICK, a handler of session.c's dispatch table. */
 int session_ring_kick(struct session *s, uint32_t id, ProtobufCMessage *msg);
-/* A ring request the workers read is done: result bytes, or -errno. */
-void session_ring_job_done(struct session *s, uint32_t id, ssize_t result);
 
 #endif
