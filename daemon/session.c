@@ -17,14 +17,15 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include <event2/event.h>
-
+#include "daemon/admin.h"
 #include "daemon/closer.h"
 #include "daemon/guard.h"
 #include "daemon/log.h"
 #include "daemon/peer.h"
 #include "daemon/server.h"
 #include "daemon/session.h"
+#include "daemon/session_priv.h"
+#include "daemon/session_ring.h"
 #include "daemon/storage.h"
 #include "daemon/workers.h"
 #include "proto/ring.h"
@@ -42,16 +43,6 @@
  * be answered at HELLO with EUSERS and the reason; past them, closed at
  * accept. */
 #define SESSION_REFUSALS_IN_FLIGHT 8
-/*
- * The work one client gets on the event loop: a read into the region (or
- * a ring entry) longer than this goes to the workers even when the page
- * cache has it, and a pass over a client's requests stops once this much
- * was copied inline (or SESSION_PASS_FRAMES frames dispatched, in peer.c),
- * so that the loop turns to the other clients.
- */
-#ifndef SESSION_INLINE_MAX
-#define SESSION_INLINE_MAX	(1u * 1024u * 1024u)
-#endif
 /* What a worker does for one job at a time: longer reads into the region
  * and warms run in steps this long, each going back to the end of its
  * owner's turn (workers.h), so that no client holds a worker long. */
@@ -60,111 +51,8 @@
 #endif
 #define HM_STR_(x) #x
 #define HM_STRINGIFY(x) HM_STR_(x)
-/* How long STATS waits for queued closes (closer.h) before it counts. */
-#define SESSION_STATS_DRAIN_MS	100
-
-struct session_handle {
-	bool used;
-	struct storage_handle h;
-	uint64_t next;		/* where the last read ended */
-	uint64_t ra_end;	/* readahead asked for up to here */
-	uint32_t ra_window;	/* 0: not sequential (yet) */
-	uint32_t ra_max;	/* largest window: network-fs-chunk for network
-				 * files (captured at open), else SESSION_RA_MAX */
-};
-
-/* A READ being streamed: one chunk at a time while the socket takes it. */
-struct session_stream {
-	bool active;
-	bool waiting;		/* for a worker to read the next chunk */
-	uint32_t id;
-	uint64_t t0;		/* when the READ came (server_now_ns) */
-	size_t slot;
-	uint64_t offset;
-	uint64_t remaining;
-	uint64_t total;
-};
-
-struct session {
-	struct server *srv;
-	struct peer *peer;
-	struct session *prev, *next;
-	bool hello_done;
-
-	struct session_handle *handles;
-	size_t nhandles;	/* slots allocated */
-	size_t used;		/* slots in use */
-	size_t free_hint;	/* lowest slot that may be free */
-
-	struct session_stream stream;
-
-	/* The client's shared region (HELLO with shm_size): READs with
-	 * to_shm land here.  Sealed against shrinking, so a copy into it
-	 * cannot fault. */
-	uint8_t *shm;
-	size_t shm_size;
-
-	/* Polling mode: the rings at the start of shm (proto/ring.h).  The
-	 * indices the daemon owns live here; the region only gets copies. */
-	bool ring;
-	uint32_t sq_head;	/* requests taken */
-	uint32_t cq_tail;	/* completions published */
-	unsigned ring_pending;	/* taken, not yet completed (with workers) */
-
-	unsigned inflight;	/* reads handed to workers, not yet done */
-	bool ring_active;	/* requests taken from the ring since the idle
-				 * timer last looked (session_busy) */
-	uint64_t inflight_bytes;	/* their lengths (heap or region they fill) */
-	uint64_t pass_inline;		/* bytes copied on the loop since the last
-					 * yield (SESSION_INLINE_MAX) */
-	struct event *ev_ring_again;	/* polls the ring again after a yield */
-	/* Captured at connect from the configuration then in force. */
-	unsigned max_inflight;		/* max-inflight */
-	uint64_t max_inflight_bytes;	/* max-inflight-bytes */
-	bool admitted;			/* allow-uid / allow-gid let it in */
-	gid_t gid;			/* the peer's credentials, for policy */
-	gid_t *groups;
-	size_t ngroups;
-
-	uint64_t req_t0;	/* when the request being dispatched came */
-	bool req_deferred;	/* its reply comes later: time it then */
-	bool paused;		/* no new requests until work completes */
-	bool dead;		/* the client is gone; freed by the last job */
-};
-
-
-enum read_kind {
-	READ_SHM,	/* into the shared region, one small reply */
-	READ_SOCKET,	/* up to SESSION_READ_CHUNK, one frame of data */
-	READ_CHUNK,	/* the next chunk of the stream */
-	READ_WARM,	/* WARM: bring a range into memory, then reply */
-	READ_WARM_OPEN,	/* an open's warm: in the background, no reply */
-	READ_RING,	/* a ring request: into the region, a completion */
-};
-
-/* A read handed to a worker because it might wait for the disk. */
-struct read_job {
-	struct worker_job job;
-	struct session *s;
-	enum read_kind kind;
-	uint32_t id;
-	struct storage_handle h;	/* its own reference to the entry */
-	uint64_t offset;
-	size_t len;
-	uint8_t *dst;			/* where the worker writes */
-	uint8_t *heap;			/* READ_SOCKET, READ_CHUNK: owned */
-	struct storage_io io;
-	ssize_t result;			/* of the step just run */
-	uint64_t done_bytes;		/* of the steps before it */
-	uint64_t charge;		/* counted in the session's inflight_bytes */
-	uint64_t t0;			/* when its request came */
-};
 
 static void session_destroy(struct session *s);
-static int session_submit(struct session *s, enum read_kind kind, uint32_t id,
-			  struct storage_handle *h, uint64_t offset, size_t len, uint8_t *dst);
-static int session_ring_poll(struct session *s);
-static void session_ring_again_cb(evutil_socket_t fd, short what, void *arg);
 
 typedef int (*session_handler)(struct session *s, uint32_t id, ProtobufCMessage *msg);
 
@@ -180,16 +68,40 @@ static int session_read(struct session *s, uint32_t id, ProtobufCMessage *msg);
 static int session_stat(struct session *s, uint32_t id, ProtobufCMessage *msg);
 static int session_close(struct session *s, uint32_t id, ProtobufCMessage *msg);
 static int session_ping(struct session *s, uint32_t id, ProtobufCMessage *msg);
-static int session_stats(struct session *s, uint32_t id, ProtobufCMessage *msg);
 static int session_warm(struct session *s, uint32_t id, ProtobufCMessage *msg);
-static int session_files(struct session *s, uint32_t id, ProtobufCMessage *msg);
-static int session_evict(struct session *s, uint32_t id, ProtobufCMessage *msg);
-static int session_ring_kick(struct session *s, uint32_t id, ProtobufCMessage *msg);
-static int session_config(struct session *s, uint32_t id, ProtobufCMessage *msg);
-static void session_ring_complete(struct session *s, uint32_t id, ssize_t result);
-static void session_ring_notify(struct session *s);
 
-/* Requests a client may send; any other type disconnects it. */
+static int read_region_done(struct session *s, struct read_job *j);
+static int read_socket_done(struct session *s, struct read_job *j);
+static int read_chunk_done(struct session *s, struct read_job *j);
+static int read_warm_done(struct session *s, struct read_job *j);
+static int read_warm_open_done(struct session *s, struct read_job *j);
+
+/* The kinds of job the workers do for session.c (the ring's is in
+ * session_ring.c). */
+
+/* READ into the shared region: one copy, one small reply. */
+static const struct read_kind read_kind_region = {
+	.stepped = true, .warm = false, .op = SERVER_OP_READ, .done = read_region_done,
+};
+/* READ of up to SESSION_READ_CHUNK: one frame of data. */
+static const struct read_kind read_kind_socket = {
+	.stepped = false, .warm = false, .op = SERVER_OP_READ, .done = read_socket_done,
+};
+/* The stream's next chunk: timed when the stream ends. */
+static const struct read_kind read_kind_chunk = {
+	.stepped = false, .warm = false, .op = -1, .done = read_chunk_done,
+};
+/* WARM: bring a range into memory, then reply. */
+static const struct read_kind read_kind_warm = {
+	.stepped = true, .warm = true, .op = SERVER_OP_WARM, .done = read_warm_done,
+};
+/* An open's warm: in the background, no reply. */
+static const struct read_kind read_kind_warm_open = {
+	.stepped = true, .warm = true, .op = -1, .done = read_warm_open_done,
+};
+
+/* Requests a client may send; any other type disconnects it.  Those that
+ * need an administrator are answered in admin.c, and checked here only. */
 static const struct session_command session_commands[] = {
 	{ HM_MSG_HELLO, session_hello, false },
 	{ HM_MSG_OPEN, session_open, false },
@@ -197,12 +109,12 @@ static const struct session_command session_commands[] = {
 	{ HM_MSG_STAT, session_stat, false },
 	{ HM_MSG_CLOSE, session_close, false },
 	{ HM_MSG_PING, session_ping, false },
-	{ HM_MSG_STATS, session_stats, true },
+	{ HM_MSG_STATS, admin_stats, true },
 	{ HM_MSG_WARM, session_warm, false },
-	{ HM_MSG_FILES, session_files, true },
-	{ HM_MSG_EVICT, session_evict, true },
+	{ HM_MSG_FILES, admin_files, true },
+	{ HM_MSG_EVICT, admin_evict, true },
 	{ HM_MSG_RING_KICK, session_ring_kick, false },
-	{ HM_MSG_CONFIG, session_config, true },
+	{ HM_MSG_CONFIG, admin_config, true },
 };
 
 /* The requests timed in the latency histograms. */
@@ -237,7 +149,7 @@ session_next(struct session *s)
 	return s->next;
 }
 
-static struct session_handle *
+struct session_handle *
 session_handle_get(struct session *s, uint64_t handle)
 {
 	if (handle == 0 || handle > s->nhandles || !s->handles[handle - 1].used)
@@ -288,11 +200,19 @@ session_handle_release(struct session *s, uint64_t handle)
 		s->free_hint = handle - 1;
 }
 
-static int
-session_error(struct session *s, uint32_t id, int error, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
+struct server *
+session_server(struct session *s)
+{
+	return s->srv;
+}
 
-static int
+struct peer *
+session_peer(struct session *s)
+{
+	return s->peer;
+}
+
+int
 session_error(struct session *s, uint32_t id, int error, const char *fmt, ...)
 {
 	char text[480];
@@ -425,11 +345,7 @@ session_hello(struct session *s, uint32_t id, ProtobufCMessage *msg)
 			log_info("client %s: ring of %u entries in a %zu-byte region refused",
 				 peer_name(s->peer), m->ring_entries, s->shm_size);
 		} else {
-			s->ring = true;
-			s->srv->ring_sessions++;
-			s->ev_ring_again = evtimer_new(s->srv->base, session_ring_again_cb, s);
-			/* While the loop does not poll, the client must kick. */
-			hm_ring_store(s->shm, HM_RING_DAEMON_IDLE, s->srv->ring_polling ? 0 : 1);
+			session_ring_start(s);
 			r.ring_accepted = true;
 			r.poll_us = s->srv->poll_us;
 		}
@@ -521,7 +437,7 @@ session_open(struct session *s, uint32_t id, ProtobufCMessage *msg)
 	if (m->warm || (sh->h.fresh && s->srv->cfg.warm == HM_WARM_POPULATE)) {
 		/* the whole file, behind the reply; a failure only costs the
 		 * warmth */
-		if (session_submit(s, READ_WARM_OPEN, id, &sh->h, 0, (size_t)INT64_MAX, NULL) == 0)
+		if (session_submit(s, &read_kind_warm_open, id, &sh->h, 0, (size_t)INT64_MAX, NULL) == 0)
 			s->srv->counters.warms++;
 	} else if (sh->h.fresh && s->srv->cfg.warm == HM_WARM_WILLNEED) {
 		/* first cached: the kernel reads it ahead, nothing waits */
@@ -557,26 +473,15 @@ session_update_pause(struct session *s)
 static void read_job_run(struct worker_job *job);
 static void read_job_done(struct worker_job *job);
 
-/* Whether a job of this kind runs in steps of SESSION_STEP: those with
- * one destination the worker fills in place.  Socket reads are a chunk
- * each already. */
-static bool
-read_job_stepped(const struct read_job *j)
-{
-	return j->kind == READ_SHM || j->kind == READ_RING || j->kind == READ_WARM ||
-	       j->kind == READ_WARM_OPEN;
-}
-
-/* Hands a read to the workers.  0, or -ENOMEM (nothing was queued). */
-static int
-session_submit(struct session *s, enum read_kind kind, uint32_t id,
+int
+session_submit(struct session *s, const struct read_kind *kind, uint32_t id,
 	       struct storage_handle *h, uint64_t offset, size_t len, uint8_t *dst)
 {
 	struct read_job *j = calloc(1, sizeof *j);
 
 	if (j == NULL)
 		return -ENOMEM;
-	if (dst == NULL && kind != READ_WARM && kind != READ_WARM_OPEN) {
+	if (dst == NULL && !kind->warm) {
 		j->heap = malloc(len > 0 ? len : 1);
 		if (j->heap == NULL) {
 			free(j);
@@ -595,13 +500,12 @@ session_submit(struct session *s, enum read_kind kind, uint32_t id,
 	j->len = len;
 	j->dst = dst;
 	j->t0 = s->req_t0;
-	if (kind != READ_WARM_OPEN && kind != READ_CHUNK)
+	if (kind->op >= 0)
 		s->req_deferred = true;	/* timed when the worker is done */
 	s->inflight++;
 	/* a read holds its length (heap or region); a warm holds a step of
 	 * a worker at a time */
-	j->charge = kind != READ_WARM && kind != READ_WARM_OPEN ? len :
-		    len < SESSION_STEP ? len : SESSION_STEP;
+	j->charge = !kind->warm ? len : len < SESSION_STEP ? len : SESSION_STEP;
 	s->inflight_bytes += j->charge;
 	s->srv->counters.inflight++;
 	s->srv->counters.reads_offloaded++;
@@ -610,12 +514,22 @@ session_submit(struct session *s, enum read_kind kind, uint32_t id,
 	return 0;
 }
 
+void
+session_count_served(struct session *s, ssize_t n, bool shm)
+{
+	if (n <= 0)
+		return;
+	s->srv->counters.bytes_served += (uint64_t)n;
+	if (shm)
+		s->srv->counters.bytes_shm += (uint64_t)n;
+}
+
 /*
  * Whether a read into the client's region faulted writing it (its pages are
  * gone: guard.h).  The fault is the client's doing, and the region cannot
  * be trusted again: the client is dropped, the daemon goes on.
  */
-static bool
+bool
 session_region_faulted(struct session *s, ssize_t n)
 {
 	if (n != GUARD_EFAULT_DST)
@@ -626,19 +540,26 @@ session_region_faulted(struct session *s, ssize_t n)
 	return true;
 }
 
-/* The reply to a read into the shared region. */
+/* The ERROR reply to a read that failed at offset with n (-errno). */
 static int
-session_shm_reply(struct session *s, uint32_t id, ssize_t n, uint64_t offset)
+session_read_error(struct session *s, uint32_t id, uint64_t offset, ssize_t n)
+{
+	return session_error(s, id, (int)-n, "read at offset %llu: %s",
+			     (unsigned long long)offset, strerror((int)-n));
+}
+
+/* A read into the shared region is done, inline or by a worker: n bytes
+ * are in the region (or -errno); one small reply. */
+static int
+session_region_done(struct session *s, uint32_t id, uint64_t offset, ssize_t n)
 {
 	Hotmap__ReadReply r = HOTMAP__READ_REPLY__INIT;
 
 	if (session_region_faulted(s, n))
 		return 0;
 	if (n < 0)
-		return session_error(s, id, (int)-n, "read at offset %llu: %s",
-				     (unsigned long long)offset, strerror((int)-n));
-	s->srv->counters.bytes_served += (uint64_t)n;
-	s->srv->counters.bytes_shm += (uint64_t)n;
+		return session_read_error(s, id, offset, n);
+	session_count_served(s, n, true);
 	r.total = (uint64_t)n;
 	return peer_send(s->peer, HM_MSG_READ_DATA, id, &r.base);
 }
@@ -651,6 +572,28 @@ session_read_end(struct session *s, uint32_t id, uint64_t total)
 
 	r.total = total;
 	return peer_send(s->peer, HM_MSG_READ_DATA, id, &r.base);
+}
+
+/*
+ * A one-frame socket read is done: n bytes, or -errno.  Inline, its data
+ * frame is queued already (heap NULL); a worker's bytes are in *heap,
+ * which is queued here, as is (the peer takes it).
+ */
+static int
+session_socket_done(struct session *s, uint32_t id, uint64_t offset, ssize_t n, uint8_t **heap)
+{
+	int rc;
+
+	if (n < 0)
+		return session_read_error(s, id, offset, n);
+	session_count_served(s, n, false);
+	if (heap != NULL) {
+		rc = peer_send_owned(s->peer, id, *heap, (size_t)n);
+		*heap = NULL;
+		if (rc < 0)
+			return rc;
+	}
+	return session_read_end(s, id, (uint64_t)n);
 }
 
 struct session_fill {
@@ -687,11 +630,34 @@ session_stream_advance(struct session *s, ssize_t n, size_t chunk)
 {
 	struct session_stream *st = &s->stream;
 
-	s->srv->counters.bytes_served += (uint64_t)n;
+	session_count_served(s, n, false);
 	st->total += (uint64_t)n;
 	st->offset += (uint64_t)n;
 	st->remaining -= (uint64_t)n;
 	return (size_t)n < chunk || st->remaining == 0;	/* end of file, or done */
+}
+
+/*
+ * A chunk of the stream is done, inline or by a worker: n bytes queued
+ * (or -errno) of the chunk asked for.  An error before the first byte is
+ * an ERROR reply, an error after it ends the read short, as pread would;
+ * so does a short chunk (end of file).  *more says the stream goes on.
+ */
+static int
+session_stream_chunk_done(struct session *s, ssize_t n, size_t chunk, bool *more)
+{
+	struct session_stream *st = &s->stream;
+
+	*more = false;
+	if (n < 0 && st->total == 0) {
+		st->active = false;
+		session_update_pause(s);
+		return session_read_error(s, st->id, st->offset, n);
+	}
+	if (n <= 0 || session_stream_advance(s, n, chunk))
+		return session_stream_end(s);
+	*more = true;
+	return 0;
 }
 
 /*
@@ -710,7 +676,9 @@ session_stream(struct session *s)
 		struct storage_handle *h = &s->handles[st->slot].h;
 		struct session_fill f;
 		size_t chunk;
+		bool more;
 		ssize_t n;
+		int rc;
 
 		if (st->waiting || peer_output_pending(s->peer) >= PEER_OUTPUT_HIGH)
 			return 0;
@@ -718,22 +686,70 @@ session_stream(struct session *s)
 		f = (struct session_fill){ s, h, st->offset };
 		n = peer_send_raw(s->peer, st->id, chunk, session_fill, &f);
 		if (n == -EAGAIN) {
-			if (session_submit(s, READ_CHUNK, st->id, h, st->offset, chunk, NULL) == 0) {
+			if (session_submit(s, &read_kind_chunk, st->id, h, st->offset, chunk, NULL) == 0) {
 				st->waiting = true;
 				return 0;
 			}
 			n = -ENOMEM;
 		}
-		if (n < 0 && st->total == 0) {
-			st->active = false;
-			session_update_pause(s);
-			return session_error(s, st->id, (int)-n, "read at offset %llu: %s",
-					     (unsigned long long)st->offset, strerror((int)-n));
-		}
-		if (n <= 0 || session_stream_advance(s, n, chunk))
-			break;
+		rc = session_stream_chunk_done(s, n, chunk, &more);
+		if (!more)
+			return rc;
 	}
 	return session_stream_end(s);
+}
+
+/* The worker read the stream's next chunk (at st->offset, which waited
+ * for it) into j->heap. */
+static int
+read_chunk_done(struct session *s, struct read_job *j)
+{
+	bool more = false;
+	int rc = 0;
+
+	s->stream.waiting = false;
+	if (j->result > 0) {
+		rc = peer_send_owned(s->peer, j->id, j->heap, (size_t)j->result);
+		j->heap = NULL;
+	}
+	if (rc == 0)
+		rc = session_stream_chunk_done(s, j->result, j->len, &more);
+	if (rc == 0 && more)
+		rc = session_stream(s);
+	return rc;
+}
+
+static int
+read_region_done(struct session *s, struct read_job *j)
+{
+	return session_region_done(s, j->id, j->offset, j->result);
+}
+
+static int
+read_socket_done(struct session *s, struct read_job *j)
+{
+	return session_socket_done(s, j->id, j->offset, j->result, &j->heap);
+}
+
+static int
+read_warm_done(struct session *s, struct read_job *j)
+{
+	Hotmap__WarmReply r = HOTMAP__WARM_REPLY__INIT;
+
+	if (j->result < 0)
+		return session_error(s, j->id, (int)-j->result, "warm: %s", strerror((int)-j->result));
+	r.warmed = (uint64_t)j->result;
+	return peer_send(s->peer, HM_MSG_WARM_REPLY, j->id, &r.base);
+}
+
+/* An open's warm runs in the background: a failure only costs the
+ * warmth, and nobody waits for a reply. */
+static int
+read_warm_open_done(struct session *s, struct read_job *j)
+{
+	(void)s;
+	(void)j;
+	return 0;
 }
 
 static void
@@ -742,10 +758,10 @@ read_job_run(struct worker_job *job)
 	struct read_job *j = (struct read_job *)job;
 
 	uint64_t left = j->len - j->done_bytes;
-	size_t step = read_job_stepped(j) && left > SESSION_STEP ? SESSION_STEP : (size_t)left;
+	size_t step = j->kind->stepped && left > SESSION_STEP ? SESSION_STEP : (size_t)left;
 
 	j->io.nowait = false;
-	if (j->kind == READ_WARM || j->kind == READ_WARM_OPEN)
+	if (j->kind->warm)
 		j->result = storage_warm_detached(&j->h, j->offset + j->done_bytes, step, &j->io);
 	else
 		j->result = storage_read_detached(&j->h, j->dst + j->done_bytes, step,
@@ -765,7 +781,7 @@ read_job_next_step(struct read_job *j)
 	uint64_t left = j->len - j->done_bytes;
 	size_t step = left > SESSION_STEP ? SESSION_STEP : (size_t)left;
 
-	if (!read_job_stepped(j))
+	if (!j->kind->stepped)
 		return false;
 	/* a client gone, or the daemon stopping: no more steps */
 	if (!j->s->dead && !j->s->srv->stopping &&
@@ -782,13 +798,13 @@ read_job_next_step(struct read_job *j)
 	return false;
 }
 
-/* On the loop thread: the worker's read is done; answer it. */
+/* On the loop thread: the worker's read is done; its kind answers it. */
 static void
 read_job_done(struct worker_job *job)
 {
 	struct read_job *j = (struct read_job *)job;
 	struct session *s = j->s;
-	int rc = 0;
+	int rc;
 
 	storage_read_finish(s->srv->cache, &j->h, &j->io);
 	if (read_job_next_step(j)) {
@@ -801,18 +817,8 @@ read_job_done(struct worker_job *job)
 	s->inflight--;
 	s->inflight_bytes -= j->charge;
 	s->srv->counters.inflight--;
-	switch (j->kind) {
-	case READ_SHM:
-	case READ_SOCKET:
-	case READ_RING:
-		server_latency(s->srv, SERVER_OP_READ, j->t0);
-		break;
-	case READ_WARM:
-		server_latency(s->srv, SERVER_OP_WARM, j->t0);
-		break;
-	default:
-		break;
-	}
+	if (j->kind->op >= 0)
+		server_latency(s->srv, (enum server_op)j->kind->op, j->t0);
 	if (s->dead) {
 		free(j->heap);
 		free(j);
@@ -820,64 +826,7 @@ read_job_done(struct worker_job *job)
 			session_destroy(s);
 		return;
 	}
-	switch (j->kind) {
-	case READ_SHM:
-		rc = session_shm_reply(s, j->id, j->result, j->offset);
-		break;
-	case READ_SOCKET:
-		if (j->result < 0) {
-			rc = session_error(s, j->id, (int)-j->result, "read at offset %llu: %s",
-					   (unsigned long long)j->offset, strerror((int)-j->result));
-			break;
-		}
-		s->srv->counters.bytes_served += (uint64_t)j->result;
-		rc = peer_send_owned(s->peer, j->id, j->heap, (size_t)j->result);
-		j->heap = NULL;
-		if (rc == 0)
-			rc = session_read_end(s, j->id, (uint64_t)j->result);
-		break;
-	case READ_WARM:
-		if (j->result < 0) {
-			rc = session_error(s, j->id, (int)-j->result, "warm: %s", strerror((int)-j->result));
-		} else {
-			Hotmap__WarmReply r = HOTMAP__WARM_REPLY__INIT;
-
-			r.warmed = (uint64_t)j->result;
-			rc = peer_send(s->peer, HM_MSG_WARM_REPLY, j->id, &r.base);
-		}
-		break;
-	case READ_WARM_OPEN:
-		break;
-	case READ_RING:
-		s->ring_pending--;
-		if (j->result > 0) {
-			s->srv->counters.bytes_served += (uint64_t)j->result;
-			s->srv->counters.bytes_shm += (uint64_t)j->result;
-		}
-		session_ring_complete(s, j->id, j->result);
-		session_ring_notify(s);
-		/* requests left in the ring for max-inflight may go now */
-		if (session_ring_poll(s) < 0)
-			peer_close_after_flush(s->peer, "its request ring runs past its end");
-		break;
-	case READ_CHUNK:
-		s->stream.waiting = false;
-		if (j->result < 0 && s->stream.total == 0) {
-			s->stream.active = false;
-			rc = session_error(s, j->id, (int)-j->result, "read at offset %llu: %s",
-					   (unsigned long long)j->offset, strerror((int)-j->result));
-			break;
-		}
-		if (j->result > 0) {
-			rc = peer_send_owned(s->peer, j->id, j->heap, (size_t)j->result);
-			j->heap = NULL;
-		}
-		if (rc == 0 && (j->result <= 0 || session_stream_advance(s, j->result, j->len)))
-			rc = session_stream_end(s);
-		else if (rc == 0)
-			rc = session_stream(s);
-		break;
-	}
+	rc = j->kind->done(s, j);
 	free(j->heap);
 	free(j);
 	if (rc < 0)
@@ -887,7 +836,7 @@ read_job_done(struct worker_job *job)
 	peer_kick(s->peer);
 }
 
-static void
+void
 session_readahead(struct session_handle *sh, uint64_t offset, uint64_t length)
 {
 	uint64_t end = offset + length;	/* checked against INT64_MAX */
@@ -932,9 +881,9 @@ session_read_shm(struct session *s, uint32_t id, const Hotmap__Read *m, struct s
 	if (n > 0)
 		s->pass_inline += (uint64_t)n;
 	if (n == -EAGAIN &&
-	    session_submit(s, READ_SHM, id, &sh->h, m->offset, (size_t)m->length, dst) == 0)
+	    session_submit(s, &read_kind_region, id, &sh->h, m->offset, (size_t)m->length, dst) == 0)
 		return 0;
-	return session_shm_reply(s, id, n == -EAGAIN ? -ENOMEM : n, m->offset);
+	return session_region_done(s, id, m->offset, n == -EAGAIN ? -ENOMEM : n);
 }
 
 static int
@@ -973,208 +922,11 @@ session_read(struct session *s, uint32_t id, ProtobufCMessage *msg)
 	n = m->length == 0 ? storage_read_nowait(s->srv->cache, &sh->h, NULL, 0, m->offset) :
 			     peer_send_raw(s->peer, id, (size_t)m->length, session_fill, &f);
 	if (n == -EAGAIN) {
-		if (session_submit(s, READ_SOCKET, id, &sh->h, m->offset, (size_t)m->length, NULL) == 0)
+		if (session_submit(s, &read_kind_socket, id, &sh->h, m->offset, (size_t)m->length, NULL) == 0)
 			return 0;
 		n = -ENOMEM;
 	}
-	if (n < 0)
-		return session_error(s, id, (int)-n, "read at offset %llu: %s",
-				     (unsigned long long)m->offset, strerror((int)-n));
-	s->srv->counters.bytes_served += (uint64_t)n;
-	return session_read_end(s, id, (uint64_t)n);
-}
-
-/* --- polling mode (proto/ring.h) ---------------------------------------- */
-
-/* Publishes one completion.  Space for it was reserved when its request
- * was taken (session_ring_poll), so the ring cannot be full here. */
-static void
-session_ring_complete(struct session *s, uint32_t id, ssize_t result)
-{
-	struct hm_ring_cqe *e;
-
-	if (!s->ring || session_region_faulted(s, result))
-		return;
-	if (result < 0)
-		server_count_error(s->srv, (int)-result);	/* as an ERROR reply would be */
-	e = hm_ring_cqe(s->shm, s->cq_tail);
-	e->id = id;
-	e->reserved = 0;
-	e->result = result;
-	s->cq_tail++;
-	hm_ring_store(s->shm, HM_RING_CQ_TAIL, s->cq_tail);
-}
-
-/* After publishing completions: a client that said it sleeps gets one
- * RING_WAKE (it clears its flag before it sleeps again, so never more). */
-static void
-session_ring_notify(struct session *s)
-{
-	Hotmap__RingWake w = HOTMAP__RING_WAKE__INIT;
-
-	if (!s->ring)
-		return;
-	hm_ring_fence();
-	if (__atomic_exchange_n(hm_ring_word(s->shm, HM_RING_CLIENT_IDLE), 0, __ATOMIC_ACQ_REL) == 0)
-		return;
-	if (peer_send(s->peer, HM_MSG_RING_WAKE, 0, &w.base) < 0)
-		log_warn("client %s: cannot queue a ring wake-up", peer_name(s->peer));
-	/* written on the loop's next pass (we may be outside any callback) */
-	peer_kick(s->peer);
-}
-
-/* One request from the ring, copied out of the region before it is
- * checked: the client may change the region at any time. */
-static void
-session_ring_read(struct session *s, const struct hm_ring_sqe *e)
-{
-	struct session_handle *sh = session_handle_get(s, e->handle);
-	uint8_t *dst;
-	ssize_t n;
-
-	s->srv->counters.requests[HM_MSG_READ]++;
-	s->srv->counters.reads_ring++;
-	s->req_t0 = server_now_ns();
-	if (sh == NULL) {
-		session_ring_complete(s, e->id, -EBADF);
-		return;
-	}
-	if (e->offset > INT64_MAX || e->length > (uint64_t)INT64_MAX - e->offset ||
-	    e->shm_offset < HM_RING_BYTES || e->shm_offset > s->shm_size ||
-	    e->length > s->shm_size - e->shm_offset) {
-		session_ring_complete(s, e->id, -EINVAL);
-		return;
-	}
-	session_readahead(sh, e->offset, e->length);
-	dst = s->shm + e->shm_offset;
-	n = e->length > SESSION_INLINE_MAX ? -EAGAIN :
-	    storage_read_nowait(s->srv->cache, &sh->h, dst, (size_t)e->length, e->offset);
-	if (n > 0)
-		s->pass_inline += (uint64_t)n;
-	if (n == -EAGAIN) {
-		if (session_submit(s, READ_RING, e->id, &sh->h, e->offset, (size_t)e->length, dst) == 0) {
-			s->ring_pending++;
-			return;
-		}
-		n = -ENOMEM;
-	}
-	if (n > 0) {
-		s->srv->counters.bytes_served += (uint64_t)n;
-		s->srv->counters.bytes_shm += (uint64_t)n;
-	}
-	session_ring_complete(s, e->id, n);
-	server_latency(s->srv, SERVER_OP_READ, s->req_t0);
-}
-
-/*
- * Takes the requests waiting in the client's ring, as many as the
- * completion ring has room for (published and unconsumed, plus those still
- * with the workers).  Returns how many it took, or -EPROTO for a client
- * whose ring makes no sense (disconnected by the caller).
- */
-static int
-session_ring_poll(struct session *s)
-{
-	uint32_t tail, head, used;
-	int taken = 0;
-
-	if (!s->ring || s->dead)
-		return 0;
-	tail = hm_ring_load(s->shm, HM_RING_SQ_TAIL);
-	if (tail - s->sq_head > HM_RING_ENTRIES)
-		return -EPROTO;
-	while (s->sq_head != tail) {
-		struct hm_ring_sqe e;
-
-		head = hm_ring_load(s->shm, HM_RING_CQ_HEAD);
-		used = s->cq_tail - head;
-		if (used > HM_RING_ENTRIES || used + s->ring_pending >= HM_RING_ENTRIES)
-			break;	/* the client must consume completions first */
-		if (s->inflight >= s->max_inflight || s->inflight_bytes >= s->max_inflight_bytes) {
-			/* max-inflight, as for frames: the rest waits until a
-			 * job is done (read_job_done polls again) */
-			s->srv->counters.inflight_waits++;
-			break;
-		}
-		memcpy(&e, hm_ring_sqe(s->shm, s->sq_head), sizeof e);
-		s->sq_head++;
-		session_ring_read(s, &e);
-		taken++;
-		/* its share of this pass: the rest after the loop has polled
-		 * everyone else */
-		if (taken >= PEER_PASS_FRAMES || s->pass_inline >= SESSION_INLINE_MAX) {
-			static const struct timeval zero = { 0, 0 };
-
-			s->pass_inline = 0;
-			if (s->ev_ring_again != NULL)
-				evtimer_add(s->ev_ring_again, &zero);
-			break;
-		}
-	}
-	if (taken > 0) {
-		s->ring_active = true;
-		hm_ring_store(s->shm, HM_RING_SQ_HEAD, s->sq_head);
-		s->srv->ring_work += (uint64_t)taken;
-		session_ring_notify(s);
-	}
-	return taken;
-}
-
-static void
-session_ring_again_cb(evutil_socket_t fd, short what, void *arg)
-{
-	struct session *s = arg;
-
-	(void)fd;
-	(void)what;
-	if (session_ring_poll(s) < 0)
-		peer_close_after_flush(s->peer, "its request ring runs past its end");
-}
-
-static int
-session_ring_kick(struct session *s, uint32_t id, ProtobufCMessage *msg)
-{
-	(void)msg;
-	if (!s->ring)
-		return session_error(s, id, EINVAL, "RING_KICK: this connection has no ring");
-	if (session_ring_poll(s) < 0) {
-		peer_close_after_flush(s->peer, "its request ring runs past its end");
-		return 0;
-	}
-	return 0;
-}
-
-int
-session_ring_poll_all(struct server *srv)
-{
-	struct session *s, *next;
-	int taken = 0, n;
-
-	for (s = srv->sessions; s != NULL; s = next) {
-		next = s->next;
-		if (!s->ring)
-			continue;
-		n = session_ring_poll(s);
-		if (n < 0) {
-			log_warn("client %s: disconnecting: its request ring runs past its end",
-				 peer_name(s->peer));
-			s->srv->counters.clients_dropped++;
-			session_free(s);
-			continue;
-		}
-		taken += n;
-	}
-	return taken;
-}
-
-void
-session_ring_set_idle(struct server *srv, bool idle)
-{
-	struct session *s;
-
-	for (s = srv->sessions; s != NULL; s = s->next)
-		if (s->ring)
-			hm_ring_store(s->shm, HM_RING_DAEMON_IDLE, idle ? 1 : 0);
+	return session_socket_done(s, id, m->offset, n, NULL);
 }
 
 static int
@@ -1191,124 +943,10 @@ session_warm(struct session *s, uint32_t id, ProtobufCMessage *msg)
 				     (unsigned long long)m->offset);
 	if (len > (uint64_t)INT64_MAX - m->offset)
 		len = (uint64_t)INT64_MAX - m->offset;	/* "to the end" */
-	if (session_submit(s, READ_WARM, id, &sh->h, m->offset, (size_t)len, NULL) < 0)
+	if (session_submit(s, &read_kind_warm, id, &sh->h, m->offset, (size_t)len, NULL) < 0)
 		return session_error(s, id, ENOMEM, "warm: out of memory");
 	s->srv->counters.warms++;
 	return 0;
-}
-
-/* A page of the cached files: entries from offset on while the reply
- * stays well under the frame cap. */
-struct files_page {
-	uint32_t offset;
-	size_t bytes;
-	Hotmap__FilesReply__File *v;
-	Hotmap__FilesReply__File **ptrs;
-	char **paths;
-	size_t n, cap;
-	bool failed;
-};
-
-/* One more entry for the page; false once it is full (or failed). */
-static bool
-files_add(const struct storage_entry_info *info, void *arg)
-{
-	struct files_page *p = arg;
-	Hotmap__FilesReply__File *f;
-	size_t cost = strlen(info->path) + 80;	/* an upper bound of its packing */
-
-	if (p->bytes + cost > HM_FRAME_MAX_MESSAGE - 1024)
-		return false;
-	if (p->n == p->cap) {
-		size_t cap = p->cap == 0 ? 64 : p->cap * 2;
-		Hotmap__FilesReply__File *v = realloc(p->v, cap * sizeof *v);
-		char **paths;
-
-		if (v != NULL)
-			p->v = v;
-		paths = v != NULL ? realloc(p->paths, cap * sizeof *paths) : NULL;
-		if (v == NULL || paths == NULL) {
-			p->failed = true;
-			return false;
-		}
-		p->paths = paths;
-		p->cap = cap;
-	}
-	p->paths[p->n] = strdup(info->path);
-	if (p->paths[p->n] == NULL) {
-		p->failed = true;
-		return false;
-	}
-	f = &p->v[p->n];
-	hotmap__files_reply__file__init(f);
-	f->path = p->paths[p->n];
-	f->size = info->size;
-	f->backend = info->mapped_length > 0 ? STORAGE_BACKEND_MMAP : STORAGE_BACKEND_PREAD;
-	f->reason = info->last_reason;
-	f->handles = info->handles;
-	f->stale = !info->cached;
-	f->hits = info->hits;
-	f->bytes = info->bytes;
-	f->idle_ms = info->idle_ms;
-	f->resident_pct = info->resident_pct;
-	f->resident_bytes = info->resident_bytes;
-	p->n++;
-	p->bytes += cost;
-	return true;
-}
-
-static int
-session_files(struct session *s, uint32_t id, ProtobufCMessage *msg)
-{
-	Hotmap__Files *m = (Hotmap__Files *)msg;
-	Hotmap__FilesReply r = HOTMAP__FILES_REPLY__INIT;
-	struct files_page p = { .offset = m->offset };
-	size_t i, total;
-	int rc;
-
-	total = file_cache_foreach(s->srv->cache, m->offset, files_add, &p);
-	if (!p.failed)
-		p.ptrs = calloc(p.n + 1, sizeof *p.ptrs);
-	if (p.failed || p.ptrs == NULL) {
-		rc = session_error(s, id, ENOMEM, "files: out of memory");
-	} else {
-		for (i = 0; i < p.n; i++)
-			p.ptrs[i] = &p.v[i];
-		r.files = p.ptrs;
-		r.n_files = p.n;
-		r.total = (uint32_t)total;
-		r.next = p.offset + (uint32_t)p.n;
-		rc = peer_send(s->peer, HM_MSG_FILES_REPLY, id, &r.base);
-	}
-	for (i = 0; i < p.n; i++)
-		free(p.paths[i]);
-	free(p.paths);
-	free(p.ptrs);
-	free(p.v);
-	return rc;
-}
-
-static int
-session_evict(struct session *s, uint32_t id, ProtobufCMessage *msg)
-{
-	Hotmap__Evict *m = (Hotmap__Evict *)msg;
-	Hotmap__EvictReply r = HOTMAP__EVICT_REPLY__INIT;
-	struct storage_evicted ev;
-	int rc;
-
-	if (!m->all && m->dev == 0 && m->ino == 0 && m->path != NULL && m->path[0] != '\0')
-		rc = file_cache_evict_path(s->srv->cache, m->path, &ev);
-	else
-		rc = file_cache_evict(s->srv->cache, m->all, m->dev, m->ino, &ev);
-	if (rc < 0)
-		return session_error(s, id, -rc, "evict: %s", rc == -ENOENT ?
-				     "the file is not cached" : strerror(-rc));
-	log_info("client %s: evicted %u files (%llu bytes unmapped), %u busy", peer_name(s->peer),
-		 ev.files, (unsigned long long)ev.mapped_bytes, ev.busy);
-	r.files = ev.files;
-	r.mapped_bytes = ev.mapped_bytes;
-	r.busy = ev.busy;
-	return peer_send(s->peer, HM_MSG_EVICT_REPLY, id, &r.base);
 }
 
 static int
@@ -1362,149 +1000,6 @@ session_ping(struct session *s, uint32_t id, ProtobufCMessage *msg)
 	r.uptime_us = server_uptime_us(s->srv);
 	r.pid = (uint32_t)getpid();
 	return peer_send(s->peer, HM_MSG_PING_REPLY, id, &r.base);
-}
-
-struct stats_builder {
-	Hotmap__StatsReply__Stat *v;
-	Hotmap__StatsReply__Stat **ptrs;
-	size_t n, cap;
-	bool failed;
-};
-
-static void
-stats_add(const char *key, uint64_t value, const char *text, void *arg)
-{
-	struct stats_builder *b = arg;
-	Hotmap__StatsReply__Stat *e;
-
-	if (b->failed)
-		return;
-	if (b->n == b->cap) {
-		size_t cap = b->cap == 0 ? 64 : b->cap * 2;
-		Hotmap__StatsReply__Stat *v = realloc(b->v, cap * sizeof *v);
-
-		if (v == NULL) {
-			b->failed = true;
-			return;
-		}
-		b->v = v;
-		b->cap = cap;
-	}
-	e = &b->v[b->n++];
-	hotmap__stats_reply__stat__init(e);
-	e->key = (char *)key;
-	e->value = value;
-	e->text = (char *)(text != NULL ? text : "");
-}
-
-static int
-session_stats(struct session *s, uint32_t id, ProtobufCMessage *msg)
-{
-	Hotmap__StatsReply r = HOTMAP__STATS_REPLY__INIT;
-	struct stats_builder b = { 0 };
-	size_t i;
-	int rc;
-
-	/*
-	 * Closes handed to the closer thread land a moment later: an
-	 * administrator who counts the daemon's descriptors after STATS
-	 * (tests, the soak) must find them closed.  Bounded, and STATS needs
-	 * an administrator, so no client can make the loop wait here.
-	 */
-	(void)closer_drain(SESSION_STATS_DRAIN_MS);
-	server_stats_foreach(s->srv, stats_add, &b);
-	if (b.failed) {
-		free(b.v);
-		return session_error(s, id, ENOMEM, "stats: out of memory");
-	}
-	b.ptrs = calloc(b.n + 1, sizeof *b.ptrs);
-	if (b.ptrs == NULL) {
-		free(b.v);
-		return session_error(s, id, ENOMEM, "stats: out of memory");
-	}
-	for (i = 0; i < b.n; i++)
-		b.ptrs[i] = &b.v[i];
-	r.n_stats = b.n;
-	r.stats = b.ptrs;
-	rc = peer_send(s->peer, HM_MSG_STATS_REPLY, id, &r.base);
-	/* the reply carries the values as they were; counting starts over */
-	if (((Hotmap__StatsRequest *)msg)->reset) {
-		server_stats_reset(s->srv);
-		log_notice("client %s: counters reset", peer_name(s->peer));
-	}
-	free(b.ptrs);
-	free(b.v);
-	return rc;
-}
-
-struct config_builder {
-	Hotmap__ConfigReply__Item *v;
-	size_t n, cap;
-	bool failed;
-};
-
-static void
-config_add(const char *key, const char *value, const char *source, void *arg)
-{
-	struct config_builder *b = arg;
-	Hotmap__ConfigReply__Item *e;
-
-	if (b->failed)
-		return;
-	if (b->n == b->cap) {
-		size_t cap = b->cap == 0 ? 32 : b->cap * 2;
-		Hotmap__ConfigReply__Item *v = realloc(b->v, cap * sizeof *v);
-
-		if (v == NULL) {
-			b->failed = true;
-			return;
-		}
-		b->v = v;
-		b->cap = cap;
-	}
-	e = &b->v[b->n];
-	hotmap__config_reply__item__init(e);
-	/* the strings live only during the call */
-	e->key = strdup(key);
-	e->value = strdup(value);
-	e->source = strdup(source);
-	b->n++;
-	if (e->key == NULL || e->value == NULL || e->source == NULL)
-		b->failed = true;
-}
-
-/* CONFIG: every key in force, with its value and where it came from. */
-static int
-session_config(struct session *s, uint32_t id, ProtobufCMessage *msg)
-{
-	Hotmap__ConfigReply r = HOTMAP__CONFIG_REPLY__INIT;
-	struct config_builder b = { 0 };
-	Hotmap__ConfigReply__Item **ptrs = NULL;
-	size_t i;
-	int rc;
-
-	(void)msg;
-	hm_config_foreach(&s->srv->cfg, config_add, &b);
-	if (!b.failed)
-		ptrs = calloc(b.n + 1, sizeof *ptrs);
-	if (b.failed || ptrs == NULL) {
-		rc = session_error(s, id, ENOMEM, "config: out of memory");
-	} else {
-		for (i = 0; i < b.n; i++)
-			ptrs[i] = &b.v[i];
-		r.n_items = b.n;
-		r.items = ptrs;
-		r.path = (char *)(s->srv->cfg.path != NULL ? s->srv->cfg.path : "");
-		rc = peer_send(s->peer, HM_MSG_CONFIG_REPLY, id, &r.base);
-	}
-	for (i = 0; i < b.n; i++) {
-		free(b.v[i].key);
-		free(b.v[i].value);
-		free(b.v[i].source);
-	}
-	free(ptrs);
-	free(b.v);
-	return rc;
 }
 
 static int
@@ -1760,14 +1255,7 @@ session_free(struct session *s)
 	s->handles = NULL;
 	s->nhandles = 0;
 	session_unlink(s);
-	if (s->ev_ring_again != NULL) {
-		event_free(s->ev_ring_again);
-		s->ev_ring_again = NULL;
-	}
-	if (s->ring) {
-		s->srv->ring_sessions--;
-		s->ring = false;
-	}
+	session_ring_stop(s);
 	s->srv->counters.clients--;
 	server_uid_connections(s->srv, peer_uid(s->peer), -1);
 	peer_free(s->peer);

@@ -26,10 +26,10 @@ int session_new(struct server *srv, int fd);
 void session_free(struct session *s);
 
 /*
- * Polling mode (proto/ring.h), for the loop: take the requests waiting in
- * every ring (returns how many; a client whose ring is corrupt is
- * disconnected), and tell every ring's client that the loop is about to
- * sleep (idle, so it must kick) or is polling again.
+ * Polling mode (proto/ring.h; session_ring.c), for the loop: take the
+ * requests waiting in every ring (returns how many; a client whose ring is
+ * corrupt is disconnected), and tell every ring's client that the loop is
+ * about to sleep (idle, so it must kick) or is polling again.
  */
 int session_ring_poll_all(struct server *srv);
 void session_ring_set_idle(struct server *srv, bool idle);

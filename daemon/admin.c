@@ -1,0 +1,279 @@
+/*
+ * admin.c - the administrative requests (see admin.h).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/admin.h"
+#include "daemon/closer.h"
+#include "daemon/conf.h"
+#include "daemon/log.h"
+#include "daemon/peer.h"
+#include "daemon/server.h"
+#include "daemon/session_priv.h"
+#include "daemon/storage.h"
+
+/* How long STATS waits for queued closes (closer.h) before it counts. */
+#define ADMIN_STATS_DRAIN_MS	100
+
+/* A page of the cached files: entries from offset on while the reply
+ * stays well under the frame cap. */
+struct files_page {
+	uint32_t offset;
+	size_t bytes;
+	Hotmap__FilesReply__File *v;
+	Hotmap__FilesReply__File **ptrs;
+	char **paths;
+	size_t n, cap;
+	bool failed;
+};
+
+/* One more entry for the page; false once it is full (or failed). */
+static bool
+files_add(const struct storage_entry_info *info, void *arg)
+{
+	struct files_page *p = arg;
+	Hotmap__FilesReply__File *f;
+	size_t cost = strlen(info->path) + 80;	/* an upper bound of its packing */
+
+	if (p->bytes + cost > HM_FRAME_MAX_MESSAGE - 1024)
+		return false;
+	if (p->n == p->cap) {
+		size_t cap = p->cap == 0 ? 64 : p->cap * 2;
+		Hotmap__FilesReply__File *v = realloc(p->v, cap * sizeof *v);
+		char **paths;
+
+		if (v != NULL)
+			p->v = v;
+		paths = v != NULL ? realloc(p->paths, cap * sizeof *paths) : NULL;
+		if (v == NULL || paths == NULL) {
+			p->failed = true;
+			return false;
+		}
+		p->paths = paths;
+		p->cap = cap;
+	}
+	p->paths[p->n] = strdup(info->path);
+	if (p->paths[p->n] == NULL) {
+		p->failed = true;
+		return false;
+	}
+	f = &p->v[p->n];
+	hotmap__files_reply__file__init(f);
+	f->path = p->paths[p->n];
+	f->size = info->size;
+	f->backend = info->mapped_length > 0 ? STORAGE_BACKEND_MMAP : STORAGE_BACKEND_PREAD;
+	f->reason = info->last_reason;
+	f->handles = info->handles;
+	f->stale = !info->cached;
+	f->hits = info->hits;
+	f->bytes = info->bytes;
+	f->idle_ms = info->idle_ms;
+	f->resident_pct = info->resident_pct;
+	f->resident_bytes = info->resident_bytes;
+	p->n++;
+	p->bytes += cost;
+	return true;
+}
+
+int
+admin_files(struct session *s, uint32_t id, ProtobufCMessage *msg)
+{
+	Hotmap__Files *m = (Hotmap__Files *)msg;
+	Hotmap__FilesReply r = HOTMAP__FILES_REPLY__INIT;
+	struct files_page p = { .offset = m->offset };
+	size_t i, total;
+	int rc;
+
+	total = file_cache_foreach(session_server(s)->cache, m->offset, files_add, &p);
+	if (!p.failed)
+		p.ptrs = calloc(p.n + 1, sizeof *p.ptrs);
+	if (p.failed || p.ptrs == NULL) {
+		rc = session_error(s, id, ENOMEM, "files: out of memory");
+	} else {
+		for (i = 0; i < p.n; i++)
+			p.ptrs[i] = &p.v[i];
+		r.files = p.ptrs;
+		r.n_files = p.n;
+		r.total = (uint32_t)total;
+		r.next = p.offset + (uint32_t)p.n;
+		rc = peer_send(session_peer(s), HM_MSG_FILES_REPLY, id, &r.base);
+	}
+	for (i = 0; i < p.n; i++)
+		free(p.paths[i]);
+	free(p.paths);
+	free(p.ptrs);
+	free(p.v);
+	return rc;
+}
+
+int
+admin_evict(struct session *s, uint32_t id, ProtobufCMessage *msg)
+{
+	Hotmap__Evict *m = (Hotmap__Evict *)msg;
+	Hotmap__EvictReply r = HOTMAP__EVICT_REPLY__INIT;
+	struct storage_evicted ev;
+	int rc;
+
+	if (!m->all && m->dev == 0 && m->ino == 0 && m->path != NULL && m->path[0] != '\0')
+		rc = file_cache_evict_path(session_server(s)->cache, m->path, &ev);
+	else
+		rc = file_cache_evict(session_server(s)->cache, m->all, m->dev, m->ino, &ev);
+	if (rc < 0)
+		return session_error(s, id, -rc, "evict: %s", rc == -ENOENT ?
+				     "the file is not cached" : strerror(-rc));
+	log_info("client %s: evicted %u files (%llu bytes unmapped), %u busy", peer_name(session_peer(s)),
+		 ev.files, (unsigned long long)ev.mapped_bytes, ev.busy);
+	r.files = ev.files;
+	r.mapped_bytes = ev.mapped_bytes;
+	r.busy = ev.busy;
+	return peer_send(session_peer(s), HM_MSG_EVICT_REPLY, id, &r.base);
+}
+
+struct stats_builder {
+	Hotmap__StatsReply__Stat *v;
+	Hotmap__StatsReply__Stat **ptrs;
+	size_t n, cap;
+	bool failed;
+};
+
+static void
+stats_add(const char *key, uint64_t value, const char *text, void *arg)
+{
+	struct stats_builder *b = arg;
+	Hotmap__StatsReply__Stat *e;
+
+	if (b->failed)
+		return;
+	if (b->n == b->cap) {
+		size_t cap = b->cap == 0 ? 64 : b->cap * 2;
+		Hotmap__StatsReply__Stat *v = realloc(b->v, cap * sizeof *v);
+
+		if (v == NULL) {
+			b->failed = true;
+			return;
+		}
+		b->v = v;
+		b->cap = cap;
+	}
+	e = &b->v[b->n++];
+	hotmap__stats_reply__stat__init(e);
+	e->key = (char *)key;
+	e->value = value;
+	e->text = (char *)(text != NULL ? text : "");
+}
+
+int
+admin_stats(struct session *s, uint32_t id, ProtobufCMessage *msg)
+{
+	Hotmap__StatsReply r = HOTMAP__STATS_REPLY__INIT;
+	struct stats_builder b = { 0 };
+	size_t i;
+	int rc;
+
+	/*
+	 * Closes handed to the closer thread land a moment later: an
+	 * administrator who counts the daemon's descriptors after STATS
+	 * (tests, the soak) must find them closed.  Bounded, and STATS needs
+	 * an administrator, so no client can make the loop wait here.
+	 */
+	(void)closer_drain(ADMIN_STATS_DRAIN_MS);
+	server_stats_foreach(session_server(s), stats_add, &b);
+	if (b.failed) {
+		free(b.v);
+		return session_error(s, id, ENOMEM, "stats: out of memory");
+	}
+	b.ptrs = calloc(b.n + 1, sizeof *b.ptrs);
+	if (b.ptrs == NULL) {
+		free(b.v);
+		return session_error(s, id, ENOMEM, "stats: out of memory");
+	}
+	for (i = 0; i < b.n; i++)
+		b.ptrs[i] = &b.v[i];
+	r.n_stats = b.n;
+	r.stats = b.ptrs;
+	rc = peer_send(session_peer(s), HM_MSG_STATS_REPLY, id, &r.base);
+	/* the reply carries the values as they were; counting starts over */
+	if (((Hotmap__StatsRequest *)msg)->reset) {
+		server_stats_reset(session_server(s));
+		log_notice("client %s: counters reset", peer_name(session_peer(s)));
+	}
+	free(b.ptrs);
+	free(b.v);
+	return rc;
+}
+
+struct config_builder {
+	Hotmap__ConfigReply__Item *v;
+	size_t n, cap;
+	bool failed;
+};
+
+static void
+config_add(const char *key, const char *value, const char *source, void *arg)
+{
+	struct config_builder *b = arg;
+	Hotmap__ConfigReply__Item *e;
+
+	if (b->failed)
+		return;
+	if (b->n == b->cap) {
+		size_t cap = b->cap == 0 ? 32 : b->cap * 2;
+		Hotmap__ConfigReply__Item *v = realloc(b->v, cap * sizeof *v);
+
+		if (v == NULL) {
+			b->failed = true;
+			return;
+		}
+		b->v = v;
+		b->cap = cap;
+	}
+	e = &b->v[b->n];
+	hotmap__config_reply__item__init(e);
+	/* the strings live only during the call */
+	e->key = strdup(key);
+	e->value = strdup(value);
+	e->source = strdup(source);
+	b->n++;
+	if (e->key == NULL || e->value == NULL || e->source == NULL)
+		b->failed = true;
+}
+
+/* CONFIG: every key in force, with its value and where it came from. */
+int
+admin_config(struct session *s, uint32_t id, ProtobufCMessage *msg)
+{
+	Hotmap__ConfigReply r = HOTMAP__CONFIG_REPLY__INIT;
+	struct config_builder b = { 0 };
+	Hotmap__ConfigReply__Item **ptrs = NULL;
+	size_t i;
+	int rc;
+
+	(void)msg;
+	hm_config_foreach(&session_server(s)->cfg, config_add, &b);
+	if (!b.failed)
+		ptrs = calloc(b.n + 1, sizeof *ptrs);
+	if (b.failed || ptrs == NULL) {
+		rc = session_error(s, id, ENOMEM, "config: out of memory");
+	} else {
+		for (i = 0; i < b.n; i++)
+			ptrs[i] = &b.v[i];
+		r.n_items = b.n;
+		r.items = ptrs;
+		r.path = (char *)(session_server(s)->cfg.path != NULL ? session_server(s)->cfg.path : "");
+		rc = peer_send(session_peer(s), HM_MSG_CONFIG_REPLY, id, &r.base);
+	}
+	for (i = 0; i < b.n; i++) {
+		free(b.v[i].key);
+		free(b.v[i].value);
+		free(b.v[i].source);
+	}
+	free(ptrs);
+	free(b.v);
+	return rc;
+}
