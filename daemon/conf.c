@@ -100,7 +100,7 @@ struct load {
 #define ORDER_COMMAND_LINE	UINT_MAX
 
 int
-hm_config_key_lookup(const char *name)
+conf_key_lookup(const char *name)
 {
 	int k;
 
@@ -111,13 +111,13 @@ hm_config_key_lookup(const char *name)
 }
 
 const char *
-hm_config_key_name(enum hm_config_key key)
+conf_key_name(enum hm_config_key key)
 {
 	return (unsigned)key < HM_CONFIG__NKEYS ? keys[key].name : "?";
 }
 
 bool
-hm_config_key_needs_restart(enum hm_config_key key)
+conf_key_needs_restart(enum hm_config_key key)
 {
 	return (unsigned)key < HM_CONFIG__NKEYS && keys[key].restart;
 }
@@ -125,7 +125,7 @@ hm_config_key_needs_restart(enum hm_config_key key)
 /* --- errors ---------------------------------------------------------------- */
 
 void
-hm_config_errors_clear(struct hm_config_errors *errs)
+conf_errors_clear(struct hm_config_errors *errs)
 {
 	size_t i;
 
@@ -243,7 +243,7 @@ parse_uint64(const char *s, uint64_t *out)
 }
 
 int
-hm_config_parse_size(const char *s, uint64_t *out)
+conf_parse_size(const char *s, uint64_t *out)
 {
 	uint64_t n = 0, mult = 1;
 	const char *p = s;
@@ -293,7 +293,7 @@ hm_config_parse_size(const char *s, uint64_t *out)
 }
 
 const char *
-hm_config_format_size(uint64_t v, char *buf, size_t len)
+conf_format_size(uint64_t v, char *buf, size_t len)
 {
 	static const char suffix[] = "KMGT";
 	int i = -1;
@@ -331,7 +331,7 @@ set_size(struct load *l, enum hm_config_key key, const char *value, uint64_t min
 {
 	char a[32], b[32];
 	uint64_t n;
-	int rc = hm_config_parse_size(value, &n);
+	int rc = conf_parse_size(value, &n);
 
 	if (rc == -EINVAL)
 		key_error(l, key, "not a size: '%s' (a number with an optional K, M, G or T)", value);
@@ -339,7 +339,7 @@ set_size(struct load *l, enum hm_config_key key, const char *value, uint64_t min
 		key_error(l, key, "too large: '%s'", value);
 	else if (n < min || n > max)
 		key_error(l, key, "%s is out of range (%s to %s)", value,
-			  hm_config_format_size(min, a, sizeof a), hm_config_format_size(max, b, sizeof b));
+			  conf_format_size(min, a, sizeof a), conf_format_size(max, b, sizeof b));
 	else
 		*out = n;
 }
@@ -760,7 +760,7 @@ handler(void *user, const char *section, const char *name, const char *value)
 		}
 		return 1;
 	}
-	key = hm_config_key_lookup(name);
+	key = conf_key_lookup(name);
 	if (key < 0) {
 		file_error(l, l->line, "unknown key '%s'", name);
 		return 1;
@@ -837,14 +837,14 @@ set_defaults(struct hm_config *cfg)
 }
 
 int
-hm_config_load(struct hm_config *cfg, const struct hm_config_args *args,
-	       struct hm_config_errors *errs)
+conf_load(struct hm_config *cfg, const struct hm_config_args *args,
+	  struct hm_config_errors *errs)
 {
 	struct load l = { .cfg = cfg, .errs = errs };
 	size_t errors = errs->n, i;
 
 	if (set_defaults(cfg) < 0) {
-		hm_config_clear(cfg);
+		conf_clear(cfg);
 		return -ENOMEM;
 	}
 	load_file(&l, args->path != NULL ? args->path : HM_CONFIG_DEFAULT_PATH,
@@ -863,14 +863,14 @@ hm_config_load(struct hm_config *cfg, const struct hm_config_args *args,
 		file_error(&l, 0, "no socket path: set socket in the file, give --socket, "
 			   "or set HOTMAP_SOCKET or XDG_RUNTIME_DIR");
 	if (l.nomem || errs->n > errors) {
-		hm_config_clear(cfg);
+		conf_clear(cfg);
 		return l.nomem ? -ENOMEM : -EINVAL;
 	}
 	return 0;
 }
 
 void
-hm_config_clear(struct hm_config *cfg)
+conf_clear(struct hm_config *cfg)
 {
 	free(cfg->path);
 	free(cfg->socket_path);
@@ -886,10 +886,10 @@ hm_config_clear(struct hm_config *cfg)
 /* --- the command line ------------------------------------------------------- */
 
 int
-hm_config_args_add(struct hm_config_args *a, const char *key, const char *value)
+conf_args_add(struct hm_config_args *a, const char *key, const char *value)
 {
 	struct hm_config_arg *v;
-	int k = hm_config_key_lookup(key);
+	int k = conf_key_lookup(key);
 
 	if (k < 0)
 		return -EINVAL;
@@ -902,7 +902,7 @@ hm_config_args_add(struct hm_config_args *a, const char *key, const char *value)
 }
 
 void
-hm_config_args_clear(struct hm_config_args *a)
+conf_args_clear(struct hm_config_args *a)
 {
 	free(a->v);
 	memset(a, 0, sizeof *a);
@@ -911,8 +911,8 @@ hm_config_args_clear(struct hm_config_args *a)
 /* --- showing it ---------------------------------------------------------------- */
 
 const char *
-hm_config_source_text(const struct hm_config *cfg, struct hm_config_source src, char *buf,
-		      size_t len)
+conf_source_text(const struct hm_config *cfg, struct hm_config_source src, char *buf,
+		 size_t len)
 {
 	switch (src.origin) {
 	case HM_ORIGIN_FILE:
@@ -947,7 +947,7 @@ ids_text(const unsigned *v, size_t n, char *buf, size_t len)
 }
 
 const char *
-hm_config_value_text(const struct hm_config *cfg, enum hm_config_key key, char *buf, size_t len)
+conf_value_text(const struct hm_config *cfg, enum hm_config_key key, char *buf, size_t len)
 {
 	size_t i, used;
 
@@ -989,7 +989,7 @@ hm_config_value_text(const struct hm_config *cfg, enum hm_config_key key, char *
 		snprintf(buf, len, "%s", (unsigned)cfg->policy < NAMES_N(backend_names) ? backend_names[cfg->policy] : "?");
 		break;
 	case HM_KEY_MAX_MAPPED_BYTES:
-		hm_config_format_size(cfg->max_mapped_bytes, buf, len);
+		conf_format_size(cfg->max_mapped_bytes, buf, len);
 		break;
 	case HM_KEY_MAX_OPEN_FILES:
 		snprintf(buf, len, "%u", cfg->max_open_files);
@@ -1005,7 +1005,7 @@ hm_config_value_text(const struct hm_config *cfg, enum hm_config_key key, char *
 			 (unsigned)cfg->network_fs < NAMES_N(network_fs_names) ? network_fs_names[cfg->network_fs] : "?");
 		break;
 	case HM_KEY_NETWORK_FS_CHUNK:
-		hm_config_format_size(cfg->network_fs_chunk, buf, len);
+		conf_format_size(cfg->network_fs_chunk, buf, len);
 		break;
 	case HM_KEY_MAX_CONNECTIONS_PER_UID:
 		snprintf(buf, len, "%u", cfg->max_per_uid);
@@ -1014,7 +1014,7 @@ hm_config_value_text(const struct hm_config *cfg, enum hm_config_key key, char *
 		snprintf(buf, len, "%u", cfg->max_inflight);
 		break;
 	case HM_KEY_MAX_INFLIGHT_BYTES:
-		hm_config_format_size(cfg->max_inflight_bytes, buf, len);
+		conf_format_size(cfg->max_inflight_bytes, buf, len);
 		break;
 	case HM_KEY_IDLE_TIMEOUT:
 		snprintf(buf, len, "%u", cfg->idle_timeout_s);
@@ -1048,7 +1048,7 @@ hm_config_value_text(const struct hm_config *cfg, enum hm_config_key key, char *
 }
 
 void
-hm_config_foreach(const struct hm_config *cfg, hm_config_cb cb, void *arg)
+conf_foreach(const struct hm_config *cfg, hm_config_cb cb, void *arg)
 {
 	char value[8192], source[PATH_MAX + 32];
 	int k;
@@ -1058,11 +1058,11 @@ hm_config_foreach(const struct hm_config *cfg, hm_config_cb cb, void *arg)
 		if (k == HM_KEY_ROOT && cfg->roots.n > 0) {
 			for (i = 0; i < cfg->roots.n; i++)
 				cb(keys[k].name, cfg->roots.v[i].given,
-				   hm_config_source_text(cfg, cfg->root_sources[i], source,
-							 sizeof source), arg);
+				   conf_source_text(cfg, cfg->root_sources[i], source,
+						      sizeof source), arg);
 			continue;
 		}
-		cb(keys[k].name, hm_config_value_text(cfg, (enum hm_config_key)k, value, sizeof value),
-		   hm_config_source_text(cfg, cfg->source[k], source, sizeof source), arg);
+		cb(keys[k].name, conf_value_text(cfg, (enum hm_config_key)k, value, sizeof value),
+		   conf_source_text(cfg, cfg->source[k], source, sizeof source), arg);
 	}
 }

@@ -162,7 +162,7 @@ print_config(const struct hm_config *cfg, const struct hm_config_args *args)
 	else
 		printf("# no file (%s does not exist): built-in defaults\n",
 		       args->path != NULL ? args->path : HM_CONFIG_DEFAULT_PATH);
-	hm_config_foreach(cfg, print_value, NULL);
+	conf_foreach(cfg, print_value, NULL);
 }
 
 int
@@ -192,7 +192,7 @@ main(int argc, char **argv)
 
 	/* Every key is a long option of the same name. */
 	for (k = 0; k < HM_CONFIG__NKEYS; k++) {
-		opts[nopts] = (struct option){ hm_config_key_name((enum hm_config_key)k),
+		opts[nopts] = (struct option){ conf_key_name((enum hm_config_key)k),
 					       required_argument, NULL, OPT_KEY + k };
 		for (i = 0; i < sizeof short_keys / sizeof short_keys[0]; i++)
 			if (short_keys[i].key == (enum hm_config_key)k)
@@ -215,9 +215,9 @@ main(int argc, char **argv)
 
 		for (i = 0; i < sizeof short_keys / sizeof short_keys[0]; i++)
 			if (short_keys[i].c == c)
-				key = hm_config_key_name(short_keys[i].key);
+				key = conf_key_name(short_keys[i].key);
 		if (c >= OPT_KEY && c < OPT_KEY + HM_CONFIG__NKEYS)
-			key = hm_config_key_name((enum hm_config_key)(c - OPT_KEY));
+			key = conf_key_name((enum hm_config_key)(c - OPT_KEY));
 		switch (c) {
 		case 'f':
 			key = "foreground";
@@ -234,45 +234,45 @@ main(int argc, char **argv)
 			break;
 		case 'h':
 			usage(stdout);
-			hm_config_args_clear(&args);
+			conf_args_clear(&args);
 			return 0;
 		case 'V':
 			printf("hotmapd %s (libevent %s, protobuf-c %s)\n", PACKAGE_VERSION,
 			       event_get_version(), protobuf_c_version());
-			hm_config_args_clear(&args);
+			conf_args_clear(&args);
 			return 0;
 		default:
 			if (key != NULL)
 				break;
 			usage(stderr);
-			hm_config_args_clear(&args);
+			conf_args_clear(&args);
 			return 2;
 		}
-		if (key != NULL && hm_config_args_add(&args, key, value) < 0) {
+		if (key != NULL && conf_args_add(&args, key, value) < 0) {
 			fprintf(stderr, "hotmapd: out of memory\n");
 			return 1;
 		}
 	}
 	if (optind < argc) {
 		fprintf(stderr, "hotmapd: unexpected argument '%s'\n", argv[optind]);
-		hm_config_args_clear(&args);
+		conf_args_clear(&args);
 		return 2;
 	}
 
-	rc = hm_config_load(&cfg, &args, &errs);
+	rc = conf_load(&cfg, &args, &errs);
 	if (rc < 0) {
 		for (i = 0; i < errs.n; i++)
 			fprintf(stderr, "hotmapd: %s\n", errs.v[i]);
 		if (rc == -ENOMEM)
 			fprintf(stderr, "hotmapd: out of memory\n");
-		hm_config_errors_clear(&errs);
-		hm_config_args_clear(&args);
+		conf_errors_clear(&errs);
+		conf_args_clear(&args);
 		return check || rc == -ENOMEM ? 1 : 2;
 	}
 	if (check) {
 		print_config(&cfg, &args);
-		hm_config_clear(&cfg);
-		hm_config_args_clear(&args);
+		conf_clear(&cfg);
+		conf_args_clear(&args);
 		return 0;
 	}
 	log_set_level(cfg.log_level);
@@ -289,16 +289,16 @@ main(int argc, char **argv)
 	rc = guard_install();
 	if (rc < 0) {
 		log_err("cannot install the SIGBUS guard: %s", strerror(-rc));
-		hm_config_clear(&cfg);
-		hm_config_args_clear(&args);
+		conf_clear(&cfg);
+		conf_args_clear(&args);
 		return 1;
 	}
 	if (!cfg.foreground) {
 		rc = daemonize(&ready_fd);
 		if (rc < 0) {
 			log_err("cannot daemonize: %s", strerror(-rc));
-			hm_config_clear(&cfg);
-			hm_config_args_clear(&args);
+			conf_clear(&cfg);
+			conf_args_clear(&args);
 			return 1;
 		}
 	}
@@ -310,7 +310,7 @@ main(int argc, char **argv)
 	if (rc < 0) {
 		log_err("%s", err);
 		server_fini(&srv);
-		hm_config_args_clear(&args);
+		conf_args_clear(&args);
 		return 1;
 	}
 	if (srv.cfg.path != NULL)
@@ -323,6 +323,6 @@ main(int argc, char **argv)
 	}
 	rc = server_run(&srv);
 	server_fini(&srv);
-	hm_config_args_clear(&args);
+	conf_args_clear(&args);
 	return rc < 0 ? 1 : 0;
 }
