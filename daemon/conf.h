@@ -4,9 +4,20 @@
  * each value came from.
  *
  * What it is for: one struct hm_config that the server holds and its
- * consumers read when they open or connect; one key table, so the file
- * and the command line share every parser and every check; all the errors
- * of a file and a command line at once, each naming its file and line.
+ * consumers read when they open or connect; one key table (keys[] in
+ * conf.c: name, type, field, limits, choices, default, reload or restart,
+ * short option, --help text), from which the file and the command line
+ * are parsed and checked, defaults set, values shown, --help written and
+ * reloads diffed; all the errors of a file and a command line at once,
+ * each naming its file and line.
+ *
+ * Adding a key: its field in struct hm_config and its name in enum
+ * hm_config_key (the declaration), one row in keys[] (all the rest: a
+ * type with a handler only for what no type covers), its line in
+ * man/hotmapd.conf.5, and its good and bad values in tests/test_config.c
+ * (test_every_key_good and test_every_key_bad_all_errors_at_once fail
+ * until they have one per key).  Nothing else: main.c, server.c and
+ * hotmapctl config take it from the table.
  *
  * What it must not do: log, exit, or apply anything (binding, chmod,
  * log levels and reloads are server.c's and main.c's).
@@ -17,6 +28,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 #include "daemon/resolve.h"
@@ -105,9 +117,8 @@ struct hm_gid_list {
 struct hm_config {
 	char *path;			/* the file read; NULL: none was */
 
-	/* Needs a restart: socket_path, socket_mode, socket_group, workers,
-	 * foreground.  Everything else applies from a reload on, to new
-	 * opens and new connections. */
+	/* What needs a restart says keys[]; everything else applies from a
+	 * reload on, to new opens and new connections. */
 	char *socket_path;		/* socket */
 	unsigned socket_mode;		/* socket-mode, 0 to 0777 */
 	gid_t socket_group;		/* socket-group; (gid_t)-1: unchanged */
@@ -203,6 +214,16 @@ typedef void (*hm_config_cb)(const char *key, const char *value, const char *sou
 void conf_foreach(const struct hm_config *cfg, hm_config_cb cb, void *arg);
 /* The old name, for daemon/session.c until its refactor lands. */
 #define hm_config_foreach conf_foreach
+
+/* The command line's part of --help: every key's option and text. */
+void conf_usage(FILE *f);
+/* key's short option (0: none), and whether it takes no value (a flag
+ * means "yes"). */
+int conf_key_short(enum hm_config_key key);
+bool conf_key_is_flag(enum hm_config_key key);
+/* Where key's value is in struct hm_config: a reload that keeps an old
+ * value swaps these bytes. */
+void conf_key_field(enum hm_config_key key, size_t *offset, size_t *size);
 
 /* Parsers of single values, for the tests and hotmapctl's kind: 0, or
  * -EINVAL (not a size / number), -ERANGE (overflow). */
