@@ -411,34 +411,22 @@ server_signal_cb(evutil_socket_t sig, short what, void *arg)
 	event_base_loopexit(srv->base, NULL);
 }
 
-/* Moves the value of key, which needs a restart, from old into next. */
+/*
+ * Moves the value of key, which needs a restart, from old into next: the
+ * field's bytes are swapped, so a value that owns memory (the socket's
+ * path) changes hands instead of being freed twice; old's pointer stays
+ * valid until old is cleared, and server_fini unlinks next's.
+ */
 static void
 keep_restart_value(struct hm_config *next, struct hm_config *old, enum hm_config_key key)
 {
-	char *path;
+	unsigned char tmp[sizeof(struct hm_config)];
+	size_t offset, size;
 
-	switch (key) {
-	case HM_KEY_SOCKET:
-		/* old's pointer stays valid: server_fini unlinks it */
-		path = next->socket_path;
-		next->socket_path = old->socket_path;
-		old->socket_path = path;
-		break;
-	case HM_KEY_SOCKET_MODE:
-		next->socket_mode = old->socket_mode;
-		break;
-	case HM_KEY_SOCKET_GROUP:
-		next->socket_group = old->socket_group;
-		break;
-	case HM_KEY_WORKERS:
-		next->workers = old->workers;
-		break;
-	case HM_KEY_FOREGROUND:
-		next->foreground = old->foreground;
-		break;
-	default:
-		return;
-	}
+	conf_key_field(key, &offset, &size);
+	memcpy(tmp, (char *)next + offset, size);
+	memcpy((char *)next + offset, (char *)old + offset, size);
+	memcpy((char *)old + offset, tmp, size);
 	next->source[key] = old->source[key];
 }
 
