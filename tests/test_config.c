@@ -697,6 +697,37 @@ test_key_table(void **state)
 	assert_false(conf_key_needs_restart(HM_KEY_MAX_INFLIGHT));
 }
 
+/* The table's rows: every key in --help, each field inside the struct and
+ * apart from the others (a reload swaps a field by its offset and size). */
+static void
+test_key_table_rows(void **state)
+{
+	char *help = NULL, opt[64];
+	size_t len = 0, off[HM_CONFIG__NKEYS], size[HM_CONFIG__NKEYS];
+	FILE *f;
+	int k, j;
+
+	(void)state;
+	f = open_memstream(&help, &len);
+	assert_non_null(f);
+	conf_usage(f);
+	fclose(f);
+	for (k = 0; k < HM_CONFIG__NKEYS; k++) {
+		snprintf(opt, sizeof opt, "--%s", conf_key_name((enum hm_config_key)k));
+		if (strstr(help, opt) == NULL)
+			fail_msg("%s is not in --help", opt);
+		conf_key_field((enum hm_config_key)k, &off[k], &size[k]);
+		assert_true(size[k] > 0);
+		assert_true(off[k] + size[k] <= offsetof(struct hm_config, source));
+		for (j = 0; j < k; j++)
+			assert_true(off[k] + size[k] <= off[j] || off[j] + size[j] <= off[k]);
+	}
+	assert_int_equal(conf_key_short(HM_KEY_SOCKET), 's');
+	assert_true(conf_key_is_flag(HM_KEY_FOREGROUND));
+	assert_false(conf_key_is_flag(HM_KEY_CROSS_MOUNTS));
+	free(help);
+}
+
 /* --- the peer policy ----------------------------------------------------------------- */
 
 static uid_t uids_a[] = { 1000, 1001 };
@@ -910,6 +941,7 @@ main(void)
 		cmocka_unit_test(test_sizes),
 		cmocka_unit_test(test_foreach_values_and_sources),
 		cmocka_unit_test(test_key_table),
+		cmocka_unit_test(test_key_table_rows),
 		cmocka_unit_test(test_policy_open_by_default),
 		cmocka_unit_test(test_policy_allow_lists),
 		cmocka_unit_test(test_policy_admins),
