@@ -35,46 +35,46 @@
 #define GIB		(1024ull * MIB)
 #define TIB		(1024ull * GIB)
 
-static const struct key_def {
-	const char *name;
-	bool restart;		/* a reload keeps the old value */
-} keys[HM_CONFIG__NKEYS] = {
-	[HM_KEY_SOCKET] = { "socket", true },
-	[HM_KEY_SOCKET_MODE] = { "socket-mode", true },
-	[HM_KEY_SOCKET_GROUP] = { "socket-group", true },
-	[HM_KEY_ROOT] = { "root", false },
-	[HM_KEY_CROSS_MOUNTS] = { "cross-mounts", false },
-	[HM_KEY_ALLOW_UID] = { "allow-uid", false },
-	[HM_KEY_ALLOW_GID] = { "allow-gid", false },
-	[HM_KEY_ADMIN_UID] = { "admin-uid", false },
-	[HM_KEY_ADMIN_GID] = { "admin-gid", false },
-	[HM_KEY_BACKEND] = { "backend", false },
-	[HM_KEY_MAX_MAPPED_BYTES] = { "max-mapped-bytes", false },
-	[HM_KEY_MAX_OPEN_FILES] = { "max-open-files", false },
-	[HM_KEY_IDLE_UNMAP] = { "idle-unmap", false },
-	[HM_KEY_WARM] = { "warm", false },
-	[HM_KEY_NETWORK_FS] = { "network-fs", false },
-	[HM_KEY_NETWORK_FS_CHUNK] = { "network-fs-chunk", false },
-	[HM_KEY_MAX_CONNECTIONS_PER_UID] = { "max-connections-per-uid", false },
-	[HM_KEY_MAX_INFLIGHT] = { "max-inflight", false },
-	[HM_KEY_MAX_INFLIGHT_BYTES] = { "max-inflight-bytes", false },
-	[HM_KEY_IDLE_TIMEOUT] = { "idle-timeout", false },
-	[HM_KEY_WORKERS] = { "workers", true },
-	[HM_KEY_POLL_US] = { "poll-us", false },
-	[HM_KEY_LOG_LEVEL] = { "log-level", false },
-	[HM_KEY_FOREGROUND] = { "foreground", true },
+/* How a key's value is spelled and stored (see the table, keys[]). */
+enum key_type {
+	KEY_NUMBER,	/* unsigned: decimal, min to max; "auto" with has_auto */
+	KEY_SIZE,	/* uint64_t: a number with K, M, G or T, min to max */
+	KEY_BOOL,	/* bool: yes/no, true/false, on/off, 1/0 */
+	KEY_ENUM,	/* an enum (int-sized): the index of a choice */
+	KEY_MODE,	/* unsigned: octal, 0 to max */
+	KEY_SPECIAL,	/* set and text do it */
 };
 
-/* Names of enum values, indexed by value; NULL: no such value. */
-/* The value names of enum keys, NULL-terminated, in enum order. */
-#define NAMES_N(names)	(sizeof(names) / sizeof((names)[0]) - 1)
-static const char *const backend_names[] = { "auto", "mmap", "pread", NULL };
-static const char *const warm_names[] = { "none", "willneed", "populate", NULL };
-static const char *const network_fs_names[] = { "pread", "mmap", NULL };
-static const char *const log_level_names[] = {
-	[LOG_ERR] = "error", [LOG_WARNING] = "warning", [LOG_NOTICE] = "notice",
-	[LOG_INFO] = "info", [LOG_DEBUG] = "debug", [LOG_DEBUG + 1] = NULL,
+struct load;
+
+/*
+ * One key: everything about it but its field's declaration and its
+ * man page line.  Parsing, checking, defaults, showing it, the command
+ * line, --help and what a reload does all read this.
+ */
+struct key_def {
+	enum hm_config_key key;
+	const char *name;		/* in the file; --name on the command line */
+	enum key_type type;
+	size_t offset, size;		/* of the field in struct hm_config */
+	uint64_t min, max;		/* KEY_NUMBER, KEY_SIZE, KEY_MODE */
+	uint64_t def;			/* the default, stored as set_field does */
+	const char *const *choices;	/* KEY_ENUM: names indexed by value, NULL: none */
+	size_t nchoices;
+	bool has_auto;			/* "auto" is a value: auto_value */
+	uint64_t auto_value;
+	bool restart;			/* a reload keeps the old value */
+	char short_opt;			/* 0: none */
+	const char *metavar;		/* in --help; NULL: a flag (no value, "yes") */
+	const char *help;		/* --help's text, lines split by '\n'; a first
+					 * empty line puts it below the option;
+					 * NULL: told with the key before */
+	void (*set)(struct load *l, const struct key_def *d, const char *value);	/* KEY_SPECIAL */
+	void (*text)(const struct hm_config *cfg, const struct key_def *d, char *buf,
+		     size_t len);	/* KEY_SPECIAL */
 };
+
+static const struct key_def *key_def(int key);
 
 /* One load in progress. */
 struct load {
@@ -100,32 +100,32 @@ struct load {
 #define ORDER_COMMAND_LINE	UINT_MAX
 
 int
-hm_config_key_lookup(const char *name)
+conf_key_lookup(const char *name)
 {
 	int k;
 
 	for (k = 0; k < HM_CONFIG__NKEYS; k++)
-		if (strcmp(keys[k].name, name) == 0)
+		if (strcmp(key_def(k)->name, name) == 0)
 			return k;
 	return -1;
 }
 
 const char *
-hm_config_key_name(enum hm_config_key key)
+conf_key_name(enum hm_config_key key)
 {
-	return (unsigned)key < HM_CONFIG__NKEYS ? keys[key].name : "?";
+	return (unsigned)key < HM_CONFIG__NKEYS ? key_def(key)->name : "?";
 }
 
 bool
-hm_config_key_needs_restart(enum hm_config_key key)
+conf_key_needs_restart(enum hm_config_key key)
 {
-	return (unsigned)key < HM_CONFIG__NKEYS && keys[key].restart;
+	return (unsigned)key < HM_CONFIG__NKEYS && key_def(key)->restart;
 }
 
 /* --- errors ---------------------------------------------------------------- */
 
 void
-hm_config_errors_clear(struct hm_config_errors *errs)
+conf_errors_clear(struct hm_config_errors *errs)
 {
 	size_t i;
 
@@ -209,9 +209,9 @@ key_error(struct load *l, enum hm_config_key key, const char *fmt, ...)
 	va_end(ap);
 	if (msg != NULL) {
 		if (l->src.origin == HM_ORIGIN_FILE)
-			n = asprintf(&s, "%s:%u: %s: %s", l->cfg->path, l->src.line, keys[key].name, msg);
+			n = asprintf(&s, "%s:%u: %s: %s", l->cfg->path, l->src.line, key_def(key)->name, msg);
 		else
-			n = asprintf(&s, "--%s: %s", keys[key].name, msg);
+			n = asprintf(&s, "--%s: %s", key_def(key)->name, msg);
 		if (n < 0)
 			s = NULL;
 	}
@@ -243,7 +243,7 @@ parse_uint64(const char *s, uint64_t *out)
 }
 
 int
-hm_config_parse_size(const char *s, uint64_t *out)
+conf_parse_size(const char *s, uint64_t *out)
 {
 	uint64_t n = 0, mult = 1;
 	const char *p = s;
@@ -293,7 +293,7 @@ hm_config_parse_size(const char *s, uint64_t *out)
 }
 
 const char *
-hm_config_format_size(uint64_t v, char *buf, size_t len)
+conf_format_size(uint64_t v, char *buf, size_t len)
 {
 	static const char suffix[] = "KMGT";
 	int i = -1;
@@ -309,64 +309,110 @@ hm_config_format_size(uint64_t v, char *buf, size_t len)
 	return buf;
 }
 
-static void
-set_number(struct load *l, enum hm_config_key key, const char *value, uint64_t min,
-	   uint64_t max, unsigned *out)
+/* The field of d in cfg, as the integer it holds (0 for a pointer). */
+static uint64_t
+get_field(const struct hm_config *cfg, const struct key_def *d)
 {
-	uint64_t n;
-	int rc = parse_uint64(value, &n);
+	const char *p = (const char *)cfg + d->offset;
+	uint64_t v64;
+	unsigned v32;
+	bool b;
 
-	if (rc == -EINVAL)
-		key_error(l, key, "not a number: '%s'", value);
-	else if (rc < 0 || n < min || n > max)
-		key_error(l, key, "%s is out of range (%llu to %llu)", value,
-			  (unsigned long long)min, (unsigned long long)max);
-	else
-		*out = (unsigned)n;
+	switch (d->size) {
+	case sizeof b:
+		memcpy(&b, p, sizeof b);
+		return b;
+	case sizeof v32:
+		memcpy(&v32, p, sizeof v32);
+		return v32;
+	case sizeof v64:
+		memcpy(&v64, p, sizeof v64);
+		return v64;
+	}
+	return 0;
 }
 
 static void
-set_size(struct load *l, enum hm_config_key key, const char *value, uint64_t min, uint64_t max,
-	 uint64_t *out)
+set_field(struct hm_config *cfg, const struct key_def *d, uint64_t v)
+{
+	char *p = (char *)cfg + d->offset;
+	unsigned v32 = (unsigned)v;
+	bool b = v != 0;
+
+	switch (d->size) {
+	case sizeof b:
+		memcpy(p, &b, sizeof b);
+		break;
+	case sizeof v32:
+		memcpy(p, &v32, sizeof v32);
+		break;
+	case sizeof v:
+		memcpy(p, &v, sizeof v);
+		break;
+	}
+}
+
+static void
+set_number(struct load *l, const struct key_def *d, const char *value)
+{
+	uint64_t n;
+	int rc;
+
+	if (d->has_auto && strcmp(value, "auto") == 0) {
+		set_field(l->cfg, d, d->auto_value);
+		return;
+	}
+	rc = parse_uint64(value, &n);
+	if (rc == -EINVAL)
+		key_error(l, d->key, "not a number: '%s'", value);
+	else if (rc < 0 || n < d->min || n > d->max)
+		key_error(l, d->key, "%s is out of range (%llu to %llu)", value,
+			  (unsigned long long)d->min, (unsigned long long)d->max);
+	else
+		set_field(l->cfg, d, n);
+}
+
+static void
+set_size(struct load *l, const struct key_def *d, const char *value)
 {
 	char a[32], b[32];
 	uint64_t n;
-	int rc = hm_config_parse_size(value, &n);
+	int rc = conf_parse_size(value, &n);
 
 	if (rc == -EINVAL)
-		key_error(l, key, "not a size: '%s' (a number with an optional K, M, G or T)", value);
+		key_error(l, d->key, "not a size: '%s' (a number with an optional K, M, G or T)",
+			  value);
 	else if (rc < 0)
-		key_error(l, key, "too large: '%s'", value);
-	else if (n < min || n > max)
-		key_error(l, key, "%s is out of range (%s to %s)", value,
-			  hm_config_format_size(min, a, sizeof a), hm_config_format_size(max, b, sizeof b));
+		key_error(l, d->key, "too large: '%s'", value);
+	else if (n < d->min || n > d->max)
+		key_error(l, d->key, "%s is out of range (%s to %s)", value,
+			  conf_format_size(d->min, a, sizeof a), conf_format_size(d->max, b, sizeof b));
 	else
-		*out = n;
+		set_field(l->cfg, d, n);
 }
 
-/* One of names (indexed by value) into *out. */
+/* One of d's choices: the field takes its index. */
 static void
-set_enum(struct load *l, enum hm_config_key key, const char *value, const char *const *names,
-	 size_t nnames, int *out)
+set_enum(struct load *l, const struct key_def *d, const char *value)
 {
 	char list[128] = "";
 	size_t i;
 
-	for (i = 0; i < nnames; i++) {
-		if (names[i] != NULL && strcmp(names[i], value) == 0) {
-			*out = (int)i;
+	for (i = 0; i < d->nchoices; i++) {
+		if (d->choices[i] != NULL && strcmp(d->choices[i], value) == 0) {
+			set_field(l->cfg, d, i);
 			return;
 		}
 	}
-	for (i = 0; i < nnames; i++)
-		if (names[i] != NULL)
+	for (i = 0; i < d->nchoices; i++)
+		if (d->choices[i] != NULL)
 			snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s",
-				 list[0] != '\0' ? ", " : "", names[i]);
-	key_error(l, key, "unknown value '%s' (%s)", value, list);
+				 list[0] != '\0' ? ", " : "", d->choices[i]);
+	key_error(l, d->key, "unknown value '%s' (%s)", value, list);
 }
 
 static void
-set_bool(struct load *l, enum hm_config_key key, const char *value, bool *out)
+set_bool(struct load *l, const struct key_def *d, const char *value)
 {
 	static const char *const yes[] = { "yes", "true", "on", "1" };
 	static const char *const no[] = { "no", "false", "off", "0" };
@@ -374,19 +420,19 @@ set_bool(struct load *l, enum hm_config_key key, const char *value, bool *out)
 
 	for (i = 0; i < sizeof yes / sizeof yes[0]; i++) {
 		if (strcasecmp(value, yes[i]) == 0) {
-			*out = true;
+			set_field(l->cfg, d, true);
 			return;
 		}
 		if (strcasecmp(value, no[i]) == 0) {
-			*out = false;
+			set_field(l->cfg, d, false);
 			return;
 		}
 	}
-	key_error(l, key, "not yes or no: '%s'", value);
+	key_error(l, d->key, "not yes or no: '%s'", value);
 }
 
 static void
-set_octal_mode(struct load *l, enum hm_config_key key, const char *value, unsigned *out)
+set_octal_mode(struct load *l, const struct key_def *d, const char *value)
 {
 	unsigned long n;
 	char *end;
@@ -394,11 +440,12 @@ set_octal_mode(struct load *l, enum hm_config_key key, const char *value, unsign
 	errno = 0;
 	n = strtoul(value, &end, 8);
 	if (value[0] < '0' || value[0] > '7' || *end != '\0' || errno != 0)
-		key_error(l, key, "not an octal mode: '%s'", value);
-	else if (n > 0777)
-		key_error(l, key, "%s is out of range (0 to 0777)", value);
+		key_error(l, d->key, "not an octal mode: '%s'", value);
+	else if (n > d->max)
+		key_error(l, d->key, "%s is out of range (0 to %#llo)", value,
+			  (unsigned long long)d->max);
 	else
-		*out = (unsigned)n;
+		set_field(l->cfg, d, n);
 }
 
 _Static_assert(sizeof(uid_t) == sizeof(unsigned) && sizeof(gid_t) == sizeof(unsigned) &&
@@ -459,14 +506,18 @@ lookup_id(struct load *l, enum hm_config_key key, const char *name, bool group, 
 
 /*
  * A list of users or groups, separated by commas and spaces, added to the
- * list (v, n) of ids (uid_t and gid_t are both unsigned int here).  A
- * repeated key adds to the list; the command line replaces the file's.
+ * list of ids at d's field (uid_t and gid_t are both unsigned int here).
+ * A repeated key adds to the list; the command line replaces the file's.
  * Nothing is added when any name is bad.
  */
 static void
-set_id_list(struct load *l, enum hm_config_key key, const char *value, bool groups,
-	    unsigned **v, size_t *n)
+set_id_list(struct load *l, const struct key_def *d, const char *value, bool groups)
 {
+	/* struct hm_uid_list and struct hm_gid_list alike */
+	struct id_list {
+		unsigned *v;
+		size_t n;
+	} *list = (struct id_list *)((char *)l->cfg + d->offset);
 	char *copy = strdup(value), *tok, *save = NULL;
 	unsigned *ids = NULL, *nv;
 	size_t nids = 0;
@@ -480,7 +531,7 @@ set_id_list(struct load *l, enum hm_config_key key, const char *value, bool grou
 		unsigned id;
 		int rc;
 
-		rc = lookup_id(l, key, tok, groups, &id);
+		rc = lookup_id(l, d->key, tok, groups, &id);
 		if (rc < 0) {
 			bad = true;
 			continue;
@@ -499,37 +550,68 @@ set_id_list(struct load *l, enum hm_config_key key, const char *value, bool grou
 		free(ids);
 		return;
 	}
-	if (l->src.origin == HM_ORIGIN_COMMAND_LINE && !l->replaced[key]) {
-		l->replaced[key] = true;
-		free(*v);
-		*v = NULL;
-		*n = 0;
+	if (l->src.origin == HM_ORIGIN_COMMAND_LINE && !l->replaced[d->key]) {
+		l->replaced[d->key] = true;
+		free(list->v);
+		list->v = NULL;
+		list->n = 0;
 	}
 	if (nids == 0) {
 		free(ids);
 		return;
 	}
-	nv = realloc(*v, (*n + nids) * sizeof **v);
+	nv = realloc(list->v, (list->n + nids) * sizeof *list->v);
 	if (nv == NULL) {
 		free(ids);
 		l->nomem = true;
 		return;
 	}
-	memcpy(nv + *n, ids, nids * sizeof *ids);
-	*v = nv;
-	*n += nids;
+	memcpy(nv + list->n, ids, nids * sizeof *ids);
+	list->v = nv;
+	list->n += nids;
 	free(ids);
 }
 
+_Static_assert(sizeof(struct hm_uid_list) == sizeof(struct hm_gid_list) &&
+	       offsetof(struct hm_uid_list, n) == offsetof(struct hm_gid_list, n),
+	       "id lists are alike");
+
 static void
-set_root(struct load *l, const char *value)
+set_uid_list(struct load *l, const struct key_def *d, const char *value)
+{
+	set_id_list(l, d, value, false);
+}
+
+static void
+set_gid_list(struct load *l, const struct key_def *d, const char *value)
+{
+	set_id_list(l, d, value, true);
+}
+
+static void
+text_id_list(const struct hm_config *cfg, const struct key_def *d, char *buf, size_t len)
+{
+	const struct hm_uid_list *list = (const void *)((const char *)cfg + d->offset);
+	size_t i, used = 0;
+
+	for (i = 0; i < list->n && used < len; i++) {
+		int w = snprintf(buf + used, len - used, "%s%u", i > 0 ? " " : "", list->v[i]);
+
+		if (w < 0)
+			break;
+		used += (size_t)w;
+	}
+}
+
+static void
+set_root(struct load *l, const struct key_def *d, const char *value)
 {
 	struct hm_config *cfg = l->cfg;
 	struct hm_config_source *s;
 	int rc;
 
-	if (l->src.origin == HM_ORIGIN_COMMAND_LINE && !l->replaced[HM_KEY_ROOT]) {
-		l->replaced[HM_KEY_ROOT] = true;
+	if (l->src.origin == HM_ORIGIN_COMMAND_LINE && !l->replaced[d->key]) {
+		l->replaced[d->key] = true;
 		resolve_roots_clear(&cfg->roots);
 		free(cfg->root_sources);
 		cfg->root_sources = NULL;
@@ -542,25 +624,41 @@ set_root(struct load *l, const char *value)
 	cfg->root_sources = s;
 	rc = resolve_roots_add(&cfg->roots, value);
 	if (rc == -EINVAL)
-		key_error(l, HM_KEY_ROOT, "not an absolute path: '%s'", value);
+		key_error(l, d->key, "not an absolute path: '%s'", value);
 	else if (rc < 0)
-		key_error(l, HM_KEY_ROOT, "%s: %s", value, strerror(-rc));
+		key_error(l, d->key, "%s: %s", value, strerror(-rc));
 	else
 		cfg->root_sources[cfg->roots.n - 1] = l->src;
 }
 
 static void
-set_socket(struct load *l, const char *value)
+text_root(const struct hm_config *cfg, const struct key_def *d, char *buf, size_t len)
+{
+	size_t i, used = 0;
+
+	(void)d;
+	for (i = 0; i < cfg->roots.n && used < len; i++) {
+		int w = snprintf(buf + used, len - used, "%s%s", i > 0 ? " " : "",
+				 cfg->roots.v[i].given);
+
+		if (w < 0)
+			break;
+		used += (size_t)w;
+	}
+}
+
+static void
+set_socket(struct load *l, const struct key_def *d, const char *value)
 {
 	struct sockaddr_un sa;
 	char *copy;
 
 	if (value[0] == '\0') {
-		key_error(l, HM_KEY_SOCKET, "empty path");
+		key_error(l, d->key, "empty path");
 		return;
 	}
 	if (strlen(value) >= sizeof sa.sun_path) {
-		key_error(l, HM_KEY_SOCKET, "path too long (%zu bytes, at most %zu): '%s'",
+		key_error(l, d->key, "path too long (%zu bytes, at most %zu): '%s'",
 			  strlen(value), sizeof sa.sun_path - 1, value);
 		return;
 	}
@@ -573,111 +671,160 @@ set_socket(struct load *l, const char *value)
 	l->cfg->socket_path = copy;
 }
 
+static void
+text_socket(const struct hm_config *cfg, const struct key_def *d, char *buf, size_t len)
+{
+	(void)d;
+	snprintf(buf, len, "%s", cfg->socket_path != NULL ? cfg->socket_path : "");
+}
+
+static void
+set_socket_group(struct load *l, const struct key_def *d, const char *value)
+{
+	if (value[0] == '\0')
+		key_error(l, d->key, "empty group");
+	else
+		lookup_id(l, d->key, value, true, &l->cfg->socket_group);
+}
+
+static void
+text_socket_group(const struct hm_config *cfg, const struct key_def *d, char *buf, size_t len)
+{
+	(void)d;
+	if (cfg->socket_group != (gid_t)-1)
+		snprintf(buf, len, "%u", (unsigned)cfg->socket_group);
+}
+
+/* --- the table ------------------------------------------------------------- */
+
+/* The value names of enum keys, indexed by value; NULL: no such value. */
+static const char *const backend_names[] = { "auto", "mmap", "pread" };
+static const char *const warm_names[] = { "none", "willneed", "populate" };
+static const char *const network_fs_names[] = { "pread", "mmap" };
+static const char *const log_level_names[] = {
+	[LOG_ERR] = "error", [LOG_WARNING] = "warning", [LOG_NOTICE] = "notice",
+	[LOG_INFO] = "info", [LOG_DEBUG] = "debug",
+};
+
+#define FIELD(f)	.offset = offsetof(struct hm_config, f), \
+			.size = sizeof(((struct hm_config *)0)->f)
+#define CHOICES(names)	.choices = (names), .nchoices = sizeof(names) / sizeof((names)[0])
+#define SPECIAL(s, t)	.type = KEY_SPECIAL, .set = (s), .text = (t)
+
+/* Enums are stored as the unsigned int they are the size of. */
+_Static_assert(sizeof(enum storage_policy) == sizeof(unsigned) &&
+	       sizeof(enum hm_warm) == sizeof(unsigned) &&
+	       sizeof(enum hm_network_fs) == sizeof(unsigned) && sizeof(int) == sizeof(unsigned) &&
+	       sizeof(bool) == 1, "fields are 1, 4 or 8 bytes");
+
+/*
+ * Every key, in the order of --help (conf_foreach follows enum
+ * hm_config_key).  Types, limits and defaults here are the whole of the
+ * checking: hotmapd.conf(5) must say the same.
+ */
+static const struct key_def keys[HM_CONFIG__NKEYS] = {
+	{ HM_KEY_SOCKET, "socket", SPECIAL(set_socket, text_socket), FIELD(socket_path),
+	  .restart = true, .short_opt = 's', .metavar = "PATH",
+	  .help = "listen on PATH (default: $HOTMAP_SOCKET, else\n"
+		  "/run/hotmap/hotmapd.sock as root, else\n"
+		  "$XDG_RUNTIME_DIR/hotmap/hotmapd.sock)" },
+	{ HM_KEY_SOCKET_MODE, "socket-mode", KEY_MODE, FIELD(socket_mode), .max = 0777,
+	  .def = HM_CONFIG_SOCKET_MODE_DEFAULT, .restart = true, .metavar = "MODE",
+	  .help = "octal mode of the socket (default 0666)" },
+	{ HM_KEY_SOCKET_GROUP, "socket-group", SPECIAL(set_socket_group, text_socket_group),
+	  FIELD(socket_group), .def = (gid_t)-1, .restart = true, .metavar = "GROUP",
+	  .help = "group of the socket (default: unchanged)" },
+	{ HM_KEY_FOREGROUND, "foreground", KEY_BOOL, FIELD(foreground), .restart = true,
+	  .short_opt = 'f', .help = "stay in the foreground (as under systemd)" },
+	{ HM_KEY_BACKEND, "backend", KEY_ENUM, FIELD(policy), CHOICES(backend_names),
+	  .def = STORAGE_POLICY_AUTO, .short_opt = 'b', .metavar = "NAME",
+	  .help = "auto (default), mmap (required) or pread" },
+	{ HM_KEY_ROOT, "root", SPECIAL(set_root, text_root), FIELD(roots), .short_opt = 'r',
+	  .metavar = "DIR", .help = "allow open by path beneath DIR (repeatable)" },
+	{ HM_KEY_CROSS_MOUNTS, "cross-mounts", KEY_BOOL, FIELD(cross_mounts), .def = true,
+	  .metavar = "yes|no", .help = "whether open by path may cross a mount\n"
+				       "point beneath a root (default yes)" },
+	{ HM_KEY_ALLOW_UID, "allow-uid", SPECIAL(set_uid_list, text_id_list), FIELD(allow_uid),
+	  .metavar = "USERS, --allow-gid GROUPS",
+	  .help = "\nwho may connect (default: anyone who can reach\nthe socket)" },
+	{ HM_KEY_ALLOW_GID, "allow-gid", SPECIAL(set_gid_list, text_id_list), FIELD(allow_gid),
+	  .metavar = "GROUPS" },
+	{ HM_KEY_ADMIN_UID, "admin-uid", SPECIAL(set_uid_list, text_id_list), FIELD(admin_uid),
+	  .metavar = "USERS, --admin-gid GROUPS",
+	  .help = "\nwho may administer, besides root and hotmapd's user" },
+	{ HM_KEY_ADMIN_GID, "admin-gid", SPECIAL(set_gid_list, text_id_list), FIELD(admin_gid),
+	  .metavar = "GROUPS" },
+	{ HM_KEY_MAX_MAPPED_BYTES, "max-mapped-bytes", KEY_SIZE, FIELD(max_mapped_bytes),
+	  .max = UINT64_MAX, .metavar = "SIZE", .help = "mapped bytes kept (default 0: no limit)" },
+	{ HM_KEY_MAX_OPEN_FILES, "max-open-files", KEY_NUMBER, FIELD(max_open_files),
+	  .max = INT_MAX, .def = HM_CONFIG_MAX_OPEN_FILES_DEFAULT, .metavar = "N",
+	  .help = "files kept open (default 16384; 0: no limit)" },
+	{ HM_KEY_IDLE_UNMAP, "idle-unmap", KEY_NUMBER, FIELD(idle_unmap_s), .max = SECONDS_MAX,
+	  .metavar = "S", .help = "unmap files unused for S seconds (default 0: never)" },
+	{ HM_KEY_WARM, "warm", KEY_ENUM, FIELD(warm), CHOICES(warm_names), .def = HM_WARM_NONE,
+	  .metavar = "WHAT", .help = "none (default), willneed or populate: what to do\n"
+				     "with a file's data when it is first cached" },
+	{ HM_KEY_NETWORK_FS, "network-fs", KEY_ENUM, FIELD(network_fs), CHOICES(network_fs_names),
+	  .def = HM_NETWORK_FS_PREAD, .metavar = "HOW",
+	  .help = "pread (default) or mmap: network and FUSE files" },
+	{ HM_KEY_NETWORK_FS_CHUNK, "network-fs-chunk", KEY_SIZE, FIELD(network_fs_chunk),
+	  .min = 64 * KIB, .max = GIB, .def = HM_CONFIG_NETWORK_FS_CHUNK_DEFAULT,
+	  .metavar = "SIZE", .help = "their pread chunk (default 16M)" },
+	{ HM_KEY_MAX_CONNECTIONS_PER_UID, "max-connections-per-uid", KEY_NUMBER, FIELD(max_per_uid),
+	  .min = 1, .max = 1000000, .def = HM_CONFIG_MAX_PER_UID_DEFAULT, .short_opt = 'c',
+	  .metavar = "N", .help = "\nconnections one uid may hold (default 4096)" },
+	{ HM_KEY_MAX_INFLIGHT, "max-inflight", KEY_NUMBER, FIELD(max_inflight), .min = 1,
+	  .max = 65536, .def = HM_CONFIG_MAX_INFLIGHT_DEFAULT, .metavar = "N",
+	  .help = "requests in flight per client (default 32)" },
+	{ HM_KEY_MAX_INFLIGHT_BYTES, "max-inflight-bytes", KEY_SIZE, FIELD(max_inflight_bytes),
+	  .min = 64 * KIB, .max = TIB, .def = HM_CONFIG_MAX_INFLIGHT_BYTES_DEFAULT,
+	  .metavar = "SIZE", .help = "bytes in flight per client (default 64M)" },
+	{ HM_KEY_IDLE_TIMEOUT, "idle-timeout", KEY_NUMBER, FIELD(idle_timeout_s),
+	  .max = SECONDS_MAX, .short_opt = 'i', .metavar = "S",
+	  .help = "close connections idle (no open file) for S seconds (default 0: never)" },
+	{ HM_KEY_WORKERS, "workers", KEY_NUMBER, FIELD(workers), .min = 1, .max = 256,
+	  .has_auto = true, .auto_value = 0, .def = 0, .restart = true, .short_opt = 'w',
+	  .metavar = "N", .help = "threads for reads that may wait for the disk\n"
+				  "(default: one per core, 2 to 8)" },
+	{ HM_KEY_POLL_US, "poll-us", KEY_NUMBER, FIELD(poll_us), .max = HM_CONFIG_POLL_US_MAX,
+	  .has_auto = true, .auto_value = (unsigned)-1, .def = (unsigned)-1, .metavar = "US",
+	  .help = "poll clients' request rings for US microseconds\n"
+		  "before sleeping (default auto: 50 with 4 cores\n"
+		  "or more, else 0)" },
+	{ HM_KEY_LOG_LEVEL, "log-level", KEY_ENUM, FIELD(log_level), CHOICES(log_level_names),
+	  .def = LOG_NOTICE, .metavar = "LEVEL",
+	  .help = "error, warning, notice (default), info or debug" },
+};
+
+static const struct key_def *
+key_def(int key)
+{
+	size_t i;
+
+	/* keys[] is in --help's order, not the enum's */
+	for (i = 0; i < HM_CONFIG__NKEYS; i++)
+		if (keys[i].key == (enum hm_config_key)key)
+			break;
+	return &keys[i < HM_CONFIG__NKEYS ? i : 0];
+}
+
 /* Checks value and sets key from it; the source is l->src. */
 static void
 set_value(struct load *l, enum hm_config_key key, const char *value)
 {
-	struct hm_config *cfg = l->cfg;
+	static void (*const set[])(struct load *, const struct key_def *, const char *) = {
+		[KEY_NUMBER] = set_number, [KEY_SIZE] = set_size, [KEY_BOOL] = set_bool,
+		[KEY_ENUM] = set_enum, [KEY_MODE] = set_octal_mode,
+	};
+	const struct key_def *d = key_def(key);
 	size_t errors = l->errs->n;
-	int e;
 
-	switch (key) {
-	case HM_KEY_SOCKET:
-		set_socket(l, value);
-		break;
-	case HM_KEY_SOCKET_MODE:
-		set_octal_mode(l, key, value, &cfg->socket_mode);
-		break;
-	case HM_KEY_SOCKET_GROUP:
-		if (value[0] == '\0')
-			key_error(l, key, "empty group");
-		else
-			lookup_id(l, key, value, true, &cfg->socket_group);
-		break;
-	case HM_KEY_ROOT:
-		set_root(l, value);
-		break;
-	case HM_KEY_CROSS_MOUNTS:
-		set_bool(l, key, value, &cfg->cross_mounts);
-		break;
-	case HM_KEY_ALLOW_UID:
-		set_id_list(l, key, value, false, &cfg->allow_uid.v, &cfg->allow_uid.n);
-		break;
-	case HM_KEY_ALLOW_GID:
-		set_id_list(l, key, value, true, &cfg->allow_gid.v, &cfg->allow_gid.n);
-		break;
-	case HM_KEY_ADMIN_UID:
-		set_id_list(l, key, value, false, &cfg->admin_uid.v, &cfg->admin_uid.n);
-		break;
-	case HM_KEY_ADMIN_GID:
-		set_id_list(l, key, value, true, &cfg->admin_gid.v, &cfg->admin_gid.n);
-		break;
-	case HM_KEY_BACKEND:
-		e = (int)cfg->policy;
-		set_enum(l, key, value, backend_names, NAMES_N(backend_names), &e);
-		cfg->policy = (enum storage_policy)e;
-		break;
-	case HM_KEY_MAX_MAPPED_BYTES:
-		set_size(l, key, value, 0, UINT64_MAX, &cfg->max_mapped_bytes);
-		break;
-	case HM_KEY_MAX_OPEN_FILES:
-		set_number(l, key, value, 0, INT_MAX, &cfg->max_open_files);
-		break;
-	case HM_KEY_IDLE_UNMAP:
-		set_number(l, key, value, 0, SECONDS_MAX, &cfg->idle_unmap_s);
-		break;
-	case HM_KEY_WARM:
-		e = (int)cfg->warm;
-		set_enum(l, key, value, warm_names, NAMES_N(warm_names), &e);
-		cfg->warm = (enum hm_warm)e;
-		break;
-	case HM_KEY_NETWORK_FS:
-		e = (int)cfg->network_fs;
-		set_enum(l, key, value, network_fs_names, NAMES_N(network_fs_names), &e);
-		cfg->network_fs = (enum hm_network_fs)e;
-		break;
-	case HM_KEY_NETWORK_FS_CHUNK:
-		set_size(l, key, value, 64 * KIB, GIB, &cfg->network_fs_chunk);
-		break;
-	case HM_KEY_MAX_CONNECTIONS_PER_UID:
-		set_number(l, key, value, 1, 1000000, &cfg->max_per_uid);
-		break;
-	case HM_KEY_MAX_INFLIGHT:
-		set_number(l, key, value, 1, 65536, &cfg->max_inflight);
-		break;
-	case HM_KEY_MAX_INFLIGHT_BYTES:
-		set_size(l, key, value, 64 * KIB, TIB, &cfg->max_inflight_bytes);
-		break;
-	case HM_KEY_IDLE_TIMEOUT:
-		set_number(l, key, value, 0, SECONDS_MAX, &cfg->idle_timeout_s);
-		break;
-	case HM_KEY_WORKERS:
-		if (strcmp(value, "auto") == 0)
-			cfg->workers = 0;
-		else
-			set_number(l, key, value, 1, 256, &cfg->workers);
-		break;
-	case HM_KEY_POLL_US:
-		if (strcmp(value, "auto") == 0) {
-			cfg->poll_us = -1;
-		} else {
-			unsigned us = 0;
-
-			set_number(l, key, value, 0, HM_CONFIG_POLL_US_MAX, &us);
-			cfg->poll_us = (int)us;
-		}
-		break;
-	case HM_KEY_LOG_LEVEL:
-		set_enum(l, key, value, log_level_names, NAMES_N(log_level_names), &cfg->log_level);
-		break;
-	case HM_KEY_FOREGROUND:
-		set_bool(l, key, value, &cfg->foreground);
-		break;
-	case HM_CONFIG__NKEYS:
-		break;
-	}
+	if (d->type == KEY_SPECIAL)
+		d->set(l, d, value);
+	else
+		set[d->type](l, d, value);
 	if (l->errs->n == errors)
-		cfg->source[key] = l->src;
+		l->cfg->source[key] = l->src;
 }
 
 /* --- the file --------------------------------------------------------------- */
@@ -760,7 +907,7 @@ handler(void *user, const char *section, const char *name, const char *value)
 		}
 		return 1;
 	}
-	key = hm_config_key_lookup(name);
+	key = conf_key_lookup(name);
 	if (key < 0) {
 		file_error(l, l->line, "unknown key '%s'", name);
 		return 1;
@@ -813,38 +960,29 @@ static int
 set_defaults(struct hm_config *cfg)
 {
 	char sock[PATH_MAX];
+	size_t i;
 
 	memset(cfg, 0, sizeof *cfg);
+	for (i = 0; i < HM_CONFIG__NKEYS; i++)
+		set_field(cfg, &keys[i], keys[i].def);
+	/* the one default that is not a constant */
 	if (frame_default_socket(sock, sizeof sock) == 0) {
 		cfg->socket_path = strdup(sock);
 		if (cfg->socket_path == NULL)
 			return -ENOMEM;
 	}
-	cfg->socket_mode = HM_CONFIG_SOCKET_MODE_DEFAULT;
-	cfg->socket_group = (gid_t)-1;
-	cfg->policy = STORAGE_POLICY_AUTO;
-	cfg->cross_mounts = true;
-	cfg->max_open_files = HM_CONFIG_MAX_OPEN_FILES_DEFAULT;
-	cfg->warm = HM_WARM_NONE;
-	cfg->network_fs = HM_NETWORK_FS_PREAD;
-	cfg->network_fs_chunk = HM_CONFIG_NETWORK_FS_CHUNK_DEFAULT;
-	cfg->max_per_uid = HM_CONFIG_MAX_PER_UID_DEFAULT;
-	cfg->max_inflight = HM_CONFIG_MAX_INFLIGHT_DEFAULT;
-	cfg->max_inflight_bytes = HM_CONFIG_MAX_INFLIGHT_BYTES_DEFAULT;
-	cfg->poll_us = -1;
-	cfg->log_level = LOG_NOTICE;
 	return 0;
 }
 
 int
-hm_config_load(struct hm_config *cfg, const struct hm_config_args *args,
-	       struct hm_config_errors *errs)
+conf_load(struct hm_config *cfg, const struct hm_config_args *args,
+	  struct hm_config_errors *errs)
 {
 	struct load l = { .cfg = cfg, .errs = errs };
 	size_t errors = errs->n, i;
 
 	if (set_defaults(cfg) < 0) {
-		hm_config_clear(cfg);
+		conf_clear(cfg);
 		return -ENOMEM;
 	}
 	load_file(&l, args->path != NULL ? args->path : HM_CONFIG_DEFAULT_PATH,
@@ -863,14 +1001,14 @@ hm_config_load(struct hm_config *cfg, const struct hm_config_args *args,
 		file_error(&l, 0, "no socket path: set socket in the file, give --socket, "
 			   "or set HOTMAP_SOCKET or XDG_RUNTIME_DIR");
 	if (l.nomem || errs->n > errors) {
-		hm_config_clear(cfg);
+		conf_clear(cfg);
 		return l.nomem ? -ENOMEM : -EINVAL;
 	}
 	return 0;
 }
 
 void
-hm_config_clear(struct hm_config *cfg)
+conf_clear(struct hm_config *cfg)
 {
 	free(cfg->path);
 	free(cfg->socket_path);
@@ -886,10 +1024,10 @@ hm_config_clear(struct hm_config *cfg)
 /* --- the command line ------------------------------------------------------- */
 
 int
-hm_config_args_add(struct hm_config_args *a, const char *key, const char *value)
+conf_args_add(struct hm_config_args *a, const char *key, const char *value)
 {
 	struct hm_config_arg *v;
-	int k = hm_config_key_lookup(key);
+	int k = conf_key_lookup(key);
 
 	if (k < 0)
 		return -EINVAL;
@@ -902,7 +1040,7 @@ hm_config_args_add(struct hm_config_args *a, const char *key, const char *value)
 }
 
 void
-hm_config_args_clear(struct hm_config_args *a)
+conf_args_clear(struct hm_config_args *a)
 {
 	free(a->v);
 	memset(a, 0, sizeof *a);
@@ -911,8 +1049,8 @@ hm_config_args_clear(struct hm_config_args *a)
 /* --- showing it ---------------------------------------------------------------- */
 
 const char *
-hm_config_source_text(const struct hm_config *cfg, struct hm_config_source src, char *buf,
-		      size_t len)
+conf_source_text(const struct hm_config *cfg, struct hm_config_source src, char *buf,
+		 size_t len)
 {
 	switch (src.origin) {
 	case HM_ORIGIN_FILE:
@@ -931,124 +1069,97 @@ hm_config_source_text(const struct hm_config *cfg, struct hm_config_source src, 
 	return buf;
 }
 
-static void
-ids_text(const unsigned *v, size_t n, char *buf, size_t len)
-{
-	size_t i, used = 0;
-
-	buf[0] = '\0';
-	for (i = 0; i < n && used < len; i++) {
-		int w = snprintf(buf + used, len - used, "%s%u", i > 0 ? " " : "", v[i]);
-
-		if (w < 0)
-			break;
-		used += (size_t)w;
-	}
-}
-
 const char *
-hm_config_value_text(const struct hm_config *cfg, enum hm_config_key key, char *buf, size_t len)
+conf_value_text(const struct hm_config *cfg, enum hm_config_key key, char *buf, size_t len)
 {
-	size_t i, used;
+	const struct key_def *d = key_def(key);
+	uint64_t v = get_field(cfg, d);
 
 	buf[0] = '\0';
-	switch (key) {
-	case HM_KEY_SOCKET:
-		snprintf(buf, len, "%s", cfg->socket_path != NULL ? cfg->socket_path : "");
+	if (d->has_auto && v == d->auto_value) {
+		snprintf(buf, len, "auto");
+		return buf;
+	}
+	switch (d->type) {
+	case KEY_NUMBER:
+		snprintf(buf, len, "%llu", (unsigned long long)v);
 		break;
-	case HM_KEY_SOCKET_MODE:
-		snprintf(buf, len, "%04o", cfg->socket_mode);
+	case KEY_SIZE:
+		conf_format_size(v, buf, len);
 		break;
-	case HM_KEY_SOCKET_GROUP:
-		if (cfg->socket_group != (gid_t)-1)
-			snprintf(buf, len, "%u", (unsigned)cfg->socket_group);
+	case KEY_BOOL:
+		snprintf(buf, len, "%s", v ? "yes" : "no");
 		break;
-	case HM_KEY_ROOT:
-		for (i = 0, used = 0; i < cfg->roots.n && used < len; i++) {
-			int w = snprintf(buf + used, len - used, "%s%s", i > 0 ? " " : "",
-					 cfg->roots.v[i].given);
-
-			if (w < 0)
-				break;
-			used += (size_t)w;
-		}
+	case KEY_ENUM:
+		snprintf(buf, len, "%s", v < d->nchoices && d->choices[v] != NULL ?
+			 d->choices[v] : "?");
 		break;
-	case HM_KEY_ALLOW_UID:
-		ids_text(cfg->allow_uid.v, cfg->allow_uid.n, buf, len);
+	case KEY_MODE:
+		snprintf(buf, len, "%04llo", (unsigned long long)v);
 		break;
-	case HM_KEY_ALLOW_GID:
-		ids_text(cfg->allow_gid.v, cfg->allow_gid.n, buf, len);
-		break;
-	case HM_KEY_ADMIN_UID:
-		ids_text(cfg->admin_uid.v, cfg->admin_uid.n, buf, len);
-		break;
-	case HM_KEY_ADMIN_GID:
-		ids_text(cfg->admin_gid.v, cfg->admin_gid.n, buf, len);
-		break;
-	case HM_KEY_BACKEND:
-		snprintf(buf, len, "%s", (unsigned)cfg->policy < NAMES_N(backend_names) ? backend_names[cfg->policy] : "?");
-		break;
-	case HM_KEY_MAX_MAPPED_BYTES:
-		hm_config_format_size(cfg->max_mapped_bytes, buf, len);
-		break;
-	case HM_KEY_MAX_OPEN_FILES:
-		snprintf(buf, len, "%u", cfg->max_open_files);
-		break;
-	case HM_KEY_IDLE_UNMAP:
-		snprintf(buf, len, "%u", cfg->idle_unmap_s);
-		break;
-	case HM_KEY_WARM:
-		snprintf(buf, len, "%s", (unsigned)cfg->warm < NAMES_N(warm_names) ? warm_names[cfg->warm] : "?");
-		break;
-	case HM_KEY_NETWORK_FS:
-		snprintf(buf, len, "%s",
-			 (unsigned)cfg->network_fs < NAMES_N(network_fs_names) ? network_fs_names[cfg->network_fs] : "?");
-		break;
-	case HM_KEY_NETWORK_FS_CHUNK:
-		hm_config_format_size(cfg->network_fs_chunk, buf, len);
-		break;
-	case HM_KEY_MAX_CONNECTIONS_PER_UID:
-		snprintf(buf, len, "%u", cfg->max_per_uid);
-		break;
-	case HM_KEY_MAX_INFLIGHT:
-		snprintf(buf, len, "%u", cfg->max_inflight);
-		break;
-	case HM_KEY_MAX_INFLIGHT_BYTES:
-		hm_config_format_size(cfg->max_inflight_bytes, buf, len);
-		break;
-	case HM_KEY_IDLE_TIMEOUT:
-		snprintf(buf, len, "%u", cfg->idle_timeout_s);
-		break;
-	case HM_KEY_WORKERS:
-		if (cfg->workers == 0)
-			snprintf(buf, len, "auto");
-		else
-			snprintf(buf, len, "%u", cfg->workers);
-		break;
-	case HM_KEY_POLL_US:
-		if (cfg->poll_us < 0)
-			snprintf(buf, len, "auto");
-		else
-			snprintf(buf, len, "%d", cfg->poll_us);
-		break;
-	case HM_KEY_LOG_LEVEL:
-		snprintf(buf, len, "%s", cfg->log_level >= LOG_ERR && cfg->log_level <= LOG_DEBUG ?
-			 log_level_names[cfg->log_level] : "?");
-		break;
-	case HM_KEY_CROSS_MOUNTS:
-		snprintf(buf, len, "%s", cfg->cross_mounts ? "yes" : "no");
-		break;
-	case HM_KEY_FOREGROUND:
-		snprintf(buf, len, "%s", cfg->foreground ? "yes" : "no");
-		break;
-	case HM_CONFIG__NKEYS:
+	case KEY_SPECIAL:
+		d->text(cfg, d, buf, len);
 		break;
 	}
 	return buf;
 }
 
+/* A key's lines of --help: the option, then its text from column 25 on. */
+static void
+usage_key(FILE *f, const struct key_def *d)
+{
+	const char *p = d->help, *nl;
+	int col;
+
+	if (d->short_opt != 0)
+		col = fprintf(f, "  -%c, --%s", d->short_opt, d->name);
+	else
+		col = fprintf(f, "      --%s", d->name);
+	if (d->metavar != NULL)
+		col += fprintf(f, " %s", d->metavar);
+	if (*p == '\n')
+		fprintf(f, "\n%25s", "");	/* the option fills its line */
+	else
+		fprintf(f, "%*s", col < 25 ? 25 - col : 2, "");
+	p += *p == '\n';
+	while ((nl = strchr(p, '\n')) != NULL) {
+		fprintf(f, "%.*s\n%25s", (int)(nl - p), p, "");
+		p = nl + 1;
+	}
+	fprintf(f, "%s\n", p);
+}
+
 void
-hm_config_foreach(const struct hm_config *cfg, hm_config_cb cb, void *arg)
+conf_usage(FILE *f)
+{
+	size_t i;
+
+	for (i = 0; i < HM_CONFIG__NKEYS; i++)
+		if (keys[i].help != NULL)
+			usage_key(f, &keys[i]);
+}
+
+int
+conf_key_short(enum hm_config_key key)
+{
+	return (unsigned)key < HM_CONFIG__NKEYS ? key_def(key)->short_opt : 0;
+}
+
+bool
+conf_key_is_flag(enum hm_config_key key)
+{
+	return (unsigned)key < HM_CONFIG__NKEYS && key_def(key)->metavar == NULL;
+}
+
+void
+conf_key_field(enum hm_config_key key, size_t *offset, size_t *size)
+{
+	*offset = key_def(key)->offset;
+	*size = key_def(key)->size;
+}
+
+void
+conf_foreach(const struct hm_config *cfg, hm_config_cb cb, void *arg)
 {
 	char value[8192], source[PATH_MAX + 32];
 	int k;
@@ -1057,12 +1168,12 @@ hm_config_foreach(const struct hm_config *cfg, hm_config_cb cb, void *arg)
 	for (k = 0; k < HM_CONFIG__NKEYS; k++) {
 		if (k == HM_KEY_ROOT && cfg->roots.n > 0) {
 			for (i = 0; i < cfg->roots.n; i++)
-				cb(keys[k].name, cfg->roots.v[i].given,
-				   hm_config_source_text(cfg, cfg->root_sources[i], source,
-							 sizeof source), arg);
+				cb(key_def(k)->name, cfg->roots.v[i].given,
+				   conf_source_text(cfg, cfg->root_sources[i], source,
+						      sizeof source), arg);
 			continue;
 		}
-		cb(keys[k].name, hm_config_value_text(cfg, (enum hm_config_key)k, value, sizeof value),
-		   hm_config_source_text(cfg, cfg->source[k], source, sizeof source), arg);
+		cb(key_def(k)->name, conf_value_text(cfg, (enum hm_config_key)k, value, sizeof value),
+		   conf_source_text(cfg, cfg->source[k], source, sizeof source), arg);
 	}
 }

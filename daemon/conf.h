@@ -4,9 +4,20 @@
  * each value came from.
  *
  * What it is for: one struct hm_config that the server holds and its
- * consumers read when they open or connect; one key table, so the file
- * and the command line share every parser and every check; all the errors
- * of a file and a command line at once, each naming its file and line.
+ * consumers read when they open or connect; one key table (keys[] in
+ * conf.c: name, type, field, limits, choices, default, reload or restart,
+ * short option, --help text), from which the file and the command line
+ * are parsed and checked, defaults set, values shown, --help written and
+ * reloads diffed; all the errors of a file and a command line at once,
+ * each naming its file and line.
+ *
+ * Adding a key: its field in struct hm_config and its name in enum
+ * hm_config_key (the declaration), one row in keys[] (all the rest: a
+ * type with a handler only for what no type covers), its line in
+ * man/hotmapd.conf.5, and its good and bad values in tests/test_config.c
+ * (test_every_key_good and test_every_key_bad_all_errors_at_once fail
+ * until they have one per key).  Nothing else: main.c, server.c and
+ * hotmapctl config take it from the table.
  *
  * What it must not do: log, exit, or apply anything (binding, chmod,
  * log levels and reloads are server.c's and main.c's).
@@ -17,6 +28,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 #include "daemon/resolve.h"
@@ -28,7 +40,7 @@
 /* Read when no --config is given; a missing one is not an error. */
 #define HM_CONFIG_DEFAULT_PATH	SYSCONFDIR "/hotmap/hotmapd.conf"
 
-/* Every key, in the order hm_config_foreach reports them. */
+/* Every key, in the order conf_foreach reports them. */
 enum hm_config_key {
 	HM_KEY_SOCKET,
 	HM_KEY_SOCKET_MODE,
@@ -105,9 +117,8 @@ struct hm_gid_list {
 struct hm_config {
 	char *path;			/* the file read; NULL: none was */
 
-	/* Needs a restart: socket_path, socket_mode, socket_group, workers,
-	 * foreground.  Everything else applies from a reload on, to new
-	 * opens and new connections. */
+	/* What needs a restart says keys[]; everything else applies from a
+	 * reload on, to new opens and new connections. */
 	char *socket_path;		/* socket */
 	unsigned socket_mode;		/* socket-mode, 0 to 0777 */
 	gid_t socket_group;		/* socket-group; (gid_t)-1: unchanged */
@@ -163,15 +174,15 @@ struct hm_config_errors {
 };
 
 /* The key named name ("max-inflight"), or -1. */
-int hm_config_key_lookup(const char *name);
-const char *hm_config_key_name(enum hm_config_key key);
+int conf_key_lookup(const char *name);
+const char *conf_key_name(enum hm_config_key key);
 /* Whether a changed value takes a restart (not a reload) to apply. */
-bool hm_config_key_needs_restart(enum hm_config_key key);
+bool conf_key_needs_restart(enum hm_config_key key);
 
 /* Adds "--key value" (key as named in the file).  -EINVAL for an unknown
  * key, -ENOMEM. */
-int hm_config_args_add(struct hm_config_args *a, const char *key, const char *value);
-void hm_config_args_clear(struct hm_config_args *a);
+int conf_args_add(struct hm_config_args *a, const char *key, const char *value);
+void conf_args_clear(struct hm_config_args *a);
 
 /*
  * Defaults, then the file (args->path, or the default path when it
@@ -179,20 +190,20 @@ void hm_config_args_clear(struct hm_config_args *a);
  * collected: 0 with *cfg complete, or -EINVAL with errs (at least one) and
  * *cfg cleared, or -ENOMEM.  Roots are opened here (resolve_roots_add).
  */
-int hm_config_load(struct hm_config *cfg, const struct hm_config_args *args,
-		   struct hm_config_errors *errs);
+int conf_load(struct hm_config *cfg, const struct hm_config_args *args,
+	      struct hm_config_errors *errs);
 /* Frees what cfg holds and zeroes it; takes a zeroed or cleared cfg. */
-void hm_config_clear(struct hm_config *cfg);
-void hm_config_errors_clear(struct hm_config_errors *errs);
+void conf_clear(struct hm_config *cfg);
+void conf_errors_clear(struct hm_config_errors *errs);
 
 /* "default", "FILE:LINE" or "command line" into buf; returns buf. */
-const char *hm_config_source_text(const struct hm_config *cfg, struct hm_config_source src,
-				  char *buf, size_t len);
+const char *conf_source_text(const struct hm_config *cfg, struct hm_config_source src,
+			     char *buf, size_t len);
 
 /* The value of key as the file would spell it ("0660", "16M", "auto"; lists
  * space-separated) into buf; returns buf. */
-const char *hm_config_value_text(const struct hm_config *cfg, enum hm_config_key key,
-				 char *buf, size_t len);
+const char *conf_value_text(const struct hm_config *cfg, enum hm_config_key key,
+			    char *buf, size_t len);
 
 /*
  * Every key with its value and its source, in table order; a root once per
@@ -200,12 +211,24 @@ const char *hm_config_value_text(const struct hm_config *cfg, enum hm_config_key
  * and sources are valid during the call.
  */
 typedef void (*hm_config_cb)(const char *key, const char *value, const char *source, void *arg);
-void hm_config_foreach(const struct hm_config *cfg, hm_config_cb cb, void *arg);
+void conf_foreach(const struct hm_config *cfg, hm_config_cb cb, void *arg);
+/* The old name, for daemon/session.c until its refactor lands. */
+#define hm_config_foreach conf_foreach
+
+/* The command line's part of --help: every key's option and text. */
+void conf_usage(FILE *f);
+/* key's short option (0: none), and whether it takes no value (a flag
+ * means "yes"). */
+int conf_key_short(enum hm_config_key key);
+bool conf_key_is_flag(enum hm_config_key key);
+/* Where key's value is in struct hm_config: a reload that keeps an old
+ * value swaps these bytes. */
+void conf_key_field(enum hm_config_key key, size_t *offset, size_t *size);
 
 /* Parsers of single values, for the tests and hotmapctl's kind: 0, or
  * -EINVAL (not a size / number), -ERANGE (overflow). */
-int hm_config_parse_size(const char *s, uint64_t *out);
+int conf_parse_size(const char *s, uint64_t *out);
 /* "%llu" with the largest binary suffix that divides it ("64M"). */
-const char *hm_config_format_size(uint64_t v, char *buf, size_t len);
+const char *conf_format_size(uint64_t v, char *buf, size_t len);
 
 #endif

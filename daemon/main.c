@@ -37,40 +37,9 @@ usage(FILE *f)
 		"      --config FILE      read FILE (default: " HM_CONFIG_DEFAULT_PATH ",\n"
 		"                         if it exists); options given here win over it\n"
 		"      --check-config     check the file and the options, print the values\n"
-		"                         in effect, and exit (0: good, 1: errors)\n"
-		"  -s, --socket PATH      listen on PATH (default: $HOTMAP_SOCKET, else\n"
-		"                         /run/hotmap/hotmapd.sock as root, else\n"
-		"                         $XDG_RUNTIME_DIR/hotmap/hotmapd.sock)\n"
-		"      --socket-mode MODE octal mode of the socket (default 0666)\n"
-		"      --socket-group GROUP  group of the socket (default: unchanged)\n"
-		"  -f, --foreground       stay in the foreground (as under systemd)\n"
-		"  -b, --backend NAME     auto (default), mmap (required) or pread\n"
-		"  -r, --root DIR         allow open by path beneath DIR (repeatable)\n"
-		"      --cross-mounts yes|no  whether open by path may cross a mount\n"
-		"                         point beneath a root (default yes)\n"
-		"      --allow-uid USERS, --allow-gid GROUPS\n"
-		"                         who may connect (default: anyone who can reach\n"
-		"                         the socket)\n"
-		"      --admin-uid USERS, --admin-gid GROUPS\n"
-		"                         who may administer, besides root and hotmapd's user\n"
-		"      --max-mapped-bytes SIZE  mapped bytes kept (default 0: no limit)\n"
-		"      --max-open-files N files kept open (default 16384; 0: no limit)\n"
-		"      --idle-unmap S     unmap files unused for S seconds (default 0: never)\n"
-		"      --warm WHAT        none (default), willneed or populate: what to do\n"
-		"                         with a file's data when it is first cached\n"
-		"      --network-fs HOW   pread (default) or mmap: network and FUSE files\n"
-		"      --network-fs-chunk SIZE  their pread chunk (default 16M)\n"
-		"  -c, --max-connections-per-uid N\n"
-		"                         connections one uid may hold (default 4096)\n"
-		"      --max-inflight N   requests in flight per client (default 32)\n"
-		"      --max-inflight-bytes SIZE  bytes in flight per client (default 64M)\n"
-		"  -i, --idle-timeout S   close connections idle (no open file) for S seconds (default 0: never)\n"
-		"  -w, --workers N        threads for reads that may wait for the disk\n"
-		"                         (default: one per core, 2 to 8)\n"
-		"      --poll-us US       poll clients' request rings for US microseconds\n"
-		"                         before sleeping (default auto: 50 with 4 cores\n"
-		"                         or more, else 0)\n"
-		"      --log-level LEVEL  error, warning, notice (default), info or debug\n"
+		"                         in effect, and exit (0: good, 1: errors)\n");
+	conf_usage(f);
+	fprintf(f,
 		"  -v, --verbose          log one level more (repeatable)\n"
 		"  -h, --help             show this help and exit\n"
 		"  -V, --version          show the version and exit\n"
@@ -162,25 +131,14 @@ print_config(const struct hm_config *cfg, const struct hm_config_args *args)
 	else
 		printf("# no file (%s does not exist): built-in defaults\n",
 		       args->path != NULL ? args->path : HM_CONFIG_DEFAULT_PATH);
-	hm_config_foreach(cfg, print_value, NULL);
+	conf_foreach(cfg, print_value, NULL);
 }
 
 int
 main(int argc, char **argv)
 {
-	/* The short options, and the keys that have one. */
-	static const struct {
-		int c;
-		enum hm_config_key key;
-	} short_keys[] = {
-		{ 's', HM_KEY_SOCKET },
-		{ 'b', HM_KEY_BACKEND },
-		{ 'r', HM_KEY_ROOT },
-		{ 'w', HM_KEY_WORKERS },
-		{ 'c', HM_KEY_MAX_CONNECTIONS_PER_UID },
-		{ 'i', HM_KEY_IDLE_TIMEOUT },
-	};
 	struct option opts[HM_CONFIG__NKEYS + 8];
+	char shortopts[2 * HM_CONFIG__NKEYS + 8];
 	struct hm_config_args args = { 0 };
 	struct hm_config_errors errs = { 0 };
 	struct hm_config cfg;
@@ -188,21 +146,24 @@ main(int argc, char **argv)
 	struct server srv;
 	bool check = false;
 	int ready_fd = -1, c, rc, k, nopts = 0;
-	size_t i;
+	size_t i, nshort = 0;
 
-	/* Every key is a long option of the same name. */
+	/* Every key is a long option of the same name, some a short one too;
+	 * a flag takes no value. */
 	for (k = 0; k < HM_CONFIG__NKEYS; k++) {
-		opts[nopts] = (struct option){ hm_config_key_name((enum hm_config_key)k),
-					       required_argument, NULL, OPT_KEY + k };
-		for (i = 0; i < sizeof short_keys / sizeof short_keys[0]; i++)
-			if (short_keys[i].key == (enum hm_config_key)k)
-				opts[nopts].val = short_keys[i].c;
-		if (k == HM_KEY_FOREGROUND) {
-			opts[nopts].has_arg = no_argument;
-			opts[nopts].val = 'f';
+		bool flag = conf_key_is_flag((enum hm_config_key)k);
+		int sc = conf_key_short((enum hm_config_key)k);
+
+		opts[nopts++] = (struct option){ conf_key_name((enum hm_config_key)k),
+						 flag ? no_argument : required_argument, NULL,
+						 OPT_KEY + k };
+		if (sc != 0) {
+			shortopts[nshort++] = (char)sc;
+			if (!flag)
+				shortopts[nshort++] = ':';
 		}
-		nopts++;
 	}
+	memcpy(shortopts + nshort, "vhV", sizeof "vhV");
 	opts[nopts++] = (struct option){ "config", required_argument, NULL, OPT_CONFIG };
 	opts[nopts++] = (struct option){ "check-config", no_argument, NULL, OPT_CHECK_CONFIG };
 	opts[nopts++] = (struct option){ "verbose", no_argument, NULL, 'v' };
@@ -210,19 +171,18 @@ main(int argc, char **argv)
 	opts[nopts++] = (struct option){ "version", no_argument, NULL, 'V' };
 	opts[nopts] = (struct option){ NULL, 0, NULL, 0 };
 
-	while ((c = getopt_long(argc, argv, "s:fb:r:w:c:i:vhV", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, shortopts, opts, NULL)) != -1) {
 		const char *key = NULL, *value = optarg;
 
-		for (i = 0; i < sizeof short_keys / sizeof short_keys[0]; i++)
-			if (short_keys[i].c == c)
-				key = hm_config_key_name(short_keys[i].key);
-		if (c >= OPT_KEY && c < OPT_KEY + HM_CONFIG__NKEYS)
-			key = hm_config_key_name((enum hm_config_key)(c - OPT_KEY));
+		for (k = 0; k < HM_CONFIG__NKEYS && c < OPT_KEY; k++)
+			if (conf_key_short((enum hm_config_key)k) == c)
+				c = OPT_KEY + k;
+		if (c >= OPT_KEY && c < OPT_KEY + HM_CONFIG__NKEYS) {
+			key = conf_key_name((enum hm_config_key)(c - OPT_KEY));
+			if (conf_key_is_flag((enum hm_config_key)(c - OPT_KEY)))
+				value = "yes";
+		}
 		switch (c) {
-		case 'f':
-			key = "foreground";
-			value = "yes";
-			break;
 		case OPT_CONFIG:
 			args.path = optarg;
 			break;
@@ -234,45 +194,45 @@ main(int argc, char **argv)
 			break;
 		case 'h':
 			usage(stdout);
-			hm_config_args_clear(&args);
+			conf_args_clear(&args);
 			return 0;
 		case 'V':
 			printf("hotmapd %s (libevent %s, protobuf-c %s)\n", PACKAGE_VERSION,
 			       event_get_version(), protobuf_c_version());
-			hm_config_args_clear(&args);
+			conf_args_clear(&args);
 			return 0;
 		default:
 			if (key != NULL)
 				break;
 			usage(stderr);
-			hm_config_args_clear(&args);
+			conf_args_clear(&args);
 			return 2;
 		}
-		if (key != NULL && hm_config_args_add(&args, key, value) < 0) {
+		if (key != NULL && conf_args_add(&args, key, value) < 0) {
 			fprintf(stderr, "hotmapd: out of memory\n");
 			return 1;
 		}
 	}
 	if (optind < argc) {
 		fprintf(stderr, "hotmapd: unexpected argument '%s'\n", argv[optind]);
-		hm_config_args_clear(&args);
+		conf_args_clear(&args);
 		return 2;
 	}
 
-	rc = hm_config_load(&cfg, &args, &errs);
+	rc = conf_load(&cfg, &args, &errs);
 	if (rc < 0) {
 		for (i = 0; i < errs.n; i++)
 			fprintf(stderr, "hotmapd: %s\n", errs.v[i]);
 		if (rc == -ENOMEM)
 			fprintf(stderr, "hotmapd: out of memory\n");
-		hm_config_errors_clear(&errs);
-		hm_config_args_clear(&args);
+		conf_errors_clear(&errs);
+		conf_args_clear(&args);
 		return check || rc == -ENOMEM ? 1 : 2;
 	}
 	if (check) {
 		print_config(&cfg, &args);
-		hm_config_clear(&cfg);
-		hm_config_args_clear(&args);
+		conf_clear(&cfg);
+		conf_args_clear(&args);
 		return 0;
 	}
 	log_set_level(cfg.log_level);
@@ -289,16 +249,16 @@ main(int argc, char **argv)
 	rc = guard_install();
 	if (rc < 0) {
 		log_err("cannot install the SIGBUS guard: %s", strerror(-rc));
-		hm_config_clear(&cfg);
-		hm_config_args_clear(&args);
+		conf_clear(&cfg);
+		conf_args_clear(&args);
 		return 1;
 	}
 	if (!cfg.foreground) {
 		rc = daemonize(&ready_fd);
 		if (rc < 0) {
 			log_err("cannot daemonize: %s", strerror(-rc));
-			hm_config_clear(&cfg);
-			hm_config_args_clear(&args);
+			conf_clear(&cfg);
+			conf_args_clear(&args);
 			return 1;
 		}
 	}
@@ -310,7 +270,7 @@ main(int argc, char **argv)
 	if (rc < 0) {
 		log_err("%s", err);
 		server_fini(&srv);
-		hm_config_args_clear(&args);
+		conf_args_clear(&args);
 		return 1;
 	}
 	if (srv.cfg.path != NULL)
@@ -323,6 +283,6 @@ main(int argc, char **argv)
 	}
 	rc = server_run(&srv);
 	server_fini(&srv);
-	hm_config_args_clear(&args);
+	conf_args_clear(&args);
 	return rc < 0 ? 1 : 0;
 }

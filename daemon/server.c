@@ -411,34 +411,22 @@ server_signal_cb(evutil_socket_t sig, short what, void *arg)
 	event_base_loopexit(srv->base, NULL);
 }
 
-/* Moves the value of key, which needs a restart, from old into next. */
+/*
+ * Moves the value of key, which needs a restart, from old into next: the
+ * field's bytes are swapped, so a value that owns memory (the socket's
+ * path) changes hands instead of being freed twice; old's pointer stays
+ * valid until old is cleared, and server_fini unlinks next's.
+ */
 static void
 keep_restart_value(struct hm_config *next, struct hm_config *old, enum hm_config_key key)
 {
-	char *path;
+	unsigned char tmp[sizeof(struct hm_config)];
+	size_t offset, size;
 
-	switch (key) {
-	case HM_KEY_SOCKET:
-		/* old's pointer stays valid: server_fini unlinks it */
-		path = next->socket_path;
-		next->socket_path = old->socket_path;
-		old->socket_path = path;
-		break;
-	case HM_KEY_SOCKET_MODE:
-		next->socket_mode = old->socket_mode;
-		break;
-	case HM_KEY_SOCKET_GROUP:
-		next->socket_group = old->socket_group;
-		break;
-	case HM_KEY_WORKERS:
-		next->workers = old->workers;
-		break;
-	case HM_KEY_FOREGROUND:
-		next->foreground = old->foreground;
-		break;
-	default:
-		return;
-	}
+	conf_key_field(key, &offset, &size);
+	memcpy(tmp, (char *)next + offset, size);
+	memcpy((char *)next + offset, (char *)old + offset, size);
+	memcpy((char *)old + offset, tmp, size);
 	next->source[key] = old->source[key];
 }
 
@@ -497,19 +485,19 @@ server_reload(struct server *srv)
 	snprintf(msg, sizeof msg, "RELOADING=1\nMONOTONIC_USEC=%llu",
 		 (unsigned long long)(server_now_ns() / 1000u));
 	sd_notify(0, msg);
-	rc = hm_config_load(&next, srv->cfg_args, &errs);
+	rc = conf_load(&next, srv->cfg_args, &errs);
 	if (rc < 0) {
 		for (i = 0; i < errs.n; i++)
 			log_err("reload: %s", errs.v[i]);
 		log_err("reload failed (%s): keeping the configuration in use",
 			rc == -ENOMEM ? "out of memory" : "errors above");
-		hm_config_errors_clear(&errs);
+		conf_errors_clear(&errs);
 		sd_notify(0, "READY=1\nSTATUS=reload failed; the configuration in use is kept");
 		return rc;
 	}
 	for (k = 0; k < HM_CONFIG__NKEYS; k++) {
-		hm_config_value_text(cur, (enum hm_config_key)k, was, sizeof was);
-		hm_config_value_text(&next, (enum hm_config_key)k, now, sizeof now);
+		conf_value_text(cur, (enum hm_config_key)k, was, sizeof was);
+		conf_value_text(&next, (enum hm_config_key)k, now, sizeof now);
 		if (srv->socket_activated &&
 		    (k == HM_KEY_SOCKET || k == HM_KEY_SOCKET_MODE || k == HM_KEY_SOCKET_GROUP)) {
 			/* the socket unit's, whatever the file says (noticed
@@ -519,19 +507,19 @@ server_reload(struct server *srv)
 		}
 		if (strcmp(was, now) == 0)
 			continue;
-		if (hm_config_key_needs_restart((enum hm_config_key)k)) {
+		if (conf_key_needs_restart((enum hm_config_key)k)) {
 			log_warn("reload: %s changed from '%s' to '%s': needs a restart; keeping '%s'",
-				 hm_config_key_name((enum hm_config_key)k), was, now, was);
+				 conf_key_name((enum hm_config_key)k), was, now, was);
 			keep_restart_value(&next, cur, (enum hm_config_key)k);
 		} else {
-			log_notice("reload: %s = %s (was %s)", hm_config_key_name((enum hm_config_key)k),
+			log_notice("reload: %s = %s (was %s)", conf_key_name((enum hm_config_key)k),
 				   now, was);
 		}
 	}
 	/* Nothing holds on to the old values past this event: sessions read
 	 * the configuration when they connect or open, and copy what they
 	 * keep. */
-	hm_config_clear(cur);
+	conf_clear(cur);
 	*cur = next;
 	log_set_level(cur->log_level);
 	server_apply(srv);
@@ -794,8 +782,8 @@ socket_key_ignored(const struct server *srv, enum hm_config_key key, const char 
 		return;
 	log_notice("%s: %s %s does not apply: the socket systemd passed has %s "
 		   "(the socket unit sets it: %s)",
-		   hm_config_source_text(&srv->cfg, srv->cfg.source[key], src, sizeof src),
-		   hm_config_key_name(key), was, now, unit_key);
+		   conf_source_text(&srv->cfg, srv->cfg.source[key], src, sizeof src),
+		   conf_key_name(key), was, now, unit_key);
 }
 
 /*
@@ -930,7 +918,7 @@ server_run(struct server *srv)
 	}
 	log_notice("hotmapd %s ready on %s (backend %s, %zu root%s)", PACKAGE_VERSION,
 		   srv->socket_activated ? "the socket systemd passed" : srv->cfg.socket_path,
-		   hm_config_value_text(&srv->cfg, HM_KEY_BACKEND, backend, sizeof backend),
+		   conf_value_text(&srv->cfg, HM_KEY_BACKEND, backend, sizeof backend),
 		   srv->cfg.roots.n, srv->cfg.roots.n == 1 ? "" : "s");
 	return loop_run(srv);
 }
@@ -967,7 +955,7 @@ server_fini(struct server *srv)
 	srv->cache = file_cache_free(srv->cache);
 	/* After every session and entry: each handed its descriptors over. */
 	closer_stop(SERVER_CLOSER_STOP_MS);
-	hm_config_clear(&srv->cfg);
+	conf_clear(&srv->cfg);
 	free(srv->uids);
 	if (srv->base != NULL)
 		event_base_free(srv->base);

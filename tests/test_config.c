@@ -92,7 +92,7 @@ load_ok(struct hm_config *cfg, struct hm_config_args *args)
 	int rc;
 
 	args->path = conf;
-	rc = hm_config_load(cfg, args, &errs);
+	rc = conf_load(cfg, args, &errs);
 	if (rc != 0)
 		print_errors(&errs);
 	assert_int_equal(rc, 0);
@@ -106,7 +106,7 @@ load_bad(struct hm_config_args *args, struct hm_config_errors *errs)
 	struct hm_config cfg;
 
 	args->path = conf;
-	assert_int_equal(hm_config_load(&cfg, args, errs), -EINVAL);
+	assert_int_equal(conf_load(&cfg, args, errs), -EINVAL);
 	assert_true(errs->n > 0);
 	/* nothing is left behind */
 	assert_null(cfg.socket_path);
@@ -138,7 +138,7 @@ source(const struct hm_config *cfg, enum hm_config_key key)
 {
 	static char buf[PATH_MAX + 32];
 
-	return hm_config_source_text(cfg, cfg->source[key], buf, sizeof buf);
+	return conf_source_text(cfg, cfg->source[key], buf, sizeof buf);
 }
 
 static const char *
@@ -203,7 +203,7 @@ test_defaults_from_an_empty_file(void **state)
 	load_ok(&cfg, &args);
 	assert_string_equal(cfg.path, conf);
 	assert_defaults(&cfg);
-	hm_config_clear(&cfg);
+	conf_clear(&cfg);
 }
 
 static void
@@ -216,10 +216,10 @@ test_missing_default_file_is_fine(void **state)
 	(void)state;
 	if (access(HM_CONFIG_DEFAULT_PATH, F_OK) == 0)
 		skip();		/* this machine has one */
-	assert_int_equal(hm_config_load(&cfg, &args, &errs), 0);
+	assert_int_equal(conf_load(&cfg, &args, &errs), 0);
 	assert_null(cfg.path);
 	assert_defaults(&cfg);
-	hm_config_clear(&cfg);
+	conf_clear(&cfg);
 }
 
 static void
@@ -233,11 +233,11 @@ test_missing_given_file_is_an_error(void **state)
 	(void)state;
 	snprintf(missing, sizeof missing, "%s/missing.conf", dir);
 	args.path = missing;
-	assert_int_equal(hm_config_load(&cfg, &args, &errs), -EINVAL);
+	assert_int_equal(conf_load(&cfg, &args, &errs), -EINVAL);
 	assert_int_equal(errs.n, 1);
 	snprintf(want, sizeof want, "%s: %s", missing, strerror(ENOENT));
 	assert_string_equal(errs.v[0], want);
-	hm_config_errors_clear(&errs);
+	conf_errors_clear(&errs);
 }
 
 /* --- every key --------------------------------------------------------------- */
@@ -321,7 +321,7 @@ test_every_key_good(void **state)
 	}
 	assert_int_equal(cfg.root_sources[0].line, 4);
 	assert_int_equal(cfg.root_sources[1].line, 5);
-	hm_config_clear(&cfg);
+	conf_clear(&cfg);
 }
 
 static void
@@ -371,7 +371,7 @@ test_every_key_bad_all_errors_at_once(void **state)
 	for (i = 0; i < sizeof cases / sizeof cases[0]; i++)
 		assert_error(&errs, i, (unsigned)i + 1, cases[i].error);
 	assert_int_equal(errs.n, HM_CONFIG__NKEYS);
-	hm_config_errors_clear(&errs);
+	conf_errors_clear(&errs);
 }
 
 static void
@@ -388,13 +388,13 @@ test_values_spelled_otherwise(void **state)
 		write_conf("foreground = %s\n", yes[i]);
 		load_ok(&cfg, &args);
 		assert_true(cfg.foreground);
-		hm_config_clear(&cfg);
+		conf_clear(&cfg);
 	}
 	for (i = 0; i < sizeof no / sizeof no[0]; i++) {
 		write_conf("foreground = %s\n", no[i]);
 		load_ok(&cfg, &args);
 		assert_false(cfg.foreground);
-		hm_config_clear(&cfg);
+		conf_clear(&cfg);
 	}
 	write_conf("workers = auto\nsocket-mode = 660\nsocket-group = 0\nmax-open-files = 0\n"
 		   "max-mapped-bytes = 0\nallow-uid =\nnetwork-fs-chunk = 1G\npoll-us = 0\n");
@@ -407,7 +407,7 @@ test_values_spelled_otherwise(void **state)
 	assert_int_equal(cfg.max_mapped_bytes, 0);
 	assert_int_equal(cfg.allow_uid.n, 0);
 	assert_int_equal(cfg.network_fs_chunk, 1u << 30);
-	hm_config_clear(&cfg);
+	conf_clear(&cfg);
 }
 
 /* --- syntax --------------------------------------------------------------------- */
@@ -445,7 +445,7 @@ test_syntax_errors_and_lines(void **state)
 	assert_error(&errs, 6, 11, "syntax error: expected '[section]'");
 	/* after a broken header, inih stays in [other] */
 	assert_int_equal(errs.n, 7);
-	hm_config_errors_clear(&errs);
+	conf_errors_clear(&errs);
 }
 
 static void
@@ -467,7 +467,7 @@ test_sections_comments_crlf_bom(void **state)
 	assert_int_equal(cfg.idle_timeout_s, 5);
 	assert_string_equal(source(&cfg, HM_KEY_MAX_OPEN_FILES), at_line(4));
 	assert_string_equal(source(&cfg, HM_KEY_IDLE_TIMEOUT), at_line(6));
-	hm_config_clear(&cfg);
+	conf_clear(&cfg);
 }
 
 static void
@@ -484,7 +484,7 @@ test_repeated_keys(void **state)
 	assert_string_equal(source(&cfg, HM_KEY_MAX_INFLIGHT), at_line(2));
 	assert_int_equal(cfg.allow_uid.n, 3);
 	assert_int_equal(cfg.allow_uid.v[2], 3);
-	hm_config_clear(&cfg);
+	conf_clear(&cfg);
 }
 
 /* --- the command line --------------------------------------------------------------- */
@@ -501,12 +501,12 @@ test_command_line_wins(void **state)
 	mkdir(sub, 0755);
 	write_conf("socket = /run/file.sock\nbackend = mmap\nroot = %1$s\nroot = /\n"
 		   "allow-uid = 5\nlog-level = warning\nmax-inflight = 4\n", dir);
-	assert_int_equal(hm_config_args_add(&args, "socket", "/run/cli.sock"), 0);
-	assert_int_equal(hm_config_args_add(&args, "backend", "pread"), 0);
-	assert_int_equal(hm_config_args_add(&args, "root", sub), 0);
-	assert_int_equal(hm_config_args_add(&args, "allow-uid", "6"), 0);
-	assert_int_equal(hm_config_args_add(&args, "allow-uid", "7"), 0);
-	assert_int_equal(hm_config_args_add(&args, "nonsense", "1"), -EINVAL);
+	assert_int_equal(conf_args_add(&args, "socket", "/run/cli.sock"), 0);
+	assert_int_equal(conf_args_add(&args, "backend", "pread"), 0);
+	assert_int_equal(conf_args_add(&args, "root", sub), 0);
+	assert_int_equal(conf_args_add(&args, "allow-uid", "6"), 0);
+	assert_int_equal(conf_args_add(&args, "allow-uid", "7"), 0);
+	assert_int_equal(conf_args_add(&args, "nonsense", "1"), -EINVAL);
 	args.verbose = 1;
 	load_ok(&cfg, &args);
 	assert_string_equal(cfg.socket_path, "/run/cli.sock");
@@ -526,14 +526,14 @@ test_command_line_wins(void **state)
 	/* what the command line leaves alone keeps the file's */
 	assert_int_equal(cfg.max_inflight, 4);
 	assert_string_equal(source(&cfg, HM_KEY_MAX_INFLIGHT), at_line(7));
-	hm_config_clear(&cfg);
+	conf_clear(&cfg);
 
 	/* -v beyond debug stays at debug */
 	args.verbose = 9;
 	load_ok(&cfg, &args);
 	assert_int_equal(cfg.log_level, LOG_DEBUG);
-	hm_config_clear(&cfg);
-	hm_config_args_clear(&args);
+	conf_clear(&cfg);
+	conf_args_clear(&args);
 }
 
 static void
@@ -544,15 +544,15 @@ test_command_line_errors_after_the_file(void **state)
 
 	(void)state;
 	write_conf("workers = 1\nmax-inflight = 0\n");
-	assert_int_equal(hm_config_args_add(&args, "workers", "x"), 0);
-	assert_int_equal(hm_config_args_add(&args, "allow-gid", "hotmap-no-such-group"), 0);
+	assert_int_equal(conf_args_add(&args, "workers", "x"), 0);
+	assert_int_equal(conf_args_add(&args, "allow-gid", "hotmap-no-such-group"), 0);
 	load_bad(&args, &errs);
 	assert_int_equal(errs.n, 3);
 	assert_error(&errs, 0, 2, "max-inflight: 0 is out of range");
 	assert_error(&errs, 1, 0, "--workers: not a number: 'x'");
 	assert_error(&errs, 2, 0, "--allow-gid: unknown group 'hotmap-no-such-group'");
-	hm_config_errors_clear(&errs);
-	hm_config_args_clear(&args);
+	conf_errors_clear(&errs);
+	conf_args_clear(&args);
 }
 
 /* --- sizes ------------------------------------------------------------------------ */
@@ -594,18 +594,18 @@ test_sizes(void **state)
 	(void)state;
 	for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		v = 12345;
-		if (hm_config_parse_size(cases[i].s, &v) != cases[i].rc)
-			fail_msg("'%s': %d, want %d", cases[i].s, hm_config_parse_size(cases[i].s, &v),
+		if (conf_parse_size(cases[i].s, &v) != cases[i].rc)
+			fail_msg("'%s': %d, want %d", cases[i].s, conf_parse_size(cases[i].s, &v),
 				 cases[i].rc);
 		if (cases[i].rc == 0)
 			assert_int_equal(v, cases[i].v);
 	}
-	assert_string_equal(hm_config_format_size(0, buf, sizeof buf), "0");
-	assert_string_equal(hm_config_format_size(1000, buf, sizeof buf), "1000");
-	assert_string_equal(hm_config_format_size(1536, buf, sizeof buf), "1536");
-	assert_string_equal(hm_config_format_size(64 << 20, buf, sizeof buf), "64M");
-	assert_string_equal(hm_config_format_size(3ull << 40, buf, sizeof buf), "3T");
-	assert_string_equal(hm_config_format_size(1ull << 50, buf, sizeof buf), "1024T");
+	assert_string_equal(conf_format_size(0, buf, sizeof buf), "0");
+	assert_string_equal(conf_format_size(1000, buf, sizeof buf), "1000");
+	assert_string_equal(conf_format_size(1536, buf, sizeof buf), "1536");
+	assert_string_equal(conf_format_size(64 << 20, buf, sizeof buf), "64M");
+	assert_string_equal(conf_format_size(3ull << 40, buf, sizeof buf), "3T");
+	assert_string_equal(conf_format_size(1ull << 50, buf, sizeof buf), "1024T");
 }
 
 /* --- what hotmapctl config will show ------------------------------------------------------ */
@@ -647,9 +647,9 @@ test_foreach_values_and_sources(void **state)
 
 	(void)state;
 	write_conf("root = %s\nroot = /\nsocket-mode = 640\nmax-inflight-bytes = 1048576\n", dir);
-	assert_int_equal(hm_config_args_add(&args, "workers", "4"), 0);
+	assert_int_equal(conf_args_add(&args, "workers", "4"), 0);
 	load_ok(&cfg, &args);
-	hm_config_foreach(&cfg, collect, &c);
+	conf_foreach(&cfg, collect, &c);
 	/* every key once, root once per root */
 	assert_int_equal(c.n, HM_CONFIG__NKEYS + 1);
 	snprintf(line, sizeof line, "root = %s  # %s", dir, at_line(1));
@@ -666,16 +666,16 @@ test_foreach_values_and_sources(void **state)
 	assert_true(collected_has(&c, "cross-mounts = yes  # default"));
 	assert_true(collected_has(&c, "log-level = notice  # default"));
 	assert_true(collected_has(&c, "allow-uid =   # default"));
-	hm_config_clear(&cfg);
-	hm_config_args_clear(&args);
+	conf_clear(&cfg);
+	conf_args_clear(&args);
 
 	c.n = 0;
 	write_conf("\n");
 	load_ok(&cfg, &args);
-	hm_config_foreach(&cfg, collect, &c);
+	conf_foreach(&cfg, collect, &c);
 	assert_int_equal(c.n, HM_CONFIG__NKEYS);
 	assert_true(collected_has(&c, "root =   # default"));
-	hm_config_clear(&cfg);
+	conf_clear(&cfg);
 }
 
 static void
@@ -685,16 +685,47 @@ test_key_table(void **state)
 
 	(void)state;
 	for (k = 0; k < HM_CONFIG__NKEYS; k++)
-		assert_int_equal(hm_config_key_lookup(hm_config_key_name((enum hm_config_key)k)), k);
-	assert_int_equal(hm_config_key_lookup("sokcet"), -1);
-	assert_true(hm_config_key_needs_restart(HM_KEY_SOCKET));
-	assert_true(hm_config_key_needs_restart(HM_KEY_SOCKET_MODE));
-	assert_true(hm_config_key_needs_restart(HM_KEY_SOCKET_GROUP));
-	assert_true(hm_config_key_needs_restart(HM_KEY_WORKERS));
-	assert_true(hm_config_key_needs_restart(HM_KEY_FOREGROUND));
-	assert_false(hm_config_key_needs_restart(HM_KEY_ROOT));
-	assert_false(hm_config_key_needs_restart(HM_KEY_LOG_LEVEL));
-	assert_false(hm_config_key_needs_restart(HM_KEY_MAX_INFLIGHT));
+		assert_int_equal(conf_key_lookup(conf_key_name((enum hm_config_key)k)), k);
+	assert_int_equal(conf_key_lookup("sokcet"), -1);
+	assert_true(conf_key_needs_restart(HM_KEY_SOCKET));
+	assert_true(conf_key_needs_restart(HM_KEY_SOCKET_MODE));
+	assert_true(conf_key_needs_restart(HM_KEY_SOCKET_GROUP));
+	assert_true(conf_key_needs_restart(HM_KEY_WORKERS));
+	assert_true(conf_key_needs_restart(HM_KEY_FOREGROUND));
+	assert_false(conf_key_needs_restart(HM_KEY_ROOT));
+	assert_false(conf_key_needs_restart(HM_KEY_LOG_LEVEL));
+	assert_false(conf_key_needs_restart(HM_KEY_MAX_INFLIGHT));
+}
+
+/* The table's rows: every key in --help, each field inside the struct and
+ * apart from the others (a reload swaps a field by its offset and size). */
+static void
+test_key_table_rows(void **state)
+{
+	char *help = NULL, opt[64];
+	size_t len = 0, off[HM_CONFIG__NKEYS], size[HM_CONFIG__NKEYS];
+	FILE *f;
+	int k, j;
+
+	(void)state;
+	f = open_memstream(&help, &len);
+	assert_non_null(f);
+	conf_usage(f);
+	fclose(f);
+	for (k = 0; k < HM_CONFIG__NKEYS; k++) {
+		snprintf(opt, sizeof opt, "--%s", conf_key_name((enum hm_config_key)k));
+		if (strstr(help, opt) == NULL)
+			fail_msg("%s is not in --help", opt);
+		conf_key_field((enum hm_config_key)k, &off[k], &size[k]);
+		assert_true(size[k] > 0);
+		assert_true(off[k] + size[k] <= offsetof(struct hm_config, source));
+		for (j = 0; j < k; j++)
+			assert_true(off[k] + size[k] <= off[j] || off[j] + size[j] <= off[k]);
+	}
+	assert_int_equal(conf_key_short(HM_KEY_SOCKET), 's');
+	assert_true(conf_key_is_flag(HM_KEY_FOREGROUND));
+	assert_false(conf_key_is_flag(HM_KEY_CROSS_MOUNTS));
+	free(help);
 }
 
 /* --- the peer policy ----------------------------------------------------------------- */
@@ -889,7 +920,7 @@ test_large_entries(void **state)
 	assert_int_equal(cfg.admin_uid.n, 1);
 	assert_int_equal(cfg.admin_uid.v[0], 0);
 	assert_true(lookups > 3);	/* refused, grown, found */
-	hm_config_clear(&cfg);
+	conf_clear(&cfg);
 }
 
 int
@@ -910,6 +941,7 @@ main(void)
 		cmocka_unit_test(test_sizes),
 		cmocka_unit_test(test_foreach_values_and_sources),
 		cmocka_unit_test(test_key_table),
+		cmocka_unit_test(test_key_table_rows),
 		cmocka_unit_test(test_policy_open_by_default),
 		cmocka_unit_test(test_policy_allow_lists),
 		cmocka_unit_test(test_policy_admins),

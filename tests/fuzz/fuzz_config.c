@@ -1,6 +1,6 @@
 /*
  * fuzz_config.c - libFuzzer target: hotmapd.conf and the command line
- * through hm_config_load (daemon/conf.c, over inih).
+ * through conf_load (daemon/conf.c, over inih).
  *
  * The input up to its first NUL byte is the file; it is written to a memfd
  * and loaded through /proc/self/fd, so no file is left behind and each run
@@ -9,7 +9,7 @@
  *
  * A load either succeeds with a complete configuration or fails with at
  * least one error naming the file or the option; whatever it kept must
- * print (hm_config_foreach) and free without complaint.
+ * print (conf_foreach) and free without complaint.
  */
 #include "config.h"
 
@@ -30,7 +30,7 @@ count_item(const char *key, const char *value, const char *source, void *arg)
 	size_t *n = arg;
 
 	check(key != NULL && key[0] != '\0' && value != NULL && source != NULL);
-	check(hm_config_key_lookup(key) >= 0);
+	check(conf_key_lookup(key) >= 0);
 	(*n)++;
 }
 
@@ -47,8 +47,8 @@ command_line(char *buf, struct hm_config_args *args)
 			continue;
 		*eq = '\0';
 		/* unknown keys are refused here, as getopt would */
-		if (hm_config_args_add(args, line, eq + 1) == -EINVAL)
-			check(hm_config_key_lookup(line) < 0);
+		if (conf_args_add(args, line, eq + 1) == -EINVAL)
+			check(conf_key_lookup(line) < 0);
 	}
 }
 
@@ -76,38 +76,38 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		command_line(rest, &args);
 		/* the size parser on its own, on the first option's value */
 		if (args.n > 0)
-			(void)hm_config_parse_size(args.v[0].value, &n);
+			(void)conf_parse_size(args.v[0].value, &n);
 	}
 
-	rc = hm_config_load(&cfg, &args, &errs);
+	rc = conf_load(&cfg, &args, &errs);
 	check(rc == 0 || rc == -EINVAL || rc == -ENOMEM);
 	if (rc == 0) {
 		check(errs.n == 0);
 		check(cfg.path != NULL && strcmp(cfg.path, path) == 0);
 		check(cfg.socket_path != NULL);
 		check(cfg.socket_mode <= 0777);
-		hm_config_foreach(&cfg, count_item, &items);
+		conf_foreach(&cfg, count_item, &items);
 		check(items >= HM_CONFIG__NKEYS);
 		for (k = 0; k < HM_CONFIG__NKEYS; k++) {
 			char src[128];
 
 			/* a small buffer: values are cut, never overrun */
-			hm_config_value_text(&cfg, (enum hm_config_key)k, value, 8);
+			conf_value_text(&cfg, (enum hm_config_key)k, value, 8);
 			check(strlen(value) < 8);
-			hm_config_value_text(&cfg, (enum hm_config_key)k, value, sizeof value);
-			hm_config_source_text(&cfg, cfg.source[k], src, sizeof src);
+			conf_value_text(&cfg, (enum hm_config_key)k, value, sizeof value);
+			conf_source_text(&cfg, cfg.source[k], src, sizeof src);
 		}
-		hm_config_clear(&cfg);
+		conf_clear(&cfg);
 	} else if (rc == -EINVAL) {
 		check(errs.n > 0);
 		for (i = 0; i < errs.n; i++)
 			check(errs.v[i] != NULL && errs.v[i][0] != '\0');
 		/* a cleared configuration: clearing it again is harmless */
 		check(cfg.path == NULL && cfg.socket_path == NULL && cfg.roots.n == 0);
-		hm_config_clear(&cfg);
+		conf_clear(&cfg);
 	}
-	hm_config_errors_clear(&errs);
-	hm_config_args_clear(&args);
+	conf_errors_clear(&errs);
+	conf_args_clear(&args);
 	free(rest);
 	close(fd);
 	return 0;

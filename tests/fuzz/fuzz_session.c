@@ -209,16 +209,16 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 	snprintf(sock, sizeof sock, "%s/sock", root);	/* never bound */
 	/* no file: the defaults, and only what is set here over them */
 	args.path = "/dev/null";
-	check(hm_config_args_add(&args, "socket", strdup(sock)) == 0);
-	check(hm_config_args_add(&args, "root", "/proc/self/cwd") == 0);
-	check(hm_config_args_add(&args, "workers", "2") == 0);
-	check(hm_config_args_add(&args, "poll-us", "0") == 0);
-	check(hm_config_args_add(&args, "max-inflight", "4") == 0);
-	rc = hm_config_load(&cfg, &args, &errs);
+	check(conf_args_add(&args, "socket", strdup(sock)) == 0);
+	check(conf_args_add(&args, "root", "/proc/self/cwd") == 0);
+	check(conf_args_add(&args, "workers", "2") == 0);
+	check(conf_args_add(&args, "poll-us", "0") == 0);
+	check(conf_args_add(&args, "max-inflight", "4") == 0);
+	rc = conf_load(&cfg, &args, &errs);
 	for (i = 0; i < errs.n; i++)
 		fprintf(stderr, "fuzz_session: %s\n", errs.v[i]);
 	check(rc == 0);
-	hm_config_errors_clear(&errs);
+	conf_errors_clear(&errs);
 	/* back where libFuzzer was started: it writes crash files there */
 	check(fchdir(cwd) == 0);
 	close(cwd);
