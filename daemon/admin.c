@@ -255,7 +255,7 @@ admin_config(struct session *s, uint32_t id, ProtobufCMessage *msg)
 	int rc;
 
 	(void)msg;
-	hm_config_foreach(&session_server(s)->cfg, config_add, &b);
+	conf_foreach(&session_server(s)->cfg, config_add, &b);
 	if (!b.failed)
 		ptrs = calloc(b.n + 1, sizeof *ptrs);
 	if (b.failed || ptrs == NULL) {

@@ -212,8 +212,6 @@ const char *conf_value_text(const struct hm_config *cfg, enum hm_config_key key,
  */
 typedef void (*hm_config_cb)(const char *key, const char *value, const char *source, void *arg);
 void conf_foreach(const struct hm_config *cfg, hm_config_cb cb, void *arg);
-/* The old name, for daemon/session.c until its refactor lands. */
-#define hm_config_foreach conf_foreach
 
 /* The command line's part of --help: every key's option and text. */
 void conf_usage(FILE *f);
