@@ -1116,6 +1116,81 @@ client_revive(hm_client *c)
 		client_reconnect(c);
 }
 
+/* Runs fn(c, arg), and once more when client_retry allows.  Lock held,
+ * client_revive done: for a call that runs several steps under one lock. */
+static int
+client_retrying(hm_client *c, int (*fn)(hm_client *c, void *arg), void *arg)
+{
+	int rc;
+
+	do
+		rc = fn(c, arg);
+	while (client_retry(c, rc));
+	return rc;
+}
+
+/* A public call's one step: fn(c, arg) under c's lock, after
+ * client_revive, run once more when client_retry allows. */
+static int
+client_with_retry(hm_client *c, int (*fn)(hm_client *c, void *arg), void *arg)
+{
+	int rc;
+
+	pthread_mutex_lock(c->lock);
+	client_revive(c);
+	rc = client_retrying(c, fn, arg);
+	pthread_mutex_unlock(c->lock);
+	return rc;
+}
+
+/* One request and its reply, for client_with_retry. */
+struct request {
+	hm_file *f;		/* NULL: not about a file; else req's handle is set */
+	uint64_t *handle;	/* the handle field of req, when f is set */
+	uint16_t type, reply_type;
+	const ProtobufCMessage *req;
+	ProtobufCMessage *reply;
+};
+
+static int
+request_run(hm_client *c, void *arg)
+{
+	struct request *q = arg;
+
+	if (q->f != NULL) {
+		/* (again) from the file's handle: a reconnect renews it */
+		if (q->f->handle == 0)
+			return -ESTALE;	/* lost in a reconnect */
+		*q->handle = q->f->handle;
+	}
+	return client_call(c, q->type, q->req, -1, q->reply_type, &q->reply);
+}
+
+/* A request of c with its one-frame reply, under the reconnect policy. */
+static int
+client_request(hm_client *c, uint16_t type, const ProtobufCMessage *req, uint16_t reply_type,
+	       ProtobufCMessage **reply)
+{
+	struct request q = { .type = type, .reply_type = reply_type, .req = req };
+	int rc = client_with_retry(c, request_run, &q);
+
+	*reply = q.reply;
+	return rc;
+}
+
+/* A request about f, whose handle field is *handle. */
+static int
+file_request(hm_file *f, uint16_t type, const ProtobufCMessage *req, uint64_t *handle,
+	     uint16_t reply_type, ProtobufCMessage **reply)
+{
+	struct request q = { .f = f, .handle = handle, .type = type, .reply_type = reply_type,
+			     .req = req };
+	int rc = client_with_retry(f->c, request_run, &q);
+
+	*reply = q.reply;
+	return rc;
+}
+
 HM_EXPORT int
 hm_set_reconnect(hm_client *c, unsigned timeout_ms)
 {
@@ -1127,19 +1202,19 @@ hm_set_reconnect(hm_client *c, unsigned timeout_ms)
 	return 0;
 }
 
-/* Opens f (path or fd set) on c and adds it to c's files; frees it on
- * failure.  f, or NULL and errno. */
-static hm_file *
-client_add_file(hm_client *c, hm_file *f, int flags)
-{
-	int rc;
+struct add_file {
+	hm_file *f;
+	int flags;
+};
 
-	f->flags = flags & ~HM_O_WARM;	/* a reopen need not warm again */
-	pthread_mutex_lock(c->lock);
-	client_revive(c);
-	rc = client_open(c, f, flags);
-	if (client_retry(c, rc))
-		rc = client_open(c, f, flags);
+/* Opens a->f and, once open, links it into c's files.  Lock held. */
+static int
+add_file_run(hm_client *c, void *arg)
+{
+	struct add_file *a = arg;
+	hm_file *f = a->f;
+	int rc = client_open(c, f, a->flags);
+
 	if (rc == 0) {
 		f->c = c;
 		pthread_mutex_lock(&c->files_lock);
@@ -1149,7 +1224,19 @@ client_add_file(hm_client *c, hm_file *f, int flags)
 		c->files = f;
 		pthread_mutex_unlock(&c->files_lock);
 	}
-	pthread_mutex_unlock(c->lock);
+	return rc;
+}
+
+/* Opens f (path or fd set) on c and adds it to c's files; frees it on
+ * failure.  f, or NULL and errno. */
+static hm_file *
+client_add_file(hm_client *c, hm_file *f, int flags)
+{
+	struct add_file a = { .f = f, .flags = flags };
+	int rc;
+
+	f->flags = flags & ~HM_O_WARM;	/* a reopen need not warm again */
+	rc = client_with_retry(c, add_file_run, &a);
 	if (rc < 0) {
 		free(f->path);
 		free(f);
@@ -1628,10 +1715,25 @@ client_run_reads(hm_client *c, struct read_op *ops, size_t n)
 	return rc;
 }
 
+struct pread_call {
+	hm_file *f;
+	struct read_op op;
+};
+
+static int
+pread_run(hm_client *c, void *arg)
+{
+	struct pread_call *p = arg;
+
+	p->op.handle = p->f->handle;
+	return p->f->handle == 0 ? -ESTALE : client_run_reads(c, &p->op, 1);
+}
+
 HM_EXPORT ssize_t
 hm_pread(hm_file *f, void *buf, size_t len, uint64_t offset)
 {
-	struct read_op op = { 0 };
+	struct pread_call p = { .f = f };
+	struct read_op *op = &p.op;
 	int rc;
 
 	set_last_error(NULL);
@@ -1640,34 +1742,65 @@ hm_pread(hm_file *f, void *buf, size_t len, uint64_t offset)
 	/* As pread(2): the end of the range must fit in off_t. */
 	if (check_range(len, offset) < 0)
 		return fail(EINVAL);
-	op.offset = offset;
-	op.len = len;
-	op.buf = buf;
-	pthread_mutex_lock(f->c->lock);
-	client_revive(f->c);
-	do {
-		op.handle = f->handle;
-		rc = f->handle == 0 ? -ESTALE : client_run_reads(f->c, &op, 1);
-	} while (client_retry(f->c, rc));
-	pthread_mutex_unlock(f->c->lock);
+	op->offset = offset;
+	op->len = len;
+	op->buf = buf;
+	rc = client_with_retry(f->c, pread_run, &p);
 	if (rc < 0)
 		return fail(-rc);
-	if (op.result < 0)
-		return fail((int)-op.result);
-	return op.result;
+	if (op->result < 0)
+		return fail((int)-op->result);
+	return op->result;
+}
+
+/* One window of hm_read_batch: the valid ios io[map[0..m)]. */
+struct batch_window {
+	struct hm_io *io;
+	const size_t *map;
+	size_t m;
+	struct read_op ops[CLIENT_BATCH_WINDOW];
+	size_t asked[CLIENT_BATCH_WINDOW];	/* io index of ops[k] */
+	size_t j;				/* ops asked for */
+};
+
+static int
+batch_window_run(hm_client *c, void *arg)
+{
+	struct batch_window *w = arg;
+	size_t k;
+
+	/* (again) from the files' handles: a reconnect renews
+	 * them, and a file it lost is not asked for */
+	for (k = 0, w->j = 0; k < w->m; k++) {
+		struct hm_io *x = &w->io[w->map[k]];
+
+		if (x->file->handle == 0) {
+			x->result = -ESTALE;
+			continue;
+		}
+		w->ops[w->j] = (struct read_op){
+			.handle = x->file->handle, .offset = x->offset,
+			.len = x->len, .buf = x->buf,
+		};
+		w->asked[w->j++] = w->map[k];
+	}
+	return client_run_reads(c, w->ops, w->j);
 }
 
 HM_EXPORT int
 hm_read_batch(hm_client *c, struct hm_io *io, size_t n)
 {
-	struct read_op ops[CLIENT_BATCH_WINDOW];
-	size_t map[CLIENT_BATCH_WINDOW], asked[CLIENT_BATCH_WINDOW];
-	size_t i = 0, j = 0, k, m;
+	struct batch_window w;	/* on the stack, as before: not zeroed */
+	size_t map[CLIENT_BATCH_WINDOW];
+	size_t i = 0, k, m;
 	int rc = 0;
 
 	set_last_error(NULL);
 	if (c == NULL || (io == NULL && n > 0))
 		return fail(EINVAL);
+	w.io = io;
+	w.map = map;
+	w.j = 0;
 	pthread_mutex_lock(c->lock);
 	client_revive(c);
 	while (i < n && rc == 0) {
@@ -1684,26 +1817,10 @@ hm_read_batch(hm_client *c, struct hm_io *io, size_t n)
 			else
 				map[m++] = i;
 		}
-		do {
-			/* (again) from the files' handles: a reconnect renews
-			 * them, and a file it lost is not asked for */
-			for (k = 0, j = 0; k < m; k++) {
-				struct hm_io *x = &io[map[k]];
-
-				if (x->file->handle == 0) {
-					x->result = -ESTALE;
-					continue;
-				}
-				ops[j] = (struct read_op){
-					.handle = x->file->handle, .offset = x->offset,
-					.len = x->len, .buf = x->buf,
-				};
-				asked[j++] = map[k];
-			}
-			rc = client_run_reads(c, ops, j);
-		} while (client_retry(c, rc));
-		for (k = 0; k < j; k++)
-			io[asked[k]].result = rc < 0 ? rc : ops[k].result;
+		w.m = m;
+		rc = client_retrying(c, batch_window_run, &w);
+		for (k = 0; k < w.j; k++)
+			io[w.asked[k]].result = rc < 0 ? rc : w.ops[k].result;
 	}
 	/* a connection that failed leaves the rest unanswered */
 	for (; i < n; i++)
@@ -1716,12 +1833,61 @@ hm_read_batch(hm_client *c, struct hm_io *io, size_t n)
 #define VIEW_REGION(v)	(*(struct hm_region **)&(v)->priv_[0])
 #define VIEW_HEAP(v)	((v)->priv_[1])
 
+struct view_call {
+	hm_file *f;
+	uint64_t offset;
+	size_t len;
+	struct read_op op;
+	struct hm_region *r;	/* the region op.shm_off is in */
+};
+
+/* Reads v->len bytes into a region block of their own or a buffer of the
+ * view's; on failure gives both back.  Lock held. */
+static int
+view_run(hm_client *c, void *arg)
+{
+	struct view_call *v = arg;
+	struct read_op *op = &v->op;
+	struct hm_region *r = c->region;
+	int rc;
+
+	v->r = r;
+	*op = (struct read_op){ .handle = v->f->handle, .offset = v->offset, .len = v->len };
+	if (v->f->handle == 0)
+		return -ESTALE;	/* lost in a reconnect */
+	op->shm = region_alloc(r, v->len, &op->shm_off) == 0;
+	if (op->shm) {
+		/* held across a reconnect; the view keeps it */
+		pthread_mutex_lock(&r->lock);
+		r->refs++;
+		pthread_mutex_unlock(&r->lock);
+	} else {
+		/* No room in the region (or none): the bytes come
+		 * over the socket into memory of the view's own. */
+		op->buf = malloc(v->len > 0 ? v->len : 1);
+		if (op->buf == NULL)
+			return -ENOMEM;
+	}
+	rc = client_do_reads(c, op, 1);
+	if (rc == 0 && op->result < 0)
+		rc = (int)op->result;
+	if (rc == 0)
+		return 0;
+	if (op->shm) {
+		region_free(r, op->shm_off, v->len);
+		region_unref(r);
+	}
+	free(op->buf);
+	op->buf = NULL;
+	return rc;
+}
+
 HM_EXPORT int
 hm_view_range(hm_file *f, uint64_t offset, size_t len, struct hm_view *v)
 {
-	struct read_op op = { 0 };
+	struct view_call call = { .f = f, .offset = offset, .len = len };
+	struct read_op op;
 	struct hm_region *r;
-	hm_client *c;
 	int rc;
 
 	set_last_error(NULL);
@@ -1729,49 +1895,11 @@ hm_view_range(hm_file *f, uint64_t offset, size_t len, struct hm_view *v)
 		memset(v, 0, sizeof *v);
 	if (f == NULL || v == NULL || check_range(len, offset) < 0)
 		return fail(EINVAL);
-	c = f->c;
-	pthread_mutex_lock(c->lock);
-	client_revive(c);
-	for (;;) {
-		r = c->region;
-		op = (struct read_op){ .handle = f->handle, .offset = offset, .len = len };
-		if (f->handle == 0) {
-			rc = -ESTALE;	/* lost in a reconnect */
-			break;
-		}
-		op.shm = region_alloc(r, len, &op.shm_off) == 0;
-		if (op.shm) {
-			/* held across a reconnect; the view keeps it */
-			pthread_mutex_lock(&r->lock);
-			r->refs++;
-			pthread_mutex_unlock(&r->lock);
-		} else {
-			/* No room in the region (or none): the bytes come
-			 * over the socket into memory of the view's own. */
-			op.buf = malloc(len > 0 ? len : 1);
-			if (op.buf == NULL) {
-				rc = -ENOMEM;
-				break;
-			}
-		}
-		rc = client_do_reads(c, &op, 1);
-		if (rc == 0 && op.result < 0)
-			rc = (int)op.result;
-		if (rc == 0)
-			break;
-		if (op.shm) {
-			region_free(r, op.shm_off, len);
-			region_unref(r);
-		}
-		free(op.buf);
-		op.buf = NULL;
-		if (!client_retry(c, rc))
-			break;
-	}
-	if (rc < 0) {
-		pthread_mutex_unlock(c->lock);
+	rc = client_with_retry(f->c, view_run, &call);
+	if (rc < 0)
 		return fail(-rc);
-	}
+	op = call.op;
+	r = call.r;
 	if (op.shm) {
 		VIEW_REGION(v) = r;	/* the view outlives hm_disconnect */
 		v->priv_[2] = (void *)(uintptr_t)op.shm_off;
@@ -1782,7 +1910,6 @@ hm_view_range(hm_file *f, uint64_t offset, size_t len, struct hm_view *v)
 		v->data = op.buf;
 	}
 	v->len = (size_t)op.result;
-	pthread_mutex_unlock(c->lock);
 	return 0;
 }
 
@@ -1813,14 +1940,7 @@ hm_stat(hm_file *f, struct hm_stat *st)
 	set_last_error(NULL);
 	if (f == NULL || st == NULL)
 		return fail(EINVAL);
-	pthread_mutex_lock(f->c->lock);
-	client_revive(f->c);
-	do {
-		req.handle = f->handle;
-		rc = f->handle == 0 ? -ESTALE :
-		     client_call(f->c, HM_MSG_STAT, &req.base, -1, HM_MSG_STAT_REPLY, &reply);
-	} while (client_retry(f->c, rc));
-	pthread_mutex_unlock(f->c->lock);
+	rc = file_request(f, HM_MSG_STAT, &req.base, &req.handle, HM_MSG_STAT_REPLY, &reply);
 	if (rc < 0)
 		return fail(-rc);
 	r = (Hotmap__StatReply *)reply;
@@ -1894,14 +2014,7 @@ hm_warm(hm_file *f, uint64_t offset, uint64_t len)
 		return fail(EINVAL);
 	req.offset = offset;
 	req.length = len;
-	pthread_mutex_lock(f->c->lock);
-	client_revive(f->c);
-	do {
-		req.handle = f->handle;
-		rc = f->handle == 0 ? -ESTALE :
-		     client_call(f->c, HM_MSG_WARM, &req.base, -1, HM_MSG_WARM_REPLY, &reply);
-	} while (client_retry(f->c, rc));
-	pthread_mutex_unlock(f->c->lock);
+	rc = file_request(f, HM_MSG_WARM, &req.base, &req.handle, HM_MSG_WARM_REPLY, &reply);
 	if (rc < 0)
 		return fail(-rc);
 	warmed = ((Hotmap__WarmReply *)reply)->warmed;
@@ -1932,12 +2045,7 @@ hm_ping(hm_client *c, struct hm_ping *out)
 	set_last_error(NULL);
 	if (c == NULL)
 		return fail(EINVAL);
-	pthread_mutex_lock(c->lock);
-	client_revive(c);
-	do
-		rc = client_call(c, HM_MSG_PING, &req.base, -1, HM_MSG_PING_REPLY, &reply);
-	while (client_retry(c, rc));
-	pthread_mutex_unlock(c->lock);
+	rc = client_request(c, HM_MSG_PING, &req.base, HM_MSG_PING_REPLY, &reply);
 	if (rc < 0)
 		return fail(-rc);
 	r = (Hotmap__PingReply *)reply;
@@ -1964,12 +2072,7 @@ client_stats(hm_client *c, bool reset,
 	if (c == NULL || (cb == NULL && !reset))
 		return fail(EINVAL);
 	req.reset = reset;
-	pthread_mutex_lock(c->lock);
-	client_revive(c);
-	do
-		rc = client_call(c, HM_MSG_STATS, &req.base, -1, HM_MSG_STATS_REPLY, &reply);
-	while (client_retry(c, rc));
-	pthread_mutex_unlock(c->lock);
+	rc = client_request(c, HM_MSG_STATS, &req.base, HM_MSG_STATS_REPLY, &reply);
 	if (rc < 0)
 		return fail(-rc);
 	r = (Hotmap__StatsReply *)reply;
@@ -2010,12 +2113,7 @@ hm_files(hm_client *c, void (*cb)(const struct hm_file_info *info, void *arg), v
 		int rc;
 
 		req.offset = offset;
-		pthread_mutex_lock(c->lock);
-		client_revive(c);
-		do
-			rc = client_call(c, HM_MSG_FILES, &req.base, -1, HM_MSG_FILES_REPLY, &reply);
-		while (client_retry(c, rc));
-		pthread_mutex_unlock(c->lock);
+		rc = client_request(c, HM_MSG_FILES, &req.base, HM_MSG_FILES_REPLY, &reply);
 		if (rc < 0)
 			return fail(-rc);
 		r = (Hotmap__FilesReply *)reply;
@@ -2059,12 +2157,7 @@ hm_config(hm_client *c, void (*cb)(const char *key, const char *value, const cha
 	set_last_error(NULL);
 	if (c == NULL || cb == NULL || (path == NULL && pathlen > 0))
 		return fail(EINVAL);
-	pthread_mutex_lock(c->lock);
-	client_revive(c);
-	do
-		rc = client_call(c, HM_MSG_CONFIG, &req.base, -1, HM_MSG_CONFIG_REPLY, &reply);
-	while (client_retry(c, rc));
-	pthread_mutex_unlock(c->lock);
+	rc = client_request(c, HM_MSG_CONFIG, &req.base, HM_MSG_CONFIG_REPLY, &reply);
 	if (rc < 0)
 		return fail(-rc);
 	r = (Hotmap__ConfigReply *)reply;
@@ -2105,12 +2198,7 @@ hm_evict(hm_client *c, const char *path, struct hm_evicted *out)
 	} else {
 		return -1;
 	}
-	pthread_mutex_lock(c->lock);
-	client_revive(c);
-	do
-		rc = client_call(c, HM_MSG_EVICT, &req.base, -1, HM_MSG_EVICT_REPLY, &reply);
-	while (client_retry(c, rc));
-	pthread_mutex_unlock(c->lock);
+	rc = client_request(c, HM_MSG_EVICT, &req.base, HM_MSG_EVICT_REPLY, &reply);
 	free(abs);
 	if (rc < 0)
 		return fail(-rc);
