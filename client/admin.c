@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "client/client_priv.h"
+#include "client/hotmap_admin.h"
 
 HM_EXPORT int
 hm_ping(hm_client *c, struct hm_ping *out)
