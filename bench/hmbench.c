@@ -28,6 +28,7 @@
 
 #include "bench/bench.h"
 #include "hotmap.h"
+#include "hotmap_admin.h"
 
 #define MAX_BATCH	256
 #define MAX_TRAIN_FILES	64

@@ -126,7 +126,8 @@ const char *hm_version(void);
  * local or there was none.  Valid until the thread's next call. */
 const char *hm_last_error(void);
 
-/* --- For tools (hotmapctl); stable like the rest. ---------------------- */
+/* --- For tools (hotmapctl); stable like the rest.  The administrative
+ * calls (stats, files, evict, config) are in hotmap_admin.h. ---------- */
 
 struct hm_ping {
 	char server_version[32];
@@ -136,48 +137,6 @@ struct hm_ping {
 /* A round trip to the daemon. */
 int hm_ping(hm_client *c, struct hm_ping *out);
 
-/* The daemon's counters: calls cb once per key, in the daemon's order;
- * text is "" for numeric keys.  Needs an administrator (EPERM). */
-int hm_stats(hm_client *c,
-	     void (*cb)(const char *key, uint64_t value, const char *text, void *arg),
-	     void *arg);
-/* hm_stats, then the daemon zeroes its counters (totals), not its state
- * (clients, handles, files, mappings): cb sees the values before.  cb may
- * be NULL. */
-int hm_stats_reset(hm_client *c,
-		   void (*cb)(const char *key, uint64_t value, const char *text, void *arg),
-		   void *arg);
-
-/* One cached file of the daemon (hm_files). */
-struct hm_file_info {
-	const char *path;	/* its name now; valid during the callback */
-	uint64_t size;
-	int backend;		/* HM_BACKEND_MMAP when the daemon has it mapped */
-	int reason;		/* HM_REASON_* of the last open */
-	unsigned handles;	/* open now, all clients */
-	int stale;		/* replaced by a newer version; freed at its last close */
-	uint64_t hits;		/* opens that found it cached */
-	uint64_t bytes;		/* bytes read from it */
-	uint64_t idle_ms;	/* since its last open or read */
-	int resident_pct;	/* pages in memory, -1 when unknown */
-	uint64_t resident_bytes;	/* bytes of it in memory (0 when unknown) */
-};
-
-/* Calls cb once per cached file.  Needs an administrator (EPERM). */
-int hm_files(hm_client *c, void (*cb)(const struct hm_file_info *info, void *arg), void *arg);
-
-/* What hm_evict did. */
-struct hm_evicted {
-	unsigned files;		/* cached files dropped */
-	uint64_t mapped_bytes;	/* bytes of mappings unmapped with them */
-	unsigned busy;		/* kept: a handle reads them */
-};
-
-/* Drops the daemon's cached file at path (or every cached file, path NULL)
- * if no handle reads it: its mapping and descriptor go, and the next open
- * starts afresh.  ENOENT when path is not cached.  Needs an administrator. */
-int hm_evict(hm_client *c, const char *path, struct hm_evicted *out);
-
 /*
  * The reconnect policy, off by default (HOTMAP_RECONNECT_MS sets it at
  * hm_connect): when the daemon goes away, the next call spends up to
@@ -186,15 +145,6 @@ int hm_evict(hm_client *c, const char *path, struct hm_evicted *out);
  * ESTALE from then on.  Views keep their bytes.
  */
 int hm_set_reconnect(hm_client *c, unsigned timeout_ms);
-
-/* The daemon's configuration in force: cb once per key (once per root),
- * with its value as hotmapd.conf would spell it and where it came from
- * ("default", "FILE:LINE" or "command line"); the strings are valid during
- * the call.  The file the daemon read goes to path ("" for none; truncated
- * to pathlen).  Needs an administrator (EPERM). */
-int hm_config(hm_client *c,
-	      void (*cb)(const char *key, const char *value, const char *source, void *arg),
-	      void *arg, char *path, size_t pathlen);
 
 #ifdef __cplusplus
 }

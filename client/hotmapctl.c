@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "client/hotmap.h"
+#include "client/hotmap_admin.h"
 
 #define READ_BUF (1u << 20)
 

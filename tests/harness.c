@@ -26,6 +26,7 @@
 #include <cmocka.h>
 
 #include "tests/content.h"
+#include "client/hotmap_admin.h"
 #include "tests/harness.h"
 
 /* Generous: under AddressSanitizer on a loaded machine a start takes

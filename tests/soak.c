@@ -50,6 +50,7 @@
 #include <unistd.h>
 
 #include "client/hotmap.h"
+#include "client/hotmap_admin.h"
 #include "tests/harness.h"
 
 #define KiB		1024u

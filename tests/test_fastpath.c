@@ -29,6 +29,7 @@
 
 #include <cmocka.h>
 
+#include "client/hotmap_admin.h"
 #include "tests/harness.h"
 
 #define KiB (1024u)

@@ -1,0 +1,206 @@
+/*
+ * admin.c - the administrative calls (hm_ping, hm_stats, hm_stats_reset,
+ * hm_files, hm_evict, hm_config): one request each (hm_files: one a page)
+ * and its reply turned into the caller's structures or callbacks.
+ *
+ * Must not: touch the socket but through client_request; hold the lock
+ * while a callback runs.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "client/client_priv.h"
+#include "client/hotmap_admin.h"
+
+HM_EXPORT int
+hm_ping(hm_client *c, struct hm_ping *out)
+{
+	Hotmap__Ping req = HOTMAP__PING__INIT;
+	ProtobufCMessage *reply;
+	Hotmap__PingReply *r;
+	int rc;
+
+	set_last_error(NULL);
+	if (c == NULL)
+		return fail(EINVAL);
+	rc = client_request(c, HM_MSG_PING, &req.base, HM_MSG_PING_REPLY, &reply);
+	if (rc < 0)
+		return fail(-rc);
+	r = (Hotmap__PingReply *)reply;
+	if (out != NULL) {
+		snprintf(out->server_version, sizeof out->server_version, "%s", r->server_version);
+		out->uptime_us = r->uptime_us;
+		out->pid = r->pid;
+	}
+	protobuf_c_message_free_unpacked(reply, NULL);
+	return 0;
+}
+
+static int
+client_stats(hm_client *c, bool reset,
+	     void (*cb)(const char *key, uint64_t value, const char *text, void *arg), void *arg)
+{
+	Hotmap__StatsRequest req = HOTMAP__STATS_REQUEST__INIT;
+	ProtobufCMessage *reply;
+	Hotmap__StatsReply *r;
+	size_t i;
+	int rc;
+
+	set_last_error(NULL);
+	if (c == NULL || (cb == NULL && !reset))
+		return fail(EINVAL);
+	req.reset = reset;
+	rc = client_request(c, HM_MSG_STATS, &req.base, HM_MSG_STATS_REPLY, &reply);
+	if (rc < 0)
+		return fail(-rc);
+	r = (Hotmap__StatsReply *)reply;
+	for (i = 0; cb != NULL && i < r->n_stats; i++)
+		cb(r->stats[i]->key, r->stats[i]->value, r->stats[i]->text, arg);
+	protobuf_c_message_free_unpacked(reply, NULL);
+	return 0;
+}
+
+HM_EXPORT int
+hm_stats(hm_client *c, void (*cb)(const char *key, uint64_t value, const char *text, void *arg),
+	 void *arg)
+{
+	return client_stats(c, false, cb, arg);
+}
+
+HM_EXPORT int
+hm_stats_reset(hm_client *c,
+	       void (*cb)(const char *key, uint64_t value, const char *text, void *arg), void *arg)
+{
+	return client_stats(c, true, cb, arg);
+}
+
+HM_EXPORT int
+hm_files(hm_client *c, void (*cb)(const struct hm_file_info *info, void *arg), void *arg)
+{
+	uint32_t offset = 0;
+
+	set_last_error(NULL);
+	if (c == NULL || cb == NULL)
+		return fail(EINVAL);
+	for (;;) {
+		Hotmap__Files req = HOTMAP__FILES__INIT;
+		ProtobufCMessage *reply;
+		Hotmap__FilesReply *r;
+		bool more;
+		size_t i;
+		int rc;
+
+		req.offset = offset;
+		rc = client_request(c, HM_MSG_FILES, &req.base, HM_MSG_FILES_REPLY, &reply);
+		if (rc < 0)
+			return fail(-rc);
+		r = (Hotmap__FilesReply *)reply;
+		for (i = 0; i < r->n_files; i++) {
+			const Hotmap__FilesReply__File *f = r->files[i];
+			struct hm_file_info info = {
+				.path = f->path,
+				.size = f->size,
+				.backend = (int)f->backend,
+				.reason = (int)f->reason,
+				.handles = f->handles,
+				.stale = f->stale,
+				.hits = f->hits,
+				.bytes = f->bytes,
+				.idle_ms = f->idle_ms,
+				.resident_pct = f->resident_pct,
+				.resident_bytes = f->resident_bytes,
+			};
+
+			cb(&info, arg);
+		}
+		/* pages follow the daemon's list as it is at each request */
+		more = r->n_files > 0 && r->next < r->total;
+		offset = r->next;
+		protobuf_c_message_free_unpacked(reply, NULL);
+		if (!more)
+			return 0;
+	}
+}
+
+HM_EXPORT int
+hm_config(hm_client *c, void (*cb)(const char *key, const char *value, const char *source, void *arg),
+	  void *arg, char *path, size_t pathlen)
+{
+	Hotmap__ConfigRequest req = HOTMAP__CONFIG_REQUEST__INIT;
+	ProtobufCMessage *reply;
+	Hotmap__ConfigReply *r;
+	size_t i;
+	int rc;
+
+	set_last_error(NULL);
+	if (c == NULL || cb == NULL || (path == NULL && pathlen > 0))
+		return fail(EINVAL);
+	rc = client_request(c, HM_MSG_CONFIG, &req.base, HM_MSG_CONFIG_REPLY, &reply);
+	if (rc < 0)
+		return fail(-rc);
+	r = (Hotmap__ConfigReply *)reply;
+	if (pathlen > 0)
+		snprintf(path, pathlen, "%s", r->path != NULL ? r->path : "");
+	for (i = 0; i < r->n_items; i++)
+		cb(r->items[i]->key, r->items[i]->value, r->items[i]->source, arg);
+	protobuf_c_message_free_unpacked(reply, NULL);
+	return 0;
+}
+
+HM_EXPORT int
+hm_evict(hm_client *c, const char *path, struct hm_evicted *out)
+{
+	Hotmap__Evict req = HOTMAP__EVICT__INIT;
+	ProtobufCMessage *reply;
+	Hotmap__EvictReply *r;
+	char *abs = NULL;
+	struct stat st;
+	int rc;
+
+	set_last_error(NULL);
+	if (c == NULL)
+		return fail(EINVAL);
+	if (path == NULL) {
+		req.all = true;
+	} else if (stat(path, &st) == 0) {
+		/* the daemon knows files by identity, not by name */
+		req.dev = (uint64_t)st.st_dev;
+		req.ino = (uint64_t)st.st_ino;
+	} else if (errno == ENOENT) {
+		/* deleted or replaced: the daemon matches the name its
+		 * descriptor had */
+		abs = absolute_path(path);
+		if (abs == NULL)
+			return -1;
+		req.path = abs;
+	} else {
+		return -1;
+	}
+	rc = client_request(c, HM_MSG_EVICT, &req.base, HM_MSG_EVICT_REPLY, &reply);
+	free(abs);
+	if (rc < 0)
+		return fail(-rc);
+	r = (Hotmap__EvictReply *)reply;
+	if (out != NULL) {
+		out->files = r->files;
+		out->mapped_bytes = r->mapped_bytes;
+		out->busy = r->busy;
+	}
+	protobuf_c_message_free_unpacked(reply, NULL);
+	return 0;
+}
+

@@ -1,0 +1,207 @@
+/*
+ * client_priv.h - what the files of libhotmap share; never installed.
+ *
+ * The client, file and region objects, and the calls between the rooms of
+ * the library: wire.c (frames on the socket), region.c (the shared region
+ * and views), ring.c (polling mode), fork.c (fork(2)), admin.c (the
+ * administrative calls) and client.c (connect, reconnect, open, read,
+ * close).  Everything declared here is hidden (-fvisibility=hidden, and
+ * libhotmap.sym exports hm_* only); nothing outside libhotmap includes it.
+ */
+#ifndef HOTMAP_CLIENT_PRIV_H
+#define HOTMAP_CLIENT_PRIV_H
+
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "client/hotmap.h"
+#include "proto/frame.h"
+
+#define HM_EXPORT __attribute__((visibility("default")))
+
+#define CLIENT_RECV_CHUNK	(64u * 1024u)
+#define CLIENT_BUF_MAX		(HM_FRAME_HEADER_SIZE + HM_FRAME_MAX_MESSAGE + CLIENT_RECV_CHUNK)
+
+/* Shared region defaults, overridable with HOTMAP_SHM_SIZE (0: none) and
+ * HOTMAP_SHM_THRESHOLD (the smallest hm_pread that goes through it). */
+#define CLIENT_SHM_SIZE		(16u << 20)
+#define CLIENT_SHM_THRESHOLD	4096u
+#define REGION_BLOCK		4096u
+/* Requests a batch sends before reading their replies: small enough that
+ * the requests never fill the socket while the daemon waits for us to read. */
+#define CLIENT_BATCH_WINDOW	256u
+/* Polling mode (proto/ring.h): HOTMAP_POLL=1 asks for it, 0 refuses it;
+ * unset, it is asked for on machines with CLIENT_POLL_MIN_CPUS or more,
+ * where a core spinning for a while costs less than a wake-up.
+ * HOTMAP_POLL_US is how long a call polls for its completions before it
+ * sleeps on the socket. */
+#define CLIENT_POLL_MIN_CPUS	4
+#define CLIENT_POLL_US		50u
+#define CLIENT_POLL_US_MAX	10000u		/* as hotmapd's poll-us */
+/* HOTMAP_RECONNECT_MS: at most an hour */
+#define CLIENT_RECONNECT_MS_MAX	3600000u
+
+/*
+ * The shared region: a sealed memfd the daemon copies file bytes into.
+ * Space is handed out in blocks; a view holds its blocks, and a reference
+ * to the region, until it is released, even after hm_disconnect.
+ *
+ * Every live region is on the list `regions` (regions_lock), so that
+ * fork(2) can give the child a private copy of it (see fork.c).
+ */
+struct hm_region {
+	pthread_mutex_t lock;
+	unsigned refs;		/* the client, plus one per view */
+	uint8_t *base;
+	size_t size;
+	size_t nblocks;
+	uint64_t *used;		/* one bit per block */
+	bool shared;		/* maps the memfd; false once a fork made it private */
+	uint8_t *snapshot;	/* its used blocks, while a fork is under way */
+	struct hm_region *prev, *next;	/* on `regions` */
+};
+
+struct hm_client {
+	int fd;
+	/* Serialises the calls: held for a whole call, the waits included.
+	 * &lock0, or in a child a mutex of its own (see fork.c). */
+	pthread_mutex_t *lock;
+	pthread_mutex_t lock0;
+	/* Held only while files is relinked, so that a fork never copies
+	 * the list half changed.  Taken after lock, never before. */
+	pthread_mutex_t files_lock;
+	uint32_t next_id;
+	int broken;		/* errno once out of step; 0 while healthy */
+	uint8_t *in;		/* received, not yet consumed: in[start, end) */
+	size_t start, end, cap;
+	hm_file *files;		/* open files, for hm_disconnect */
+	struct hm_region *region;	/* NULL: every byte comes over the socket */
+	size_t shm_threshold;
+	/* Read from the environment at hm_connect, for every reconnect too. */
+	size_t shm_size;	/* HOTMAP_SHM_SIZE */
+	bool poll_wanted;	/* HOTMAP_POLL */
+	/* Polling mode: the rings at the start of the region (block 0). */
+	bool ring;
+	uint32_t sq_tail;	/* requests published */
+	uint32_t cq_head;	/* completions consumed */
+	unsigned poll_us;	/* how long to poll before sleeping */
+	/* Reconnect policy (hm_set_reconnect, HOTMAP_RECONNECT_MS): how long
+	 * a call may spend getting a lost daemon back; 0: off. */
+	unsigned reconnect_ms;
+	bool retried;		/* the call in progress has run once more */
+	char *socket_path;	/* NULL: the default */
+	/* fork(2): the process the connection, region and handles belong
+	 * to; a call from another one (a child) connects afresh first. */
+	pid_t pid;
+	bool fork_held;		/* the fork handlers hold lock */
+	bool fork_busy;		/* a child's copy, of a call in flight at the fork */
+	bool listed;		/* on `clients` */
+	hm_client *prev_live, *next_live;
+};
+
+/*
+ * Every connected client and every live region, for the fork handlers.
+ * Lock order: clients_lock, a client's lock, its files_lock, regions_lock,
+ * a region's lock.  No one holding a later lock waits for an earlier one.
+ */
+extern pthread_mutex_t clients_lock;	/* fork.c */
+extern hm_client *clients;
+extern pthread_mutex_t regions_lock;	/* region.c */
+extern struct hm_region *regions;
+
+/* One READ on the wire: into buf over the socket, or into the region. */
+struct read_op {
+	uint64_t handle;
+	uint64_t offset;
+	size_t len;
+	uint8_t *buf;
+	bool shm;
+	size_t shm_off;
+	bool ring;		/* through the ring, not a frame (polling mode) */
+	uint32_t id;
+	size_t got;		/* socket bytes received so far */
+	bool done;
+	ssize_t result;		/* bytes, or -errno from the daemon */
+};
+
+struct hm_file {
+	hm_client *c;
+	uint64_t handle;	/* 0: lost in a reconnect (ESTALE) */
+	char *path;		/* as given to hm_open, for a reconnect; NULL for hm_open_fd */
+	/*
+	 * hm_open_fd: the caller's descriptor, passed as it is at every
+	 * (re)open and never closed, nor dup'ed and closed, by the library:
+	 * closing any descriptor of a file drops every fcntl lock the
+	 * process holds on it.  dev and ino are the file it named at
+	 * hm_open_fd, so that a descriptor number the caller closed and
+	 * reused for another file is not passed in its place.  -1: hm_open.
+	 */
+	int fd;
+	dev_t dev;
+	ino_t ino;
+	int flags;
+	hm_file *prev, *next;
+};
+
+static inline int
+fail(int err)
+{
+	errno = err;
+	return -1;
+}
+
+/* Checks a range as pread(2) would: 0 or -EINVAL. */
+static inline int
+check_range(size_t len, uint64_t offset)
+{
+	if (len > SSIZE_MAX || offset > INT64_MAX || len > (uint64_t)INT64_MAX - offset)
+		return -EINVAL;
+	return 0;
+}
+
+/* wire.c: frames on the socket.  All of these: lock held. */
+void set_last_error(const char *msg);
+int client_break(hm_client *c, int err);
+int client_write(hm_client *c, const uint8_t *buf, size_t len, int pass_fd);
+int client_send(hm_client *c, uint16_t type, uint32_t id, const ProtobufCMessage *msg,
+		int pass_fd);
+int client_fill(hm_client *c, size_t need);
+int client_recv_raw(hm_client *c, uint8_t *dst, size_t n);
+int client_recv_frame_of(hm_client *c, uint32_t first_id, uint32_t count,
+			 struct hm_frame_header *h, ProtobufCMessage **msg);
+int client_call(hm_client *c, uint16_t type, const ProtobufCMessage *req, int pass_fd,
+		uint16_t reply_type, ProtobufCMessage **reply);
+
+/* region.c: the shared region's blocks. */
+struct hm_region *region_new(size_t size, int *fd);
+void region_unref(struct hm_region *r);
+bool region_block_used(const struct hm_region *r, size_t i);
+void region_mark(struct hm_region *r, size_t first, size_t n, bool used);
+int region_alloc(struct hm_region *r, size_t len, size_t *off);
+void region_free(struct hm_region *r, size_t off, size_t len);
+
+/* ring.c: the ring ops of ops[0..n).  Lock held. */
+int client_ring_reads(hm_client *c, struct read_op *ops, size_t n);
+
+/* fork.c */
+void fork_watch(void);
+void client_list(hm_client *c);
+void client_unlist(hm_client *c);
+void client_after_fork(hm_client *c);
+
+/* client.c */
+uint64_t now_us(void);
+char *absolute_path(const char *path);
+int client_connect(hm_client *c, const char *socket_path);
+int client_reopen(hm_client *c);
+int client_do_reads(hm_client *c, struct read_op *ops, size_t n);
+int client_with_retry(hm_client *c, int (*fn)(hm_client *c, void *arg), void *arg);
+int client_request(hm_client *c, uint16_t type, const ProtobufCMessage *req, uint16_t reply_type,
+		   ProtobufCMessage **reply);
+
+#endif

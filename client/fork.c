@@ -1,0 +1,266 @@
+/*
+ * fork.c - libhotmap across fork(2): the handlers that keep a child's
+ * inherited views intact and every lock usable, and the child's first call
+ * on an inherited client, which gets it a connection of its own.
+ *
+ * Must not: wait in a handler for a lock a call may hold while it waits
+ * for the daemon; write to, or read from, an inherited socket or ring.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "client/client_priv.h"
+
+pthread_mutex_t clients_lock = PTHREAD_MUTEX_INITIALIZER;
+hm_client *clients;
+
+/*
+ * After fork(2) the child holds copies of every client's socket, region
+ * and ring: were it to use them, the parent's replies would go to the
+ * wrong process and the daemon would copy bytes under both.  So:
+ *
+ *  - No lock is inherited held, and fork never waits for a call: a call
+ *    holds its client's lock while it waits for the daemon, for as long
+ *    as a reconnect may take or for ever when the daemon is stopped (and
+ *    a process that forks to restart the daemon would deadlock).  So the
+ *    prepare handler takes every client's lock only if it is free, and
+ *    the short locks (every client's files_lock, every region's) always;
+ *    both sides let go after the fork.  In the child, a client whose lock
+ *    was busy gets a new mutex (the old one stays locked by a thread the
+ *    child has not) and is marked fork_busy: its connection, buffer and
+ *    region were in a call's hands, so the child leaves them alone (they
+ *    leak in the child) instead of closing or freeing them; its list of
+ *    files, under files_lock, is whole.
+ *  - A view the child inherited keeps the bytes it had at the fork, even
+ *    when the parent releases it and its blocks are filled anew: the
+ *    prepare handler, with every region's lock held (so no block is
+ *    given or taken back meanwhile), copies each shared region's used
+ *    blocks (the views', the ring's, and those of reads in flight, which
+ *    the child never looks at) into private anonymous memory, and the
+ *    child's handler moves that copy over the region (mremap), so that
+ *    the child's region is private memory with the same bytes at the same
+ *    address.  A MAP_PRIVATE mapping of the memfd would not do: its pages
+ *    the child has not written still show the parent's later changes.
+ *    Copying in the child instead would race with the parent, which runs
+ *    on at once.  The parent only frees the copy.
+ *  - The child's first call on an inherited client (client_revive checks
+ *    the pid, which also covers a child made without the handlers, such
+ *    as by a raw clone) closes the child's copy of the socket, drops its
+ *    copy of the region (the views keep it), connects afresh with a
+ *    region of its own, and reopens the files as a reconnect does.  It
+ *    never writes to the inherited socket nor touches the inherited ring.
+ */
+
+/* Private anonymous memory holding r's used blocks, or NULL. */
+static uint8_t *
+region_snapshot(const struct hm_region *r)
+{
+	uint8_t *p = mmap(NULL, r->size, PROT_READ | PROT_WRITE,
+			  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	size_t i = 0, j;
+
+	if (p == MAP_FAILED)
+		return NULL;
+	while (i < r->nblocks) {
+		if (!region_block_used(r, i)) {
+			i++;
+			continue;
+		}
+		for (j = i; j < r->nblocks && region_block_used(r, j); j++)
+			;
+		memcpy(p + i * REGION_BLOCK, r->base + i * REGION_BLOCK, (j - i) * REGION_BLOCK);
+		i = j;
+	}
+	return p;
+}
+
+/* In the child: r becomes private memory with the bytes of the fork. */
+static void
+region_privatise(struct hm_region *r)
+{
+	uint8_t *p = r->snapshot;
+
+	r->snapshot = NULL;
+	if (!r->shared)
+		return;	/* private already (a fork of a child) */
+	if (p == NULL)
+		p = region_snapshot(r);	/* the prepare handler ran out of memory */
+	if (p == NULL)
+		return;	/* the views go on seeing the memfd: nothing better left */
+	if (mremap(p, r->size, r->size, MREMAP_MAYMOVE | MREMAP_FIXED, r->base) == MAP_FAILED) {
+		munmap(p, r->size);
+		return;
+	}
+	r->shared = false;
+}
+
+static void
+atfork_prepare(void)
+{
+	struct hm_region *r;
+	hm_client *c;
+
+	pthread_mutex_lock(&clients_lock);
+	for (c = clients; c != NULL; c = c->next_live) {
+		c->fork_held = pthread_mutex_trylock(c->lock) == 0;
+		pthread_mutex_lock(&c->files_lock);
+	}
+	pthread_mutex_lock(&regions_lock);
+	for (r = regions; r != NULL; r = r->next) {
+		pthread_mutex_lock(&r->lock);
+		r->snapshot = r->shared ? region_snapshot(r) : NULL;
+	}
+}
+
+static void
+atfork_parent(void)
+{
+	struct hm_region *r;
+	hm_client *c;
+
+	for (r = regions; r != NULL; r = r->next) {
+		if (r->snapshot != NULL)
+			munmap(r->snapshot, r->size);	/* the child's copy stays */
+		r->snapshot = NULL;
+		pthread_mutex_unlock(&r->lock);
+	}
+	pthread_mutex_unlock(&regions_lock);
+	for (c = clients; c != NULL; c = c->next_live) {
+		pthread_mutex_unlock(&c->files_lock);
+		if (c->fork_held)
+			pthread_mutex_unlock(c->lock);
+	}
+	pthread_mutex_unlock(&clients_lock);
+}
+
+static void
+atfork_child(void)
+{
+	struct hm_region *r;
+	hm_client *c;
+
+	for (r = regions; r != NULL; r = r->next) {
+		region_privatise(r);
+		pthread_mutex_unlock(&r->lock);
+	}
+	pthread_mutex_unlock(&regions_lock);
+	/* the clients connect afresh at their first call (client_revive) */
+	for (c = clients; c != NULL; c = c->next_live) {
+		pthread_mutex_unlock(&c->files_lock);
+		if (c->fork_held) {
+			pthread_mutex_unlock(c->lock);
+		} else {
+			pthread_mutex_t *m = malloc(sizeof *m);
+
+			/* Without memory, reinitialising the locked mutex is
+			 * what is left; glibc allows it in practice. */
+			if (m != NULL)
+				c->lock = m;
+			pthread_mutex_init(c->lock, NULL);
+			c->fork_busy = true;
+		}
+	}
+	pthread_mutex_unlock(&clients_lock);
+}
+
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+
+static void
+atfork_register(void)
+{
+	/* On failure (ENOMEM) the pid check still gives a child its own
+	 * connection; only its inherited views are unprotected. */
+	(void)pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+}
+
+/* Installs the fork handlers, once per process. */
+void
+fork_watch(void)
+{
+	pthread_once(&atfork_once, atfork_register);
+}
+
+void
+client_list(hm_client *c)
+{
+	pthread_mutex_lock(&clients_lock);
+	c->next_live = clients;
+	if (c->next_live != NULL)
+		c->next_live->prev_live = c;
+	clients = c;
+	c->listed = true;
+	pthread_mutex_unlock(&clients_lock);
+}
+
+void
+client_unlist(hm_client *c)
+{
+	if (!c->listed)
+		return;
+	pthread_mutex_lock(&clients_lock);
+	if (c->prev_live != NULL)
+		c->prev_live->next_live = c->next_live;
+	else
+		clients = c->next_live;
+	if (c->next_live != NULL)
+		c->next_live->prev_live = c->prev_live;
+	c->listed = false;
+	pthread_mutex_unlock(&clients_lock);
+}
+
+/*
+ * The first call of a child on a client inherited across fork (see
+ * above): a connection, region and handles of its own, whatever the
+ * reconnect policy.  The inherited socket is closed unused (the parent
+ * keeps its own), the inherited region is dropped (the child's views keep
+ * their private copy of it), unless a call had them at the fork.  When
+ * the daemon cannot be reached, the client is broken with that error, as
+ * a lost connection is (the reconnect policy, if on, then tries again).
+ * Lock held.
+ */
+void
+client_after_fork(hm_client *c)
+{
+	int rc;
+
+	c->pid = getpid();
+	if (c->fork_busy) {
+		/* half changed by a call of the parent's: leave it be */
+		c->fork_busy = false;
+		c->in = NULL;
+		c->cap = 0;
+	} else {
+		if (c->fd >= 0)
+			close(c->fd);
+		region_unref(c->region);
+	}
+	c->fd = -1;
+	c->start = c->end = 0;
+	c->region = NULL;
+	c->ring = false;
+	c->sq_tail = c->cq_head = 0;
+	c->broken = 0;
+	rc = client_connect(c, c->socket_path);
+	if (rc < 0) {
+		if (c->fd >= 0)
+			close(c->fd);
+		c->fd = -1;
+		c->broken = -rc;
+		return;
+	}
+	client_reopen(c);
+}

@@ -1,0 +1,265 @@
+/*
+ * region.c - the shared region and the views into it.
+ *
+ * A sealed memfd the daemon copies file bytes into, handed out first fit
+ * in blocks of REGION_BLOCK (a bitmap under the region's own lock).  A
+ * view holds its blocks and a reference to the region until it is
+ * released, even after a reconnect or hm_disconnect; a view that finds no
+ * room gets its bytes over the socket into memory of its own.
+ *
+ * Must not: touch the socket but through client_do_reads; free a region
+ * with a reference left (a view may outlive its client).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "client/client_priv.h"
+
+pthread_mutex_t regions_lock = PTHREAD_MUTEX_INITIALIZER;
+struct hm_region *regions;
+
+void
+region_unref(struct hm_region *r)
+{
+	unsigned left;
+
+	if (r == NULL)
+		return;
+	pthread_mutex_lock(&regions_lock);
+	pthread_mutex_lock(&r->lock);
+	left = --r->refs;
+	pthread_mutex_unlock(&r->lock);
+	if (left == 0) {
+		if (r->prev != NULL)
+			r->prev->next = r->next;
+		else
+			regions = r->next;
+		if (r->next != NULL)
+			r->next->prev = r->prev;
+	}
+	pthread_mutex_unlock(&regions_lock);
+	if (left > 0)
+		return;
+	munmap(r->base, r->size);
+	pthread_mutex_destroy(&r->lock);
+	free(r->used);
+	free(r);
+}
+
+bool
+region_block_used(const struct hm_region *r, size_t i)
+{
+	return (r->used[i / 64] >> (i % 64)) & 1;
+}
+
+void
+region_mark(struct hm_region *r, size_t first, size_t n, bool used)
+{
+	size_t i;
+
+	for (i = first; i < first + n; i++) {
+		if (used)
+			r->used[i / 64] |= 1ull << (i % 64);
+		else
+			r->used[i / 64] &= ~(1ull << (i % 64));
+	}
+}
+
+/* First fit: the offset of len free bytes (rounded up to blocks), or
+ * -ENOSPC. */
+int
+region_alloc(struct hm_region *r, size_t len, size_t *off)
+{
+	size_t need = len == 0 ? 1 : (len + REGION_BLOCK - 1) / REGION_BLOCK;
+	size_t i, run = 0;
+	int rc = -ENOSPC;
+
+	if (r == NULL || need > r->nblocks)
+		return -ENOSPC;
+	pthread_mutex_lock(&r->lock);
+	for (i = 0; i < r->nblocks; i++) {
+		run = region_block_used(r, i) ? 0 : run + 1;
+		if (run == need) {
+			region_mark(r, i + 1 - need, need, true);
+			*off = (i + 1 - need) * REGION_BLOCK;
+			rc = 0;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&r->lock);
+	return rc;
+}
+
+void
+region_free(struct hm_region *r, size_t off, size_t len)
+{
+	size_t need = len == 0 ? 1 : (len + REGION_BLOCK - 1) / REGION_BLOCK;
+
+	pthread_mutex_lock(&r->lock);
+	region_mark(r, off / REGION_BLOCK, need, false);
+	pthread_mutex_unlock(&r->lock);
+}
+
+/* A sealed memfd of size bytes, mapped; its descriptor in *fd. */
+struct hm_region *
+region_new(size_t size, int *fd)
+{
+	struct hm_region *r;
+
+	*fd = -1;
+	size = (size + REGION_BLOCK - 1) / REGION_BLOCK * REGION_BLOCK;
+	r = calloc(1, sizeof *r);
+	if (r == NULL)
+		return NULL;
+	r->size = size;
+	r->nblocks = size / REGION_BLOCK;
+	r->used = calloc((r->nblocks + 63) / 64, sizeof *r->used);
+	*fd = memfd_create("hotmap-region", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (r->used == NULL || *fd < 0 || ftruncate(*fd, (off_t)size) < 0 ||
+	    fcntl(*fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0)
+		goto fail;
+	r->base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, *fd, 0);
+	if (r->base == MAP_FAILED)
+		goto fail;
+	pthread_mutex_init(&r->lock, NULL);
+	r->refs = 1;
+	r->shared = true;
+	pthread_mutex_lock(&regions_lock);
+	r->next = regions;
+	if (r->next != NULL)
+		r->next->prev = r;
+	regions = r;
+	pthread_mutex_unlock(&regions_lock);
+	return r;
+fail:
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+	free(r->used);
+	free(r);
+	return NULL;
+}
+
+/* --- views --------------------------------------------------------------- */
+
+/* What a view keeps in struct hm_view's priv_ (copied in and out). */
+struct view_priv {
+	struct hm_region *region;	/* held, with blocks [off, off + len); or NULL */
+	void *heap;			/* the bytes came over the socket; or NULL */
+	size_t off, len;
+};
+_Static_assert(sizeof(struct view_priv) <= sizeof(((struct hm_view *)0)->priv_),
+	       "struct view_priv fits struct hm_view's priv_");
+
+struct view_call {
+	hm_file *f;
+	uint64_t offset;
+	size_t len;
+	struct read_op op;
+	struct hm_region *r;	/* the region op.shm_off is in */
+};
+
+/* Reads v->len bytes into a region block of their own or a buffer of the
+ * view's; on failure gives both back.  Lock held. */
+static int
+view_run(hm_client *c, void *arg)
+{
+	struct view_call *v = arg;
+	struct read_op *op = &v->op;
+	struct hm_region *r = c->region;
+	int rc;
+
+	v->r = r;
+	*op = (struct read_op){ .handle = v->f->handle, .offset = v->offset, .len = v->len };
+	if (v->f->handle == 0)
+		return -ESTALE;	/* lost in a reconnect */
+	op->shm = region_alloc(r, v->len, &op->shm_off) == 0;
+	if (op->shm) {
+		/* held across a reconnect; the view keeps it */
+		pthread_mutex_lock(&r->lock);
+		r->refs++;
+		pthread_mutex_unlock(&r->lock);
+	} else {
+		/* No room in the region (or none): the bytes come
+		 * over the socket into memory of the view's own. */
+		op->buf = malloc(v->len > 0 ? v->len : 1);
+		if (op->buf == NULL)
+			return -ENOMEM;
+	}
+	rc = client_do_reads(c, op, 1);
+	if (rc == 0 && op->result < 0)
+		rc = (int)op->result;
+	if (rc == 0)
+		return 0;
+	if (op->shm) {
+		region_free(r, op->shm_off, v->len);
+		region_unref(r);
+	}
+	free(op->buf);
+	op->buf = NULL;
+	return rc;
+}
+
+HM_EXPORT int
+hm_view_range(hm_file *f, uint64_t offset, size_t len, struct hm_view *v)
+{
+	struct view_call call = { .f = f, .offset = offset, .len = len };
+	struct view_priv p = { 0 };
+	struct read_op op;
+	struct hm_region *r;
+	int rc;
+
+	set_last_error(NULL);
+	if (v != NULL)
+		memset(v, 0, sizeof *v);
+	if (f == NULL || v == NULL || check_range(len, offset) < 0)
+		return fail(EINVAL);
+	rc = client_with_retry(f->c, view_run, &call);
+	if (rc < 0)
+		return fail(-rc);
+	op = call.op;
+	r = call.r;
+	if (op.shm) {
+		p.region = r;	/* the view outlives hm_disconnect */
+		p.off = op.shm_off;
+		p.len = len;
+		v->data = r->base + op.shm_off;
+	} else {
+		p.heap = op.buf;
+		v->data = op.buf;
+	}
+	memcpy(v->priv_, &p, sizeof p);
+	v->len = (size_t)op.result;
+	return 0;
+}
+
+HM_EXPORT void
+hm_view_release(struct hm_view *v)
+{
+	struct view_priv p;
+
+	if (v == NULL)
+		return;
+	memcpy(&p, v->priv_, sizeof p);
+	if (p.region != NULL) {
+		region_free(p.region, p.off, p.len);
+		region_unref(p.region);
+	}
+	free(p.heap);
+	memset(v, 0, sizeof *v);
+}
+
