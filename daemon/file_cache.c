@@ -806,18 +806,212 @@ reopen_private(int fd, const struct stat *st)
 	return nfd;
 }
 
+/* What file_cache_open has learnt so far, step by step. */
+struct open_req {
+	int fd;				/* the client's; the entry's or closed after open_take_entry */
+	enum storage_policy policy;
+	struct stat st;
+	enum fs_class fs;
+	uint32_t fs_type;
+	bool shared;			/* may be cached and read by other openers */
+	struct file_entry *e;
+	enum storage_backend backend;
+	enum storage_reason reason;
+	bool fresh;			/* this open made the entry */
+	bool over_files;		/* kept past max_files: unkept */
+	bool over_mapped;		/* a required mapping past max_mapped_bytes */
+	bool fallback;			/* AUTO read with pread for the budget */
+	char *err;
+	size_t errlen;
+};
+
+/*
+ * A passed descriptor proves read access only if it was opened for
+ * reading: O_PATH and write-only descriptors can be had without read
+ * permission, and must not open (or reuse) an entry.
+ */
+static int open_check_fd(struct open_req *o)
+{
+	int fl, r;
+
+	fl = fcntl(o->fd, F_GETFL);
+	if (fl < 0) {
+		r = -errno;
+		set_err(o->err, o->errlen, "not a valid descriptor");
+		return r;
+	}
+	if (fl & O_PATH) {
+		set_err(o->err, o->errlen, "descriptor opened with O_PATH cannot be read");
+		return -EBADF;
+	}
+	if ((fl & O_ACCMODE) != O_RDONLY && (fl & O_ACCMODE) != O_RDWR) {
+		set_err(o->err, o->errlen, "descriptor is not open for reading");
+		return -EBADF;
+	}
+	if (fstat(o->fd, &o->st) < 0) {
+		r = -errno;
+		set_err(o->err, o->errlen, "fstat failed: %s", strerror(-r));
+		return r;
+	}
+	if (S_ISDIR(o->st.st_mode)) {
+		set_err(o->err, o->errlen, "is a directory");
+		return -EISDIR;
+	}
+	return 0;
+}
+
+/* The cached entry of a regular file, if any, and its file system. */
+static int open_find_entry(struct file_cache *cache, struct open_req *o)
+{
+	struct statfs sfs;
+	int r;
+
+	if (S_ISREG(o->st.st_mode)) {
+		o->e = cache_lookup(cache, o->st.st_dev, o->st.st_ino);
+		if (o->e != NULL) {
+			o->fs = o->e->fs;	/* same st_dev, same file system */
+			o->fs_type = o->e->fs_type;
+		} else {
+			if (fstatfs(o->fd, &sfs) < 0) {
+				r = -errno;
+				set_err(o->err, o->errlen, "fstatfs failed: %s", strerror(-r));
+				return r;
+			}
+			o->fs_type = (uint32_t)sfs.f_type;
+			o->fs = fs_classify(o->fs_type);
+		}
+	}
+	/* Not shared, not reopened: the client's descriptor is the entry's,
+	 * and only this handle reads through it (see fs_is_data). */
+	o->shared = S_ISREG(o->st.st_mode) && o->fs != FS_PSEUDO && fs_is_data(o->fs_type);
+	return 0;
+}
+
+/*
+ * Reuses the entry found, unless its file changed, or makes one.  The
+ * descriptor belongs to the entry, or is closed, when this returns,
+ * failure included.
+ */
+static int open_take_entry(struct file_cache *cache, struct open_req *o)
+{
+	if (o->e != NULL && !entry_matches(o->e, &o->st)) {
+		/* The file changed since the entry was made: its handles keep
+		 * reading the inode as it is now; new opens get a new entry. */
+		entry_retire(cache, o->e);
+		cache->ctr.stale_replaced++;
+		o->e = NULL;
+	}
+	if (o->e != NULL) {
+		/* The entry already has a descriptor for this file; this one
+		 * has served its purpose (proving read access). */
+		safe_close(o->fd);
+		/* Off the idle list before anything below drops entries for
+		 * the budget: it is about to get a handle. */
+		idle_remove(cache, o->e);
+		cache->ctr.cache_hits++;
+		o->e->hits++;
+		return 0;
+	}
+	/* Past max_files with every entry in use, the open still
+	 * succeeds: the descriptor is the client's to read. */
+	if (o->shared && !trim_files(cache, 1))
+		o->over_files = true;
+	if (o->shared)
+		o->fd = reopen_private(o->fd, &o->st);
+	o->e = entry_new(cache, o->fd, &o->st, o->fs, o->fs_type);
+	if (o->e == NULL) {
+		set_err(o->err, o->errlen, "out of memory");
+		safe_close(o->fd);
+		return -ENOMEM;
+	}
+	if (o->shared) {
+		o->e->unkept = o->over_files;	/* before cache_insert counts it */
+		cache_insert(cache, o->e);
+	}
+	cache->ctr.cache_misses++;
+	o->fresh = true;
+	return 0;
+}
+
+/* A new mapping must fit max_mapped_bytes: a required one is honoured past
+ * the budget (see storage.h); AUTO reads with pread instead. */
+static void open_fit_budget(struct file_cache *cache, struct open_req *o)
+{
+	struct file_entry *e = o->e;
+
+	if (o->backend != STORAGE_BACKEND_MMAP || e->file.map != NULL || e->map_errno != 0)
+		return;
+	if (make_room_mapped(cache, (uint64_t)o->st.st_size, o->policy == STORAGE_POLICY_MMAP))
+		return;
+	if (o->policy == STORAGE_POLICY_MMAP) {
+		o->over_mapped = true;
+	} else {
+		o->backend = STORAGE_BACKEND_PREAD;
+		o->reason = STORAGE_REASON_OVER_BUDGET;
+		o->fallback = true;
+	}
+}
+
+/*
+ * Maps the file when the backend is mmap and the entry has no mapping yet.
+ * When mmap fails, AUTO falls back to pread; a required mapping fails the
+ * open, and the entry goes where an unopened one would.
+ */
+static int open_attach(struct file_cache *cache, struct open_req *o)
+{
+	struct file_entry *e = o->e;
+	int r;
+
+	if (o->backend != STORAGE_BACKEND_MMAP || e->file.map != NULL)
+		return 0;
+	/* The size validated above is the file's size now: it is the
+	 * mapping's length.  A failed mmap is never tried again for
+	 * this entry (it would fail the same way, at a syscall each). */
+	if (e->map_errno == 0) {
+		r = backend_mmap_ops.attach(&e->file, (uint64_t)o->st.st_size);
+		if (r < 0) {
+			e->map_errno = -r;
+		} else {
+			cache->ctr.mappings++;
+			cache->ctr.mapped_bytes += e->file.map_len;
+			if (o->over_mapped)
+				cache->ctr.mapped_over_budget++;
+		}
+	}
+	if (e->map_errno == 0)
+		return 0;
+	if (o->policy == STORAGE_POLICY_MMAP) {
+		r = -e->map_errno;
+		set_err(o->err, o->errlen, "mmap required but mmap failed: %s",
+			strerror(e->map_errno));
+		/* A new shared entry stays cached (it remembers
+		 * the failure), idle; a private one cannot get
+		 * here, and one past max_files is not kept. */
+		if (e->refs == 0) {
+			if (e->hashed && !e->unkept)
+				idle_push(cache, e);
+			else
+				entry_free(cache, e);
+		}
+		return r;
+	}
+	o->backend = STORAGE_BACKEND_PREAD;
+	o->reason = STORAGE_REASON_MMAP_FAILED;
+	return 0;
+}
+
 int file_cache_open(struct file_cache *cache, int fd, enum storage_policy policy,
 		    struct storage_handle *out, char *err, size_t errlen)
 {
-	enum storage_backend backend;
-	enum storage_reason reason;
-	struct file_entry *e = NULL;
-	enum fs_class fs = FS_LOCAL;
-	uint32_t fs_type = 0;
-	struct statfs sfs;
-	struct stat st;
-	bool shared, over_files = false, over_mapped = false, fallback = false, fresh = false;
-	int fl, r;
+	struct open_req o = {
+		.fd = fd,
+		.policy = policy,
+		.fs = FS_LOCAL,
+		.err = err,
+		.errlen = errlen,
+	};
+	struct file_entry *e;
+	int r;
 
 	if (err != NULL && errlen > 0)
 		err[0] = '\0';
@@ -827,162 +1021,38 @@ int file_cache_open(struct file_cache *cache, int fd, enum storage_policy policy
 		r = -EINVAL;
 		goto fail_fd;
 	}
-
-	/*
-	 * A passed descriptor proves read access only if it was opened for
-	 * reading: O_PATH and write-only descriptors can be had without read
-	 * permission, and must not open (or reuse) an entry.
-	 */
-	fl = fcntl(fd, F_GETFL);
-	if (fl < 0) {
-		r = -errno;
-		set_err(err, errlen, "not a valid descriptor");
-		goto fail_fd;
-	}
-	if (fl & O_PATH) {
-		set_err(err, errlen, "descriptor opened with O_PATH cannot be read");
-		r = -EBADF;
-		goto fail_fd;
-	}
-	if ((fl & O_ACCMODE) != O_RDONLY && (fl & O_ACCMODE) != O_RDWR) {
-		set_err(err, errlen, "descriptor is not open for reading");
-		r = -EBADF;
-		goto fail_fd;
-	}
-	if (fstat(fd, &st) < 0) {
-		r = -errno;
-		set_err(err, errlen, "fstat failed: %s", strerror(-r));
-		goto fail_fd;
-	}
-	if (S_ISDIR(st.st_mode)) {
-		set_err(err, errlen, "is a directory");
-		r = -EISDIR;
-		goto fail_fd;
-	}
-
-	if (S_ISREG(st.st_mode)) {
-		e = cache_lookup(cache, st.st_dev, st.st_ino);
-		if (e != NULL) {
-			fs = e->fs;	/* same st_dev, same file system */
-			fs_type = e->fs_type;
-		} else {
-			if (fstatfs(fd, &sfs) < 0) {
-				r = -errno;
-				set_err(err, errlen, "fstatfs failed: %s", strerror(-r));
-				goto fail_fd;
-			}
-			fs_type = (uint32_t)sfs.f_type;
-			fs = fs_classify(fs_type);
-		}
-	}
-	/* Not shared, not reopened: the client's descriptor is the entry's,
-	 * and only this handle reads through it (see fs_is_data). */
-	shared = S_ISREG(st.st_mode) && fs != FS_PSEUDO && fs_is_data(fs_type);
-
-	r = select_backend(policy, &st, fs, fs_type, cache->limits.network_fs_mmap,
-			   &backend, &reason, err, errlen);
+	r = open_check_fd(&o);
 	if (r < 0)
 		goto fail_fd;
-
-	if (e != NULL && !entry_matches(e, &st)) {
-		/* The file changed since the entry was made: its handles keep
-		 * reading the inode as it is now; new opens get a new entry. */
-		entry_retire(cache, e);
-		cache->ctr.stale_replaced++;
-		e = NULL;
-	}
-	if (e != NULL) {
-		/* The entry already has a descriptor for this file; this one
-		 * has served its purpose (proving read access). */
-		safe_close(fd);
-		/* Off the idle list before anything below drops entries for
-		 * the budget: it is about to get a handle. */
-		idle_remove(cache, e);
-		cache->ctr.cache_hits++;
-		e->hits++;
-	} else {
-		/* Past max_files with every entry in use, the open still
-		 * succeeds: the descriptor is the client's to read. */
-		if (shared && !trim_files(cache, 1))
-			over_files = true;
-		if (shared)
-			fd = reopen_private(fd, &st);
-		e = entry_new(cache, fd, &st, fs, fs_type);
-		if (e == NULL) {
-			set_err(err, errlen, "out of memory");
-			r = -ENOMEM;
-			goto fail_fd;
-		}
-		if (shared) {
-			e->unkept = over_files;	/* before cache_insert counts it */
-			cache_insert(cache, e);
-		}
-		cache->ctr.cache_misses++;
-		fresh = true;
-	}
+	r = open_find_entry(cache, &o);
+	if (r < 0)
+		goto fail_fd;
+	r = select_backend(policy, &o.st, o.fs, o.fs_type, cache->limits.network_fs_mmap,
+			   &o.backend, &o.reason, err, errlen);
+	if (r < 0)
+		goto fail_fd;
+	r = open_take_entry(cache, &o);
+	if (r < 0)
+		return r;
 	/* fd belongs to the entry, or is closed, from here on. */
+	open_fit_budget(cache, &o);
+	r = open_attach(cache, &o);
+	if (r < 0)
+		return r;
 
-	if (backend == STORAGE_BACKEND_MMAP && e->file.map == NULL && e->map_errno == 0 &&
-	    !make_room_mapped(cache, (uint64_t)st.st_size, policy == STORAGE_POLICY_MMAP)) {
-		/* A required mapping is honoured past the budget (see
-		 * storage.h); AUTO reads with pread instead. */
-		if (policy == STORAGE_POLICY_MMAP) {
-			over_mapped = true;
-		} else {
-			backend = STORAGE_BACKEND_PREAD;
-			reason = STORAGE_REASON_OVER_BUDGET;
-			fallback = true;
-		}
-	}
-
-	if (backend == STORAGE_BACKEND_MMAP && e->file.map == NULL) {
-		/* The size validated above is the file's size now: it is the
-		 * mapping's length.  A failed mmap is never tried again for
-		 * this entry (it would fail the same way, at a syscall each). */
-		if (e->map_errno == 0) {
-			r = backend_mmap_ops.attach(&e->file, (uint64_t)st.st_size);
-			if (r < 0) {
-				e->map_errno = -r;
-			} else {
-				cache->ctr.mappings++;
-				cache->ctr.mapped_bytes += e->file.map_len;
-				if (over_mapped)
-					cache->ctr.mapped_over_budget++;
-			}
-		}
-		if (e->map_errno != 0) {
-			if (policy == STORAGE_POLICY_MMAP) {
-				r = -e->map_errno;
-				set_err(err, errlen, "mmap required but mmap failed: %s",
-					strerror(e->map_errno));
-				/* A new shared entry stays cached (it remembers
-				 * the failure), idle; a private one cannot get
-				 * here, and one past max_files is not kept. */
-				if (e->refs == 0) {
-					if (e->hashed && !e->unkept)
-						idle_push(cache, e);
-					else
-						entry_free(cache, e);
-				}
-				return r;
-			}
-			backend = STORAGE_BACKEND_PREAD;
-			reason = STORAGE_REASON_MMAP_FAILED;
-		}
-	}
-
+	e = o.e;
 	e->refs++;
 	e->last_use_ns = now_ns();
-	e->last_reason = reason;
+	e->last_reason = o.reason;
 	out->entry = e;
-	out->backend = backend;
-	out->reason = reason;
-	out->fresh = fresh;
-	out->map_errno = reason == STORAGE_REASON_MMAP_FAILED ? e->map_errno : 0;
-	cache->ctr.opens_by_reason[reason]++;
-	if (fallback)
+	out->backend = o.backend;
+	out->reason = o.reason;
+	out->fresh = o.fresh;
+	out->map_errno = o.reason == STORAGE_REASON_MMAP_FAILED ? e->map_errno : 0;
+	cache->ctr.opens_by_reason[o.reason]++;
+	if (o.fallback)
 		cache->ctr.budget_fallbacks++;
-	if (over_files)
+	if (o.over_files)
 		cache->ctr.files_over_budget++;
 	return 0;
 
