@@ -1,8 +1,9 @@
 /*
  * file_cache.c - the file cache: entries keyed by (st_dev, st_ino), one
  * descriptor and at most one mapping each, shared by every handle on the
- * same unchanged file; plus the backend choice made at open and the read
- * path (storage.h).
+ * same unchanged file; plus the backend choice made at open, the idle
+ * lists and the budget (storage.h).  Reads are in file_io.c, listing and
+ * eviction in file_list.c; what the three share is in file_cache_priv.h.
  *
  * An entry is in one of three states:
  *   cached   - in the hash table, found by the next open of its file;
@@ -51,7 +52,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/inotify.h>
 #include <sys/statfs.h>
@@ -60,85 +60,10 @@
 #include "backend.h"
 #include "closer.h"
 #include "guard.h"
+#include "file_cache_priv.h"
 #include "storage.h"
 
 #define CACHE_MIN_BUCKETS 64
-
-/* Largest off_t, without assuming its width (32-bit builds without
- * large-file support have a 32-bit off_t). */
-#define CACHE_OFF_MAX ((uint64_t)(((uint64_t)1 << (sizeof(off_t) * CHAR_BIT - 1)) - 1))
-
-/* An intrusive, circular, doubly linked list node; a list is a sentinel
- * node.  A node on no list has next == NULL. */
-struct lru_node {
-	struct lru_node *prev;
-	struct lru_node *next;
-};
-
-enum fs_class {
-	FS_LOCAL,
-	FS_NETWORK,	/* mmap works but faults page by page over the wire */
-	FS_PSEUDO,	/* st_size is not the length of the content */
-};
-
-struct file_entry {
-	struct backend_file file;	/* descriptor and mapping */
-
-	/* Identity and the validators an open compares against. */
-	dev_t dev;
-	ino_t ino;
-	off_t size;
-	struct timespec mtime;
-	struct timespec ctime;
-	enum fs_class fs;		/* meaningful for regular files */
-	uint32_t fs_type;		/* statfs f_type, for messages */
-
-	unsigned refs;			/* open handles */
-	bool hashed;			/* cached: reachable from the hash */
-	bool unkept;			/* made past max_files: freed at its last close */
-	int map_errno;			/* mmap failed once: never retried */
-	int wd;				/* inotify watch while idle; -1 none */
-	bool unwatched;			/* idle, and no watch could be had */
-
-	/* On an idle list while hashed with refs == 0 (see the top). */
-	struct lru_node lru;
-	uint64_t idle_since_ns;		/* CLOCK_MONOTONIC when it became idle */
-
-	/* For listings (file_cache_foreach); the loop thread updates them. */
-	uint64_t hits;			/* opens that found this entry */
-	uint64_t bytes;			/* bytes read from it */
-	uint64_t last_use_ns;		/* CLOCK_MONOTONIC of the last open or read */
-	enum storage_reason last_reason;	/* of the last open */
-
-	struct file_entry *hash_next;	/* bucket chain */
-	struct file_entry *all_prev;	/* list of all entries */
-	struct file_entry *all_next;
-};
-
-struct file_cache {
-	struct file_entry **buckets;
-	size_t nbuckets;		/* a power of two */
-	size_t nhashed;
-	size_t nkept;			/* hashed and not unkept: what max_files bounds */
-	struct file_entry *all;
-	struct storage_counters ctr;
-
-	struct storage_limits limits;
-	struct lru_node idle_mapped;	/* idle entries with a mapping */
-	struct lru_node idle_unmapped;	/* idle entries without one */
-	uint64_t idle_mapped_bytes;	/* sum of map_len over idle_mapped */
-
-	/*
-	 * Idle entries are watched (IN_ATTRIB: the link count changed) so
-	 * that one whose file is deleted, or replaced by rename, is freed
-	 * at once: nothing reads it any more, and its descriptor would pin
-	 * the file's blocks on disk.  An entry with handles needs no watch:
-	 * its last close checks.  Without inotify (or a watch), the sweep
-	 * checks each second.
-	 */
-	int watch_fd;			/* inotify, -1 when there is none */
-	unsigned unwatched_idle;	/* idle entries with unwatched set */
-};
 
 static const char *const reason_names[STORAGE_REASON__COUNT] = {
 	[STORAGE_REASON_LOCAL_FILE] = "local-file",
@@ -188,14 +113,6 @@ static void set_err(char *err, size_t errlen, const char *fmt, ...)
 static void safe_close(int fd)
 {
 	closer_close(fd);
-}
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 uint64_t file_cache_clock_ms(void)
@@ -309,7 +226,7 @@ static size_t cache_hash(dev_t dev, ino_t ino)
 	return (size_t)x;
 }
 
-static struct file_entry *cache_lookup(struct file_cache *cache, dev_t dev, ino_t ino)
+struct file_entry *file_cache_find(struct file_cache *cache, dev_t dev, ino_t ino)
 {
 	struct file_entry *e = cache->buckets[cache_hash(dev, ino) & (cache->nbuckets - 1)];
 
@@ -362,7 +279,7 @@ static void cache_insert(struct file_cache *cache, struct file_entry *e)
 		cache->nkept++;
 }
 
-static void cache_unhash(struct file_cache *cache, struct file_entry *e)
+void file_cache_unhash(struct file_cache *cache, struct file_entry *e)
 {
 	struct file_entry **p;
 
@@ -515,10 +432,10 @@ static struct file_entry *entry_new(struct file_cache *cache, int fd,
 	return e;
 }
 
-static void entry_free(struct file_cache *cache, struct file_entry *e)
+void file_cache_entry_free(struct file_cache *cache, struct file_entry *e)
 {
 	idle_remove(cache, e);
-	cache_unhash(cache, e);
+	file_cache_unhash(cache, e);
 	if (e->file.map != NULL) {
 		cache->ctr.mappings--;
 		cache->ctr.mapped_bytes -= e->file.map_len;
@@ -545,9 +462,9 @@ static void entry_free(struct file_cache *cache, struct file_entry *e)
  */
 static void entry_retire(struct file_cache *cache, struct file_entry *e)
 {
-	cache_unhash(cache, e);
+	file_cache_unhash(cache, e);
 	if (e->refs == 0)
-		entry_free(cache, e);
+		file_cache_entry_free(cache, e);
 }
 
 static bool entry_matches(const struct file_entry *e, const struct stat *st)
@@ -586,7 +503,7 @@ static bool trim_files(struct file_cache *cache, uint64_t room)
 		if (e == NULL)
 			return false;
 		cache->ctr.evictions_lru++;
-		entry_free(cache, e);
+		file_cache_entry_free(cache, e);
 	}
 	return true;
 }
@@ -610,7 +527,7 @@ static bool trim_mapped(struct file_cache *cache, uint64_t room)
 		if (e == NULL)
 			return false;
 		cache->ctr.evictions_lru++;
-		entry_free(cache, e);
+		file_cache_entry_free(cache, e);
 	}
 	return true;
 }
@@ -683,7 +600,7 @@ struct file_cache *file_cache_free(struct file_cache *cache)
 	if (cache == NULL)
 		return NULL;
 	while (cache->all != NULL)
-		entry_free(cache, cache->all);
+		file_cache_entry_free(cache, cache->all);
 	safe_close(cache->watch_fd);
 	free(cache->buckets);
 	free(cache);
@@ -867,7 +784,7 @@ static int open_find_entry(struct file_cache *cache, struct open_req *o)
 	int r;
 
 	if (S_ISREG(o->st.st_mode)) {
-		o->e = cache_lookup(cache, o->st.st_dev, o->st.st_ino);
+		o->e = file_cache_find(cache, o->st.st_dev, o->st.st_ino);
 		if (o->e != NULL) {
 			o->fs = o->e->fs;	/* same st_dev, same file system */
 			o->fs_type = o->e->fs_type;
@@ -991,7 +908,7 @@ static int open_attach(struct file_cache *cache, struct open_req *o)
 			if (e->hashed && !e->unkept)
 				idle_push(cache, e);
 			else
-				entry_free(cache, e);
+				file_cache_entry_free(cache, e);
 		}
 		return r;
 	}
@@ -1084,7 +1001,7 @@ void file_cache_close(struct file_cache *cache, struct storage_handle *h)
 	/* One made past max_files was never kept: it goes with its last
 	 * handle, whatever has become idle since. */
 	if (!e->hashed || e->unkept) {
-		entry_free(cache, e);
+		file_cache_entry_free(cache, e);
 		return;
 	}
 	/* Idle now, and the most recently used of the idle; watched from
@@ -1092,145 +1009,12 @@ void file_cache_close(struct file_cache *cache, struct storage_handle *h)
 	 * no deletion. */
 	idle_push(cache, e);
 	if (entry_unlinked(e) == 1) {
-		entry_free(cache, e);
+		file_cache_entry_free(cache, e);
 		return;
 	}
 	/* If readers held the cache over its limits (a required mapping,
 	 * lowered limits), this is the first moment something may go. */
 	trim(cache);
-}
-
-/* Checks the range as pread(2) would; may lower *len.  0 or -errno. */
-static int check_read(const struct storage_handle *h, const void *dst, size_t *len,
-		      uint64_t offset)
-{
-	if (h == NULL || h->entry == NULL)
-		return -EBADF;
-	/* Offsets come from clients: check without wrapping, like pread(2)
-	 * (negative offset, or offset + len past the largest loff_t). */
-	if (offset > INT64_MAX || *len > INT64_MAX - offset)
-		return -EINVAL;
-	if (offset + *len > CACHE_OFF_MAX)
-		return -EOVERFLOW;
-	if (*len > SSIZE_MAX)
-		*len = SSIZE_MAX;	/* the answer must fit the return type */
-	if (dst == NULL && *len > 0)
-		return -EFAULT;
-	if (backend_get(h->backend) == NULL)
-		return -EINVAL;
-	return 0;
-}
-
-ssize_t storage_read_detached(const struct storage_handle *h, void *dst, size_t len,
-			      uint64_t offset, struct storage_io *io)
-{
-	int r = check_read(h, dst, &len, offset);
-
-	if (r < 0)
-		return r;
-	return backend_get(h->backend)->read(&h->entry->file, dst, len, offset, io);
-}
-
-void storage_read_finish(struct file_cache *cache, struct storage_handle *h,
-			 const struct storage_io *io)
-{
-	if (cache == NULL || h == NULL || h->entry == NULL)
-		return;
-	cache->ctr.bytes_mmap += io->bytes_mmap;
-	cache->ctr.bytes_pread += io->bytes_pread;
-	h->entry->bytes += io->bytes_mmap + io->bytes_pread;
-	h->entry->last_use_ns = now_ns();
-	if (io->faults > 0) {
-		/*
-		 * SIGBUS recovery: the read was answered by pread, but the
-		 * mapping no longer matches the file.  Retire the entry so
-		 * the next open maps the file anew; its handles (this one
-		 * included) keep it, and its mapping, until they close.
-		 */
-		cache->ctr.sigbus_recoveries += io->faults;
-		cache_unhash(cache, h->entry);
-	}
-}
-
-static ssize_t read_accounted(struct file_cache *cache, struct storage_handle *h,
-			      void *dst, size_t len, uint64_t offset, bool nowait)
-{
-	struct storage_io io = { .nowait = nowait };
-	ssize_t r;
-
-	if (cache == NULL)
-		return -EBADF;
-	r = storage_read_detached(h, dst, len, offset, &io);
-	storage_read_finish(cache, h, &io);
-	return r;
-}
-
-ssize_t storage_read(struct file_cache *cache, struct storage_handle *h,
-		     void *dst, size_t len, uint64_t offset)
-{
-	return read_accounted(cache, h, dst, len, offset, false);
-}
-
-ssize_t storage_read_nowait(struct file_cache *cache, struct storage_handle *h,
-			    void *dst, size_t len, uint64_t offset)
-{
-	return read_accounted(cache, h, dst, len, offset, true);
-}
-
-ssize_t storage_warm_detached(const struct storage_handle *h, uint64_t offset, uint64_t len,
-			      struct storage_io *io)
-{
-	const struct backend_file *f;
-	size_t scratch_len = 1 << 20;
-	char *scratch;
-	struct stat st;
-	uint64_t size, end, pos;
-
-	if (h == NULL || h->entry == NULL)
-		return -EBADF;
-	f = &h->entry->file;
-	if (fstat(f->fd, &st) < 0)
-		return -errno;
-	size = st.st_size < 0 ? 0 : (uint64_t)st.st_size;
-	if (offset >= size)
-		return 0;
-	end = len > size - offset ? size : offset + len;
-	if (h->backend == STORAGE_BACKEND_MMAP && f->map != NULL && offset < f->map_len) {
-		uint64_t mend = end < f->map_len ? end : f->map_len;
-		uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
-		uintptr_t start = ((uintptr_t)f->map + offset) & ~(page - 1);
-
-		if (madvise((void *)start, (uintptr_t)f->map + mend - start, MADV_POPULATE_READ) == 0)
-			return (ssize_t)(end - offset);
-		/* Older kernels: touch each page.  A fault (the file shrank)
-		 * ends the warm early; it is only a hint. */
-		for (pos = start; pos < (uintptr_t)f->map + mend; pos += page) {
-			char c;
-
-			if (guard_copy(&c, (const void *)pos, 1) < 0) {
-				io->faults++;
-				break;
-			}
-		}
-		return (ssize_t)(end - offset);
-	}
-	/* Not mapped: read it through, so that it is in the page cache when
-	 * asked for; what is read is not kept, nor counted as read (io is
-	 * for bytes served). */
-	scratch = malloc(scratch_len);
-	if (scratch == NULL)
-		return -ENOMEM;
-	for (pos = offset; pos < end;) {
-		size_t n = end - pos < scratch_len ? (size_t)(end - pos) : scratch_len;
-		struct storage_io unserved = { 0 };
-		ssize_t r = backend_pread_full(f->fd, scratch, n, pos, &unserved);
-
-		if (r <= 0)
-			break;
-		pos += (uint64_t)r;
-	}
-	free(scratch);
-	return (ssize_t)(end - offset);
 }
 
 /* h is open, so its entry has a handle and is on no idle list: the new
@@ -1243,50 +1027,6 @@ void storage_handle_dup(const struct storage_handle *h, struct storage_handle *o
 		h->entry->refs++;
 }
 
-static int64_t timespec_to_ns(const struct timespec *ts)
-{
-	int64_t ns;
-
-	/* mtime is set by users (utimensat): saturate instead of wrapping. */
-	if (__builtin_mul_overflow((int64_t)ts->tv_sec, (int64_t)1000000000, &ns))
-		return ts->tv_sec < 0 ? INT64_MIN : INT64_MAX;
-	if (__builtin_add_overflow(ns, (int64_t)ts->tv_nsec, &ns))
-		return INT64_MAX;
-	return ns;
-}
-
-int storage_willneed(struct storage_handle *h, uint64_t offset, uint64_t len)
-{
-	if (h == NULL || h->entry == NULL)
-		return -EBADF;
-	if (offset > CACHE_OFF_MAX || len > CACHE_OFF_MAX - offset)
-		return -EINVAL;
-	/* posix_fadvise returns the error number rather than setting errno */
-	return -posix_fadvise(h->entry->file.fd, (off_t)offset, (off_t)len, POSIX_FADV_WILLNEED);
-}
-
-int storage_stat(struct storage_handle *h, struct storage_stat *out)
-{
-	struct file_entry *e;
-	struct stat st;
-
-	if (h == NULL || h->entry == NULL || out == NULL)
-		return -EBADF;
-	e = h->entry;
-	if (fstat(e->file.fd, &st) < 0)
-		return -errno;
-	*out = (struct storage_stat){
-		.size = st.st_size < 0 ? 0 : (uint64_t)st.st_size,
-		.dev = (uint64_t)st.st_dev,
-		.ino = (uint64_t)st.st_ino,
-		.mtime_ns = timespec_to_ns(&st.st_mtim),
-		.mode = (uint32_t)st.st_mode,
-		.mapped_length = e->file.map != NULL ? e->file.map_len : 0,
-		.handles = e->refs,
-	};
-	return 0;
-}
-
 void file_cache_counters(const struct file_cache *cache, struct storage_counters *out)
 {
 	if (out == NULL)
@@ -1296,165 +1036,6 @@ void file_cache_counters(const struct file_cache *cache, struct storage_counters
 		return;
 	}
 	*out = cache->ctr;
-}
-
-/* Percent of the file's pages in memory: the mapping's when there is one
- * (what a read would copy without waiting), else the page cache's through
- * a mapping made for the question.  -1 when it cannot be told.  *bytes:
- * the bytes of the file on those pages, 0 when it cannot be told. */
-static int entry_resident_percent(const struct file_entry *e, uint64_t size, uint64_t *bytes)
-{
-	size_t page = (size_t)sysconf(_SC_PAGESIZE), len, n, i, k, chunk, in = 0;
-	unsigned char vec[1024];	/* pages per mincore call: bounded memory */
-	void *map = e->file.map;
-	bool own = false;
-	int rc = 0;
-
-	*bytes = 0;
-	if (size == 0)
-		return 100;
-	if (map != NULL) {
-		len = e->file.map_len;
-	} else {
-		if (size > SIZE_MAX)
-			return -1;
-		len = (size_t)size;
-		map = mmap(NULL, len, PROT_READ, MAP_SHARED, e->file.fd, 0);
-		if (map == MAP_FAILED)
-			return -1;
-		own = true;
-	}
-	n = (len + page - 1) / page;
-	for (i = 0; i < n && rc == 0; i += chunk) {
-		chunk = n - i < sizeof vec ? n - i : sizeof vec;
-		rc = mincore((char *)map + i * page, chunk * page, vec);
-		for (k = 0; rc == 0 && k < chunk; k++)
-			in += vec[k] & 1;
-	}
-	if (own)
-		munmap(map, len);
-	if (rc != 0 || n == 0)
-		return -1;
-	/* Whole pages, but the last one may hold less of the file (and the
-	 * mapping may be longer than a file that has shrunk since). */
-	*bytes = (uint64_t)in * page;
-	if (*bytes > len)
-		*bytes = len;
-	if (*bytes > size)
-		*bytes = size;
-	return (int)(in * 100 / n);
-}
-
-size_t file_cache_foreach(struct file_cache *cache, size_t skip,
-			  bool (*cb)(const struct storage_entry_info *info, void *arg), void *arg)
-{
-	uint64_t now = now_ns();
-	struct file_entry *e;
-	size_t total = 0;
-	bool more = true;
-
-	if (cache == NULL)
-		return 0;
-	for (e = cache->all; e != NULL; e = e->all_next) {
-		struct storage_entry_info info = { 0 };
-		struct stat st = { 0 };
-		char link[64];
-		ssize_t n;
-
-		if (total++ < skip || !more)
-			continue;	/* counted, not described */
-		snprintf(link, sizeof link, "/proc/self/fd/%d", e->file.fd);
-		n = readlink(link, info.path, sizeof info.path - 1);
-		info.path[n > 0 ? n : 0] = '\0';
-		info.size = fstat(e->file.fd, &st) == 0 && st.st_size > 0 ? (uint64_t)st.st_size : 0;
-		info.mapped_length = e->file.map != NULL ? e->file.map_len : 0;
-		info.last_reason = e->last_reason;
-		info.handles = e->refs;
-		info.cached = e->hashed;
-		info.hits = e->hits;
-		info.bytes = e->bytes;
-		info.idle_ms = now > e->last_use_ns ? (now - e->last_use_ns) / 1000000u : 0;
-		info.resident_pct = S_ISREG(st.st_mode) && e->fs != FS_PSEUDO ?
-				    entry_resident_percent(e, info.size, &info.resident_bytes) : -1;
-		more = cb(&info, arg);
-	}
-	return total;
-}
-
-static void evict_one(struct file_cache *cache, struct file_entry *e, struct storage_evicted *out)
-{
-	if (e->refs > 0) {
-		out->busy++;
-		return;
-	}
-	out->files++;
-	out->mapped_bytes += e->file.map != NULL ? e->file.map_len : 0;
-	cache->ctr.evictions++;
-	entry_free(cache, e);
-}
-
-int file_cache_evict(struct file_cache *cache, bool all, uint64_t dev, uint64_t ino,
-		     struct storage_evicted *out)
-{
-	struct file_entry *e, *next;
-
-	*out = (struct storage_evicted){ 0 };
-	if (cache == NULL)
-		return -EINVAL;
-	if (!all) {
-		e = cache_lookup(cache, (dev_t)dev, (ino_t)ino);
-		if (e == NULL)
-			return -ENOENT;
-		evict_one(cache, e, out);
-		return 0;
-	}
-	/* stale entries always have handles (the last close frees them), so
-	 * only cached ones can go */
-	for (e = cache->all; e != NULL; e = next) {
-		next = e->all_next;
-		if (e->hashed)
-			evict_one(cache, e, out);
-	}
-	return 0;
-}
-
-/* Whether e's descriptor is named path now, or was before the file was
- * deleted (readlink says "PATH (deleted)"). */
-static bool entry_named(const struct file_entry *e, const char *path)
-{
-	static const char deleted[] = " (deleted)";
-	char link[64], name[PATH_MAX + sizeof deleted];
-	size_t plen = strlen(path);
-	ssize_t n;
-
-	snprintf(link, sizeof link, "/proc/self/fd/%d", e->file.fd);
-	n = readlink(link, name, sizeof name - 1);
-	if (n < 0)
-		return false;
-	name[n] = '\0';
-	if (strcmp(name, path) == 0)
-		return true;
-	return (size_t)n == plen + sizeof deleted - 1 && strncmp(name, path, plen) == 0 &&
-	       strcmp(name + plen, deleted) == 0;
-}
-
-int file_cache_evict_path(struct file_cache *cache, const char *path,
-			  struct storage_evicted *out)
-{
-	struct file_entry *e, *next;
-	bool found = false;
-
-	*out = (struct storage_evicted){ 0 };
-	if (cache == NULL || path == NULL || path[0] != '/')
-		return -EINVAL;
-	for (e = cache->all; e != NULL; e = next) {
-		next = e->all_next;
-		if (e->hashed && entry_named(e, path)) {
-			found = true;
-			evict_one(cache, e, out);
-		}
-	}
-	return found ? 0 : -ENOENT;
 }
 
 void file_cache_reset_counters(struct file_cache *cache)
@@ -1508,7 +1089,7 @@ static void sweep_list(struct file_cache *cache, struct lru_node *list,
 		if (now_ms <= since_ms || now_ms - since_ms <= idle_ms)
 			break;
 		cache->ctr.evictions_idle++;
-		entry_free(cache, e);
+		file_cache_entry_free(cache, e);
 	}
 }
 
@@ -1527,7 +1108,7 @@ static void drop_unlinked(struct file_cache *cache, struct lru_node *list, bool 
 			continue;
 		if (entry_unlinked(e) == 1) {
 			cache->ctr.evictions_deleted++;
-			entry_free(cache, e);
+			file_cache_entry_free(cache, e);
 		}
 	}
 }

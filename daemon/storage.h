@@ -18,6 +18,13 @@
  * mapped.  Entries no handle holds sit on a least-recently-used list and
  * are the only ones ever dropped for the budget: a mapping with a reader is
  * never unmapped under it.  No read walks that list.
+ *
+ * Rooms: file_cache.c holds the cache (entries, hash, idle lists, budget,
+ * open and close), file_io.c the I/O through a handle (read, warm,
+ * willneed, stat), file_list.c the listing and eviction; backend_mmap.c
+ * and backend_pread.c the backends (backend.h), guard.c the guarded copy.
+ * file_cache_priv.h is what the three cache files share; this header is
+ * the only contract for the rest of the daemon.
  */
 #ifndef HOTMAP_STORAGE_H
 #define HOTMAP_STORAGE_H

@@ -1,0 +1,213 @@
+/*
+ * file_io.c - the I/O of the storage core: reads through a handle (inline
+ * or detached on a worker, then accounted on the loop), warming, the
+ * willneed hint and stat (storage.h).
+ *
+ * What it is for: check a range as pread(2) would, hand it to the
+ * handle's backend, and account what was served; a fault retires the
+ * entry so that the next open maps the file anew.
+ *
+ * What it must not do: include libevent or protobuf headers, log; open,
+ * free or drop entries (file_cache.c does); touch the idle lists or the
+ * budget.  The *_detached functions run on worker threads: they read the
+ * entry but change nothing the loop owns.
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE 1	/* MADV_POPULATE_READ, st_mtim; config.h defines it under autotools */
+#endif
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "backend.h"
+#include "file_cache_priv.h"
+#include "guard.h"
+#include "storage.h"
+
+/* Checks the range as pread(2) would; may lower *len.  0 or -errno. */
+static int check_read(const struct storage_handle *h, const void *dst, size_t *len,
+		      uint64_t offset)
+{
+	if (h == NULL || h->entry == NULL)
+		return -EBADF;
+	/* Offsets come from clients: check without wrapping, like pread(2)
+	 * (negative offset, or offset + len past the largest loff_t). */
+	if (offset > INT64_MAX || *len > INT64_MAX - offset)
+		return -EINVAL;
+	if (offset + *len > CACHE_OFF_MAX)
+		return -EOVERFLOW;
+	if (*len > SSIZE_MAX)
+		*len = SSIZE_MAX;	/* the answer must fit the return type */
+	if (dst == NULL && *len > 0)
+		return -EFAULT;
+	if (backend_get(h->backend) == NULL)
+		return -EINVAL;
+	return 0;
+}
+
+ssize_t storage_read_detached(const struct storage_handle *h, void *dst, size_t len,
+			      uint64_t offset, struct storage_io *io)
+{
+	int r = check_read(h, dst, &len, offset);
+
+	if (r < 0)
+		return r;
+	return backend_get(h->backend)->read(&h->entry->file, dst, len, offset, io);
+}
+
+void storage_read_finish(struct file_cache *cache, struct storage_handle *h,
+			 const struct storage_io *io)
+{
+	if (cache == NULL || h == NULL || h->entry == NULL)
+		return;
+	cache->ctr.bytes_mmap += io->bytes_mmap;
+	cache->ctr.bytes_pread += io->bytes_pread;
+	h->entry->bytes += io->bytes_mmap + io->bytes_pread;
+	h->entry->last_use_ns = now_ns();
+	if (io->faults > 0) {
+		/*
+		 * SIGBUS recovery: the read was answered by pread, but the
+		 * mapping no longer matches the file.  Retire the entry so
+		 * the next open maps the file anew; its handles (this one
+		 * included) keep it, and its mapping, until they close.
+		 */
+		cache->ctr.sigbus_recoveries += io->faults;
+		file_cache_unhash(cache, h->entry);
+	}
+}
+
+static ssize_t read_accounted(struct file_cache *cache, struct storage_handle *h,
+			      void *dst, size_t len, uint64_t offset, bool nowait)
+{
+	struct storage_io io = { .nowait = nowait };
+	ssize_t r;
+
+	if (cache == NULL)
+		return -EBADF;
+	r = storage_read_detached(h, dst, len, offset, &io);
+	storage_read_finish(cache, h, &io);
+	return r;
+}
+
+ssize_t storage_read(struct file_cache *cache, struct storage_handle *h,
+		     void *dst, size_t len, uint64_t offset)
+{
+	return read_accounted(cache, h, dst, len, offset, false);
+}
+
+ssize_t storage_read_nowait(struct file_cache *cache, struct storage_handle *h,
+			    void *dst, size_t len, uint64_t offset)
+{
+	return read_accounted(cache, h, dst, len, offset, true);
+}
+
+ssize_t storage_warm_detached(const struct storage_handle *h, uint64_t offset, uint64_t len,
+			      struct storage_io *io)
+{
+	const struct backend_file *f;
+	size_t scratch_len = 1 << 20;
+	char *scratch;
+	struct stat st;
+	uint64_t size, end, pos;
+
+	if (h == NULL || h->entry == NULL)
+		return -EBADF;
+	f = &h->entry->file;
+	if (fstat(f->fd, &st) < 0)
+		return -errno;
+	size = st.st_size < 0 ? 0 : (uint64_t)st.st_size;
+	if (offset >= size)
+		return 0;
+	end = len > size - offset ? size : offset + len;
+	if (h->backend == STORAGE_BACKEND_MMAP && f->map != NULL && offset < f->map_len) {
+		uint64_t mend = end < f->map_len ? end : f->map_len;
+		uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+		uintptr_t start = ((uintptr_t)f->map + offset) & ~(page - 1);
+
+		if (madvise((void *)start, (uintptr_t)f->map + mend - start, MADV_POPULATE_READ) == 0)
+			return (ssize_t)(end - offset);
+		/* Older kernels: touch each page.  A fault (the file shrank)
+		 * ends the warm early; it is only a hint. */
+		for (pos = start; pos < (uintptr_t)f->map + mend; pos += page) {
+			char c;
+
+			if (guard_copy(&c, (const void *)pos, 1) < 0) {
+				io->faults++;
+				break;
+			}
+		}
+		return (ssize_t)(end - offset);
+	}
+	/* Not mapped: read it through, so that it is in the page cache when
+	 * asked for; what is read is not kept, nor counted as read (io is
+	 * for bytes served). */
+	scratch = malloc(scratch_len);
+	if (scratch == NULL)
+		return -ENOMEM;
+	for (pos = offset; pos < end;) {
+		size_t n = end - pos < scratch_len ? (size_t)(end - pos) : scratch_len;
+		struct storage_io unserved = { 0 };
+		ssize_t r = backend_pread_full(f->fd, scratch, n, pos, &unserved);
+
+		if (r <= 0)
+			break;
+		pos += (uint64_t)r;
+	}
+	free(scratch);
+	return (ssize_t)(end - offset);
+}
+
+static int64_t timespec_to_ns(const struct timespec *ts)
+{
+	int64_t ns;
+
+	/* mtime is set by users (utimensat): saturate instead of wrapping. */
+	if (__builtin_mul_overflow((int64_t)ts->tv_sec, (int64_t)1000000000, &ns))
+		return ts->tv_sec < 0 ? INT64_MIN : INT64_MAX;
+	if (__builtin_add_overflow(ns, (int64_t)ts->tv_nsec, &ns))
+		return INT64_MAX;
+	return ns;
+}
+
+int storage_willneed(struct storage_handle *h, uint64_t offset, uint64_t len)
+{
+	if (h == NULL || h->entry == NULL)
+		return -EBADF;
+	if (offset > CACHE_OFF_MAX || len > CACHE_OFF_MAX - offset)
+		return -EINVAL;
+	/* posix_fadvise returns the error number rather than setting errno */
+	return -posix_fadvise(h->entry->file.fd, (off_t)offset, (off_t)len, POSIX_FADV_WILLNEED);
+}
+
+int storage_stat(struct storage_handle *h, struct storage_stat *out)
+{
+	struct file_entry *e;
+	struct stat st;
+
+	if (h == NULL || h->entry == NULL || out == NULL)
+		return -EBADF;
+	e = h->entry;
+	if (fstat(e->file.fd, &st) < 0)
+		return -errno;
+	*out = (struct storage_stat){
+		.size = st.st_size < 0 ? 0 : (uint64_t)st.st_size,
+		.dev = (uint64_t)st.st_dev,
+		.ino = (uint64_t)st.st_ino,
+		.mtime_ns = timespec_to_ns(&st.st_mtim),
+		.mode = (uint32_t)st.st_mode,
+		.mapped_length = e->file.map != NULL ? e->file.map_len : 0,
+		.handles = e->refs,
+	};
+	return 0;
+}
