@@ -439,7 +439,9 @@ void file_cache_entry_free(struct file_cache *cache, struct file_entry *e)
 	if (e->file.map != NULL) {
 		cache->ctr.mappings--;
 		cache->ctr.mapped_bytes -= e->file.map_len;
-		backend_mmap_ops.detach(&e->file);
+		/* A mapping is the only state a backend attaches to an
+		 * entry, and only the mmap backend makes one. */
+		backend_get(STORAGE_BACKEND_MMAP)->detach(&e->file);
 	}
 	safe_close(e->file.fd);
 
@@ -885,7 +887,7 @@ static int open_attach(struct file_cache *cache, struct open_req *o)
 	 * mapping's length.  A failed mmap is never tried again for
 	 * this entry (it would fail the same way, at a syscall each). */
 	if (e->map_errno == 0) {
-		r = backend_mmap_ops.attach(&e->file, (uint64_t)o->st.st_size);
+		r = backend_get(o->backend)->attach(&e->file, (uint64_t)o->st.st_size);
 		if (r < 0) {
 			e->map_errno = -r;
 		} else {
