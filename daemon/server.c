@@ -1,5 +1,6 @@
 /*
- * server.c - listener, signals and statistics of hotmapd (see server.h).
+ * server.c - listener, signals, reload and systemd status of hotmapd
+ * (see server.h).
  */
 #include "config.h"
 
@@ -556,6 +557,43 @@ server_listen(struct server *srv, char *err, size_t errlen)
 
 /* Service manager updates: WATCHDOG=1 at half the watchdog interval (the
  * loop is alive if this timer runs), and a one-line STATUS summary. */
+/* The rings as loop.c sees them (loop.h): the loop is handed these
+ * instead of the server, so that it depends on neither server nor
+ * session. */
+static uint64_t
+server_rings_work(void *arg)
+{
+	return ((struct server *)arg)->ring_work;
+}
+
+static unsigned
+server_rings_sessions(void *arg)
+{
+	return ((struct server *)arg)->ring_sessions;
+}
+
+static unsigned
+server_rings_poll_us(void *arg)
+{
+	return ((struct server *)arg)->poll_us;
+}
+
+static int
+server_rings_poll_all(void *arg)
+{
+	return session_ring_poll_all(arg);
+}
+
+/* ring_polling first: a ring that starts now reads it (session_ring.c). */
+static void
+server_rings_set_idle(void *arg, bool idle)
+{
+	struct server *srv = arg;
+
+	srv->ring_polling = !idle;
+	session_ring_set_idle(srv, idle);
+}
+
 static void
 server_status_cb(evutil_socket_t fd, short what, void *arg)
 {
@@ -587,6 +625,7 @@ int
 server_run(struct server *srv)
 {
 	char status[256], backend[16];
+	struct loop_rings rings;
 
 	snprintf(status, sizeof status, "READY=1\nSTATUS=serving on %s",
 		 srv->socket_activated ? "the socket systemd passed" : srv->cfg.socket_path);
@@ -608,7 +647,15 @@ server_run(struct server *srv)
 		   srv->socket_activated ? "the socket systemd passed" : srv->cfg.socket_path,
 		   conf_value_text(&srv->cfg, HM_KEY_BACKEND, backend, sizeof backend),
 		   srv->cfg.roots.n, srv->cfg.roots.n == 1 ? "" : "s");
-	return loop_run(srv);
+	rings = (struct loop_rings){
+		.work = server_rings_work,
+		.sessions = server_rings_sessions,
+		.poll_us = server_rings_poll_us,
+		.poll_all = server_rings_poll_all,
+		.set_idle = server_rings_set_idle,
+		.arg = srv,
+	};
+	return loop_run(srv->base, &rings);
 }
 
 void

@@ -4,12 +4,14 @@
  *
  * What it is for: bind (or take from systemd) the listening socket, accept
  * connections into sessions, answer signals (SIGHUP reloads the
- * configuration), decide which peers may connect and administer, and keep
- * the counters that stats reports.  main.c loads the configuration
- * (config.h) and calls server_init, server_run and server_fini.
+ * configuration), tell systemd the state, and hand the event loop the
+ * rings (loop.h).  It holds the state that the peer policy (policy.h) and
+ * the stats (stats.h) read and count into.  main.c loads the
+ * configuration (config.h) and calls server_init, server_run and
+ * server_fini.
  *
- * What it must not do: parse frames (peer.c, session.c) or read files
- * (storage).
+ * What it must not do: parse frames (peer.c, session.c), read files
+ * (storage), or decide who may connect (policy.c).
  */
 #ifndef HOTMAP_SERVER_H
 #define HOTMAP_SERVER_H
