@@ -14,16 +14,24 @@
 
 #include <errno.h>
 #include <stdint.h>
+#include <time.h>
 
 #include <event2/event.h>
 
 #include "daemon/loop.h"
-#include "daemon/server.h"
-#include "daemon/session.h"
 #include "proto/ring.h"
 
 /* Ring checks between two non-blocking passes of libevent. */
 #define LOOP_SPINS_PER_PASS	64
+
+static uint64_t
+loop_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 static bool
 loop_done(struct event_base *base)
@@ -32,42 +40,41 @@ loop_done(struct event_base *base)
 }
 
 int
-loop_run(struct server *srv)
+loop_run(struct event_base *base, const struct loop_rings *rings)
 {
-	struct event_base *base = srv->base;
-	uint64_t seen = srv->ring_work, spin_until = 0;
+	void *arg = rings->arg;
+	uint64_t seen = rings->work(arg), spin_until = 0;
 	bool asleep = true;	/* rings say the loop sleeps (new ones too) */
 	int i;
 
 	while (!loop_done(base)) {
 		/* poll_us and the rings may change at any pass (SIGHUP) */
-		if (srv->poll_us > 0 && srv->ring_sessions > 0 && server_now_ns() < spin_until) {
+		if (rings->poll_us(arg) > 0 && rings->sessions(arg) > 0 &&
+		    loop_now_ns() < spin_until) {
 			if (asleep) {
-				srv->ring_polling = true;
-				session_ring_set_idle(srv, false);
+				rings->set_idle(arg, false);
 				asleep = false;
 			}
 			for (i = 0; i < LOOP_SPINS_PER_PASS; i++)
-				if (session_ring_poll_all(srv) == 0)
+				if (rings->poll_all(arg) == 0)
 					hm_ring_relax();
 			if (event_base_loop(base, EVLOOP_NONBLOCK) < 0)
 				return -EIO;
 		} else {
 			if (!asleep) {
-				srv->ring_polling = false;
-				session_ring_set_idle(srv, true);
+				rings->set_idle(arg, true);
 				asleep = true;
 				hm_ring_fence();
-				if (session_ring_poll_all(srv) > 0)
+				if (rings->poll_all(arg) > 0)
 					goto again;
 			}
 			if (event_base_loop(base, EVLOOP_ONCE) < 0)
 				return -EIO;
 		}
 again:
-		if (srv->ring_work != seen) {
-			seen = srv->ring_work;
-			spin_until = server_now_ns() + (uint64_t)srv->poll_us * 1000u;
+		if (rings->work(arg) != seen) {
+			seen = rings->work(arg);
+			spin_until = loop_now_ns() + (uint64_t)rings->poll_us(arg) * 1000u;
 		}
 	}
 	return 0;

@@ -1,24 +1,22 @@
 /*
- * server.c - listener, signals and statistics of hotmapd (see server.h).
+ * server.c - listener, signals, reload and systemd status of hotmapd
+ * (see server.h).
  */
 #include "config.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
 #include <stddef.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include <event2/event.h>
-#include <protobuf-c/protobuf-c.h>
 
 #include "daemon/closer.h"
 #include "daemon/log.h"
@@ -42,315 +40,6 @@ server_uptime_us(const struct server *srv)
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	return (uint64_t)(now.tv_sec - srv->started.tv_sec) * 1000000u +
 	       (uint64_t)((now.tv_nsec - srv->started.tv_nsec) / 1000);
-}
-
-unsigned
-server_uid_connections(struct server *srv, uid_t uid, int delta)
-{
-	size_t i;
-
-	for (i = 0; i < srv->nuids; i++)
-		if (srv->uids[i].uid == uid)
-			break;
-	if (i == srv->nuids) {
-		struct server_uid_count *v;
-
-		if (delta <= 0)
-			return 0;
-		v = realloc(srv->uids, (srv->nuids + 1) * sizeof *v);
-		if (v == NULL)
-			return 0;	/* not counted: the limit is not applied */
-		srv->uids = v;
-		srv->uids[srv->nuids++] = (struct server_uid_count){ uid, 0 };
-	}
-	if (delta > 0)
-		srv->uids[i].n++;
-	else if (delta < 0 && srv->uids[i].n > 0)
-		srv->uids[i].n--;
-	return srv->uids[i].n;
-}
-
-uint64_t
-server_connection_cap(const struct server *srv)
-{
-	struct rlimit rl;
-	uint64_t nofile, reserve;
-
-	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY)
-		return UINT64_MAX;
-	nofile = (uint64_t)rl.rlim_cur;
-	/* the cache's files, at most half the table, and a few for the
-	 * daemon itself (listener, workers, logs, passed descriptors) */
-	reserve = srv->cfg.max_open_files > 0 ? srv->cfg.max_open_files : nofile / 2;
-	if (reserve > nofile / 2)
-		reserve = nofile / 2;
-	reserve += 32;
-	return nofile > reserve + 16 ? nofile - reserve : 16;
-}
-
-void
-server_log_refusal(struct server *srv, pid_t pid, uid_t uid, const char *why)
-{
-	/* a flood is one line a second, not one per connection */
-	uint64_t now = server_now_ns();
-
-	srv->refusals_unlogged++;
-	if (now - srv->refusal_logged_ns < 1000000000ull && srv->refusal_logged_ns != 0)
-		return;
-	log_notice("connection of pid %ld uid %ld refused at accept: %s (%llu refused since the last "
-		   "such line)", (long)pid, (long)uid, why,
-		   (unsigned long long)srv->refusals_unlogged);
-	srv->refusals_unlogged = 0;
-	srv->refusal_logged_ns = now;
-}
-
-static bool
-uid_listed(const struct hm_uid_list *l, uid_t uid)
-{
-	size_t i;
-
-	for (i = 0; i < l->n; i++)
-		if (l->v[i] == uid)
-			return true;
-	return false;
-}
-
-/* Whether the primary gid or one of the groups is in l. */
-static bool
-gid_listed(const struct hm_gid_list *l, gid_t gid, const gid_t *groups, size_t ngroups)
-{
-	size_t i, j;
-
-	for (i = 0; i < l->n; i++) {
-		if (gid != (gid_t)-1 && l->v[i] == gid)
-			return true;
-		for (j = 0; j < ngroups; j++)
-			if (l->v[i] == groups[j])
-				return true;
-	}
-	return false;
-}
-
-bool
-server_peer_is_admin(const struct server *srv, uid_t uid, gid_t gid, const gid_t *groups,
-		     size_t ngroups)
-{
-	return uid == 0 || uid == srv->uid || uid_listed(&srv->cfg.admin_uid, uid) ||
-	       gid_listed(&srv->cfg.admin_gid, gid, groups, ngroups);
-}
-
-bool
-server_peer_may_connect(const struct server *srv, uid_t uid, gid_t gid, const gid_t *groups,
-			size_t ngroups)
-{
-	const struct hm_config *c = &srv->cfg;
-
-	if (server_peer_is_admin(srv, uid, gid, groups, ngroups))
-		return true;
-	if (c->allow_uid.n == 0 && c->allow_gid.n == 0)
-		return true;
-	return uid_listed(&c->allow_uid, uid) || gid_listed(&c->allow_gid, gid, groups, ngroups);
-}
-
-#ifndef SO_PEERGROUPS
-#define SO_PEERGROUPS 59	/* Linux 4.13; older headers lack it */
-#endif
-
-int
-server_peer_creds(int fd, uid_t *uid, gid_t *gid, gid_t *groups, size_t *ngroups)
-{
-	struct ucred cred;
-	socklen_t len = sizeof cred;
-	size_t room = *ngroups;
-
-	*ngroups = 0;
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
-		return -errno;
-	*uid = cred.uid;
-	*gid = cred.gid;
-	if (room > INT_MAX / sizeof *groups)
-		room = INT_MAX / sizeof *groups;
-	len = (socklen_t)(room * sizeof *groups);
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, room > 0 ? groups : NULL, &len) < 0) {
-		if (errno == ENOPROTOOPT)
-			return 0;	/* the primary gid only */
-		if (errno == ERANGE) {
-			*ngroups = len / sizeof *groups;
-			return -ERANGE;
-		}
-		return -errno;
-	}
-	*ngroups = len / sizeof *groups;
-	return 0;
-}
-
-static const char *const request_keys[HM_MSG__MAX + 1] = {
-	[HM_MSG_HELLO] = "requests_hello",
-	[HM_MSG_OPEN] = "requests_open",
-	[HM_MSG_READ] = "requests_read",
-	[HM_MSG_STAT] = "requests_stat",
-	[HM_MSG_CLOSE] = "requests_close",
-	[HM_MSG_PING] = "requests_ping",
-	[HM_MSG_STATS] = "requests_stats",
-	[HM_MSG_WARM] = "requests_warm",
-	[HM_MSG_FILES] = "requests_files",
-	[HM_MSG_EVICT] = "requests_evict",
-	[HM_MSG_RING_KICK] = "requests_ring_kick",
-	[HM_MSG_CONFIG] = "requests_config",
-};
-
-/* count, then p50, p90, p99 and p999 in nanoseconds, per operation */
-static const char *const latency_keys[SERVER_OP__COUNT][5] = {
-	[SERVER_OP_OPEN] = { "latency_open_count", "latency_open_p50_ns", "latency_open_p90_ns",
-		"latency_open_p99_ns", "latency_open_p999_ns" },
-	[SERVER_OP_READ] = { "latency_read_count", "latency_read_p50_ns", "latency_read_p90_ns",
-		"latency_read_p99_ns", "latency_read_p999_ns" },
-	[SERVER_OP_STAT] = { "latency_stat_count", "latency_stat_p50_ns", "latency_stat_p90_ns",
-		"latency_stat_p99_ns", "latency_stat_p999_ns" },
-	[SERVER_OP_CLOSE] = { "latency_close_count", "latency_close_p50_ns", "latency_close_p90_ns",
-		"latency_close_p99_ns", "latency_close_p999_ns" },
-	[SERVER_OP_WARM] = { "latency_warm_count", "latency_warm_p50_ns", "latency_warm_p90_ns",
-		"latency_warm_p99_ns", "latency_warm_p999_ns" },
-};
-
-static const char *const error_keys[SERVER_ERR__COUNT] = {
-	[SERVER_ERR_EIO] = "errors_eio",
-	[SERVER_ERR_ENOENT] = "errors_enoent",
-	[SERVER_ERR_EACCES] = "errors_eacces",
-	[SERVER_ERR_EPERM] = "errors_eperm",
-	[SERVER_ERR_EBADF] = "errors_ebadf",
-	[SERVER_ERR_EINVAL] = "errors_einval",
-	[SERVER_ERR_OTHER] = "errors_other",
-};
-
-void
-server_count_error(struct server *srv, int error)
-{
-	enum server_error_kind k;
-
-	switch (error) {
-	case EIO: k = SERVER_ERR_EIO; break;
-	case ENOENT: k = SERVER_ERR_ENOENT; break;
-	case EACCES: k = SERVER_ERR_EACCES; break;
-	case EPERM: k = SERVER_ERR_EPERM; break;
-	case EBADF: k = SERVER_ERR_EBADF; break;
-	case EINVAL: k = SERVER_ERR_EINVAL; break;
-	default: k = SERVER_ERR_OTHER; break;
-	}
-	srv->counters.errors_replied++;
-	srv->counters.errors_by[k]++;
-}
-
-uint64_t
-server_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-void
-server_latency(struct server *srv, enum server_op op, uint64_t start_ns)
-{
-	uint64_t now = server_now_ns();
-
-	histogram_record(&srv->latency[op], now > start_ns ? now - start_ns : 0);
-}
-
-static const char *const reason_keys[STORAGE_REASON__COUNT] = {
-	[STORAGE_REASON_LOCAL_FILE] = "opens_local_file",
-	[STORAGE_REASON_FORCED] = "opens_forced",
-	[STORAGE_REASON_NOT_REGULAR] = "opens_not_regular",
-	[STORAGE_REASON_EMPTY] = "opens_empty",
-	[STORAGE_REASON_NETWORK_FS] = "opens_network_fs",
-	[STORAGE_REASON_PSEUDO_FS] = "opens_pseudo_fs",
-	[STORAGE_REASON_MMAP_FAILED] = "opens_mmap_failed",
-	[STORAGE_REASON_TOO_LARGE] = "opens_too_large",
-	[STORAGE_REASON_OVER_BUDGET] = "opens_over_budget",
-};
-
-void
-server_stats_foreach(struct server *srv, server_stat_cb cb, void *arg)
-{
-	const struct server_counters *c = &srv->counters;
-	struct storage_counters sc;
-	size_t i;
-
-	file_cache_counters(srv->cache, &sc);
-	cb("version", 0, PACKAGE_VERSION, arg);
-	cb("libevent_version", 0, event_get_version(), arg);
-	cb("protobuf_c_version", 0, protobuf_c_version(), arg);
-	cb("pid", (uint64_t)getpid(), NULL, arg);
-	cb("uptime_us", server_uptime_us(srv), NULL, arg);
-	cb("clients", c->clients, NULL, arg);
-	cb("clients_total", c->clients_total, NULL, arg);
-	cb("clients_dropped", c->clients_dropped, NULL, arg);
-	cb("handles", c->handles, NULL, arg);
-	for (i = 0; i <= HM_MSG__MAX; i++)
-		if (request_keys[i] != NULL)
-			cb(request_keys[i], c->requests[i], NULL, arg);
-	cb("errors_replied", c->errors_replied, NULL, arg);
-	for (i = 0; i < SERVER_ERR__COUNT; i++)
-		cb(error_keys[i], c->errors_by[i], NULL, arg);
-	cb("accept_backoffs", c->accept_backoffs, NULL, arg);
-	cb("clients_refused", c->clients_refused, NULL, arg);
-	cb("bytes_served", c->bytes_served, NULL, arg);
-	cb("bytes_shm", c->bytes_shm, NULL, arg);
-	cb("reads_offloaded", c->reads_offloaded, NULL, arg);
-	cb("warms", c->warms, NULL, arg);
-	cb("workers", srv->nworkers, NULL, arg);
-	cb("bytes_mmap", sc.bytes_mmap, NULL, arg);
-	cb("bytes_pread", sc.bytes_pread, NULL, arg);
-	cb("files", sc.entries, NULL, arg);
-	cb("mappings", sc.mappings, NULL, arg);
-	cb("mapped_bytes", sc.mapped_bytes, NULL, arg);
-	cb("cache_hits", sc.cache_hits, NULL, arg);
-	cb("cache_misses", sc.cache_misses, NULL, arg);
-	cb("stale_replaced", sc.stale_replaced, NULL, arg);
-	cb("sigbus_recoveries", sc.sigbus_recoveries, NULL, arg);
-	cb("evictions", sc.evictions, NULL, arg);
-	cb("evictions_lru", sc.evictions_lru, NULL, arg);
-	cb("evictions_idle", sc.evictions_idle, NULL, arg);
-	cb("evictions_deleted", sc.evictions_deleted, NULL, arg);
-	cb("budget_fallbacks", sc.budget_fallbacks, NULL, arg);
-	cb("files_over_budget", sc.files_over_budget, NULL, arg);
-	cb("mapped_over_budget", sc.mapped_over_budget, NULL, arg);
-	for (i = 0; i < STORAGE_REASON__COUNT; i++)
-		cb(reason_keys[i], sc.opens_by_reason[i], NULL, arg);
-	cb("clients_polling", srv->ring_sessions, NULL, arg);
-	cb("reads_ring", c->reads_ring, NULL, arg);
-	cb("poll_us", srv->poll_us, NULL, arg);
-	cb("reads_inflight", c->inflight, NULL, arg);
-	cb("inflight_waits", c->inflight_waits, NULL, arg);
-	cb("clients_refused_policy", c->refused_policy, NULL, arg);
-	for (i = 0; i < SERVER_OP__COUNT; i++) {
-		const struct histogram *h = &srv->latency[i];
-
-		/* keys are static strings: callers may keep the pointers */
-		cb(latency_keys[i][0], histogram_count(h), NULL, arg);
-		cb(latency_keys[i][1], histogram_percentile(h, 0.5), NULL, arg);
-		cb(latency_keys[i][2], histogram_percentile(h, 0.9), NULL, arg);
-		cb(latency_keys[i][3], histogram_percentile(h, 0.99), NULL, arg);
-		cb(latency_keys[i][4], histogram_percentile(h, 0.999), NULL, arg);
-	}
-}
-
-void
-server_stats_reset(struct server *srv)
-{
-	struct server_counters *c = &srv->counters;
-	uint64_t handles = c->handles, clients = c->clients, inflight = c->inflight;
-	size_t i;
-
-	memset(c, 0, sizeof *c);
-	c->handles = handles;
-	c->clients = clients;
-	c->inflight = inflight;
-	for (i = 0; i < SERVER_OP__COUNT; i++)
-		histogram_reset(&srv->latency[i]);
-	file_cache_reset_counters(srv->cache);
-	srv->status_requests = 0;
 }
 
 static void
@@ -868,6 +557,43 @@ server_listen(struct server *srv, char *err, size_t errlen)
 
 /* Service manager updates: WATCHDOG=1 at half the watchdog interval (the
  * loop is alive if this timer runs), and a one-line STATUS summary. */
+/* The rings as loop.c sees them (loop.h): the loop is handed these
+ * instead of the server, so that it depends on neither server nor
+ * session. */
+static uint64_t
+server_rings_work(void *arg)
+{
+	return ((struct server *)arg)->ring_work;
+}
+
+static unsigned
+server_rings_sessions(void *arg)
+{
+	return ((struct server *)arg)->ring_sessions;
+}
+
+static unsigned
+server_rings_poll_us(void *arg)
+{
+	return ((struct server *)arg)->poll_us;
+}
+
+static int
+server_rings_poll_all(void *arg)
+{
+	return session_ring_poll_all(arg);
+}
+
+/* ring_polling first: a ring that starts now reads it (session_ring.c). */
+static void
+server_rings_set_idle(void *arg, bool idle)
+{
+	struct server *srv = arg;
+
+	srv->ring_polling = !idle;
+	session_ring_set_idle(srv, idle);
+}
+
 static void
 server_status_cb(evutil_socket_t fd, short what, void *arg)
 {
@@ -899,6 +625,7 @@ int
 server_run(struct server *srv)
 {
 	char status[256], backend[16];
+	struct loop_rings rings;
 
 	snprintf(status, sizeof status, "READY=1\nSTATUS=serving on %s",
 		 srv->socket_activated ? "the socket systemd passed" : srv->cfg.socket_path);
@@ -920,7 +647,15 @@ server_run(struct server *srv)
 		   srv->socket_activated ? "the socket systemd passed" : srv->cfg.socket_path,
 		   conf_value_text(&srv->cfg, HM_KEY_BACKEND, backend, sizeof backend),
 		   srv->cfg.roots.n, srv->cfg.roots.n == 1 ? "" : "s");
-	return loop_run(srv);
+	rings = (struct loop_rings){
+		.work = server_rings_work,
+		.sessions = server_rings_sessions,
+		.poll_us = server_rings_poll_us,
+		.poll_all = server_rings_poll_all,
+		.set_idle = server_rings_set_idle,
+		.arg = srv,
+	};
+	return loop_run(srv->base, &rings);
 }
 
 void

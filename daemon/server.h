@@ -4,12 +4,14 @@
  *
  * What it is for: bind (or take from systemd) the listening socket, accept
  * connections into sessions, answer signals (SIGHUP reloads the
- * configuration), decide which peers may connect and administer, and keep
- * the counters that stats reports.  main.c loads the configuration
- * (config.h) and calls server_init, server_run and server_fini.
+ * configuration), tell systemd the state, and hand the event loop the
+ * rings (loop.h).  It holds the state that the peer policy (policy.h) and
+ * the stats (stats.h) read and count into.  main.c loads the
+ * configuration (config.h) and calls server_init, server_run and
+ * server_fini.
  *
- * What it must not do: parse frames (peer.c, session.c) or read files
- * (storage).
+ * What it must not do: parse frames (peer.c, session.c), read files
+ * (storage), or decide who may connect (policy.c).
  */
 #ifndef HOTMAP_SERVER_H
 #define HOTMAP_SERVER_H
@@ -21,7 +23,9 @@
 
 #include "daemon/conf.h"
 #include "daemon/histogram.h"
+#include "daemon/policy.h"
 #include "daemon/resolve.h"
+#include "daemon/stats.h"
 #include "daemon/storage.h"
 #include "proto/frame.h"
 
@@ -29,55 +33,6 @@ struct event_base;
 struct server;
 struct event;
 struct session;
-
-/* Operations timed in latency histograms (stats keys latency_<name>_*). */
-enum server_op {
-	SERVER_OP_OPEN,
-	SERVER_OP_READ,
-	SERVER_OP_STAT,
-	SERVER_OP_CLOSE,
-	SERVER_OP_WARM,
-	SERVER_OP__COUNT
-};
-
-/* The errors counted apart in stats (errors_<name>); the rest are
- * errors_other. */
-enum server_error_kind {
-	SERVER_ERR_EIO,		/* an I/O error reading the file */
-	SERVER_ERR_ENOENT,
-	SERVER_ERR_EACCES,	/* refused: outside the roots, not allowed */
-	SERVER_ERR_EPERM,	/* needs an administrator */
-	SERVER_ERR_EBADF,	/* no such handle, or a descriptor not for reading */
-	SERVER_ERR_EINVAL,
-	SERVER_ERR_OTHER,
-	SERVER_ERR__COUNT
-};
-void server_count_error(struct server *srv, int error);
-
-/* Records a request of op that took from start_ns (server_now_ns) to now. */
-void server_latency(struct server *srv, enum server_op op, uint64_t start_ns);
-uint64_t server_now_ns(void);
-
-/* Counters of the service layer.  The storage core keeps its own. */
-struct server_counters {
-	uint64_t requests[HM_MSG__MAX + 1];	/* by request type */
-	uint64_t errors_replied;		/* ERROR replies sent */
-	uint64_t errors_by[SERVER_ERR__COUNT];	/* of which, by errno (server_error_kind) */
-	uint64_t clients_total;			/* connections accepted */
-	uint64_t clients_dropped;		/* disconnected for a bad frame */
-	uint64_t bytes_served;			/* file bytes given to clients */
-	uint64_t bytes_shm;			/* of which into shared regions */
-	uint64_t reads_offloaded;		/* reads handed to workers */
-	uint64_t warms;				/* warm requests, and opens with warm */
-	uint64_t accept_backoffs;		/* accept paused: out of descriptors */
-	uint64_t clients_refused;		/* over --max-connections-per-uid */
-	uint64_t reads_ring;			/* reads taken from rings (polling mode) */
-	uint64_t refused_policy;		/* connections refused by allow-uid/gid */
-	uint64_t inflight_waits;		/* requests held back by max-inflight(-bytes) */
-	uint64_t handles;			/* handles open now, all sessions */
-	uint64_t inflight;			/* reads with the workers now */
-	uint64_t clients;			/* connected now */
-};
 
 struct server {
 	struct event_base *base;
@@ -146,47 +101,5 @@ int server_reload(struct server *srv);
 void server_fini(struct server *srv);
 
 uint64_t server_uptime_us(const struct server *srv);
-
-/* How many connections may be open at once: RLIMIT_NOFILE now, less the
- * descriptors kept for the cache (max-open-files, at most half) and the
- * daemon's own. */
-uint64_t server_connection_cap(const struct server *srv);
-/* A notice that a connection was refused at accept, at most one line a
- * second (with how many were refused since the last). */
-void server_log_refusal(struct server *srv, pid_t pid, uid_t uid, const char *why);
-
-/* Counts a connection of uid in (delta 1) or out (delta -1), or only
- * looks (0); returns the connections of uid now. */
-unsigned server_uid_connections(struct server *srv, uid_t uid, int delta);
-
-/*
- * The peer policy, from the configuration in use.  gid is the peer's
- * primary group ((gid_t)-1: unknown) and groups its supplementary groups
- * (ngroups of them; NULL when 0).  Admins are uid 0, hotmapd's own uid,
- * and the admin-uid and admin-gid of the configuration; they may always
- * connect.  Others may connect when allow-uid and allow-gid are both
- * empty, or when one of them names the peer or one of its groups.
- */
-bool server_peer_may_connect(const struct server *srv, uid_t uid, gid_t gid,
-			     const gid_t *groups, size_t ngroups);
-bool server_peer_is_admin(const struct server *srv, uid_t uid, gid_t gid,
-			  const gid_t *groups, size_t ngroups);
-/*
- * A connected Unix socket's peer: uid and primary gid (SO_PEERCRED) and,
- * in groups (room for *ngroups), its supplementary groups (SO_PEERGROUPS);
- * *ngroups becomes their count.  Kernels without SO_PEERGROUPS give none
- * (*ngroups 0: the primary gid only).  0; -ERANGE when groups is too
- * small (uid and gid are set, *ngroups is the count needed); or -errno.
- */
-int server_peer_creds(int fd, uid_t *uid, gid_t *gid, gid_t *groups, size_t *ngroups);
-
-/* Zeroes the counters (totals since start or the last reset), never the
- * state (clients, handles, files, mappings, mapped bytes, uptime). */
-void server_stats_reset(struct server *srv);
-
-/* Every stat, numeric or text, through one callback: all output formats
- * share this one list of keys (documented in hotmapctl(1)). */
-typedef void (*server_stat_cb)(const char *key, uint64_t value, const char *text, void *arg);
-void server_stats_foreach(struct server *srv, server_stat_cb cb, void *arg);
 
 #endif

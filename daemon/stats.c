@@ -1,0 +1,185 @@
+/*
+ * stats.c - hotmapd's counters, latency histograms and the one list of
+ * stats keys (see stats.h).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+#include <protobuf-c/protobuf-c.h>
+
+#include "daemon/server.h"
+#include "daemon/stats.h"
+
+static const char *const request_keys[HM_MSG__MAX + 1] = {
+	[HM_MSG_HELLO] = "requests_hello",
+	[HM_MSG_OPEN] = "requests_open",
+	[HM_MSG_READ] = "requests_read",
+	[HM_MSG_STAT] = "requests_stat",
+	[HM_MSG_CLOSE] = "requests_close",
+	[HM_MSG_PING] = "requests_ping",
+	[HM_MSG_STATS] = "requests_stats",
+	[HM_MSG_WARM] = "requests_warm",
+	[HM_MSG_FILES] = "requests_files",
+	[HM_MSG_EVICT] = "requests_evict",
+	[HM_MSG_RING_KICK] = "requests_ring_kick",
+	[HM_MSG_CONFIG] = "requests_config",
+};
+
+/* count, then p50, p90, p99 and p999 in nanoseconds, per operation */
+static const char *const latency_keys[SERVER_OP__COUNT][5] = {
+	[SERVER_OP_OPEN] = { "latency_open_count", "latency_open_p50_ns", "latency_open_p90_ns",
+		"latency_open_p99_ns", "latency_open_p999_ns" },
+	[SERVER_OP_READ] = { "latency_read_count", "latency_read_p50_ns", "latency_read_p90_ns",
+		"latency_read_p99_ns", "latency_read_p999_ns" },
+	[SERVER_OP_STAT] = { "latency_stat_count", "latency_stat_p50_ns", "latency_stat_p90_ns",
+		"latency_stat_p99_ns", "latency_stat_p999_ns" },
+	[SERVER_OP_CLOSE] = { "latency_close_count", "latency_close_p50_ns", "latency_close_p90_ns",
+		"latency_close_p99_ns", "latency_close_p999_ns" },
+	[SERVER_OP_WARM] = { "latency_warm_count", "latency_warm_p50_ns", "latency_warm_p90_ns",
+		"latency_warm_p99_ns", "latency_warm_p999_ns" },
+};
+
+static const char *const error_keys[SERVER_ERR__COUNT] = {
+	[SERVER_ERR_EIO] = "errors_eio",
+	[SERVER_ERR_ENOENT] = "errors_enoent",
+	[SERVER_ERR_EACCES] = "errors_eacces",
+	[SERVER_ERR_EPERM] = "errors_eperm",
+	[SERVER_ERR_EBADF] = "errors_ebadf",
+	[SERVER_ERR_EINVAL] = "errors_einval",
+	[SERVER_ERR_OTHER] = "errors_other",
+};
+
+void
+server_count_error(struct server *srv, int error)
+{
+	enum server_error_kind k;
+
+	switch (error) {
+	case EIO: k = SERVER_ERR_EIO; break;
+	case ENOENT: k = SERVER_ERR_ENOENT; break;
+	case EACCES: k = SERVER_ERR_EACCES; break;
+	case EPERM: k = SERVER_ERR_EPERM; break;
+	case EBADF: k = SERVER_ERR_EBADF; break;
+	case EINVAL: k = SERVER_ERR_EINVAL; break;
+	default: k = SERVER_ERR_OTHER; break;
+	}
+	srv->counters.errors_replied++;
+	srv->counters.errors_by[k]++;
+}
+
+uint64_t
+server_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+void
+server_latency(struct server *srv, enum server_op op, uint64_t start_ns)
+{
+	uint64_t now = server_now_ns();
+
+	histogram_record(&srv->latency[op], now > start_ns ? now - start_ns : 0);
+}
+
+static const char *const reason_keys[STORAGE_REASON__COUNT] = {
+	[STORAGE_REASON_LOCAL_FILE] = "opens_local_file",
+	[STORAGE_REASON_FORCED] = "opens_forced",
+	[STORAGE_REASON_NOT_REGULAR] = "opens_not_regular",
+	[STORAGE_REASON_EMPTY] = "opens_empty",
+	[STORAGE_REASON_NETWORK_FS] = "opens_network_fs",
+	[STORAGE_REASON_PSEUDO_FS] = "opens_pseudo_fs",
+	[STORAGE_REASON_MMAP_FAILED] = "opens_mmap_failed",
+	[STORAGE_REASON_TOO_LARGE] = "opens_too_large",
+	[STORAGE_REASON_OVER_BUDGET] = "opens_over_budget",
+};
+
+void
+server_stats_foreach(struct server *srv, server_stat_cb cb, void *arg)
+{
+	const struct server_counters *c = &srv->counters;
+	struct storage_counters sc;
+	size_t i;
+
+	file_cache_counters(srv->cache, &sc);
+	cb("version", 0, PACKAGE_VERSION, arg);
+	cb("libevent_version", 0, event_get_version(), arg);
+	cb("protobuf_c_version", 0, protobuf_c_version(), arg);
+	cb("pid", (uint64_t)getpid(), NULL, arg);
+	cb("uptime_us", server_uptime_us(srv), NULL, arg);
+	cb("clients", c->clients, NULL, arg);
+	cb("clients_total", c->clients_total, NULL, arg);
+	cb("clients_dropped", c->clients_dropped, NULL, arg);
+	cb("handles", c->handles, NULL, arg);
+	for (i = 0; i <= HM_MSG__MAX; i++)
+		if (request_keys[i] != NULL)
+			cb(request_keys[i], c->requests[i], NULL, arg);
+	cb("errors_replied", c->errors_replied, NULL, arg);
+	for (i = 0; i < SERVER_ERR__COUNT; i++)
+		cb(error_keys[i], c->errors_by[i], NULL, arg);
+	cb("accept_backoffs", c->accept_backoffs, NULL, arg);
+	cb("clients_refused", c->clients_refused, NULL, arg);
+	cb("bytes_served", c->bytes_served, NULL, arg);
+	cb("bytes_shm", c->bytes_shm, NULL, arg);
+	cb("reads_offloaded", c->reads_offloaded, NULL, arg);
+	cb("warms", c->warms, NULL, arg);
+	cb("workers", srv->nworkers, NULL, arg);
+	cb("bytes_mmap", sc.bytes_mmap, NULL, arg);
+	cb("bytes_pread", sc.bytes_pread, NULL, arg);
+	cb("files", sc.entries, NULL, arg);
+	cb("mappings", sc.mappings, NULL, arg);
+	cb("mapped_bytes", sc.mapped_bytes, NULL, arg);
+	cb("cache_hits", sc.cache_hits, NULL, arg);
+	cb("cache_misses", sc.cache_misses, NULL, arg);
+	cb("stale_replaced", sc.stale_replaced, NULL, arg);
+	cb("sigbus_recoveries", sc.sigbus_recoveries, NULL, arg);
+	cb("evictions", sc.evictions, NULL, arg);
+	cb("evictions_lru", sc.evictions_lru, NULL, arg);
+	cb("evictions_idle", sc.evictions_idle, NULL, arg);
+	cb("evictions_deleted", sc.evictions_deleted, NULL, arg);
+	cb("budget_fallbacks", sc.budget_fallbacks, NULL, arg);
+	cb("files_over_budget", sc.files_over_budget, NULL, arg);
+	cb("mapped_over_budget", sc.mapped_over_budget, NULL, arg);
+	for (i = 0; i < STORAGE_REASON__COUNT; i++)
+		cb(reason_keys[i], sc.opens_by_reason[i], NULL, arg);
+	cb("clients_polling", srv->ring_sessions, NULL, arg);
+	cb("reads_ring", c->reads_ring, NULL, arg);
+	cb("poll_us", srv->poll_us, NULL, arg);
+	cb("reads_inflight", c->inflight, NULL, arg);
+	cb("inflight_waits", c->inflight_waits, NULL, arg);
+	cb("clients_refused_policy", c->refused_policy, NULL, arg);
+	for (i = 0; i < SERVER_OP__COUNT; i++) {
+		const struct histogram *h = &srv->latency[i];
+
+		/* keys are static strings: callers may keep the pointers */
+		cb(latency_keys[i][0], histogram_count(h), NULL, arg);
+		cb(latency_keys[i][1], histogram_percentile(h, 0.5), NULL, arg);
+		cb(latency_keys[i][2], histogram_percentile(h, 0.9), NULL, arg);
+		cb(latency_keys[i][3], histogram_percentile(h, 0.99), NULL, arg);
+		cb(latency_keys[i][4], histogram_percentile(h, 0.999), NULL, arg);
+	}
+}
+
+void
+server_stats_reset(struct server *srv)
+{
+	struct server_counters *c = &srv->counters;
+	uint64_t handles = c->handles, clients = c->clients, inflight = c->inflight;
+	size_t i;
+
+	memset(c, 0, sizeof *c);
+	c->handles = handles;
+	c->clients = clients;
+	c->inflight = inflight;
+	for (i = 0; i < SERVER_OP__COUNT; i++)
+		histogram_reset(&srv->latency[i]);
+	file_cache_reset_counters(srv->cache);
+	srv->status_requests = 0;
+}
