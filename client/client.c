@@ -171,7 +171,7 @@ hm_connect(const char *socket_path)
 		return NULL;
 	c->fd = -1;
 	c->next_id = 1;
-	c->pid = getpid();
+	c->pid = fork_pid();
 	c->shm_threshold = env_size("HOTMAP_SHM_THRESHOLD", CLIENT_SHM_THRESHOLD);
 	c->shm_size = env_size("HOTMAP_SHM_SIZE", CLIENT_SHM_SIZE);
 	c->poll_wanted = env_poll_wanted();
@@ -386,7 +386,7 @@ static void
 client_revive(hm_client *c)
 {
 	c->retried = false;
-	if (c->pid != getpid())
+	if (c->pid != fork_pid())
 		client_after_fork(c);
 	if (c->broken != 0 && c->reconnect_ms > 0 && connection_lost(c->broken))
 		client_reconnect(c);
@@ -894,7 +894,7 @@ hm_close(hm_file *f)
 	c = f->c;
 	pthread_mutex_lock(c->lock);
 	req.handle = f->handle;	/* under the lock: a reconnect renews it */
-	if (c->pid != getpid()) {
+	if (c->pid != fork_pid()) {
 		/* a child's first call: the handle is the parent's, on the
 		 * parent's connection; the child's next call reopens the
 		 * others without it */

@@ -190,6 +190,8 @@ int client_ring_reads(hm_client *c, struct read_op *ops, size_t n);
 
 /* fork.c */
 void fork_watch(void);
+/* getpid(2), without a system call once fork_watch has run. */
+pid_t fork_pid(void);
 void client_list(hm_client *c);
 void client_unlist(hm_client *c);
 void client_after_fork(hm_client *c);
