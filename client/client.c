@@ -33,6 +33,7 @@
 
 #include "client/client_priv.h"
 #include "client/trust.h"
+#include "proto/direct.h"
 #include "proto/ring.h"
 
 static size_t
@@ -131,9 +132,11 @@ client_connect(hm_client *c, const char *socket_path)
 	hello.features = HM_FEATURES_ALL;
 	hello.client_name = (char *)program_invocation_short_name;
 	if (c->shm_size > 0)
-		c->region = region_new(c->shm_size, &shm_fd);
-	if (c->region != NULL)
-		hello.shm_size = c->region->size;
+		c->region = region_new(c->shm_size, c->direct_slots, &shm_fd);
+	if (c->region != NULL) {
+		hello.shm_size = c->region->size + (uint64_t)c->region->nslots * HM_DIRECT_SLOT_BYTES;
+		hello.direct_slots = c->region->nslots;
+	}
 	if (c->region != NULL && c->region->size >= 2 * HM_RING_BYTES && c->poll_wanted) {
 		_Static_assert(HM_RING_BYTES == REGION_BLOCK, "the rings take block 0");
 		region_mark(c->region, 0, 1, true);
@@ -159,8 +162,50 @@ client_connect(hm_client *c, const char *socket_path)
 	return rc;
 }
 
+/* Options over the environment over the built-in defaults.  0 or -EINVAL. */
+static int
+client_options(hm_client *c, const struct hm_options *o)
+{
+	static const struct hm_options none = HM_OPTIONS_INIT;
+
+	if (o == NULL)
+		o = &none;
+	if (o->size != sizeof *o)
+		return -EINVAL;
+	if (o->shm_size < HM_DEFAULT || o->shm_size > (int64_t)HM_SHM_MAX ||
+	    o->shm_threshold < HM_DEFAULT || o->poll < HM_DEFAULT || o->poll > 1 ||
+	    o->poll_us < HM_DEFAULT || o->poll_us > CLIENT_POLL_US_MAX ||
+	    o->reconnect_ms < HM_DEFAULT || o->reconnect_ms > CLIENT_RECONNECT_MS_MAX ||
+	    o->direct < HM_DEFAULT || o->direct > 1 || o->direct_after < HM_DEFAULT ||
+	    o->direct_after > UINT_MAX)
+		return -EINVAL;
+	c->shm_threshold = o->shm_threshold >= 0 ? (size_t)o->shm_threshold :
+			   env_size("HOTMAP_SHM_THRESHOLD", CLIENT_SHM_THRESHOLD);
+	c->shm_size = o->shm_size >= 0 ? (size_t)o->shm_size :
+		      env_size("HOTMAP_SHM_SIZE", CLIENT_SHM_SIZE);
+	c->poll_wanted = o->poll >= 0 ? o->poll == 1 : env_poll_wanted();
+	c->poll_us = o->poll_us >= 0 ? (unsigned)o->poll_us :
+		     env_uint("HOTMAP_POLL_US", CLIENT_POLL_US, CLIENT_POLL_US_MAX);
+	c->reconnect_ms = o->reconnect_ms >= 0 ? (unsigned)o->reconnect_ms :
+			  env_uint("HOTMAP_RECONNECT_MS", 0, CLIENT_RECONNECT_MS_MAX);
+	c->direct_slots = (o->direct >= 0 ? o->direct : (int)env_uint("HOTMAP_DIRECT", 1, 1)) ?
+			  CLIENT_DIRECT_SLOTS : 0;
+	c->direct_after = o->direct_after >= 0 ? (unsigned)o->direct_after :
+			  env_uint("HOTMAP_DIRECT_AFTER", CLIENT_DIRECT_AFTER, UINT_MAX);
+	/* the slots come on top of the region, which may not pass the cap */
+	if (c->shm_size > HM_SHM_MAX - CLIENT_DIRECT_SLOTS * HM_DIRECT_SLOT_BYTES)
+		c->shm_size = HM_SHM_MAX - CLIENT_DIRECT_SLOTS * HM_DIRECT_SLOT_BYTES;
+	return 0;
+}
+
 HM_EXPORT hm_client *
 hm_connect(const char *socket_path)
+{
+	return hm_connect_opts(socket_path, NULL);
+}
+
+HM_EXPORT hm_client *
+hm_connect_opts(const char *socket_path, const struct hm_options *opts)
 {
 	hm_client *c;
 	int rc;
@@ -172,11 +217,11 @@ hm_connect(const char *socket_path)
 	c->fd = -1;
 	c->next_id = 1;
 	c->pid = fork_pid();
-	c->shm_threshold = env_size("HOTMAP_SHM_THRESHOLD", CLIENT_SHM_THRESHOLD);
-	c->shm_size = env_size("HOTMAP_SHM_SIZE", CLIENT_SHM_SIZE);
-	c->poll_wanted = env_poll_wanted();
-	c->poll_us = env_uint("HOTMAP_POLL_US", CLIENT_POLL_US, CLIENT_POLL_US_MAX);
-	c->reconnect_ms = env_uint("HOTMAP_RECONNECT_MS", 0, CLIENT_RECONNECT_MS_MAX);
+	if (client_options(c, opts) < 0) {
+		free(c);
+		errno = EINVAL;
+		return NULL;
+	}
 	c->lock = &c->lock0;
 	pthread_mutex_init(c->lock, NULL);
 	pthread_mutex_init(&c->files_lock, NULL);
@@ -208,6 +253,7 @@ hm_disconnect(hm_client *c)
 		hm_file *f = c->files;
 
 		c->files = f->next;
+		direct_drop(f);
 		free(f->path);
 		free(f);
 	}
@@ -258,6 +304,31 @@ absolute_path(const char *path)
 	return abs;
 }
 
+/* What the OPEN reply r says of f: the file as opened, and its grant. */
+static void
+client_open_granted(hm_file *f, const Hotmap__OpenReply *r)
+{
+	struct hm_region *reg = f->c->region;
+
+	memset(&f->st, 0, sizeof f->st);
+	f->st.size = r->size;
+	f->st.backend = (int)r->backend;
+	f->st.reason = (int)r->reason;
+	snprintf(f->st.reason_text, sizeof f->st.reason_text, "%s", r->reason_text);
+	f->st.dev = r->dev;
+	f->st.ino = r->ino;
+	f->st.mtime_ns = r->mtime_ns;
+	f->st.mode = r->mode;
+	f->st.handles = r->handles;
+	f->st.mapped_length = r->mapped_length;
+	f->heat_reads = 0;
+	f->direct_ok = r->direct && reg != NULL && r->direct_slot < reg->nslots &&
+		       (r->direct_gen & 1) == 0;
+	f->dslot = r->direct_slot;
+	f->dgen = r->direct_gen;
+	f->dsize = r->size;
+}
+
 /*
  * OPEN of f with flags (checked by the caller): by path (HM_O_PATH), by
  * the caller's descriptor (hm_open_fd), or by a descriptor opened here
@@ -269,9 +340,11 @@ client_open(hm_client *c, hm_file *f, int flags)
 {
 	Hotmap__Open req = HOTMAP__OPEN__INIT;
 	ProtobufCMessage *reply = NULL;
+	Hotmap__OpenReply *r;
 	struct stat st;
 	int fd = -1, rc;
 
+	direct_drop(f);	/* a reopen: the old connection's grant means nothing */
 	req.policy = flags & HM_O_MMAP ? 1 : flags & HM_O_PREAD ? 2 : 0;
 	req.warm = (flags & HM_O_WARM) != 0;
 	req.path = f->path;
@@ -292,12 +365,21 @@ client_open(hm_client *c, hm_file *f, int flags)
 	}
 	rc = client_call(c, HM_MSG_OPEN, &req.base, f->fd >= 0 ? f->fd : fd, HM_MSG_OPEN_REPLY,
 			 &reply);
-	if (fd >= 0)
-		close(fd);	/* ours, not the caller's: the daemon has its own copy */
-	if (rc < 0)
+	if (rc < 0) {
+		if (fd >= 0)
+			close(fd);
 		return rc;
-	f->handle = ((Hotmap__OpenReply *)reply)->handle;
+	}
+	r = (Hotmap__OpenReply *)reply;
+	f->handle = r->handle;
+	client_open_granted(f, r);
+	if (fd >= 0 && f->direct_ok)
+		f->own_fd = fd;	/* mapped if the file gets hot, then closed */
+	else if (fd >= 0)
+		close(fd);	/* ours, not the caller's: the daemon has its own copy */
 	protobuf_c_message_free_unpacked(reply, NULL);
+	if (f->direct_ok && (flags & (HM_O_DIRECT | HM_O_WARM)))
+		(void)direct_promote(f);
 	return 0;
 }
 
@@ -489,10 +571,11 @@ add_file_run(hm_client *c, void *arg)
 {
 	struct add_file *a = arg;
 	hm_file *f = a->f;
-	int rc = client_open(c, f, a->flags);
+	int rc;
 
+	f->c = c;	/* client_open reads the client's region */
+	rc = client_open(c, f, a->flags);
 	if (rc == 0) {
-		f->c = c;
 		pthread_mutex_lock(&c->files_lock);
 		f->next = c->files;
 		if (f->next != NULL)
@@ -512,8 +595,11 @@ client_add_file(hm_client *c, hm_file *f, int flags)
 	int rc;
 
 	f->flags = flags & ~HM_O_WARM;	/* a reopen need not warm again */
+	if (flags & HM_O_WARM)
+		f->flags |= HM_O_DIRECT;	/* but maps at once again */
 	rc = client_with_retry(c, add_file_run, &a);
 	if (rc < 0) {
+		direct_drop(f);
 		free(f->path);
 		free(f);
 		errno = -rc;
@@ -530,7 +616,7 @@ hm_open(hm_client *c, const char *path, int flags)
 
 	set_last_error(NULL);
 	if (c == NULL || path == NULL ||
-	    (flags & ~(HM_O_MMAP | HM_O_PREAD | HM_O_PATH | HM_O_WARM)) != 0 ||
+	    (flags & ~(HM_O_MMAP | HM_O_PREAD | HM_O_PATH | HM_O_WARM | HM_O_DIRECT)) != 0 ||
 	    (flags & (HM_O_MMAP | HM_O_PREAD)) == (HM_O_MMAP | HM_O_PREAD)) {
 		errno = EINVAL;
 		return NULL;
@@ -541,6 +627,7 @@ hm_open(hm_client *c, const char *path, int flags)
 		return NULL;
 	}
 	f->fd = -1;
+	f->own_fd = -1;
 	f->path = absolute_path(path);
 	if (f->path == NULL) {
 		rc = errno;
@@ -558,7 +645,7 @@ hm_open_fd(hm_client *c, int fd, int flags)
 	hm_file *f;
 
 	set_last_error(NULL);
-	if (c == NULL || (flags & ~(HM_O_MMAP | HM_O_PREAD | HM_O_WARM)) != 0 ||
+	if (c == NULL || (flags & ~(HM_O_MMAP | HM_O_PREAD | HM_O_WARM | HM_O_DIRECT)) != 0 ||
 	    (flags & (HM_O_MMAP | HM_O_PREAD)) == (HM_O_MMAP | HM_O_PREAD)) {
 		errno = EINVAL;
 		return NULL;
@@ -573,6 +660,7 @@ hm_open_fd(hm_client *c, int fd, int flags)
 		return NULL;
 	}
 	f->fd = fd;
+	f->own_fd = -1;
 	f->dev = st.st_dev;
 	f->ino = st.st_ino;
 	return client_add_file(c, f, flags);
@@ -762,6 +850,12 @@ hm_pread(hm_file *f, void *buf, size_t len, uint64_t offset)
 	/* As pread(2): the end of the range must fit in off_t. */
 	if (check_range(len, offset) < 0)
 		return fail(EINVAL);
+	if (f->dm != NULL) {
+		ssize_t n = direct_read(f, buf, len, offset);
+
+		if (n != DIRECT_MISS)
+			return n;
+	}
 	op->offset = offset;
 	op->len = len;
 	op->buf = buf;
@@ -770,6 +864,7 @@ hm_pread(hm_file *f, void *buf, size_t len, uint64_t offset)
 		return fail(-rc);
 	if (op->result < 0)
 		return fail((int)-op->result);
+	direct_heat(f, op->result);
 	return op->result;
 }
 
@@ -834,6 +929,10 @@ hm_read_batch(hm_client *c, struct hm_io *io, size_t n)
 				x->result = -EINVAL;
 			else if (x->file->handle == 0)
 				x->result = -ESTALE;	/* lost in a reconnect */
+			else if (x->file->dm != NULL &&
+				 (x->result = direct_read(x->file, x->buf, x->len, x->offset)) !=
+				 DIRECT_MISS)
+				;	/* read here: no round trip */
 			else
 				map[m++] = i;
 		}
@@ -861,6 +960,12 @@ hm_stat(hm_file *f, struct hm_stat *st)
 	set_last_error(NULL);
 	if (f == NULL || st == NULL)
 		return fail(EINVAL);
+	if (f->c->pid == fork_pid() && direct_grant_holds(f)) {
+		/* nobody can change the file while the grant holds */
+		*st = f->st;
+		st->size = f->dsize;
+		return 0;
+	}
 	rc = file_request(f, HM_MSG_STAT, &req.base, &req.handle, HM_MSG_STAT_REPLY, &reply);
 	if (rc < 0)
 		return fail(-rc);
@@ -916,6 +1021,7 @@ hm_close(hm_file *f)
 	if (f->next != NULL)
 		f->next->prev = f->prev;
 	pthread_mutex_unlock(&c->files_lock);
+	direct_drop(f);
 	pthread_mutex_unlock(c->lock);
 	free(f->path);
 	free(f);
@@ -940,6 +1046,13 @@ hm_warm(hm_file *f, uint64_t offset, uint64_t len)
 		return fail(-rc);
 	warmed = ((Hotmap__WarmReply *)reply)->warmed;
 	protobuf_c_message_free_unpacked(reply, NULL);
+	if (f->direct_ok && f->dm == NULL) {
+		/* asked for: read it here from now on */
+		pthread_mutex_lock(f->c->lock);
+		if (f->c->pid == fork_pid())
+			(void)direct_promote(f);
+		pthread_mutex_unlock(f->c->lock);
+	}
 	return warmed > SSIZE_MAX ? SSIZE_MAX : (ssize_t)warmed;
 }
 

@@ -22,6 +22,9 @@
 #include "client/hotmap.h"
 #include "proto/frame.h"
 
+struct direct_map;
+struct hm_direct_slot;
+
 #define HM_EXPORT __attribute__((visibility("default")))
 
 #define CLIENT_RECV_CHUNK	(64u * 1024u)
@@ -43,6 +46,11 @@
 #define CLIENT_POLL_MIN_CPUS	4
 #define CLIENT_POLL_US		50u
 #define CLIENT_POLL_US_MAX	10000u		/* as hotmapd's poll-us */
+/* Direct reads: slots asked for at HELLO (a whole number of pages), and
+ * reads through the daemon before a granted file is mapped (see direct.c;
+ * HOTMAP_DIRECT=0 asks for none, HOTMAP_DIRECT_AFTER sets the reads). */
+#define CLIENT_DIRECT_SLOTS	256u
+#define CLIENT_DIRECT_AFTER	1u
 /* HOTMAP_RECONNECT_MS: at most an hour */
 #define CLIENT_RECONNECT_MS_MAX	3600000u
 
@@ -63,6 +71,11 @@ struct hm_region {
 	uint64_t *used;		/* one bit per block */
 	bool shared;		/* maps the memfd; false once a fork made it private */
 	uint8_t *snapshot;	/* its used blocks, while a fork is under way */
+	/* The direct-read slots (proto/direct.h): the memfd's last
+	 * nslots * HM_DIRECT_SLOT_BYTES bytes, mapped apart from base so
+	 * that a fork's privatising of the blocks leaves them shared. */
+	struct hm_direct_slot *slots;
+	uint32_t nslots;
 	struct hm_region *prev, *next;	/* on `regions` */
 };
 
@@ -85,6 +98,10 @@ struct hm_client {
 	/* Read from the environment at hm_connect, for every reconnect too. */
 	size_t shm_size;	/* HOTMAP_SHM_SIZE */
 	bool poll_wanted;	/* HOTMAP_POLL */
+	/* Direct reads (direct.c): HOTMAP_DIRECT asks for slots; a granted
+	 * file is mapped after direct_after reads through the daemon. */
+	uint32_t direct_slots;	/* 0: no direct reads */
+	unsigned direct_after;
 	/* Polling mode: the rings at the start of the region (block 0). */
 	bool ring;
 	uint32_t sq_tail;	/* requests published */
@@ -109,7 +126,21 @@ struct hm_client {
  * Lock order: clients_lock, a client's lock, its files_lock, regions_lock,
  * a region's lock.  No one holding a later lock waits for an earlier one.
  */
-extern pthread_mutex_t clients_lock;	/* fork.c */
+extern pthread_mutex_t clients_lock;	/* direct.c.  direct_read: bytes (as pread), or DIRECT_MISS when the
+ * read must go through the daemon. */
+#define DIRECT_MISS ((ssize_t)-1)
+bool direct_grant_holds(const hm_file *f);
+int direct_promote(hm_file *f);
+void direct_drop(hm_file *f);
+void direct_heat(hm_file *f, ssize_t n);
+ssize_t direct_read(hm_file *f, void *buf, size_t len, uint64_t offset);
+int direct_view(hm_file *f, uint64_t offset, size_t len, const void **data, size_t *got,
+		struct direct_map **held);
+int direct_map_check(const struct direct_map *m);
+void direct_map_ref(struct direct_map *m);
+void direct_map_unref(struct direct_map *m);
+
+/* fork.c */
 extern hm_client *clients;
 extern pthread_mutex_t regions_lock;	/* region.c */
 extern struct hm_region *regions;
@@ -129,6 +160,18 @@ struct read_op {
 	ssize_t result;		/* bytes, or -errno from the daemon */
 };
 
+/* A granted file mapped for direct reads (direct.c): held by the file
+ * and by each view into it. */
+struct direct_map {
+	uint8_t *base;
+	size_t maplen;		/* the size the grant holds */
+	struct hm_direct_slot *slot;	/* the grant's, in region's table */
+	uint64_t gen;		/* the grant's generation */
+	struct hm_region *region;	/* held: the slot is in its table */
+	unsigned refs;		/* atomic */
+	int lost;		/* atomic: pages were gone and zero-filled */
+};
+
 struct hm_file {
 	hm_client *c;
 	uint64_t handle;	/* 0: lost in a reconnect (ESTALE) */
@@ -146,6 +189,17 @@ struct hm_file {
 	ino_t ino;
 	int flags;
 	hm_file *prev, *next;
+	/* Direct reads: the grant the OPEN reply carried (dslot, dgen,
+	 * dsize), the mapping once promoted (atomic: read without the
+	 * lock), hm_open's own descriptor kept until then, and the heat. */
+	bool direct_ok;
+	uint32_t dslot;
+	uint64_t dgen;
+	uint64_t dsize;
+	struct direct_map *dm;
+	int own_fd;
+	unsigned heat_reads;
+	struct hm_stat st;	/* as opened, for hm_stat of a granted file */
 };
 
 static inline int
@@ -178,7 +232,7 @@ int client_call(hm_client *c, uint16_t type, const ProtobufCMessage *req, int pa
 		uint16_t reply_type, ProtobufCMessage **reply);
 
 /* region.c: the shared region's blocks. */
-struct hm_region *region_new(size_t size, int *fd);
+struct hm_region *region_new(size_t size, uint32_t slots, int *fd);
 void region_unref(struct hm_region *r);
 bool region_block_used(const struct hm_region *r, size_t i);
 void region_mark(struct hm_region *r, size_t first, size_t n, bool used);

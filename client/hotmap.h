@@ -32,7 +32,10 @@ typedef struct hm_file hm_file;
 #define HM_O_MMAP	0x1	/* require a mapping; fail if the file cannot be mapped */
 #define HM_O_PREAD	0x2	/* read with pread, never map */
 #define HM_O_PATH	0x4	/* let the daemon open the path (beneath its --root) */
-#define HM_O_WARM	0x8	/* start bringing the whole file into memory now */
+#define HM_O_WARM	0x8	/* start bringing the whole file into memory now;
+				 * read it directly at once when granted */
+#define HM_O_DIRECT	0x10	/* read it directly at once when granted (see
+				 * libhotmap(3), "Tiers"), not only once hot */
 
 /* hm_stat backends */
 #define HM_BACKEND_MMAP		1
@@ -65,6 +68,31 @@ struct hm_stat {
 /* Connects to hotmapd.  socket_path NULL: $HOTMAP_SOCKET, else
  * /run/hotmap/hotmapd.sock as root, else $XDG_RUNTIME_DIR/hotmap/hotmapd.sock. */
 hm_client *hm_connect(const char *socket_path);
+/*
+ * Options of one connection.  Start from HM_OPTIONS_INIT (every field
+ * "default": the environment variable named, else the built-in default)
+ * and set what you want; the library reads sizeof(struct hm_options) from
+ * the first field, so that fields can be added.  Unlike the environment,
+ * options are safe to choose per thread and per connection.
+ */
+struct hm_options {
+	size_t size;		/* sizeof(struct hm_options) */
+	int64_t shm_size;	/* HOTMAP_SHM_SIZE: the shared region's bytes; 0 none */
+	int64_t shm_threshold;	/* HOTMAP_SHM_THRESHOLD: smallest read through it */
+	int poll;		/* HOTMAP_POLL: 1 ask for the polling ring, 0 not */
+	int64_t poll_us;	/* HOTMAP_POLL_US */
+	int64_t reconnect_ms;	/* HOTMAP_RECONNECT_MS (hm_set_reconnect) */
+	int direct;		/* HOTMAP_DIRECT: 1 read granted files directly, 0 never */
+	int64_t direct_after;	/* HOTMAP_DIRECT_AFTER: reads of a granted file
+				 * through the daemon before it is read directly */
+};
+#define HM_DEFAULT (-1)
+#define HM_OPTIONS_INIT { sizeof(struct hm_options), HM_DEFAULT, HM_DEFAULT, HM_DEFAULT, \
+			  HM_DEFAULT, HM_DEFAULT, HM_DEFAULT, HM_DEFAULT }
+/* hm_connect with options (NULL: all default).  EINVAL for a value out of
+ * range or a size the library does not know. */
+hm_client *hm_connect_opts(const char *socket_path, const struct hm_options *opts);
+
 /* Closes the connection and frees every hm_file still open on it.  Takes
  * NULL. */
 void hm_disconnect(hm_client *c);
@@ -110,6 +138,12 @@ struct hm_view {
 int hm_view_range(hm_file *f, uint64_t offset, size_t len, struct hm_view *v);
 /* Gives the view's bytes back.  Takes an empty or released view. */
 void hm_view_release(struct hm_view *v);
+/* Whether the view still shows the file's bytes: 0; or -1 with errno
+ * ESTALE (a view into a directly read file that has been written to or
+ * evicted since: its bytes may differ from the file's now) or EIO (the
+ * file shrank under the view: the lost part reads as zeros).  A view of
+ * the region or the socket is a copy and always 0. */
+int hm_view_check(const struct hm_view *v);
 
 /* Brings [offset, offset + len) of the file into memory in the daemon
  * (its mapping's page tables, or the page cache) and returns when done:

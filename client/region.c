@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "client/client_priv.h"
+#include "proto/direct.h"
 
 pthread_mutex_t regions_lock = PTHREAD_MUTEX_INITIALIZER;
 struct hm_region *regions;
@@ -55,6 +56,8 @@ region_unref(struct hm_region *r)
 	if (left > 0)
 		return;
 	munmap(r->base, r->size);
+	if (r->slots != NULL)
+		munmap(r->slots, (size_t)r->nslots * HM_DIRECT_SLOT_BYTES);
 	pthread_mutex_destroy(&r->lock);
 	free(r->used);
 	free(r);
@@ -114,10 +117,12 @@ region_free(struct hm_region *r, size_t off, size_t len)
 	pthread_mutex_unlock(&r->lock);
 }
 
-/* A sealed memfd of size bytes, mapped; its descriptor in *fd. */
+/* A sealed memfd of size bytes and then slots direct-read slots (a whole
+ * number of pages), mapped; its descriptor in *fd. */
 struct hm_region *
-region_new(size_t size, int *fd)
+region_new(size_t size, uint32_t slots, int *fd)
 {
+	size_t table = (size_t)slots * HM_DIRECT_SLOT_BYTES;
 	struct hm_region *r;
 
 	*fd = -1;
@@ -129,12 +134,22 @@ region_new(size_t size, int *fd)
 	r->nblocks = size / REGION_BLOCK;
 	r->used = calloc((r->nblocks + 63) / 64, sizeof *r->used);
 	*fd = memfd_create("hotmap-region", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-	if (r->used == NULL || *fd < 0 || ftruncate(*fd, (off_t)size) < 0 ||
+	if (r->used == NULL || *fd < 0 || ftruncate(*fd, (off_t)(size + table)) < 0 ||
 	    fcntl(*fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0)
 		goto fail;
 	r->base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, *fd, 0);
 	if (r->base == MAP_FAILED)
 		goto fail;
+	if (table > 0) {
+		void *t = mmap(NULL, table, PROT_READ | PROT_WRITE, MAP_SHARED, *fd, (off_t)size);
+
+		if (t == MAP_FAILED) {
+			munmap(r->base, size);
+			goto fail;
+		}
+		r->slots = t;
+		r->nslots = slots;
+	}
 	pthread_mutex_init(&r->lock, NULL);
 	r->refs = 1;
 	r->shared = true;
@@ -157,9 +172,15 @@ fail:
 /* --- views --------------------------------------------------------------- */
 
 /* What a view keeps in struct hm_view's priv_ (copied in and out). */
+enum view_kind {
+	VIEW_EMPTY = 0,
+	VIEW_REGION,		/* obj: the region, held, with blocks [off, off + len) */
+	VIEW_HEAP,		/* obj: memory of its own, the bytes came over the socket */
+	VIEW_DIRECT,		/* obj: the file's direct_map, held */
+};
 struct view_priv {
-	struct hm_region *region;	/* held, with blocks [off, off + len); or NULL */
-	void *heap;			/* the bytes came over the socket; or NULL */
+	enum view_kind kind;
+	void *obj;
 	size_t off, len;
 };
 _Static_assert(sizeof(struct view_priv) <= sizeof(((struct hm_view *)0)->priv_),
@@ -228,22 +249,36 @@ hm_view_range(hm_file *f, uint64_t offset, size_t len, struct hm_view *v)
 		memset(v, 0, sizeof *v);
 	if (f == NULL || v == NULL || check_range(len, offset) < 0)
 		return fail(EINVAL);
+	if (f->dm != NULL) {
+		struct direct_map *m;
+
+		/* a pointer into the file's mapping: no copy at all */
+		if (direct_view(f, offset, len, &v->data, &v->len, &m) == 0) {
+			p.kind = VIEW_DIRECT;
+			p.obj = m;
+			memcpy(v->priv_, &p, sizeof p);
+			return 0;
+		}
+	}
 	rc = client_with_retry(f->c, view_run, &call);
 	if (rc < 0)
 		return fail(-rc);
 	op = call.op;
 	r = call.r;
 	if (op.shm) {
-		p.region = r;	/* the view outlives hm_disconnect */
+		p.kind = VIEW_REGION;
+		p.obj = r;	/* the view outlives hm_disconnect */
 		p.off = op.shm_off;
 		p.len = len;
 		v->data = r->base + op.shm_off;
 	} else {
-		p.heap = op.buf;
+		p.kind = VIEW_HEAP;
+		p.obj = op.buf;
 		v->data = op.buf;
 	}
 	memcpy(v->priv_, &p, sizeof p);
 	v->len = (size_t)op.result;
+	direct_heat(f, op.result);
 	return 0;
 }
 
@@ -255,11 +290,35 @@ hm_view_release(struct hm_view *v)
 	if (v == NULL)
 		return;
 	memcpy(&p, v->priv_, sizeof p);
-	if (p.region != NULL) {
-		region_free(p.region, p.off, p.len);
-		region_unref(p.region);
+	switch (p.kind) {
+	case VIEW_REGION:
+		region_free(p.obj, p.off, p.len);
+		region_unref(p.obj);
+		break;
+	case VIEW_HEAP:
+		free(p.obj);
+		break;
+	case VIEW_DIRECT:
+		direct_map_unref(p.obj);
+		break;
+	case VIEW_EMPTY:
+		break;
 	}
-	free(p.heap);
 	memset(v, 0, sizeof *v);
+}
+
+HM_EXPORT int
+hm_view_check(const struct hm_view *v)
+{
+	struct view_priv p;
+	int rc;
+
+	if (v == NULL)
+		return fail(EINVAL);
+	memcpy(&p, v->priv_, sizeof p);
+	if (p.kind != VIEW_DIRECT)
+		return 0;	/* a copy: its bytes are its own */
+	rc = direct_map_check(p.obj);
+	return rc < 0 ? fail(-rc) : 0;
 }
 

@@ -76,6 +76,9 @@ files_add(const struct storage_entry_info *info, void *arg)
 	f->idle_ms = info->idle_ms;
 	f->resident_pct = info->resident_pct;
 	f->resident_bytes = info->resident_bytes;
+	f->direct_reads = info->direct_reads;
+	f->direct_bytes = info->direct_bytes;
+	f->direct_handles = info->direct_handles;
 	p->n++;
 	p->bytes += cost;
 	return true;
@@ -90,6 +93,7 @@ admin_files(struct session *s, uint32_t id, ProtobufCMessage *msg)
 	size_t i, total;
 	int rc;
 
+	direct_sync(&session_server(s)->direct);
 	total = file_cache_foreach(session_server(s)->cache, m->offset, files_add, &p);
 	if (!p.failed)
 		p.ptrs = calloc(p.n + 1, sizeof *p.ptrs);
@@ -120,6 +124,10 @@ admin_evict(struct session *s, uint32_t id, ProtobufCMessage *msg)
 	struct storage_evicted ev;
 	int rc;
 
+	/* direct readers go back to reading through the daemon first:
+	 * evicting a file takes it from them too */
+	if (m->all || m->dev != 0 || m->ino != 0)
+		(void)direct_revoke_file(&session_server(s)->direct, m->all, m->dev, m->ino);
 	if (!m->all && m->dev == 0 && m->ino == 0 && m->path != NULL && m->path[0] != '\0')
 		rc = file_cache_evict_path(session_server(s)->cache, m->path, &ev);
 	else

@@ -791,6 +791,9 @@ static const struct key_def keys[HM_CONFIG__NKEYS] = {
 	  .help = "poll clients' request rings for US microseconds\n"
 		  "before sleeping (default auto: 50 with 4 cores\n"
 		  "or more, else 0)" },
+	{ HM_KEY_DIRECT_READS, "direct-reads", KEY_BOOL, FIELD(direct_reads), .def = true,
+	  .metavar = "yes|no", .help = "let clients read hot local files from their own\n"
+				       "mappings, under a lease (default yes)" },
 	{ HM_KEY_LOG_LEVEL, "log-level", KEY_ENUM, FIELD(log_level), CHOICES(log_level_names),
 	  .def = LOG_NOTICE, .metavar = "LEVEL",
 	  .help = "error, warning, notice (default), info or debug" },

@@ -65,6 +65,7 @@ enum hm_config_key {
 	HM_KEY_WORKERS,
 	HM_KEY_POLL_US,
 	HM_KEY_LOG_LEVEL,
+	HM_KEY_DIRECT_READS,
 	HM_KEY_FOREGROUND,
 	HM_CONFIG__NKEYS
 };
@@ -124,6 +125,8 @@ struct hm_config {
 	gid_t socket_group;		/* socket-group; (gid_t)-1: unchanged */
 	struct resolve_roots roots;	/* root; empty: open by path refused */
 	struct hm_config_source *root_sources;	/* one per root */
+	bool direct_reads;		/* direct-reads: clients may read granted
+					 * files from their own mappings */
 	bool cross_mounts;		/* cross-mounts: open by path may cross
 					 * a mount point beneath a root */
 	struct hm_uid_list allow_uid;	/* allow-uid  } both empty: anyone */

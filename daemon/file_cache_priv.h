@@ -68,6 +68,11 @@ struct file_entry {
 	uint64_t bytes;			/* bytes read from it */
 	uint64_t last_use_ns;		/* CLOCK_MONOTONIC of the last open or read */
 	enum storage_reason last_reason;	/* of the last open */
+	/* Direct reads (file_lease.c): grants holding the read lease, and
+	 * what clients reported reading themselves. */
+	unsigned lease_refs;
+	uint64_t direct_reads;
+	uint64_t direct_bytes;
 
 	struct file_entry *hash_next;	/* bucket chain */
 	struct file_entry *all_prev;	/* list of all entries */

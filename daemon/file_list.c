@@ -106,6 +106,9 @@ size_t file_cache_foreach(struct file_cache *cache, size_t skip,
 		info.cached = e->hashed;
 		info.hits = e->hits;
 		info.bytes = e->bytes;
+		info.direct_handles = e->lease_refs;
+		info.direct_reads = e->direct_reads;
+		info.direct_bytes = e->direct_bytes;
 		info.idle_ms = now > e->last_use_ns ? (now - e->last_use_ns) / 1000000u : 0;
 		info.resident_pct = S_ISREG(st.st_mode) && e->fs != FS_PSEUDO ?
 				    entry_resident_percent(e, info.size, &info.resident_bytes) : -1;

@@ -134,6 +134,8 @@ server_apply(struct server *srv)
 
 	/* a lowered budget drops what it can at once, readers permitting */
 	file_cache_set_limits(srv->cache, &lim);
+	if (!c->direct_reads && direct_revoke_file(&srv->direct, true, 0, 0) > 0)
+		log_info("direct-reads is off: every grant revoked");
 	if (c->poll_us >= 0)
 		srv->poll_us = (unsigned)c->poll_us;
 	else
@@ -148,6 +150,21 @@ server_watch_cb(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	file_cache_notice(srv->cache);
+}
+
+/* A lease broke (or the queue of real-time signals overflowed into
+ * SIGIO): revoke the grants on the files someone waits to write. */
+static void
+server_lease_cb(evutil_socket_t sig, short what, void *arg)
+{
+	struct server *srv = arg;
+	unsigned n;
+
+	(void)sig;
+	(void)what;
+	n = direct_check_leases(&srv->direct);
+	if (n > 0)
+		log_debug("direct reads: %u grants revoked, a writer waits", n);
 }
 
 static void
@@ -272,6 +289,15 @@ server_init(struct server *srv, struct hm_config *cfg, const struct hm_config_ar
 					  EV_READ | EV_PERSIST, server_watch_cb, srv);
 		if (srv->ev_watch == NULL || event_add(srv->ev_watch, NULL) < 0) {
 			snprintf(err, errlen, "cannot watch cached files");
+			return -ENOMEM;
+		}
+	}
+	srv->direct.sig = DIRECT_LEASE_SIGNAL;
+	srv->ev_lease[0] = evsignal_new(srv->base, DIRECT_LEASE_SIGNAL, server_lease_cb, srv);
+	srv->ev_lease[1] = evsignal_new(srv->base, SIGIO, server_lease_cb, srv);
+	for (i = 0; i < 2; i++) {
+		if (srv->ev_lease[i] == NULL || event_add(srv->ev_lease[i], NULL) < 0) {
+			snprintf(err, errlen, "cannot handle the lease signals");
 			return -ENOMEM;
 		}
 	}

@@ -27,6 +27,7 @@
 #include "daemon/resolve.h"
 #include "daemon/stats.h"
 #include "daemon/storage.h"
+#include "daemon/direct.h"
 #include "proto/frame.h"
 
 struct event_base;
@@ -44,6 +45,8 @@ struct server {
 	struct file_cache *cache;
 	struct workers *workers;	/* reads that may wait for the disk */
 	struct server_counters counters;
+	struct direct_registry direct;	/* direct-read grants */
+	struct event *ev_lease[2];	/* the lease signal, and SIGIO */
 
 	int listen_fd;
 	bool socket_activated;		/* from systemd: never unlinked */

@@ -26,6 +26,7 @@
 #include "daemon/session.h"
 #include "daemon/session_priv.h"
 #include "daemon/session_ring.h"
+#include "daemon/session_direct.h"
 #include "daemon/storage.h"
 #include "daemon/workers.h"
 #include "proto/ring.h"
@@ -192,6 +193,7 @@ session_handle_release(struct session *s, uint64_t handle)
 {
 	struct session_handle *sh = &s->handles[handle - 1];
 
+	session_direct_release(s, sh);
 	file_cache_close(s->srv->cache, &sh->h);
 	memset(sh, 0, sizeof *sh);
 	s->used--;
@@ -280,6 +282,7 @@ session_map_region(struct session *s, uint64_t size, char *err, size_t errlen)
 		} else {
 			s->shm = p;
 			s->shm_size = (size_t)size;
+			s->shm_map_size = (size_t)size;
 		}
 	}
 	closer_close(fd);
@@ -340,6 +343,8 @@ session_hello(struct session *s, uint32_t id, ProtobufCMessage *msg)
 			r.shm_accepted = true;
 		}
 	}
+	if (r.shm_accepted)
+		session_direct_hello(s, m->direct_slots, &r.direct_accepted);
 	if (m->ring_entries > 0 && r.shm_accepted) {
 		if (m->ring_entries != HM_RING_ENTRIES || s->shm_size < 2 * HM_RING_BYTES) {
 			log_info("client %s: ring of %u entries in a %zu-byte region refused",
@@ -372,7 +377,7 @@ session_open(struct session *s, uint32_t id, ProtobufCMessage *msg)
 	const char *name = m->path != NULL && m->path[0] != '\0' ? m->path : "(descriptor)";
 	enum storage_policy policy;
 	struct storage_stat st = { 0 };
-	char err[256], reason[128];
+	char err[256], reason[128], direct_text[128];
 	struct session_handle *sh;
 	int64_t slot;
 	int fd, rc;
@@ -449,6 +454,15 @@ session_open(struct session *s, uint32_t id, ProtobufCMessage *msg)
 	r.backend = sh->h.backend;
 	r.reason = sh->h.reason;
 	r.reason_text = reason;
+	r.dev = st.dev;
+	r.ino = st.ino;
+	r.mtime_ns = st.mtime_ns;
+	r.mode = st.mode;
+	r.mapped_length = st.mapped_length;
+	r.handles = st.handles;
+	session_direct_open(s, sh, (uint64_t)slot, m->by_path, &r.direct, &r.direct_slot,
+			    &r.direct_gen, &r.size, direct_text, sizeof direct_text);
+	r.direct_text = direct_text;
 	return peer_send(s->peer, HM_MSG_OPEN_REPLY, id, &r.base);
 }
 
@@ -1236,7 +1250,8 @@ static void
 session_destroy(struct session *s)
 {
 	if (s->shm != NULL)
-		munmap(s->shm, s->shm_size);
+		munmap(s->shm, s->shm_map_size);
+	free(s->direct_used);
 	free(s->groups);
 	free(s);
 }

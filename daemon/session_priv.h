@@ -19,6 +19,7 @@
 #include "daemon/storage.h"
 #include "daemon/workers.h"
 
+struct direct_grant;
 struct event;
 struct peer;
 struct server;
@@ -42,6 +43,8 @@ struct session_handle {
 	uint32_t ra_window;	/* 0: not sequential (yet) */
 	uint32_t ra_max;	/* largest window: network-fs-chunk for network
 				 * files (captured at open), else SESSION_RA_MAX */
+	struct direct_grant *direct;	/* direct reads granted (session_direct.c) */
+	uint32_t direct_slot;		/* its slot, when direct is set */
 };
 
 /* A READ being streamed: one chunk at a time while the socket takes it. */
@@ -73,7 +76,14 @@ struct session {
 	 * to_shm land here.  Sealed against shrinking, so a copy into it
 	 * cannot fault. */
 	uint8_t *shm;
-	size_t shm_size;
+	size_t shm_size;	/* what READs may fill: the direct slots excluded */
+	size_t shm_map_size;	/* all of the region */
+	/* Direct reads: the slots at the end of the region (proto/direct.h),
+	 * and which are in use. */
+	uint32_t direct_slots;
+	uint8_t *direct_used;
+	uint64_t direct_reads;	/* what the client reported reading itself */
+	uint64_t direct_bytes;
 
 	/* Polling mode: the rings at the start of shm (proto/ring.h).  The
 	 * indices the daemon owns live here; the region only gets copies. */

@@ -149,6 +149,13 @@ server_stats_foreach(struct server *srv, server_stat_cb cb, void *arg)
 	cb("mapped_over_budget", sc.mapped_over_budget, NULL, arg);
 	for (i = 0; i < STORAGE_REASON__COUNT; i++)
 		cb(reason_keys[i], sc.opens_by_reason[i], NULL, arg);
+	direct_sync(&srv->direct);
+	cb("direct_grants", srv->direct.n, NULL, arg);
+	cb("direct_granted", srv->direct.granted, NULL, arg);
+	cb("direct_refused", srv->direct.refused, NULL, arg);
+	cb("direct_revoked", srv->direct.revoked, NULL, arg);
+	cb("direct_reads", srv->direct.reads, NULL, arg);
+	cb("direct_bytes", srv->direct.bytes, NULL, arg);
 	cb("clients_polling", srv->ring_sessions, NULL, arg);
 	cb("reads_ring", c->reads_ring, NULL, arg);
 	cb("poll_us", srv->poll_us, NULL, arg);
@@ -181,5 +188,8 @@ server_stats_reset(struct server *srv)
 	for (i = 0; i < SERVER_OP__COUNT; i++)
 		histogram_reset(&srv->latency[i]);
 	file_cache_reset_counters(srv->cache);
+	direct_sync(&srv->direct);	/* what was read before the reset is not counted after */
+	srv->direct.granted = srv->direct.refused = srv->direct.revoked = 0;
+	srv->direct.reads = srv->direct.bytes = 0;
 	srv->status_requests = 0;
 }

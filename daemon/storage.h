@@ -317,6 +317,26 @@ int file_cache_evict(struct file_cache *cache, bool all, uint64_t dev, uint64_t 
 int file_cache_evict_path(struct file_cache *cache, const char *path,
 			  struct storage_evicted *out);
 
+/*
+ * Direct reads (file_lease.c; the grants are daemon/direct.c's).  A read
+ * lease (fcntl F_SETLEASE, F_RDLCK) on the entry's own descriptor: while
+ * it holds, no process has the file open for writing, so its size and
+ * bytes stay as they are; one that opens it for writing or truncates it
+ * waits in the kernel until the lease is let go, and the lease holder is
+ * sent signal sig.  storage_lease counts the grants sharing one lease:
+ * 0; -EAGAIN when the file is open for writing somewhere; -EACCES when the
+ * daemon neither owns the file nor has CAP_LEASE; -ENODEV for an entry
+ * that is not a cached regular file on a local file system with a mapping.
+ * storage_unlease drops one grant and lets the lease go with the last.
+ * storage_lease_breaking: someone waits for the lease (revoke, then let
+ * go).
+ */
+int storage_lease(struct storage_handle *h, int sig);
+void storage_unlease(struct storage_handle *h);
+bool storage_lease_breaking(const struct storage_handle *h);
+/* What a client reported reading through a grant on h, for listings. */
+void storage_count_direct(struct storage_handle *h, uint64_t reads, uint64_t bytes);
+
 /* One entry, for listings (hotmapctl files). */
 struct storage_entry_info {
 	char path[4096];		/* the file's name now (readlink of our fd) */
@@ -331,6 +351,9 @@ struct storage_entry_info {
 	int resident_pct;		/* pages in memory (mincore), -1 unknown */
 	uint64_t resident_bytes;	/* bytes of those pages (at most size);
 					 * 0 when resident_pct is -1 */
+	unsigned direct_handles;	/* grants holding its read lease */
+	uint64_t direct_reads;		/* reads clients reported serving */
+	uint64_t direct_bytes;		/* themselves (storage_count_direct) */
 };
 
 /*

@@ -304,6 +304,10 @@ harness_start(const struct harness_opts *opts)
 
 	if (opts == NULL)
 		opts = &defaults;
+	/* The suites test the daemon's tiers (socket, region, ring) unless
+	 * the environment asks for direct reads; the direct tier's tests ask
+	 * for it per connection (hm_connect_opts). */
+	setenv("HOTMAP_DIRECT", "0", 0);
 	if (prog == NULL)
 		fail_msg("hotmapd not found: set HOTMAPD, or run from the build directory");
 	h = calloc(1, sizeof *h);

@@ -277,7 +277,8 @@ test_every_key_good(void **state)
 		   "workers = 3\n"			/* 22 */
 		   "poll-us = 75\n"			/* 23 */
 		   "log-level = debug\n"		/* 24 */
-		   "foreground = yes\n",		/* 25 */
+		   "direct-reads = no\n"		/* 25 */
+		   "foreground = yes\n",		/* 26 */
 		   dir, group0());
 	load_ok(&cfg, &args);
 	assert_string_equal(cfg.socket_path + strlen(dir), "/s.sock");
@@ -311,6 +312,7 @@ test_every_key_good(void **state)
 	assert_int_equal(cfg.workers, 3);
 	assert_int_equal(cfg.poll_us, 75);
 	assert_int_equal(cfg.log_level, LOG_DEBUG);
+	assert_false(cfg.direct_reads);
 	assert_true(cfg.foreground);
 
 	/* each from its line (root: the last one; each root has its own) */
@@ -354,6 +356,7 @@ test_every_key_bad_all_errors_at_once(void **state)
 		{ "workers = 0", "workers: 0 is out of range (1 to 256)" },
 		{ "poll-us = 10001", "poll-us: 10001 is out of range (0 to 10000)" },
 		{ "log-level = loud", "log-level: unknown value 'loud' (error, warning, notice, info, debug)" },
+		{ "direct-reads = sometimes", "direct-reads: not yes or no: 'sometimes'" },
 		{ "foreground = maybe", "foreground: not yes or no: 'maybe'" },
 	};
 	struct hm_config_args args = { 0 };

@@ -251,14 +251,34 @@ expect_auto_backend(hm_file *f, uint64_t size, int flags)
 		expect_backend(f, HM_BACKEND_MMAP, HM_REASON_LOCAL_FILE);
 }
 
-static const int read_flags[] = { 0, HM_O_MMAP, HM_O_PREAD, HM_O_PATH };
+/* HM_O_DIRECT: through the direct tier, on a client that asks for it
+ * (connect_for); the others through the daemon's tiers. */
+static const int read_flags[] = { 0, HM_O_MMAP, HM_O_PREAD, HM_O_PATH, HM_O_DIRECT };
+
+/* A client for reads with flags: with HM_O_DIRECT, one that reads granted
+ * files directly from the first read. */
+static hm_client *
+connect_for(const struct harness *h, int flags)
+{
+	struct hm_options o = HM_OPTIONS_INIT;
+	hm_client *c;
+
+	if (!(flags & HM_O_DIRECT))
+		return harness_connect(h);
+	o.direct = 1;
+	o.direct_after = 0;
+	o.shm_size = 16 * MiB;	/* the slots live in the region */
+	c = hm_connect_opts(h->sock, &o);
+	if (c == NULL)
+		fail_msg("hm_connect_opts: %s", strerror(errno));
+	return c;
+}
 
 static void
 random_ranges(const struct harness *h, uint64_t size, unsigned count, size_t maxlen, bool big)
 {
 	char path[PATH_MAX], name[64];
 	uint64_t rs = 0x9e3779b97f4a7c15ull ^ size;
-	hm_client *c = harness_connect(h);
 	size_t i, k;
 	int fd;
 
@@ -268,6 +288,7 @@ random_ranges(const struct harness *h, uint64_t size, unsigned count, size_t max
 	fd = open_ref(path);
 	for (k = 0; k < sizeof read_flags / sizeof read_flags[0]; k++) {
 		int flags = read_flags[k];
+		hm_client *c = connect_for(h, flags);
 		hm_file *f;
 
 		if ((flags & HM_O_MMAP) && size == 0) {
@@ -286,10 +307,10 @@ random_ranges(const struct harness *h, uint64_t size, unsigned count, size_t max
 			harness_check_read(f, fd, r.offset, r.len);
 		}
 		close_ok(f);
+		hm_disconnect(c);
 	}
 	close(fd);
 	unlink(path);
-	hm_disconnect(c);
 }
 
 static void
@@ -608,7 +629,7 @@ test_open_by_path_beneath_root(void **state)
 
 /* --- the contract while the file changes ---------------------------------- */
 
-static const int change_flags[] = { 0, HM_O_MMAP, HM_O_PREAD, HM_O_PATH };
+static const int change_flags[] = { 0, HM_O_MMAP, HM_O_PREAD, HM_O_PATH, HM_O_DIRECT };
 
 static void
 contract_truncate(const struct harness *h, hm_client *c, int flags)
@@ -625,9 +646,9 @@ contract_truncate(const struct harness *h, hm_client *c, int flags)
 	f = open_ok(c, path, flags);
 	expect_auto_backend(f, size0, flags);
 	fd = open_ref(path);
+	assert_int_equal(harness_check_read(f, fd, 0, (size_t)size0 + 10), (ssize_t)size0);
 	wfd = open(path, O_WRONLY | O_CLOEXEC);
 	assert_true(wfd >= 0);
-	assert_int_equal(harness_check_read(f, fd, 0, (size_t)size0 + 10), (ssize_t)size0);
 
 	/* Shrunk inside the first pages: the mapping still spans the old
 	 * length, the file does not. */
@@ -779,12 +800,18 @@ contract_rename(const struct harness *h, hm_client *c, int flags)
 static void
 for_each_change_flag(void **state, void (*fn)(const struct harness *, hm_client *, int))
 {
-	hm_client *c = harness_connect(*state);
 	size_t i;
 
-	for (i = 0; i < sizeof change_flags / sizeof change_flags[0]; i++)
+	for (i = 0; i < sizeof change_flags / sizeof change_flags[0]; i++) {
+		hm_client *c = connect_for(*state, change_flags[i]);
+		uint64_t direct0 = harness_stat(c, "direct_reads");
+
 		fn(*state, c, change_flags[i]);
-	hm_disconnect(c);
+		/* the direct pass did read directly, before the change */
+		if (change_flags[i] & HM_O_DIRECT)
+			assert_true(harness_stat(c, "direct_reads") > direct0);
+		hm_disconnect(c);
+	}
 }
 
 static void

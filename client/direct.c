@@ -1,0 +1,375 @@
+/*
+ * direct.c - the direct tier: reading a granted file from the client's own
+ * mapping of it, with no round trip (DESIGN.md section 9, proto/direct.h).
+ *
+ * A file is granted at OPEN (the daemon holds a read lease on it and gave
+ * the handle a slot in the region's slot table) and promoted here when it
+ * is hot for this process: after HOTMAP_DIRECT_AFTER reads through the
+ * daemon, or at once with HM_O_DIRECT, HM_O_WARM or hm_warm.  Promotion
+ * maps the descriptor the client opened itself.
+ *
+ * A read loads the slot's generation, checks it is the grant's, copies
+ * under this file's SIGBUS guard, and loads it again: a change in between
+ * means the daemon revoked the grant (someone waits to write the file)
+ * and the read goes through the daemon instead.  Reads take no lock, so
+ * threads read in parallel.
+ *
+ * Views point into the mapping.  If the file shrinks under a view anyway
+ * (the lease was broken by force, or a writer that kept a writable mapping
+ * truncated nothing but the lease did not cover), the SIGBUS handler maps
+ * zero pages over the lost part and marks the mapping lost, so that
+ * touching the view never kills the program; hm_view_check reports it.
+ * Faults that are not ours go to the handler that was there before.
+ *
+ * Must not: read through a grant whose generation changed, take the
+ * client's lock on the read path, or swallow a SIGBUS that is not its own.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "client/client_priv.h"
+#include "proto/direct.h"
+
+/* --- the guard ------------------------------------------------------- */
+
+struct copy_guard {
+	sigjmp_buf jb;
+	uintptr_t lo, hi;
+	volatile sig_atomic_t active;
+};
+
+/* initial-exec: the handler must not allocate on its first access */
+static __thread struct copy_guard copy_guard __attribute__((tls_model("initial-exec")));
+
+/* Mappings the handler may repair, for views; a slot is claimed with a
+ * compare-and-swap and read by the handler without a lock. */
+#define DIRECT_MAPS_MAX 4096
+static struct direct_map *maps[DIRECT_MAPS_MAX];
+
+static struct sigaction prev_bus;
+static pthread_mutex_t guard_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static bool
+sync_fault(const siginfo_t *si)
+{
+	return si != NULL && (si->si_code == BUS_ADRERR || si->si_code == BUS_OBJERR ||
+#ifdef BUS_MCEERR_AR
+			      si->si_code == BUS_MCEERR_AR ||
+#endif
+			      si->si_code == BUS_ADRALN);
+}
+
+/* The pages of m from the one at addr on are gone (the file shrank): zero
+ * pages in their place, so that the access runs again and reads zeros. */
+static bool
+repair(uintptr_t addr)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	size_t i;
+
+	for (i = 0; i < DIRECT_MAPS_MAX; i++) {
+		struct direct_map *m = __atomic_load_n(&maps[i], __ATOMIC_ACQUIRE);
+		uintptr_t lo, hi, from;
+
+		if (m == NULL)
+			continue;
+		lo = (uintptr_t)m->base;
+		hi = lo + m->maplen;
+		if (addr < lo || addr >= hi)
+			continue;
+		from = addr & ~((uintptr_t)page - 1);
+		if (mmap((void *)from, hi - from, PROT_READ,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == MAP_FAILED)
+			return false;
+		__atomic_store_n(&m->lost, 1, __ATOMIC_RELEASE);
+		return true;
+	}
+	return false;
+}
+
+static void
+on_sigbus(int sig, siginfo_t *si, void *uc)
+{
+	struct copy_guard *g = &copy_guard;
+
+	if (sync_fault(si)) {
+		uintptr_t addr = (uintptr_t)si->si_addr;
+
+		if (g->active && addr >= g->lo && addr < g->hi) {
+			g->active = 0;
+			siglongjmp(g->jb, 1);
+		}
+		if (repair(addr))
+			return;
+	}
+	/* not ours: what the program had before us */
+	if ((prev_bus.sa_flags & SA_SIGINFO) && prev_bus.sa_sigaction != NULL) {
+		prev_bus.sa_sigaction(sig, si, uc);
+		return;
+	}
+	if (prev_bus.sa_handler != SIG_DFL && prev_bus.sa_handler != SIG_IGN) {
+		prev_bus.sa_handler(sig);
+		return;
+	}
+	signal(SIGBUS, SIG_DFL);
+	raise(SIGBUS);
+}
+
+/*
+ * Puts the handler in place, in front of whatever the program has there
+ * now: at every promotion, so that a handler the program installed since
+ * (after its first hm_open) is chained to rather than left to meet our
+ * faults.  0, or -EBUSY when SIGBUS cannot be had (a sanitizer keeps it).
+ */
+static int
+guard_ensure(void)
+{
+	struct sigaction sa = { .sa_sigaction = on_sigbus, .sa_flags = SA_SIGINFO | SA_NODEFER };
+	struct sigaction cur, prev;
+	int rc = 0;
+
+	sigemptyset(&sa.sa_mask);
+	pthread_mutex_lock(&guard_lock);
+	if (sigaction(SIGBUS, NULL, &cur) < 0)
+		rc = -errno;
+	else if (!(cur.sa_flags & SA_SIGINFO) || cur.sa_sigaction != on_sigbus) {
+		if (sigaction(SIGBUS, &sa, &prev) < 0 || sigaction(SIGBUS, NULL, &cur) < 0)
+			rc = -errno;
+		else if (!(cur.sa_flags & SA_SIGINFO) || cur.sa_sigaction != on_sigbus)
+			rc = -EBUSY;
+		else
+			prev_bus = prev;
+	}
+	pthread_mutex_unlock(&guard_lock);
+	return rc;
+}
+
+/* memcpy, but -EFAULT when the source faulted. */
+static int
+guarded_copy(void *dst, const void *src, size_t len)
+{
+	struct copy_guard *g = &copy_guard;
+
+	g->lo = (uintptr_t)src;
+	g->hi = (uintptr_t)src + len;
+	if (sigsetjmp(g->jb, 0) != 0)
+		return -EFAULT;
+	g->active = 1;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	memcpy(dst, src, len);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	g->active = 0;
+	return 0;
+}
+
+/* --- mappings -------------------------------------------------------- */
+
+static void
+map_unref(struct direct_map *m)
+{
+	size_t i;
+
+	if (m == NULL || __atomic_sub_fetch(&m->refs, 1, __ATOMIC_ACQ_REL) > 0)
+		return;
+	for (i = 0; i < DIRECT_MAPS_MAX; i++)
+		if (__atomic_load_n(&maps[i], __ATOMIC_RELAXED) == m)
+			__atomic_store_n(&maps[i], NULL, __ATOMIC_RELEASE);
+	munmap(m->base, m->maplen);
+	region_unref(m->region);
+	free(m);
+}
+
+void
+direct_map_unref(struct direct_map *m)
+{
+	map_unref(m);
+}
+
+void
+direct_map_ref(struct direct_map *m)
+{
+	__atomic_add_fetch(&m->refs, 1, __ATOMIC_RELAXED);
+}
+
+/* The grant's slot, or NULL when f has none. */
+static struct hm_direct_slot *
+grant_slot(const hm_file *f)
+{
+	struct hm_region *r = f->c->region;
+
+	if (!f->direct_ok || r == NULL || r->slots == NULL || f->dslot >= r->nslots)
+		return NULL;
+	return &r->slots[f->dslot];
+}
+
+bool
+direct_grant_holds(const hm_file *f)
+{
+	struct hm_direct_slot *s = grant_slot(f);
+
+	return s != NULL && hm_direct_gen(s) == f->dgen;
+}
+
+/* Forgets f's grant and mapping (a reopen, a close).  Lock held. */
+void
+direct_drop(hm_file *f)
+{
+	struct direct_map *m = __atomic_exchange_n(&f->dm, NULL, __ATOMIC_ACQ_REL);
+
+	map_unref(m);
+	f->direct_ok = false;
+	if (f->own_fd >= 0)
+		close(f->own_fd);
+	f->own_fd = -1;
+}
+
+/*
+ * Maps f for direct reads, when it is granted and not mapped yet.  0, or
+ * -errno (f then stays on the daemon's tiers).  Lock held.
+ */
+int
+direct_promote(hm_file *f)
+{
+	int fd = f->fd >= 0 ? f->fd : f->own_fd;
+	struct direct_map *m;
+	size_t i;
+
+	if (f->dm != NULL)
+		return 0;
+	if (fd < 0 || !direct_grant_holds(f))
+		return -ENOENT;
+	if (f->dsize == 0 || f->dsize > SIZE_MAX || guard_ensure() < 0)
+		return -ENOTSUP;
+	m = calloc(1, sizeof *m);
+	if (m == NULL)
+		return -ENOMEM;
+	m->maplen = (size_t)f->dsize;
+	m->base = mmap(NULL, m->maplen, PROT_READ, MAP_SHARED, fd, 0);
+	if (m->base == MAP_FAILED) {
+		int err = errno;
+
+		free(m);
+		f->direct_ok = false;
+		return -err;
+	}
+	for (i = 0; i < DIRECT_MAPS_MAX; i++) {
+		struct direct_map *none = NULL;
+
+		if (__atomic_compare_exchange_n(&maps[i], &none, m, false, __ATOMIC_ACQ_REL,
+						__ATOMIC_RELAXED))
+			break;
+	}
+	if (i == DIRECT_MAPS_MAX) {
+		/* a view of it could not be repaired: no direct reads */
+		munmap(m->base, m->maplen);
+		free(m);
+		f->direct_ok = false;
+		return -ENFILE;
+	}
+	m->refs = 1;
+	m->slot = grant_slot(f);
+	m->gen = f->dgen;
+	m->region = f->c->region;
+	pthread_mutex_lock(&m->region->lock);
+	m->region->refs++;
+	pthread_mutex_unlock(&m->region->lock);
+	if (f->own_fd >= 0) {
+		close(f->own_fd);	/* the mapping keeps the file */
+		f->own_fd = -1;
+	}
+	__atomic_store_n(&f->dm, m, __ATOMIC_RELEASE);
+	return 0;
+}
+
+/* f was read through the daemon: n more bytes.  Promotes it once it is
+ * hot enough.  Takes the lock when it promotes. */
+void
+direct_heat(hm_file *f, ssize_t n)
+{
+	hm_client *c = f->c;
+
+	if (!f->direct_ok || f->dm != NULL || n < 0)
+		return;
+	f->heat_reads++;
+	if (f->heat_reads < c->direct_after)
+		return;
+	pthread_mutex_lock(c->lock);
+	if (c->pid == fork_pid())
+		(void)direct_promote(f);
+	pthread_mutex_unlock(c->lock);
+}
+
+/* The mapping f reads through now, or NULL (none, revoked, another
+ * process's). */
+static struct direct_map *
+live_map(hm_file *f)
+{
+	struct direct_map *m = __atomic_load_n(&f->dm, __ATOMIC_ACQUIRE);
+
+	if (m == NULL || f->c->pid != fork_pid() || hm_direct_gen(m->slot) != m->gen)
+		return NULL;
+	return m;
+}
+
+ssize_t
+direct_read(hm_file *f, void *buf, size_t len, uint64_t offset)
+{
+	struct direct_map *m = live_map(f);
+	size_t n;
+
+	if (m == NULL)
+		return DIRECT_MISS;
+	/* the size cannot change while the grant holds */
+	n = offset >= m->maplen ? 0 : len < m->maplen - offset ? len : (size_t)(m->maplen - offset);
+	if (n > 0 && guarded_copy(buf, m->base + offset, n) < 0)
+		return DIRECT_MISS;
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	if (__atomic_load_n(&m->slot->gen, __ATOMIC_RELAXED) != m->gen)
+		return DIRECT_MISS;	/* revoked during the copy: it may be torn */
+	__atomic_fetch_add(&m->slot->reads, 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&m->slot->bytes, n, __ATOMIC_RELAXED);
+	return (ssize_t)n;
+}
+
+int
+direct_view(hm_file *f, uint64_t offset, size_t len, const void **data, size_t *got,
+	    struct direct_map **held)
+{
+	struct direct_map *m = live_map(f);
+	size_t n;
+
+	if (m == NULL)
+		return -1;
+	direct_map_ref(m);
+	n = offset >= m->maplen ? 0 : len < m->maplen - offset ? len : m->maplen - offset;
+	*data = n > 0 ? m->base + offset : m->base;
+	*got = n;
+	*held = m;
+	if (hm_direct_gen(m->slot) != m->gen) {
+		map_unref(m);
+		return -1;
+	}
+	__atomic_fetch_add(&m->slot->reads, 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&m->slot->bytes, n, __ATOMIC_RELAXED);
+	return 0;
+}
+
+int
+direct_map_check(const struct direct_map *m)
+{
+	if (__atomic_load_n(&m->lost, __ATOMIC_ACQUIRE))
+		return -EIO;
+	if (hm_direct_gen(m->slot) != m->gen)
+		return -ESTALE;
+	return 0;
+}

@@ -1,0 +1,69 @@
+/*
+ * file_lease.c - the read lease behind direct reads (storage.h).
+ *
+ * What it is for: a lease is the kernel's promise that nobody writes the
+ * file without asking first.  Several grants share the entry's one lease
+ * (lease_refs); the last one lets it go, so that writers are not held up
+ * once nobody reads directly.
+ *
+ * What it must not do: touch a client's memory (the grants are the
+ * service layer's), or take a lease on a descriptor that is not the
+ * entry's own: a lease belongs to the open file description it was set on.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "daemon/file_cache_priv.h"
+
+int
+storage_lease(struct storage_handle *h, int sig)
+{
+	struct file_entry *e = h->entry;
+
+	if (e == NULL || !e->hashed || e->fs != FS_LOCAL || e->file.map == NULL ||
+	    h->backend != STORAGE_BACKEND_MMAP)
+		return -ENODEV;
+	if (e->lease_refs > 0 && fcntl(e->file.fd, F_GETLEASE) != F_RDLCK)
+		return -EAGAIN;	/* breaking: a writer waits for it */
+	if (e->lease_refs == 0) {
+		if (fcntl(e->file.fd, F_SETSIG, sig) < 0)
+			return -errno;
+		if (fcntl(e->file.fd, F_SETLEASE, F_RDLCK) < 0)
+			return errno == EWOULDBLOCK ? -EAGAIN : -errno;
+	}
+	e->lease_refs++;
+	return 0;
+}
+
+void
+storage_unlease(struct storage_handle *h)
+{
+	struct file_entry *e = h->entry;
+
+	if (e == NULL || e->lease_refs == 0)
+		return;
+	if (--e->lease_refs == 0)
+		(void)fcntl(e->file.fd, F_SETLEASE, F_UNLCK);
+}
+
+bool
+storage_lease_breaking(const struct storage_handle *h)
+{
+	const struct file_entry *e = h->entry;
+
+	/* during a break, F_GETLEASE answers the type it is breaking to */
+	return e != NULL && e->lease_refs > 0 && fcntl(e->file.fd, F_GETLEASE) != F_RDLCK;
+}
+
+void
+storage_count_direct(struct storage_handle *h, uint64_t reads, uint64_t bytes)
+{
+	if (h->entry == NULL)
+		return;
+	h->entry->direct_reads += reads;
+	h->entry->direct_bytes += bytes;
+}

@@ -1,0 +1,68 @@
+/*
+ * direct.h - the direct-read slots in a client's shared region, shared by
+ * hotmapd and libhotmap.
+ *
+ * What it is for: the direct tier (DESIGN.md section 9).  A client reads a
+ * file the daemon granted it from its own mapping of the file, with no
+ * round trip.  The daemon stays the authority through one slot per granted
+ * handle: it writes there whether the grant holds, and the client writes
+ * there what it read, for stats.
+ *
+ * Why a grant can be trusted without a system call per read: the daemon
+ * grants only while it holds a read lease (fcntl F_SETLEASE) on the file.
+ * While the lease holds, no process has the file open for writing, so its
+ * size cannot change; a process that opens it for writing or truncates it
+ * blocks in the kernel until the daemon lets go, and the daemon first
+ * revokes every slot of the file.  So a read checks the slot (a load),
+ * copies, and checks the slot again, as a seqlock reader does.
+ *
+ * Layout: the last slots * HM_DIRECT_SLOT_BYTES bytes of the region (Hello
+ * direct_slots), slot i at index i; two cache lines each, one per writer:
+ *
+ *   0    gen      daemon  even: granted; odd: revoked or free.  Bumped
+ *                         (release) at every grant and every revocation.
+ *   8    size     daemon  the file's size for the grant (it cannot change
+ *                         while the grant holds)
+ *   16   handle   daemon  the handle the slot belongs to
+ *   64   reads    client  reads served in the client (relaxed adds)
+ *   72   bytes    client  bytes they returned
+ *
+ * The daemon trusts nothing the client writes: reads and bytes only ever
+ * feed the client's own statistics.
+ *
+ * What it must not do: any I/O.
+ */
+#ifndef HOTMAP_PROTO_DIRECT_H
+#define HOTMAP_PROTO_DIRECT_H
+
+#include <stdint.h>
+
+#define HM_DIRECT_SLOT_BYTES	128u
+#define HM_DIRECT_SLOTS_MAX	4096u
+
+struct hm_direct_slot {
+	uint64_t gen;
+	uint64_t size;
+	uint64_t handle;
+	uint8_t pad0[64 - 24];
+	uint64_t reads;
+	uint64_t bytes;
+	uint8_t pad1[64 - 16];
+};
+
+_Static_assert(sizeof(struct hm_direct_slot) == HM_DIRECT_SLOT_BYTES, "one slot, two lines");
+
+static inline struct hm_direct_slot *
+hm_direct_slot(void *region, uint64_t region_size, uint32_t slots, uint32_t i)
+{
+	return (struct hm_direct_slot *)((uint8_t *)region + region_size -
+					 (uint64_t)slots * HM_DIRECT_SLOT_BYTES) + i;
+}
+
+static inline uint64_t
+hm_direct_gen(const struct hm_direct_slot *s)
+{
+	return __atomic_load_n(&s->gen, __ATOMIC_ACQUIRE);
+}
+
+#endif

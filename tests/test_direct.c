@@ -1,0 +1,750 @@
+/*
+ * test_direct.c - the direct tier (DESIGN.md section 9) against a real
+ * hotmapd (tests/harness.h): a granted file read from the client's own
+ * mapping, with no round trip, and taken back when the file may change.
+ *
+ * What a user would notice: reads and views that return pread's bytes,
+ * hm_stat without a round trip, promotion by heat, reads that go back
+ * through the daemon when someone opens the file for writing, truncates
+ * it or evicts it, views that survive a truncation without SIGBUS, many
+ * threads reading one client at once, a forked child, and the program's
+ * own SIGBUS handler still getting the faults that are its own.  The
+ * contract tests of test_integration run through this tier too.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "client/hotmap_admin.h"
+#include "tests/harness.h"
+
+#define KiB (1024u)
+#define MiB (1024u * 1024u)
+#define TEST_ALARM_S	120
+
+static const struct harness_opts opts_default = { .backend = NULL };
+static const struct harness_opts opts_off = { .extra = { "--direct-reads", "no", NULL } };
+
+static int
+setup(void **state)
+{
+	unsetenv("HOTMAP_SHM_SIZE");
+	unsetenv("HOTMAP_DIRECT_AFTER");
+	*state = harness_start(*state);
+	alarm(TEST_ALARM_S);
+	return 0;
+}
+
+static int
+teardown(void **state)
+{
+	alarm(0);
+	harness_free_buffers();
+	harness_stop(*state);
+	return 0;
+}
+
+/* A client that asks for direct reads, promoting after `after` reads. */
+static hm_client *
+connect_direct(const struct harness *h, int after)
+{
+	struct hm_options o = HM_OPTIONS_INIT;
+	hm_client *c;
+
+	o.direct = 1;
+	o.direct_after = after;
+	c = hm_connect_opts(h->sock, &o);
+	if (c == NULL)
+		fail_msg("hm_connect_opts: %s", strerror(errno));
+	return c;
+}
+
+static hm_file *
+open_ok(hm_client *c, const char *path, int flags)
+{
+	hm_file *f = hm_open(c, path, flags);
+
+	if (f == NULL)
+		fail_msg("hm_open(%s, 0x%x): %s (\"%s\")", path, flags, strerror(errno),
+			 hm_last_error());
+	return f;
+}
+
+static void
+make_file(const struct harness *h, const char *name, uint64_t size, uint64_t seed, char *path)
+{
+	harness_path(h, name, path);
+	harness_write_file(path, size, seed);
+}
+
+/* --- promotion, reads, stat ------------------------------------------- */
+
+static void
+test_promoted_by_heat(void **state)
+{
+	const struct harness *h = *state;
+	hm_client *c = connect_direct(h, 2);
+	char path[PATH_MAX];
+	uint64_t reads0, direct0;
+	hm_file *f;
+	int fd, i;
+
+	make_file(h, "root/heat", 3 * MiB + 5, 1, path);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	f = open_ok(c, path, 0);
+	reads0 = harness_stat(c, "requests_read");
+	direct0 = harness_stat(c, "direct_reads");
+	/* two reads go through the daemon: a process that reads little
+	 * never maps the file */
+	assert_int_equal(harness_check_read(f, fd, 100, 5000), 5000);
+	assert_int_equal(harness_check_read(f, fd, MiB, 70000), 70000);
+	assert_int_equal(harness_stat(c, "requests_read"), reads0 + 2);
+	/* then it is hot: no more round trips */
+	for (i = 0; i < 50; i++)
+		assert_int_equal(harness_check_read(f, fd, (uint64_t)i * 60001, 65536), 65536);
+	assert_int_equal(harness_check_read(f, fd, 3 * MiB, 100), 5);
+	assert_int_equal(harness_check_read(f, fd, 3 * MiB + 5, 100), 0);
+	assert_int_equal(harness_check_read(f, fd, 4 * MiB, 100), 0);
+	assert_int_equal(harness_stat(c, "requests_read"), reads0 + 2);
+	assert_int_equal(harness_stat(c, "direct_reads"), direct0 + 53);
+	assert_int_equal(hm_close(f), 0);
+	close(fd);
+	hm_disconnect(c);
+}
+
+static void
+test_stat_without_round_trip(void **state)
+{
+	const struct harness *h = *state;
+	hm_client *c = connect_direct(h, 0);
+	char path[PATH_MAX];
+	struct hm_stat st;
+	struct stat ref;
+	uint64_t stats0;
+	hm_file *f;
+	int i;
+
+	make_file(h, "root/stat", 777777, 2, path);
+	assert_int_equal(stat(path, &ref), 0);
+	f = open_ok(c, path, HM_O_DIRECT);
+	stats0 = harness_stat(c, "requests_stat");
+	for (i = 0; i < 100; i++) {
+		assert_int_equal(hm_stat(f, &st), 0);
+		assert_int_equal(st.size, 777777);
+	}
+	assert_int_equal(harness_stat(c, "requests_stat"), stats0);
+	assert_int_equal(st.ino, ref.st_ino);
+	assert_int_equal(st.dev, ref.st_dev);
+	assert_int_equal(st.mode, ref.st_mode);
+	assert_int_equal(st.backend, HM_BACKEND_MMAP);
+	assert_int_equal(hm_close(f), 0);
+	hm_disconnect(c);
+}
+
+/* A view of a direct file points into the file's mapping: zero copies. */
+static void
+test_view_in_place(void **state)
+{
+	const struct harness *h = *state;
+	hm_client *c = connect_direct(h, 0);
+	char path[PATH_MAX];
+	struct hm_view v, w;
+	uint8_t *ref = malloc(2 * MiB);
+	hm_file *f;
+	int fd;
+
+	assert_non_null(ref);
+	make_file(h, "root/view", 2 * MiB + 3, 3, path);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	f = open_ok(c, path, HM_O_DIRECT);
+	assert_int_equal(hm_view_range(f, 4096, MiB, &v), 0);
+	assert_int_equal(v.len, MiB);
+	assert_int_equal(pread(fd, ref, MiB, 4096), MiB);
+	assert_memory_equal(v.data, ref, MiB);
+	assert_int_equal(hm_view_check(&v), 0);
+	/* two views of the same bytes are the same bytes */
+	assert_int_equal(hm_view_range(f, 4096 + 10, 100, &w), 0);
+	assert_ptr_equal(w.data, (const uint8_t *)v.data + 10);
+	hm_view_release(&w);
+	/* short at the end, empty past it */
+	assert_int_equal(hm_view_range(f, 2 * MiB, MiB, &w), 0);
+	assert_int_equal(w.len, 3);
+	hm_view_release(&w);
+	assert_int_equal(hm_view_range(f, 3 * MiB, 10, &w), 0);
+	assert_int_equal(w.len, 0);
+	hm_view_release(&w);
+	/* a view outlives its file and its client */
+	assert_int_equal(hm_close(f), 0);
+	hm_disconnect(c);
+	assert_memory_equal(v.data, ref, MiB);
+	hm_view_release(&v);
+	close(fd);
+	free(ref);
+}
+
+/* --- who gets no grant -------------------------------------------------- */
+
+static void
+expect_no_direct_reads(hm_client *c, hm_file *f, int fd)
+{
+	uint64_t reads0 = harness_stat(c, "requests_read");
+	int i;
+
+	for (i = 0; i < 5; i++)
+		assert_int_equal(harness_check_read(f, fd, (uint64_t)i * 1000, 3000), 3000);
+	assert_int_equal(harness_stat(c, "requests_read"), reads0 + 5);
+}
+
+static void
+test_refused(void **state)
+{
+	const struct harness *h = *state;
+	hm_client *c = connect_direct(h, 0);
+	struct hm_options o = HM_OPTIONS_INIT;
+	char path[PATH_MAX], pipe_path[PATH_MAX];
+	uint64_t granted0;
+	hm_client *plain;
+	hm_file *f;
+	int fd, wfd;
+
+	make_file(h, "root/refused", MiB, 4, path);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	granted0 = harness_stat(c, "direct_granted");
+
+	/* open for writing somewhere: no lease, no grant */
+	wfd = open(path, O_WRONLY | O_CLOEXEC);
+	assert_true(wfd >= 0);
+	f = open_ok(c, path, HM_O_DIRECT);
+	expect_no_direct_reads(c, f, fd);
+	assert_int_equal(hm_close(f), 0);
+	close(wfd);
+
+	/* the client's own descriptor open for writing: the same */
+	wfd = open(path, O_RDWR | O_CLOEXEC);
+	f = hm_open_fd(c, wfd, HM_O_DIRECT);
+	assert_non_null(f);
+	expect_no_direct_reads(c, f, fd);
+	assert_int_equal(hm_close(f), 0);
+	close(wfd);
+
+	/* HM_O_PREAD, and files that are not mapped */
+	f = open_ok(c, path, HM_O_PREAD | HM_O_DIRECT);
+	expect_no_direct_reads(c, f, fd);
+	assert_int_equal(hm_close(f), 0);
+	harness_path(h, "root/fifo", pipe_path);
+	assert_int_equal(mkfifo(pipe_path, 0600), 0);
+	f = open_ok(c, pipe_path, HM_O_DIRECT);
+	assert_int_equal(hm_close(f), 0);
+
+	/* a client that did not ask */
+	o.direct = 0;
+	plain = hm_connect_opts(h->sock, &o);
+	assert_non_null(plain);
+	f = open_ok(plain, path, HM_O_DIRECT);
+	expect_no_direct_reads(plain, f, fd);
+	assert_int_equal(hm_close(f), 0);
+	hm_disconnect(plain);
+
+	assert_int_equal(harness_stat(c, "direct_granted"), granted0);
+	/* and once nobody writes, a grant */
+	f = open_ok(c, path, HM_O_DIRECT);
+	assert_int_equal(harness_stat(c, "direct_granted"), granted0 + 1);
+	assert_int_equal(hm_close(f), 0);
+	close(fd);
+	hm_disconnect(c);
+}
+
+static void
+test_switched_off(void **state)
+{
+	const struct harness *h = *state;
+	hm_client *c = connect_direct(h, 0);
+	char path[PATH_MAX];
+	hm_file *f;
+	int fd;
+
+	make_file(h, "root/off", MiB, 5, path);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	f = open_ok(c, path, HM_O_DIRECT);
+	expect_no_direct_reads(c, f, fd);
+	assert_int_equal(harness_stat(c, "direct_granted"), 0);
+	assert_int_equal(hm_close(f), 0);
+	close(fd);
+	hm_disconnect(c);
+}
+
+/* --- taken back ------------------------------------------------------- */
+
+/* f reads directly now: a read costs no request. */
+static void
+expect_direct(hm_client *c, hm_file *f, int fd)
+{
+	uint64_t reads0 = harness_stat(c, "requests_read");
+
+	assert_int_equal(harness_check_read(f, fd, 10, 4096), 4096);
+	assert_int_equal(harness_stat(c, "requests_read"), reads0);
+}
+
+static void
+test_revoked_by_writer(void **state)
+{
+	const struct harness *h = *state;
+	hm_client *c = connect_direct(h, 0);
+	char path[PATH_MAX];
+	uint64_t revoked0;
+	struct stat st;
+	hm_file *f;
+	int fd, wfd;
+
+	make_file(h, "root/writer", 2 * MiB, 6, path);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	f = open_ok(c, path, HM_O_DIRECT);
+	expect_direct(c, f, fd);
+	revoked0 = harness_stat(c, "direct_revoked");
+	/* the open waits in the kernel until the daemon has revoked */
+	wfd = open(path, O_WRONLY | O_CLOEXEC);
+	assert_true(wfd >= 0);
+	assert_int_equal(harness_stat(c, "direct_revoked"), revoked0 + 1);
+	/* grown, rewritten, shrunk: every read as pread's, through the daemon */
+	harness_rewrite(path, 2 * MiB, MiB, 7);
+	assert_int_equal(harness_check_read(f, fd, 2 * MiB - 10, 100), 100);
+	harness_rewrite(path, 5000, 1000, 8);
+	assert_int_equal(harness_check_read(f, fd, 4000, 3000), 3000);
+	assert_int_equal(ftruncate(wfd, 12345), 0);
+	assert_int_equal(harness_check_read(f, fd, 0, MiB), 12345);
+	assert_int_equal(fstat(fd, &st), 0);
+	assert_int_equal(hm_close(f), 0);
+	close(wfd);
+	close(fd);
+	hm_disconnect(c);
+}
+
+static void
+test_revoked_by_evict(void **state)
+{
+	const struct harness *h = *state;
+	hm_client *c = connect_direct(h, 0);
+	struct hm_evicted ev;
+	char path[PATH_MAX];
+	uint64_t reads0;
+	hm_file *f;
+	int fd;
+
+	make_file(h, "root/evict", MiB, 9, path);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	f = open_ok(c, path, HM_O_DIRECT);
+	expect_direct(c, f, fd);
+	assert_int_equal(hm_evict(c, path, &ev), 0);
+	assert_int_equal(harness_stat(c, "direct_revoked"), 1);
+	reads0 = harness_stat(c, "requests_read");
+	assert_int_equal(harness_check_read(f, fd, 0, MiB), MiB);
+	assert_int_equal(harness_stat(c, "requests_read"), reads0 + 1);
+	assert_int_equal(hm_close(f), 0);
+	close(fd);
+	hm_disconnect(c);
+}
+
+/* A view held while the file shrinks: touching it does not kill the
+ * program; the lost part reads as zeros and hm_view_check says so. */
+static void
+test_view_survives_truncation(void **state)
+{
+	const struct harness *h = *state;
+	hm_client *c = connect_direct(h, 0);
+	char path[PATH_MAX];
+	struct hm_view v;
+	const volatile uint8_t *p;
+	uint64_t sum = 0;
+	hm_file *f;
+	size_t i;
+
+	make_file(h, "root/shrink", 4 * MiB, 10, path);
+	f = open_ok(c, path, HM_O_DIRECT);
+	assert_int_equal(hm_view_range(f, MiB, 2 * MiB, &v), 0);
+	assert_int_equal(v.len, 2 * MiB);
+	assert_int_equal(hm_view_check(&v), 0);
+	assert_int_equal(truncate(path, MiB + 100), 0);
+	assert_int_equal(hm_view_check(&v), -1);
+	assert_int_equal(errno, ESTALE);
+	p = v.data;
+	for (i = 0; i < v.len; i++)
+		sum += p[i];	/* past the end: no SIGBUS */
+	for (i = 2 * 4096; i < v.len; i++)
+		assert_int_equal(p[i], 0);
+	assert_int_equal(hm_view_check(&v), -1);
+	assert_int_equal(errno, EIO);
+	(void)sum;
+	hm_view_release(&v);
+	assert_int_equal(hm_close(f), 0);
+	hm_disconnect(c);
+}
+
+/* --- races -------------------------------------------------------------- */
+
+#define RACE_SIZE	(2 * MiB)
+#define RACE_SEED	11
+#define RACE_THREADS	3
+
+struct race {
+	const struct harness *h;
+	char path[PATH_MAX];
+	hm_client *c;
+	atomic_bool stop;
+	atomic_int errors;
+	char why[256];
+	atomic_uint reads;
+};
+
+static void
+race_fail(struct race *r, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (atomic_fetch_add(&r->errors, 1) > 0)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(r->why, sizeof r->why, fmt, ap);
+	va_end(ap);
+}
+
+/* Every read returns the pattern's bytes, short only where the file may
+ * have ended at some moment (between 0 and RACE_SIZE). */
+static void *
+race_reader(void *arg)
+{
+	struct race *r = arg;
+	uint8_t *buf = malloc(256 * KiB), *ref = malloc(256 * KiB);
+	uint64_t rs = (uint64_t)(uintptr_t)&rs;
+
+	while (!atomic_load(&r->stop)) {
+		hm_file *f = hm_open(r->c, r->path, HM_O_DIRECT);
+		int i;
+
+		if (f == NULL) {
+			race_fail(r, "hm_open: %s", strerror(errno));
+			break;
+		}
+		for (i = 0; i < 200; i++) {
+			uint64_t off = harness_rand(&rs) % RACE_SIZE;
+			size_t len = 1 + harness_rand(&rs) % (256 * KiB);
+			ssize_t n = hm_pread(f, buf, len, off);
+
+			if (n < 0 || (size_t)n > len) {
+				race_fail(r, "hm_pread(%zu at %llu): %zd (%s)", len,
+					  (unsigned long long)off, n, strerror(errno));
+				break;
+			}
+			harness_fill(ref, (size_t)n, RACE_SEED, off);
+			if (memcmp(buf, ref, (size_t)n) != 0) {
+				race_fail(r, "%zd bytes at %llu are not the file's", n,
+					  (unsigned long long)off);
+				break;
+			}
+			atomic_fetch_add(&r->reads, 1);
+		}
+		hm_close(f);
+	}
+	free(buf);
+	free(ref);
+	return NULL;
+}
+
+/* Truncates and grows the file back, with the same bytes, over and over:
+ * the kind of change that turns a stale mapping into SIGBUS or zeros. */
+static void
+race_writer(const char *path, unsigned ms)
+{
+	int64_t end = harness_now_ms() + ms;
+	uint64_t rs = 99;
+	uint8_t *buf = malloc(RACE_SIZE);
+
+	harness_fill(buf, RACE_SIZE, RACE_SEED, 0);
+	while (harness_now_ms() < end) {
+		int fd = open(path, O_WRONLY | O_CLOEXEC);
+		uint64_t cut = harness_rand(&rs) % RACE_SIZE;
+
+		if (fd < 0)
+			_exit(2);
+		if (ftruncate(fd, (off_t)cut) < 0 ||
+		    pwrite(fd, buf + cut, RACE_SIZE - cut, (off_t)cut) != (ssize_t)(RACE_SIZE - cut))
+			_exit(3);
+		close(fd);
+		harness_sleep_ms(1);
+	}
+	_exit(0);
+}
+
+static void
+test_truncation_race(void **state)
+{
+	struct race r = { .h = *state };
+	pthread_t t[RACE_THREADS];
+	int status, i;
+	pid_t pid;
+
+	make_file(r.h, "root/race", RACE_SIZE, RACE_SEED, r.path);
+	r.c = connect_direct(r.h, 0);
+	for (i = 0; i < RACE_THREADS; i++)
+		assert_int_equal(pthread_create(&t[i], NULL, race_reader, &r), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0)
+		race_writer(r.path, 3000);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	atomic_store(&r.stop, true);
+	for (i = 0; i < RACE_THREADS; i++)
+		pthread_join(t[i], NULL);
+	if (atomic_load(&r.errors) > 0)
+		fail_msg("%d wrong reads; the first: %s", atomic_load(&r.errors), r.why);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	assert_true(atomic_load(&r.reads) > 100);
+	/* direct reads did happen, and grants were taken back */
+	assert_true(harness_stat(r.c, "direct_reads") > 0);
+	assert_true(harness_stat(r.c, "direct_revoked") > 0);
+	hm_disconnect(r.c);
+}
+
+struct parallel {
+	hm_file *f;
+	int fd;
+	atomic_int errors;
+};
+
+static void *
+parallel_reader(void *arg)
+{
+	struct parallel *p = arg;
+	uint8_t *buf = malloc(64 * KiB + HARNESS_SLACK), *ref = malloc(64 * KiB + HARNESS_SLACK);
+	uint64_t rs = (uint64_t)(uintptr_t)&rs;
+	char why[200];
+	int i;
+
+	for (i = 0; i < 20000; i++) {
+		uint64_t off = harness_rand(&rs) % (8 * MiB);
+
+		if (harness_compare_read(p->f, p->fd, off, 4096, buf, ref, NULL, why, sizeof why) < 0)
+			atomic_fetch_add(&p->errors, 1);
+	}
+	free(buf);
+	free(ref);
+	return NULL;
+}
+
+/* Threads of one client read at once, none through the daemon. */
+static void
+test_threads_parallel(void **state)
+{
+	const struct harness *h = *state;
+	hm_client *c = connect_direct(h, 0);
+	struct parallel p = { 0 };
+	char path[PATH_MAX];
+	pthread_t t[4];
+	uint64_t reads0, direct0;
+	int i;
+
+	make_file(h, "root/parallel", 8 * MiB, 12, path);
+	p.fd = open(path, O_RDONLY | O_CLOEXEC);
+	p.f = open_ok(c, path, HM_O_DIRECT);
+	reads0 = harness_stat(c, "requests_read");
+	direct0 = harness_stat(c, "direct_reads");
+	for (i = 0; i < 4; i++)
+		assert_int_equal(pthread_create(&t[i], NULL, parallel_reader, &p), 0);
+	for (i = 0; i < 4; i++)
+		pthread_join(t[i], NULL);
+	assert_int_equal(atomic_load(&p.errors), 0);
+	assert_int_equal(harness_stat(c, "requests_read"), reads0);
+	assert_int_equal(harness_stat(c, "direct_reads"), direct0 + 4 * 20000);
+	assert_int_equal(hm_close(p.f), 0);
+	close(p.fd);
+	hm_disconnect(c);
+}
+
+/* A forked child reads the inherited file right, through a connection of
+ * its own; the parent keeps reading directly. */
+static void
+test_fork(void **state)
+{
+	const struct harness *h = *state;
+	hm_client *c = connect_direct(h, 0);
+	uint8_t buf[8192], ref[8192];
+	char path[PATH_MAX];
+	int fd, status;
+	hm_file *f;
+	pid_t pid;
+
+	make_file(h, "root/fork", 3 * MiB, 13, path);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	f = open_ok(c, path, HM_O_DIRECT);
+	expect_direct(c, f, fd);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		int i, bad = 0;
+
+		alarm(30);
+		for (i = 0; i < 100; i++) {
+			uint64_t off = (uint64_t)i * 30011;
+
+			if (hm_pread(f, buf, sizeof buf, off) != (ssize_t)sizeof buf ||
+			    pread(fd, ref, sizeof ref, (off_t)off) != (ssize_t)sizeof ref ||
+			    memcmp(buf, ref, sizeof buf) != 0)
+				bad++;
+		}
+		hm_disconnect(c);
+		_exit(bad == 0 ? 0 : 1);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	expect_direct(c, f, fd);
+	assert_int_equal(hm_close(f), 0);
+	close(fd);
+	hm_disconnect(c);
+}
+
+/* --- the program's own SIGBUS handler ---------------------------------- */
+
+static sigjmp_buf app_jb;
+static volatile sig_atomic_t app_faults;
+
+static void
+app_on_sigbus(int sig)
+{
+	(void)sig;
+	app_faults++;
+	siglongjmp(app_jb, 1);
+}
+
+static void
+test_program_sigbus_chained(void **state)
+{
+	const struct harness *h = *state;
+	struct sigaction sa = { .sa_handler = app_on_sigbus }, old;
+	hm_client *c = connect_direct(h, 0);
+	char path[PATH_MAX], mine[PATH_MAX];
+	volatile uint8_t *p;
+	hm_file *f;
+	int fd;
+
+	sigemptyset(&sa.sa_mask);
+	assert_int_equal(sigaction(SIGBUS, &sa, &old), 0);
+	/* the library installs its handler over the program's */
+	make_file(h, "root/chained", MiB, 14, path);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	f = open_ok(c, path, HM_O_DIRECT);
+	expect_direct(c, f, fd);
+	/* a fault of the program's own mapping reaches the program */
+	make_file(h, "root/mine", 64 * KiB, 15, mine);
+	{
+		int mfd = open(mine, O_RDWR | O_CLOEXEC);
+
+		p = mmap(NULL, 64 * KiB, PROT_READ, MAP_SHARED, mfd, 0);
+		assert_true(p != MAP_FAILED);
+		assert_int_equal(ftruncate(mfd, 0), 0);
+		close(mfd);
+	}
+	if (sigsetjmp(app_jb, 1) == 0)
+		(void)p[8192];
+	assert_int_equal(app_faults, 1);
+	munmap((void *)p, 64 * KiB);
+	expect_direct(c, f, fd);
+	assert_int_equal(hm_close(f), 0);
+	close(fd);
+	hm_disconnect(c);
+	sigaction(SIGBUS, &old, NULL);
+}
+
+/* --- options ------------------------------------------------------------ */
+
+static void
+test_options(void **state)
+{
+	const struct harness *h = *state;
+	struct hm_options o = HM_OPTIONS_INIT;
+	char path[PATH_MAX];
+	hm_client *c;
+	hm_file *f;
+	int fd;
+
+	/* a size the library does not know, values out of range */
+	o.size = sizeof o + 8;
+	assert_null(hm_connect_opts(h->sock, &o));
+	assert_int_equal(errno, EINVAL);
+	o = (struct hm_options)HM_OPTIONS_INIT;
+	o.direct = 2;
+	assert_null(hm_connect_opts(h->sock, &o));
+	assert_int_equal(errno, EINVAL);
+	o = (struct hm_options)HM_OPTIONS_INIT;
+	o.poll_us = 1000000;
+	assert_null(hm_connect_opts(h->sock, &o));
+	assert_int_equal(errno, EINVAL);
+
+	/* the option beats the environment, which is the default */
+	make_file(h, "root/options", MiB, 16, path);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	setenv("HOTMAP_DIRECT", "0", 1);
+	c = connect_direct(h, 0);
+	f = open_ok(c, path, HM_O_DIRECT);
+	expect_direct(c, f, fd);
+	hm_close(f);
+	hm_disconnect(c);
+	c = hm_connect_opts(h->sock, NULL);
+	assert_non_null(c);
+	f = open_ok(c, path, HM_O_DIRECT);
+	expect_no_direct_reads(c, f, fd);
+	hm_close(f);
+	hm_disconnect(c);
+	/* no region: no slots, no grants, every read still right */
+	o = (struct hm_options)HM_OPTIONS_INIT;
+	o.direct = 1;
+	o.shm_size = 0;
+	c = hm_connect_opts(h->sock, &o);
+	assert_non_null(c);
+	f = open_ok(c, path, HM_O_DIRECT);
+	expect_no_direct_reads(c, f, fd);
+	hm_close(f);
+	hm_disconnect(c);
+	close(fd);
+}
+
+#define T(f, opts) cmocka_unit_test_prestate_setup_teardown(f, setup, teardown, (void *)&opts)
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		T(test_promoted_by_heat, opts_default),
+		T(test_stat_without_round_trip, opts_default),
+		T(test_view_in_place, opts_default),
+		T(test_refused, opts_default),
+		T(test_switched_off, opts_off),
+		T(test_revoked_by_writer, opts_default),
+		T(test_revoked_by_evict, opts_default),
+		T(test_view_survives_truncation, opts_default),
+		T(test_truncation_race, opts_default),
+		T(test_threads_parallel, opts_default),
+		T(test_fork, opts_default),
+		T(test_program_sigbus_chained, opts_default),
+		T(test_options, opts_default),
+	};
+
+	return cmocka_run_group_tests_name("direct", tests, NULL, NULL);
+}
