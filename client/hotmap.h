@@ -138,6 +138,21 @@ struct hm_view {
 int hm_view_range(hm_file *f, uint64_t offset, size_t len, struct hm_view *v);
 /* Gives the view's bytes back.  Takes an empty or released view. */
 void hm_view_release(struct hm_view *v);
+/* Many views, across files of one client, in one call: the data loader's
+ * batch.  Ranges of files read directly are views into their mappings;
+ * the others are read in one round trip per window of up to 256, into
+ * the region (or memory of their own).  Each io gets its view (release it
+ * with hm_view_release) or, with error set to an errno, an empty one.
+ * Returns 0 when every io has its answer; -1 and errno when the
+ * connection failed (the ios not yet answered carry that error). */
+struct hm_view_io {
+	hm_file *file;
+	uint64_t offset;
+	size_t len;
+	struct hm_view view;
+	int error;
+};
+int hm_view_batch(hm_client *c, struct hm_view_io *io, size_t n);
 /* Whether the view still shows the file's bytes: 0; or -1 with errno
  * ESTALE (a view into a directly read file that has been written to or
  * evicted since: its bytes may differ from the file's now) or EIO (the

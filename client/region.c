@@ -322,3 +322,162 @@ hm_view_check(const struct hm_view *v)
 	return rc < 0 ? fail(-rc) : 0;
 }
 
+
+/* --- many views ---------------------------------------------------------- */
+
+struct view_batch {
+	struct hm_view_io *io;
+	const size_t *map;	/* the ios of this window */
+	size_t m;
+	struct read_op ops[CLIENT_BATCH_WINDOW];
+	struct hm_region *r;	/* the region the ops' shm_off are in */
+};
+
+/* Gives back what ops[0..m) hold (their region blocks, their buffers). */
+static void
+view_batch_undo(struct view_batch *w)
+{
+	size_t k;
+
+	for (k = 0; k < w->m; k++) {
+		struct read_op *op = &w->ops[k];
+
+		if (op->shm) {
+			region_free(w->r, op->shm_off, op->len);
+			region_unref(w->r);
+		}
+		free(op->buf);
+		op->buf = NULL;
+		op->shm = false;
+	}
+}
+
+/* One window: a region block (or a buffer) per view, one round of reads.
+ * Lock held. */
+static int
+view_batch_run(hm_client *c, void *arg)
+{
+	struct view_batch *w = arg;
+	struct hm_region *r = c->region;
+	size_t k;
+	int rc;
+
+	w->r = r;
+	for (k = 0; k < w->m; k++) {
+		struct hm_view_io *x = &w->io[w->map[k]];
+		struct read_op *op = &w->ops[k];
+
+		*op = (struct read_op){ .handle = x->file->handle, .offset = x->offset,
+					.len = x->len };
+		if (op->handle == 0)
+			op->len = 0;	/* lost in a reconnect: answered ESTALE below */
+		op->shm = region_alloc(r, op->len, &op->shm_off) == 0;
+		if (op->shm) {
+			pthread_mutex_lock(&r->lock);
+			r->refs++;
+			pthread_mutex_unlock(&r->lock);
+		} else if ((op->buf = malloc(op->len > 0 ? op->len : 1)) == NULL) {
+			w->m = k;
+			view_batch_undo(w);
+			return -ENOMEM;
+		}
+	}
+	rc = client_do_reads(c, w->ops, w->m);
+	if (rc < 0)
+		view_batch_undo(w);
+	return rc;
+}
+
+/* The views of a window, from its reads' results. */
+static void
+view_batch_fill(struct view_batch *w)
+{
+	size_t k;
+
+	for (k = 0; k < w->m; k++) {
+		struct hm_view_io *x = &w->io[w->map[k]];
+		struct read_op *op = &w->ops[k];
+		struct view_priv p = { 0 };
+
+		if (x->file->handle == 0 || op->result < 0) {
+			x->error = x->file->handle == 0 ? ESTALE : (int)-op->result;
+			if (op->shm) {
+				region_free(w->r, op->shm_off, op->len);
+				region_unref(w->r);
+			}
+			free(op->buf);
+			continue;
+		}
+		if (op->shm) {
+			p.kind = VIEW_REGION;
+			p.obj = w->r;
+			p.off = op->shm_off;
+			p.len = op->len;
+			x->view.data = w->r->base + op->shm_off;
+		} else {
+			p.kind = VIEW_HEAP;
+			p.obj = op->buf;
+			x->view.data = op->buf;
+		}
+		memcpy(x->view.priv_, &p, sizeof p);
+		x->view.len = (size_t)op->result;
+		x->error = 0;
+		direct_heat(x->file, op->result);
+	}
+}
+
+HM_EXPORT int
+hm_view_batch(hm_client *c, struct hm_view_io *io, size_t n)
+{
+	struct view_batch *w;
+	size_t map[CLIENT_BATCH_WINDOW];
+	size_t i = 0, m;
+	int rc = 0;
+
+	set_last_error(NULL);
+	if (c == NULL || (io == NULL && n > 0))
+		return fail(EINVAL);
+	for (i = 0; i < n; i++) {
+		memset(&io[i].view, 0, sizeof io[i].view);
+		io[i].error = -1;	/* not answered yet */
+	}
+	/* granted files first: pointers into their mappings, no round trip */
+	for (i = 0; i < n; i++) {
+		struct hm_view_io *x = &io[i];
+		struct direct_map *dm;
+		struct view_priv p = { .kind = VIEW_DIRECT };
+
+		if (x->file == NULL || x->file->c != c) {
+			x->error = EBADF;
+		} else if (check_range(x->len, x->offset) < 0) {
+			x->error = EINVAL;
+		} else if (x->file->dm != NULL &&
+			   direct_view(x->file, x->offset, x->len, &x->view.data, &x->view.len,
+				       &dm) == 0) {
+			p.obj = dm;
+			memcpy(x->view.priv_, &p, sizeof p);
+			x->error = 0;
+		}
+	}
+	w = malloc(sizeof *w);
+	if (w == NULL)
+		return fail(ENOMEM);
+	w->io = io;
+	w->map = map;
+	for (i = 0; i < n && rc == 0;) {
+		for (m = 0; i < n && m < CLIENT_BATCH_WINDOW; i++)
+			if (io[i].error == -1)
+				map[m++] = i;
+		if (m == 0)
+			break;
+		w->m = m;
+		rc = client_with_retry(c, view_batch_run, w);
+		if (rc == 0)
+			view_batch_fill(w);
+	}
+	free(w);
+	for (i = 0; i < n; i++)
+		if (io[i].error == -1)
+			io[i].error = -rc;	/* the connection failed first */
+	return rc < 0 ? fail(-rc) : 0;
+}

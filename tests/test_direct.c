@@ -201,6 +201,73 @@ test_view_in_place(void **state)
 	free(ref);
 }
 
+/* hm_view_batch: a granted file's ranges in place, another file's through
+ * the daemon, errors per range. */
+static void
+test_view_batch(void **state)
+{
+	const struct harness *h = *state;
+	hm_client *c = connect_direct(h, 0);
+	char pa[PATH_MAX], pb[PATH_MAX];
+	struct hm_view_io io[300];
+	uint8_t *ref = malloc(64 * KiB);
+	uint64_t rs = 5, reads0;
+	hm_file *fa, *fb;
+	int fda, fdb, wfd;
+	size_t i;
+
+	assert_non_null(ref);
+	make_file(h, "root/vb-a", 5 * MiB + 1, 20, pa);
+	make_file(h, "root/vb-b", 3 * MiB + 7, 21, pb);
+	fda = open(pa, O_RDONLY | O_CLOEXEC);
+	fdb = open(pb, O_RDONLY | O_CLOEXEC);
+	fa = open_ok(c, pa, HM_O_DIRECT);
+	wfd = open(pb, O_WRONLY | O_CLOEXEC);	/* b is written to: no grant */
+	fb = open_ok(c, pb, HM_O_DIRECT);
+	for (i = 0; i < 300; i++) {
+		bool a = i % 3 != 0;
+
+		io[i] = (struct hm_view_io){ .file = a ? fa : fb,
+					     .offset = harness_rand(&rs) % ((a ? 5 : 3) * MiB),
+					     .len = 1 + harness_rand(&rs) % (64 * KiB) };
+	}
+	io[7].offset = 5 * MiB - 10;	/* short at the end */
+	io[8].offset = 9 * MiB;		/* past it: empty */
+	io[9].file = NULL;		/* no file */
+	io[10].offset = UINT64_MAX;	/* as pread: EINVAL */
+	reads0 = harness_stat(c, "requests_read");
+	assert_int_equal(hm_view_batch(c, io, 300), 0);
+	/* b's 99 valid ranges are read through the daemon (one window and
+	 * part of another: 256 at most at once); a's in place */
+	assert_int_equal(harness_stat(c, "requests_read"), reads0 + 99);
+	for (i = 0; i < 300; i++) {
+		int fd = io[i].file == fa ? fda : fdb;
+		ssize_t n;
+
+		if (i == 9 || i == 10) {
+			assert_int_equal(io[i].error, i == 9 ? EBADF : EINVAL);
+			assert_null(io[i].view.data);
+			continue;
+		}
+		assert_int_equal(io[i].error, 0);
+		n = pread(fd, ref, io[i].len, (off_t)io[i].offset);
+		assert_int_equal(io[i].view.len, n);
+		if (n > 0)
+			assert_memory_equal(io[i].view.data, ref, (size_t)n);
+	}
+	assert_int_equal(io[7].view.len, 11);
+	assert_int_equal(io[8].view.len, 0);
+	for (i = 0; i < 300; i++)
+		hm_view_release(&io[i].view);
+	assert_int_equal(hm_close(fa), 0);
+	assert_int_equal(hm_close(fb), 0);
+	close(wfd);
+	close(fda);
+	close(fdb);
+	free(ref);
+	hm_disconnect(c);
+}
+
 /* --- who gets no grant -------------------------------------------------- */
 
 static void
@@ -734,6 +801,7 @@ main(void)
 		T(test_promoted_by_heat, opts_default),
 		T(test_stat_without_round_trip, opts_default),
 		T(test_view_in_place, opts_default),
+		T(test_view_batch, opts_default),
 		T(test_refused, opts_default),
 		T(test_switched_off, opts_off),
 		T(test_revoked_by_writer, opts_default),
