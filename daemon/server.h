@@ -62,7 +62,7 @@ struct server {
 	unsigned poll_us;		/* how long the loop polls rings before it sleeps */
 	bool ring_polling;		/* the loop is polling the rings now */
 	bool stopping;			/* server_fini has begun */
-	uint64_t refusal_logged_ns;	/* server_log_refusal */
+	uint64_t refusal_logged_ns;	/* policy_log_refusal */
 	uint64_t refusals_unlogged;
 	struct event *ev_sweep;		/* idle unmapping, each second */
 	struct event *ev_watch;		/* the cache's inotify: deleted files */

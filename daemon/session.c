@@ -221,7 +221,7 @@ session_error(struct session *s, uint32_t id, int error, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(text, sizeof text, fmt, ap);
 	va_end(ap);
-	server_count_error(s->srv, error);
+	stats_count_error(s->srv, error);
 	log_debug("client %s: request %u: %s", peer_name(s->peer), id, text);
 	return peer_send_error(s->peer, id, error, "%s", text);
 }
@@ -313,7 +313,7 @@ session_hello(struct session *s, uint32_t id, ProtobufCMessage *msg)
 		peer_close_after_flush(s->peer, "not allowed to connect by allow-uid/allow-gid");
 		return 0;
 	}
-	n = server_uid_connections(s->srv, peer_uid(s->peer), 0);
+	n = policy_count_connections(s->srv, peer_uid(s->peer), 0);
 	if (s->srv->cfg.max_per_uid > 0 && n > s->srv->cfg.max_per_uid) {
 		/* answered, so that the client learns why, then closed */
 		s->srv->counters.clients_refused++;
@@ -618,7 +618,7 @@ session_stream_end(struct session *s)
 	int rc;
 
 	st->active = false;
-	server_latency(s->srv, SERVER_OP_READ, st->t0);
+	stats_record_latency(s->srv, SERVER_OP_READ, st->t0);
 	rc = session_read_end(s, st->id, st->total);
 	session_update_pause(s);
 	return rc;
@@ -818,7 +818,7 @@ read_job_done(struct worker_job *job)
 	s->inflight_bytes -= j->charge;
 	s->srv->counters.inflight--;
 	if (j->kind->op >= 0)
-		server_latency(s->srv, (enum server_op)j->kind->op, j->t0);
+		stats_record_latency(s->srv, (enum server_op)j->kind->op, j->t0);
 	if (s->dead) {
 		free(j->heap);
 		free(j);
@@ -1024,8 +1024,8 @@ session_dispatch(struct peer *p, const struct peer_frame *f, void *arg)
 		session_error(s, f->hdr.id, EPROTO, "%s before HELLO", frame_type_name(f->hdr.type));
 		peer_close_after_flush(s->peer, "request before HELLO");
 		rc = 0;
-	} else if (cmd->needs_admin && !server_peer_is_admin(s->srv, peer_uid(s->peer), s->gid,
-							      s->groups, s->ngroups)) {
+	} else if (cmd->needs_admin && !policy_is_admin(s->srv, peer_uid(s->peer), s->gid,
+							 s->groups, s->ngroups)) {
 		rc = session_error(s, f->hdr.id, EPERM,
 				   "%s needs an administrator (uid 0, hotmapd's uid %ld, or one "
 				   "that admin-uid or admin-gid in hotmapd.conf names)",
@@ -1037,7 +1037,7 @@ session_dispatch(struct peer *p, const struct peer_frame *f, void *arg)
 		s->req_deferred = false;
 		rc = cmd->handler(s, f->hdr.id, msg);
 		if (op >= 0 && !s->req_deferred)
-			server_latency(s->srv, (enum server_op)op, s->req_t0);
+			stats_record_latency(s->srv, (enum server_op)op, s->req_t0);
 	}
 	protobuf_c_message_free_unpacked(msg, NULL);
 	return rc;
@@ -1126,12 +1126,12 @@ session_creds(struct session *s, int fd)
 	int rc;
 
 	s->gid = (gid_t)-1;
-	rc = server_peer_creds(fd, &uid, &s->gid, small, &n);
+	rc = policy_peer_creds(fd, &uid, &s->gid, small, &n);
 	if (rc == -ERANGE) {
 		s->groups = calloc(n, sizeof *s->groups);
 		if (s->groups == NULL)
 			return -ENOMEM;
-		rc = server_peer_creds(fd, &uid, &s->gid, s->groups, &n);
+		rc = policy_peer_creds(fd, &uid, &s->gid, s->groups, &n);
 	} else if (rc == 0 && n > 0) {
 		s->groups = calloc(n, sizeof *s->groups);
 		if (s->groups == NULL)
@@ -1146,7 +1146,7 @@ session_creds(struct session *s, int fd)
 		n = 0;
 	}
 	s->ngroups = n;
-	s->admitted = rc == 0 ? server_peer_may_connect(s->srv, uid, s->gid, s->groups, n) :
+	s->admitted = rc == 0 ? policy_may_connect(s->srv, uid, s->gid, s->groups, n) :
 				s->srv->cfg.allow_uid.n == 0 && s->srv->cfg.allow_gid.n == 0;
 	return 0;
 }
@@ -1163,8 +1163,8 @@ session_creds(struct session *s, int fd)
 static bool
 session_admit_at_accept(struct server *srv, uid_t uid, char *why, size_t whylen)
 {
-	unsigned n = server_uid_connections(srv, uid, 0);
-	uint64_t cap = server_connection_cap(srv);
+	unsigned n = policy_count_connections(srv, uid, 0);
+	uint64_t cap = policy_connection_cap(srv);
 
 	if (srv->cfg.max_per_uid > 0 && n >= srv->cfg.max_per_uid + SESSION_REFUSALS_IN_FLIGHT) {
 		snprintf(why, whylen, "uid %ld has %u connections (max-connections-per-uid %u)",
@@ -1190,7 +1190,7 @@ session_new(struct server *srv, int fd)
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 &&
 	    !session_admit_at_accept(srv, cred.uid, why, sizeof why)) {
 		srv->counters.clients_refused++;
-		server_log_refusal(srv, cred.pid, cred.uid, why);
+		policy_log_refusal(srv, cred.pid, cred.uid, why);
 		peer_refuse(fd, EUSERS, why);
 		return 0;
 	}
@@ -1224,7 +1224,7 @@ session_new(struct server *srv, int fd)
 		s->next->prev = s;
 	srv->sessions = s;
 	srv->counters.clients++;
-	server_uid_connections(srv, peer_uid(s->peer), 1);
+	policy_count_connections(srv, peer_uid(s->peer), 1);
 	srv->counters.clients_total++;
 	log_info("client %s: connected", peer_name(s->peer));
 	return 0;
@@ -1257,7 +1257,7 @@ session_free(struct session *s)
 	session_unlink(s);
 	session_ring_stop(s);
 	s->srv->counters.clients--;
-	server_uid_connections(s->srv, peer_uid(s->peer), -1);
+	policy_count_connections(s->srv, peer_uid(s->peer), -1);
 	peer_free(s->peer);
 	s->peer = NULL;
 	if (s->inflight > 0) {

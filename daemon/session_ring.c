@@ -37,7 +37,7 @@ session_ring_complete(struct session *s, uint32_t id, ssize_t result)
 	if (!s->ring || session_region_faulted(s, result))
 		return;
 	if (result < 0)
-		server_count_error(s->srv, (int)-result);	/* as an ERROR reply would be */
+		stats_count_error(s->srv, (int)-result);	/* as an ERROR reply would be */
 	e = hm_ring_cqe(s->shm, s->cq_tail);
 	e->id = id;
 	e->reserved = 0;
@@ -100,7 +100,7 @@ session_ring_read(struct session *s, const struct hm_ring_sqe *e)
 		n = -ENOMEM;
 	}
 	session_ring_complete(s, e->id, n);
-	server_latency(s->srv, SERVER_OP_READ, s->req_t0);
+	stats_record_latency(s->srv, SERVER_OP_READ, s->req_t0);
 }
 
 /*

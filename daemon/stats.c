@@ -55,7 +55,7 @@ static const char *const error_keys[SERVER_ERR__COUNT] = {
 };
 
 void
-server_count_error(struct server *srv, int error)
+stats_count_error(struct server *srv, int error)
 {
 	enum server_error_kind k;
 
@@ -82,7 +82,7 @@ server_now_ns(void)
 }
 
 void
-server_latency(struct server *srv, enum server_op op, uint64_t start_ns)
+stats_record_latency(struct server *srv, enum server_op op, uint64_t start_ns)
 {
 	uint64_t now = server_now_ns();
 
@@ -102,7 +102,7 @@ static const char *const reason_keys[STORAGE_REASON__COUNT] = {
 };
 
 void
-server_stats_foreach(struct server *srv, server_stat_cb cb, void *arg)
+stats_foreach(struct server *srv, stats_cb cb, void *arg)
 {
 	const struct server_counters *c = &srv->counters;
 	struct storage_counters sc;
@@ -168,7 +168,7 @@ server_stats_foreach(struct server *srv, server_stat_cb cb, void *arg)
 }
 
 void
-server_stats_reset(struct server *srv)
+stats_reset(struct server *srv)
 {
 	struct server_counters *c = &srv->counters;
 	uint64_t handles = c->handles, clients = c->clients, inflight = c->inflight;

@@ -458,6 +458,6 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	 */
 	check(closer_drain(10000));
 	check(closer_overflows() == 0);
-	server_stats_reset(&srv);
+	stats_reset(&srv);
 	return 0;
 }
