@@ -117,7 +117,7 @@ static void safe_close(int fd)
 
 uint64_t file_cache_clock_ms(void)
 {
-	return now_ns() / 1000000u;
+	return monotime_ns() / 1000000u;
 }
 
 /* --- file system classification ------------------------------------- */
@@ -365,7 +365,7 @@ static void idle_push(struct file_cache *cache, struct file_entry *e)
 
 	if (e->lru.next != NULL)
 		return;
-	e->idle_since_ns = now_ns();
+	e->idle_since_ns = monotime_ns();
 	e->lru.prev = list;
 	e->lru.next = list->next;
 	list->next->prev = &e->lru;
@@ -961,7 +961,7 @@ int file_cache_open(struct file_cache *cache, int fd, enum storage_policy policy
 
 	e = o.e;
 	e->refs++;
-	e->last_use_ns = now_ns();
+	e->last_use_ns = monotime_ns();
 	e->last_reason = o.reason;
 	out->entry = e;
 	out->backend = o.backend;

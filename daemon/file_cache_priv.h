@@ -21,6 +21,7 @@
 #include <sys/types.h>
 
 #include "backend.h"
+#include "monotime.h"
 #include "storage.h"
 
 /* Largest off_t, without assuming its width (32-bit builds without
@@ -61,12 +62,12 @@ struct file_entry {
 
 	/* On an idle list while hashed with refs == 0 (see the top). */
 	struct lru_node lru;
-	uint64_t idle_since_ns;		/* CLOCK_MONOTONIC when it became idle */
+	uint64_t idle_since_ns;		/* monotime_ns() when it became idle */
 
 	/* For listings (file_cache_foreach); the loop thread updates them. */
 	uint64_t hits;			/* opens that found this entry */
 	uint64_t bytes;			/* bytes read from it */
-	uint64_t last_use_ns;		/* CLOCK_MONOTONIC of the last open or read */
+	uint64_t last_use_ns;		/* monotime_ns() of the last open or read */
 	enum storage_reason last_reason;	/* of the last open */
 
 	struct file_entry *hash_next;	/* bucket chain */
@@ -98,15 +99,6 @@ struct file_cache {
 	int watch_fd;			/* inotify, -1 when there is none */
 	unsigned unwatched_idle;	/* idle entries with unwatched set */
 };
-
-/* CLOCK_MONOTONIC in nanoseconds: the clock of idle_since_ns and last_use_ns. */
-static inline uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 /* The hashed entry of (dev, ino); NULL when there is none. */
 struct file_entry *file_cache_find(struct file_cache *cache, dev_t dev, ino_t ino);

@@ -74,7 +74,7 @@ void storage_read_finish(struct file_cache *cache, struct storage_handle *h,
 	cache->ctr.bytes_mmap += io->bytes_mmap;
 	cache->ctr.bytes_pread += io->bytes_pread;
 	h->entry->bytes += io->bytes_mmap + io->bytes_pread;
-	h->entry->last_use_ns = now_ns();
+	h->entry->last_use_ns = monotime_ns();
 	if (io->faults > 0) {
 		/*
 		 * SIGBUS recovery: the read was answered by pread, but the

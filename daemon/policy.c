@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 
 #include "daemon/log.h"
+#include "daemon/monotime.h"
 #include "daemon/policy.h"
 #include "daemon/server.h"
 
@@ -62,7 +63,7 @@ void
 policy_log_refusal(struct server *srv, pid_t pid, uid_t uid, const char *why)
 {
 	/* a flood is one line a second, not one per connection */
-	uint64_t now = server_now_ns();
+	uint64_t now = monotime_ns();
 
 	srv->refusals_unlogged++;
 	if (now - srv->refusal_logged_ns < 1000000000ull && srv->refusal_logged_ns != 0)

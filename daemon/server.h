@@ -68,7 +68,7 @@ struct server {
 	struct event *ev_watch;		/* the cache's inotify: deleted files */
 	/* Latency of requests, by operation, from dispatch to reply. */
 	struct histogram latency[SERVER_OP__COUNT];
-	struct timespec started;	/* CLOCK_MONOTONIC */
+	uint64_t started_ns;		/* monotime_ns() at server_init */
 	uid_t uid;			/* admins: uid 0 and this uid */
 
 	struct server_uid_count {
@@ -99,7 +99,5 @@ int server_reload(struct server *srv);
 /* Closes every session, removes a socket it bound, frees all.  Takes a
  * server that failed half-way through init. */
 void server_fini(struct server *srv);
-
-uint64_t server_uptime_us(const struct server *srv);
 
 #endif

@@ -21,6 +21,7 @@
 #include "daemon/closer.h"
 #include "daemon/guard.h"
 #include "daemon/log.h"
+#include "daemon/monotime.h"
 #include "daemon/peer.h"
 #include "daemon/server.h"
 #include "daemon/session.h"
@@ -997,7 +998,7 @@ session_ping(struct session *s, uint32_t id, ProtobufCMessage *msg)
 
 	(void)msg;
 	r.server_version = (char *)PACKAGE_VERSION;
-	r.uptime_us = server_uptime_us(s->srv);
+	r.uptime_us = stats_uptime_us(s->srv);
 	r.pid = (uint32_t)getpid();
 	return peer_send(s->peer, HM_MSG_PING_REPLY, id, &r.base);
 }
@@ -1033,7 +1034,7 @@ session_dispatch(struct peer *p, const struct peer_frame *f, void *arg)
 	} else {
 		int op = session_op(f->hdr.type);
 
-		s->req_t0 = server_now_ns();
+		s->req_t0 = monotime_ns();
 		s->req_deferred = false;
 		rc = cmd->handler(s, f->hdr.id, msg);
 		if (op >= 0 && !s->req_deferred)

@@ -49,7 +49,7 @@ struct session_stream {
 	bool active;
 	bool waiting;		/* for a worker to read the next chunk */
 	uint32_t id;
-	uint64_t t0;		/* when the READ came (server_now_ns) */
+	uint64_t t0;		/* when the READ came (monotime_ns) */
 	size_t slot;
 	uint64_t offset;
 	uint64_t remaining;

@@ -11,6 +11,7 @@
 #include <event2/event.h>
 
 #include "daemon/log.h"
+#include "daemon/monotime.h"
 #include "daemon/peer.h"
 #include "daemon/server.h"
 #include "daemon/session.h"
@@ -75,7 +76,7 @@ session_ring_read(struct session *s, const struct hm_ring_sqe *e)
 
 	s->srv->counters.requests[HM_MSG_READ]++;
 	s->srv->counters.reads_ring++;
-	s->req_t0 = server_now_ns();
+	s->req_t0 = monotime_ns();
 	if (sh == NULL) {
 		session_ring_complete(s, e->id, -EBADF);
 		return;

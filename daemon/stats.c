@@ -12,6 +12,7 @@
 #include <event2/event.h>
 #include <protobuf-c/protobuf-c.h>
 
+#include "daemon/monotime.h"
 #include "daemon/server.h"
 #include "daemon/stats.h"
 
@@ -73,18 +74,15 @@ stats_count_error(struct server *srv, int error)
 }
 
 uint64_t
-server_now_ns(void)
+stats_uptime_us(const struct server *srv)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	return (monotime_ns() - srv->started_ns) / 1000u;
 }
 
 void
 stats_record_latency(struct server *srv, enum server_op op, uint64_t start_ns)
 {
-	uint64_t now = server_now_ns();
+	uint64_t now = monotime_ns();
 
 	histogram_record(&srv->latency[op], now > start_ns ? now - start_ns : 0);
 }
@@ -113,7 +111,7 @@ stats_foreach(struct server *srv, stats_cb cb, void *arg)
 	cb("libevent_version", 0, event_get_version(), arg);
 	cb("protobuf_c_version", 0, protobuf_c_version(), arg);
 	cb("pid", (uint64_t)getpid(), NULL, arg);
-	cb("uptime_us", server_uptime_us(srv), NULL, arg);
+	cb("uptime_us", stats_uptime_us(srv), NULL, arg);
 	cb("clients", c->clients, NULL, arg);
 	cb("clients_total", c->clients_total, NULL, arg);
 	cb("clients_dropped", c->clients_dropped, NULL, arg);

@@ -41,9 +41,10 @@ enum server_error_kind {
 };
 void stats_count_error(struct server *srv, int error);
 
-/* Records a request of op that took from start_ns (server_now_ns) to now. */
+/* Records a request of op that took from start_ns (monotime_ns) to now. */
 void stats_record_latency(struct server *srv, enum server_op op, uint64_t start_ns);
-uint64_t server_now_ns(void);
+/* Microseconds since server_init: a state, never reset. */
+uint64_t stats_uptime_us(const struct server *srv);
 
 /* Counters of the service layer.  The storage core keeps its own. */
 struct server_counters {
