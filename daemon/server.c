@@ -572,7 +572,7 @@ server_rings_poll_us(void *arg)
 static int
 server_rings_poll_all(void *arg)
 {
-	return session_ring_poll_all(arg);
+	return session_poll_rings(arg);
 }
 
 /* ring_polling first: a ring that starts now reads it (session_ring.c). */
@@ -582,7 +582,7 @@ server_rings_set_idle(void *arg, bool idle)
 	struct server *srv = arg;
 
 	srv->ring_polling = !idle;
-	session_ring_set_idle(srv, idle);
+	session_set_rings_idle(srv, idle);
 }
 
 static void

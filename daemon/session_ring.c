@@ -104,13 +104,7 @@ session_ring_read(struct session *s, const struct hm_ring_sqe *e)
 	stats_record_latency(s->srv, SERVER_OP_READ, s->req_t0);
 }
 
-/*
- * Takes the requests waiting in the client's ring, as many as the
- * completion ring has room for (published and unconsumed, plus those still
- * with the workers).  Returns how many it took, or -EPROTO for a client
- * whose ring makes no sense (disconnected by the caller).
- */
-static int
+int
 session_ring_poll(struct session *s)
 {
 	uint32_t tail, head, used;
@@ -217,37 +211,3 @@ session_ring_kick(struct session *s, uint32_t id, ProtobufCMessage *msg)
 	}
 	return 0;
 }
-
-int
-session_ring_poll_all(struct server *srv)
-{
-	struct session *s, *next;
-	int taken = 0, n;
-
-	for (s = srv->sessions; s != NULL; s = next) {
-		next = s->next;
-		if (!s->ring)
-			continue;
-		n = session_ring_poll(s);
-		if (n < 0) {
-			log_warn("client %s: disconnecting: its request ring runs past its end",
-				 peer_name(s->peer));
-			s->srv->counters.clients_dropped++;
-			session_free(s);
-			continue;
-		}
-		taken += n;
-	}
-	return taken;
-}
-
-void
-session_ring_set_idle(struct server *srv, bool idle)
-{
-	struct session *s;
-
-	for (s = srv->sessions; s != NULL; s = s->next)
-		if (s->ring)
-			hm_ring_store(s->shm, HM_RING_DAEMON_IDLE, idle ? 1 : 0);
-}
-

@@ -434,7 +434,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			reloaded = true;
 		}
 		/* as loop_run does between passes while clients poll */
-		session_ring_poll_all(&srv);
+		session_poll_rings(&srv);
 		event_base_loop(srv.base, workers_pending(srv.workers) > 0 && srv.sessions == NULL ?
 				EVLOOP_ONCE : EVLOOP_NONBLOCK);
 		drain(sv[1]);
