@@ -19,12 +19,13 @@
  * are the only ones ever dropped for the budget: a mapping with a reader is
  * never unmapped under it.  No read walks that list.
  *
- * Rooms: file_cache.c holds the cache (entries, hash, idle lists, budget,
- * open and close), file_io.c the I/O through a handle (read, warm,
- * willneed, stat), file_list.c the listing and eviction; backend_mmap.c
- * and backend_pread.c the backends (backend.h), guard.c the guarded copy.
- * file_cache_priv.h is what the three cache files share; this header is
- * the only contract for the rest of the daemon.
+ * Rooms: file_cache.c holds the cache (new, free, close, counters),
+ * file_entry.c its entries (hash, idle lists), file_open.c the open path,
+ * file_budget.c the budget and the sweep, file_io.c the I/O through a
+ * handle (read, warm, willneed, stat), file_list.c the listing and
+ * eviction; backend_mmap.c and backend_pread.c the backends (backend.h),
+ * guard.c the guarded copy.  file_cache_priv.h is what the cache files
+ * share; this header is the only contract for the rest of the daemon.
  */
 #ifndef HOTMAP_STORAGE_H
 #define HOTMAP_STORAGE_H
