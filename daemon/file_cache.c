@@ -82,7 +82,8 @@ struct file_cache *file_cache_new(void)
 		free(cache);
 		return NULL;
 	}
-	/* No limits: the cache keeps what it opened, as before budgets. */
+	/* No limits until file_cache_set_limits: the cache keeps what it
+	 * opened. */
 	cache->limits = (struct storage_limits){
 		.max_mapped_bytes = 0,
 		.max_files = 0,

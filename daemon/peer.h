@@ -7,7 +7,10 @@
  * service layer; queue replies and write them as the socket allows.
  *
  * What it must not do: interpret messages (that is session.c) or touch
- * files.  It is the only code besides server.c that knows libevent.
+ * files.  It is the only code that reads or writes a client's socket:
+ * server.c only accepts connections, and the rest of the daemon that
+ * uses libevent (loop.c, workers.c, session_ring.c's timer) never
+ * touches one.
  *
  * Memory per connection is bounded: input is read only while less than
  * PEER_INPUT_MAX is buffered, and frames are dispatched only while less than

@@ -7,8 +7,8 @@
  * configuration), tell systemd the state, and hand the event loop the
  * rings (loop.h).  It holds the state that the peer policy (policy.h) and
  * the stats (stats.h) read and count into.  main.c loads the
- * configuration (config.h) and calls server_init, server_run and
- * server_fini.
+ * configuration (conf.h) and calls server_init, server_listen, server_run
+ * and server_fini.
  *
  * What it must not do: parse frames (peer.c, session.c), read files
  * (storage), or decide who may connect (policy.c).
