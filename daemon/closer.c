@@ -178,16 +178,6 @@ void closer_close(int fd)
 	(void)close(fd);
 }
 
-unsigned closer_pending(void)
-{
-	unsigned n;
-
-	pthread_mutex_lock(&closer.lock);
-	n = closer.count + closer.busy;
-	pthread_mutex_unlock(&closer.lock);
-	return n;
-}
-
 unsigned long closer_overflows(void)
 {
 	unsigned long n;

@@ -95,9 +95,7 @@ int conf_set_defaults(struct hm_config *cfg);
 /* conf_value.c: checks value and sets d's field from it; the source is
  * l->src.  Errors go to l. */
 void conf_set_value(struct load *l, const struct key_def *d, const char *value);
-/* The field of d in cfg, as the integer it holds (0 for a pointer), and
- * setting it. */
-uint64_t conf_get_field(const struct hm_config *cfg, const struct key_def *d);
+/* Sets the field of d in cfg to the integer v. */
 void conf_set_field(struct hm_config *cfg, const struct key_def *d, uint64_t v);
 /* d's value in cfg as hotmapd.conf spells it. */
 const char *conf_value_format(const struct hm_config *cfg, const struct key_def *d, char *buf,

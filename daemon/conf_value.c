@@ -112,7 +112,8 @@ conf_format_size(uint64_t v, char *buf, size_t len)
 	return buf;
 }
 
-uint64_t
+/* The field of d in cfg, as the integer it holds (0 for a pointer). */
+static uint64_t
 conf_get_field(const struct hm_config *cfg, const struct key_def *d)
 {
 	const char *p = (const char *)cfg + d->offset;

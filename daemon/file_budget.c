@@ -117,17 +117,6 @@ void file_cache_set_limits(struct file_cache *cache, const struct storage_limits
 	file_cache_trim(cache);
 }
 
-void file_cache_get_limits(const struct file_cache *cache, struct storage_limits *out)
-{
-	if (out == NULL)
-		return;
-	if (cache == NULL) {
-		*out = (struct storage_limits){ 0 };
-		return;
-	}
-	*out = cache->limits;
-}
-
 /* Drops the idle entries of one list idle longer than idle_ms at now_ms.
  * The list is sorted by idle_since (oldest at the tail), so the first
  * entry young enough ends the walk. */

@@ -576,22 +576,10 @@ peer_free(struct peer *p)
 	free(p);
 }
 
-pid_t
-peer_pid(const struct peer *p)
-{
-	return p->cred.pid;
-}
-
 uid_t
 peer_uid(const struct peer *p)
 {
 	return p->cred.uid;
-}
-
-gid_t
-peer_gid(const struct peer *p)
-{
-	return p->cred.gid;
 }
 
 const char *

@@ -77,9 +77,7 @@ struct peer *peer_new(struct event_base *base, int fd, const struct peer_ops *op
 void peer_free(struct peer *p);
 
 /* The connected client's credentials (SO_PEERCRED at accept). */
-pid_t peer_pid(const struct peer *p);
 uid_t peer_uid(const struct peer *p);
-gid_t peer_gid(const struct peer *p);
 /* "pid 123 uid 1000" for log lines. */
 const char *peer_name(const struct peer *p);
 

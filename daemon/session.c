@@ -103,12 +103,6 @@ session_unlink(struct session *s)
 	s->prev = s->next = NULL;
 }
 
-struct session *
-session_next(struct session *s)
-{
-	return s->next;
-}
-
 /* f_type of tmpfs, and of a memfd made without MFD_HUGETLB (linux/magic.h) */
 #define SESSION_TMPFS_MAGIC 0x01021994
 

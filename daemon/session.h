@@ -34,7 +34,4 @@ void session_free(struct session *s);
 int session_poll_rings(struct server *srv);
 void session_set_rings_idle(struct server *srv, bool idle);
 
-/* Sessions form a list from server->sessions. */
-struct session *session_next(struct session *s);
-
 #endif
