@@ -36,7 +36,9 @@ static struct {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
 };
 
-void closer_make_cheap(int fd)
+/* Makes a socket's close return at once: SO_LINGER {0, 0} (a reset in
+ * place of a graceful end).  Nothing for other descriptors. */
+static void closer_make_cheap(int fd)
 {
 	struct linger l = { .l_onoff = 1, .l_linger = 0 };
 
