@@ -177,9 +177,9 @@ session_stream_chunk_done(struct session *s, ssize_t n, size_t chunk, bool *more
 
 /*
  * Streams the active READ in chunks while the client takes them: once
- * PEER_OUTPUT_HIGH bytes wait, it stops and session_drain goes on.  A
- * chunk not in the page cache goes to a worker, and the stream waits for
- * it.  A read ends short at EOF; an error before the first byte is an
+ * PEER_OUTPUT_HIGH bytes wait, it stops, and the peer's drain goes on
+ * (session_stream_resume).  A chunk not in the page cache goes to a
+ * worker, and the stream waits for it.  A read ends short at EOF; an error before the first byte is an
  * ERROR reply, an error after it ends the read short, as pread would.
  */
 static int
