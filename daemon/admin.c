@@ -191,7 +191,7 @@ admin_stats(struct session *s, uint32_t id, ProtobufCMessage *msg)
 	 * an administrator, so no client can make the loop wait here.
 	 */
 	(void)closer_drain(ADMIN_STATS_DRAIN_MS);
-	server_stats_foreach(session_server(s), stats_add, &b);
+	stats_foreach(session_server(s), stats_add, &b);
 	if (b.failed) {
 		free(b.v);
 		return session_error(s, id, ENOMEM, "stats: out of memory");
@@ -208,7 +208,7 @@ admin_stats(struct session *s, uint32_t id, ProtobufCMessage *msg)
 	rc = peer_send(session_peer(s), HM_MSG_STATS_REPLY, id, &r.base);
 	/* the reply carries the values as they were; counting starts over */
 	if (((Hotmap__StatsRequest *)msg)->reset) {
-		server_stats_reset(session_server(s));
+		stats_reset(session_server(s));
 		log_notice("client %s: counters reset", peer_name(session_peer(s)));
 	}
 	free(b.ptrs);

@@ -4,7 +4,7 @@
  * the server's counters, the file cache or the configuration in force.
  *
  * What it is for: keeping what an administrator may ask apart from the
- * reads every client makes (session.c), as OpenSMTPD keeps its control
+ * reads every client makes (session_read.c), as OpenSMTPD keeps its control
  * socket in control.c.
  *
  * What it must not do: check who asks.  Whether a peer is an administrator

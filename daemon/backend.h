@@ -2,7 +2,7 @@
  * backend.h - how the bytes of a cache entry are fetched: one ops struct
  * per backend, found by name or by kind.
  *
- * What it is for: the file cache (file_cache.c) decides which backend a
+ * What it is for: the file cache (file_open.c) decides which backend a
  * handle gets; a backend only knows how to prepare a file for reading
  * (attach), undo that (detach) and read from it.  A Windows file-mapping
  * backend would be a third struct backend_ops over the same

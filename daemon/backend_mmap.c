@@ -77,13 +77,33 @@ static bool mmap_resident(const struct backend_file *f, uint64_t offset, size_t 
 	return true;
 }
 
+/* The file grew past the mapping: in_map of the n bytes at offset came
+ * from it, and pread reads the rest. */
+static ssize_t mmap_read_past_map(struct backend_file *f, void *dst, size_t in_map, size_t n,
+				  uint64_t offset, struct storage_io *io)
+{
+	ssize_t r = backend_pread_full(f->fd, (char *)dst + in_map, n - in_map,
+				       offset + in_map, io);
+
+	/*
+	 * -EAGAIN is not an error of the file but "ask again, waiting": the
+	 * part already copied must not pass for a short read at end of file.
+	 * tmpfs answers every RWF_NOWAIT pread so, and a read that straddles
+	 * the mapping's end after the file grew came back short there.
+	 */
+	if (r == -EAGAIN)
+		return r;
+	if (r < 0)
+		return in_map > 0 ? (ssize_t)in_map : r;
+	return (ssize_t)(in_map + (size_t)r);
+}
+
 static ssize_t mmap_read(struct backend_file *f, void *dst, size_t len,
 			 uint64_t offset, struct storage_io *io)
 {
 	struct stat st;
 	uint64_t size, end;
 	size_t in_map = 0, n;
-	ssize_t r;
 
 	if (len == 0)
 		return 0;
@@ -146,21 +166,7 @@ static ssize_t mmap_read(struct backend_file *f, void *dst, size_t len,
 	}
 	if (in_map == n)
 		return (ssize_t)n;
-
-	/* The file grew past the mapping: the rest is not mapped. */
-	r = backend_pread_full(f->fd, (char *)dst + in_map, n - in_map,
-			       offset + in_map, io);
-	/*
-	 * -EAGAIN is not an error of the file but "ask again, waiting": the
-	 * part already copied must not pass for a short read at end of file.
-	 * tmpfs answers every RWF_NOWAIT pread so, and a read that straddles
-	 * the mapping's end after the file grew came back short there.
-	 */
-	if (r == -EAGAIN)
-		return r;
-	if (r < 0)
-		return in_map > 0 ? (ssize_t)in_map : r;
-	return (ssize_t)(in_map + (size_t)r);
+	return mmap_read_past_map(f, dst, in_map, n, offset, io);
 }
 
 const struct backend_ops backend_mmap_ops = {

@@ -36,7 +36,9 @@ static struct {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
 };
 
-void closer_make_cheap(int fd)
+/* Makes a socket's close return at once: SO_LINGER {0, 0} (a reset in
+ * place of a graceful end).  Nothing for other descriptors. */
+static void closer_make_cheap(int fd)
 {
 	struct linger l = { .l_onoff = 1, .l_linger = 0 };
 
@@ -176,16 +178,6 @@ void closer_close(int fd)
 	 * is cheap by now; a file's flush may still wait here.
 	 */
 	(void)close(fd);
-}
-
-unsigned closer_pending(void)
-{
-	unsigned n;
-
-	pthread_mutex_lock(&closer.lock);
-	n = closer.count + closer.busy;
-	pthread_mutex_unlock(&closer.lock);
-	return n;
 }
 
 unsigned long closer_overflows(void)

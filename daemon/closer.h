@@ -39,13 +39,8 @@ void closer_stop(unsigned timeout_ms);
 /* Closes fd (negative: nothing) without blocking the caller, see above. */
 void closer_close(int fd);
 
-/* Makes a socket's close return at once: SO_LINGER {0, 0} (a reset in
- * place of a graceful end).  Nothing for other descriptors. */
-void closer_make_cheap(int fd);
-
-/* Descriptors queued and not closed yet; closes done inline because the
- * queue was full. */
-unsigned closer_pending(void);
+/* Closes done inline because the queue was full: a fuzz target's check
+ * that the queue bound holds (tests/fuzz/fuzz_session.c). */
 unsigned long closer_overflows(void);
 
 /* Waits at most timeout_ms until nothing is queued.  True if drained. */

@@ -5,7 +5,7 @@
  *
  * What it is for: one struct hm_config that the server holds and its
  * consumers read when they open or connect; one key table (keys[] in
- * conf.c: name, type, field, limits, choices, default, reload or restart,
+ * conf_keys.c: name, type, field, limits, choices, default, reload or restart,
  * short option, --help text), from which the file and the command line
  * are parsed and checked, defaults set, values shown, --help written and
  * reloads diffed; all the errors of a file and a command line at once,

@@ -1,12 +1,20 @@
 /*
- * file_cache_priv.h - what the three rooms of the file cache share: the
- * entry and cache structs and the few helpers that reach into both.
+ * file_cache_priv.h - what the rooms of the file cache share: the entry
+ * and cache structs and the few helpers that reach into more than one.
  *
- * What it is for: file_cache.c (entries, hash, idle lists, budget, open
- * and close), file_io.c (reads and hints through a handle) and
- * file_list.c (listing and eviction) see the same struct file_entry and
- * struct file_cache; nothing outside the storage core includes this
- * header (storage.h is its public contract).
+ * What it is for: the rooms see the same struct file_entry and struct
+ * file_cache, and call one another in one direction only:
+ *
+ *   file_io.c      reads and hints through a handle
+ *   file_list.c    listing and eviction
+ *   file_cache.c   the cache: new, free, close, dup, counters, names
+ *   file_open.c    file_cache_open, step by step
+ *   file_budget.c  the budget, the limits, the sweep, inotify's notice
+ *   file_entry.c   entries, the hash, the idle lists
+ *
+ * Each calls only rooms below it in this list, never one above.  Nothing
+ * outside the storage core includes this header (storage.h is its public
+ * contract).
  *
  * What it must not do: include libevent or protobuf headers; declare
  * anything a caller of the storage core needs.
@@ -18,14 +26,19 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <time.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include "backend.h"
+#include "closer.h"
+#include "monotime.h"
 #include "storage.h"
 
 /* Largest off_t, without assuming its width (32-bit builds without
  * large-file support have a 32-bit off_t). */
 #define CACHE_OFF_MAX ((uint64_t)(((uint64_t)1 << (sizeof(off_t) * CHAR_BIT - 1)) - 1))
+
+#define CACHE_MIN_BUCKETS 64
 
 /* An intrusive, circular, doubly linked list node; a list is a sentinel
  * node.  A node on no list has next == NULL. */
@@ -61,12 +74,12 @@ struct file_entry {
 
 	/* On an idle list while hashed with refs == 0 (see the top). */
 	struct lru_node lru;
-	uint64_t idle_since_ns;		/* CLOCK_MONOTONIC when it became idle */
+	uint64_t idle_since_ns;		/* monotime_ns() when it became idle */
 
 	/* For listings (file_cache_foreach); the loop thread updates them. */
 	uint64_t hits;			/* opens that found this entry */
 	uint64_t bytes;			/* bytes read from it */
-	uint64_t last_use_ns;		/* CLOCK_MONOTONIC of the last open or read */
+	uint64_t last_use_ns;		/* monotime_ns() of the last open or read */
 	enum storage_reason last_reason;	/* of the last open */
 	/* Direct reads (file_lease.c): grants holding the read lease, and
 	 * what clients reported reading themselves. */
@@ -104,15 +117,6 @@ struct file_cache {
 	unsigned unwatched_idle;	/* idle entries with unwatched set */
 };
 
-/* CLOCK_MONOTONIC in nanoseconds: the clock of idle_since_ns and last_use_ns. */
-static inline uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* The hashed entry of (dev, ino); NULL when there is none. */
 struct file_entry *file_cache_find(struct file_cache *cache, dev_t dev, ino_t ino);
 
@@ -123,5 +127,49 @@ void file_cache_unhash(struct file_cache *cache, struct file_entry *e);
 /* Unmaps, closes and frees e.  Only when e has no handle: a reader may be
  * copying out of its mapping (see file_cache_close). */
 void file_cache_entry_free(struct file_cache *cache, struct file_entry *e);
+
+/* Makes an entry for fd (which it takes) and puts it on the list of all
+ * entries; not hashed, no handle.  NULL when out of memory. */
+struct file_entry *file_cache_entry_new(struct file_cache *cache, int fd, const struct stat *st,
+					enum fs_class fs, uint32_t fs_type);
+/* Hashes e: the next open of its file finds it. */
+void file_cache_insert(struct file_cache *cache, struct file_entry *e);
+/* Unhashes e, and frees it now unless it has handles (its last close
+ * frees it then). */
+void file_cache_entry_retire(struct file_cache *cache, struct file_entry *e);
+/* Whether st is the file e was made for, unchanged. */
+bool file_cache_entry_matches(const struct file_entry *e, const struct stat *st);
+/* Whether nothing names e's file any more (deleted, or replaced by
+ * rename): -1 when fstat fails. */
+int file_cache_entry_unlinked(const struct file_entry *e);
+
+/* The idle lists (see file_entry.c): an empty list; the entry a node is
+ * of; a list's least recently used entry (NULL: empty); e on the head of
+ * its list (no-op when it is on one) and off it; the least recently used
+ * idle entry, mapped or not (NULL: none). */
+void file_cache_idle_init(struct lru_node *list);
+struct file_entry *file_cache_entry_of_lru(struct lru_node *n);
+struct file_entry *file_cache_idle_tail(struct lru_node *list);
+void file_cache_idle_push(struct file_cache *cache, struct file_entry *e);
+void file_cache_idle_remove(struct file_cache *cache, struct file_entry *e);
+struct file_entry *file_cache_idle_oldest(struct file_cache *cache);
+
+/* The budget (file_budget.c): drops idle entries until room more kept
+ * entries fit max_files, or whether a mapping of len bytes fits
+ * max_mapped_bytes (force: drop what can be dropped even when it will not
+ * fit); and back under both limits as far as idle entries allow. */
+bool file_cache_trim_files(struct file_cache *cache, uint64_t room);
+bool file_cache_make_room_mapped(struct file_cache *cache, uint64_t len, bool force);
+void file_cache_trim(struct file_cache *cache);
+
+/*
+ * Every descriptor here came from a client, or reads a client's file: its
+ * last close may block (a FUSE flush, NFS), so it goes to the closer
+ * thread, never straight to close(2) on the caller's (the loop's) thread.
+ */
+static inline void safe_close(int fd)
+{
+	closer_close(fd);
+}
 
 #endif

@@ -74,7 +74,7 @@ void storage_read_finish(struct file_cache *cache, struct storage_handle *h,
 	cache->ctr.bytes_mmap += io->bytes_mmap;
 	cache->ctr.bytes_pread += io->bytes_pread;
 	h->entry->bytes += io->bytes_mmap + io->bytes_pread;
-	h->entry->last_use_ns = now_ns();
+	h->entry->last_use_ns = monotime_ns();
 	if (io->faults > 0) {
 		/*
 		 * SIGBUS recovery: the read was answered by pread, but the
@@ -87,10 +87,10 @@ void storage_read_finish(struct file_cache *cache, struct storage_handle *h,
 	}
 }
 
-static ssize_t read_accounted(struct file_cache *cache, struct storage_handle *h,
-			      void *dst, size_t len, uint64_t offset, bool nowait)
+ssize_t storage_read_nowait(struct file_cache *cache, struct storage_handle *h,
+			    void *dst, size_t len, uint64_t offset)
 {
-	struct storage_io io = { .nowait = nowait };
+	struct storage_io io = { .nowait = true };
 	ssize_t r;
 
 	if (cache == NULL)
@@ -98,18 +98,6 @@ static ssize_t read_accounted(struct file_cache *cache, struct storage_handle *h
 	r = storage_read_detached(h, dst, len, offset, &io);
 	storage_read_finish(cache, h, &io);
 	return r;
-}
-
-ssize_t storage_read(struct file_cache *cache, struct storage_handle *h,
-		     void *dst, size_t len, uint64_t offset)
-{
-	return read_accounted(cache, h, dst, len, offset, false);
-}
-
-ssize_t storage_read_nowait(struct file_cache *cache, struct storage_handle *h,
-			    void *dst, size_t len, uint64_t offset)
-{
-	return read_accounted(cache, h, dst, len, offset, true);
 }
 
 ssize_t storage_warm_detached(const struct storage_handle *h, uint64_t offset, uint64_t len,

@@ -81,7 +81,7 @@ static int entry_resident_percent(const struct file_entry *e, uint64_t size, uin
 size_t file_cache_foreach(struct file_cache *cache, size_t skip,
 			  bool (*cb)(const struct storage_entry_info *info, void *arg), void *arg)
 {
-	uint64_t now = now_ns();
+	uint64_t now = monotime_ns();
 	struct file_entry *e;
 	size_t total = 0;
 	bool more = true;

@@ -91,12 +91,6 @@ histogram_count(const struct histogram *h)
 	return h->count;
 }
 
-uint64_t
-histogram_max(const struct histogram *h)
-{
-	return h->max;
-}
-
 void
 histogram_reset(struct histogram *h)
 {

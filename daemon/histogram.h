@@ -38,11 +38,10 @@ struct histogram {
 void histogram_record(struct histogram *h, uint64_t ns);
 /* The value at rank ceil(p * count) (p = 0: the smallest), rounded up to
  * its bucket's upper end as described above; p is clamped into [0, 1].
- * 0 when the histogram is empty. */
+ * 0 when the histogram is empty.  p = 1 gives the largest value recorded,
+ * exact (up to HISTOGRAM_MAX_NS): it is capped at max. */
 uint64_t histogram_percentile(const struct histogram *h, double p);
 uint64_t histogram_count(const struct histogram *h);
-/* The largest value recorded (exact, up to HISTOGRAM_MAX_NS); 0 when empty. */
-uint64_t histogram_max(const struct histogram *h);
 /* Forgets every value.  A zeroed struct histogram is empty too. */
 void histogram_reset(struct histogram *h);
 

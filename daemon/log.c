@@ -18,12 +18,6 @@ log_set_level(int level)
 	log_level = level;
 }
 
-int
-log_get_level(void)
-{
-	return log_level;
-}
-
 void
 log_msg(int level, const char *fmt, ...)
 {

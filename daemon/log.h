@@ -12,7 +12,6 @@
 
 /* LOG_ERR .. LOG_DEBUG; lines above the level are dropped. */
 void log_set_level(int level);
-int log_get_level(void);
 
 void log_msg(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

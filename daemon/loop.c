@@ -19,19 +19,11 @@
 #include <event2/event.h>
 
 #include "daemon/loop.h"
+#include "daemon/monotime.h"
 #include "proto/ring.h"
 
 /* Ring checks between two non-blocking passes of libevent. */
 #define LOOP_SPINS_PER_PASS	64
-
-static uint64_t
-loop_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static bool
 loop_done(struct event_base *base)
@@ -50,7 +42,7 @@ loop_run(struct event_base *base, const struct loop_rings *rings)
 	while (!loop_done(base)) {
 		/* poll_us and the rings may change at any pass (SIGHUP) */
 		if (rings->poll_us(arg) > 0 && rings->sessions(arg) > 0 &&
-		    loop_now_ns() < spin_until) {
+		    monotime_ns() < spin_until) {
 			if (asleep) {
 				rings->set_idle(arg, false);
 				asleep = false;
@@ -74,7 +66,7 @@ loop_run(struct event_base *base, const struct loop_rings *rings)
 again:
 		if (rings->work(arg) != seen) {
 			seen = rings->work(arg);
-			spin_until = loop_now_ns() + (uint64_t)rings->poll_us(arg) * 1000u;
+			spin_until = monotime_ns() + (uint64_t)rings->poll_us(arg) * 1000u;
 		}
 	}
 	return 0;

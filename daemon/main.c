@@ -134,22 +134,14 @@ print_config(const struct hm_config *cfg, const struct hm_config_args *args)
 	conf_foreach(cfg, print_value, NULL);
 }
 
-int
-main(int argc, char **argv)
+/* Every key is a long option of the same name, some a short one too;
+ * a flag takes no value. */
+static void
+options_build(struct option *opts, char *shortopts)
 {
-	struct option opts[HM_CONFIG__NKEYS + 8];
-	char shortopts[2 * HM_CONFIG__NKEYS + 8];
-	struct hm_config_args args = { 0 };
-	struct hm_config_errors errs = { 0 };
-	struct hm_config cfg;
-	char err[512];
-	struct server srv;
-	bool check = false;
-	int ready_fd = -1, c, rc, k, nopts = 0;
-	size_t i, nshort = 0;
+	size_t nshort = 0;
+	int k, nopts = 0;
 
-	/* Every key is a long option of the same name, some a short one too;
-	 * a flag takes no value. */
 	for (k = 0; k < HM_CONFIG__NKEYS; k++) {
 		bool flag = conf_key_is_flag((enum hm_config_key)k);
 		int sc = conf_key_short((enum hm_config_key)k);
@@ -170,72 +162,112 @@ main(int argc, char **argv)
 	opts[nopts++] = (struct option){ "help", no_argument, NULL, 'h' };
 	opts[nopts++] = (struct option){ "version", no_argument, NULL, 'V' };
 	opts[nopts] = (struct option){ NULL, 0, NULL, 0 };
+}
 
+/* The configuration key option *c names (by its short option, which
+ * becomes OPT_KEY + key in *c), with *value "yes" for a flag; NULL when
+ * *c is not a key. */
+static const char *
+option_key(int *c, const char **value)
+{
+	int k;
+
+	for (k = 0; k < HM_CONFIG__NKEYS && *c < OPT_KEY; k++)
+		if (conf_key_short((enum hm_config_key)k) == *c)
+			*c = OPT_KEY + k;
+	if (*c < OPT_KEY || *c >= OPT_KEY + HM_CONFIG__NKEYS)
+		return NULL;
+	if (conf_key_is_flag((enum hm_config_key)(*c - OPT_KEY)))
+		*value = "yes";
+	return conf_key_name((enum hm_config_key)(*c - OPT_KEY));
+}
+
+/* The command line into args and *check: -1 to go on, or the status to
+ * exit with (--help, --version, a usage error). */
+static int
+options_parse(int argc, char **argv, struct hm_config_args *args, bool *check)
+{
+	struct option opts[HM_CONFIG__NKEYS + 8];
+	char shortopts[2 * HM_CONFIG__NKEYS + 8];
+	int c;
+
+	options_build(opts, shortopts);
 	while ((c = getopt_long(argc, argv, shortopts, opts, NULL)) != -1) {
-		const char *key = NULL, *value = optarg;
+		const char *value = optarg;
+		const char *key = option_key(&c, &value);
 
-		for (k = 0; k < HM_CONFIG__NKEYS && c < OPT_KEY; k++)
-			if (conf_key_short((enum hm_config_key)k) == c)
-				c = OPT_KEY + k;
-		if (c >= OPT_KEY && c < OPT_KEY + HM_CONFIG__NKEYS) {
-			key = conf_key_name((enum hm_config_key)(c - OPT_KEY));
-			if (conf_key_is_flag((enum hm_config_key)(c - OPT_KEY)))
-				value = "yes";
-		}
 		switch (c) {
 		case OPT_CONFIG:
-			args.path = optarg;
+			args->path = optarg;
 			break;
 		case OPT_CHECK_CONFIG:
-			check = true;
+			*check = true;
 			break;
 		case 'v':
-			args.verbose++;
+			args->verbose++;
 			break;
 		case 'h':
 			usage(stdout);
-			conf_args_clear(&args);
+			conf_args_clear(args);
 			return 0;
 		case 'V':
 			printf("hotmapd %s (libevent %s, protobuf-c %s)\n", PACKAGE_VERSION,
 			       event_get_version(), protobuf_c_version());
-			conf_args_clear(&args);
+			conf_args_clear(args);
 			return 0;
 		default:
 			if (key != NULL)
 				break;
 			usage(stderr);
-			conf_args_clear(&args);
+			conf_args_clear(args);
 			return 2;
 		}
-		if (key != NULL && conf_args_add(&args, key, value) < 0) {
+		if (key != NULL && conf_args_add(args, key, value) < 0) {
 			fprintf(stderr, "hotmapd: out of memory\n");
 			return 1;
 		}
 	}
 	if (optind < argc) {
 		fprintf(stderr, "hotmapd: unexpected argument '%s'\n", argv[optind]);
-		conf_args_clear(&args);
+		conf_args_clear(args);
 		return 2;
 	}
+	return -1;
+}
 
-	rc = conf_load(&cfg, &args, &errs);
+/* Loads the configuration into cfg: -1 to go on, or the status to exit
+ * with (errors, or --check-config done; cfg is then cleared). */
+static int
+config_load(struct hm_config *cfg, const struct hm_config_args *args, bool check)
+{
+	struct hm_config_errors errs = { 0 };
+	size_t i;
+	int rc;
+
+	rc = conf_load(cfg, args, &errs);
 	if (rc < 0) {
 		for (i = 0; i < errs.n; i++)
 			fprintf(stderr, "hotmapd: %s\n", errs.v[i]);
 		if (rc == -ENOMEM)
 			fprintf(stderr, "hotmapd: out of memory\n");
 		conf_errors_clear(&errs);
-		conf_args_clear(&args);
 		return check || rc == -ENOMEM ? 1 : 2;
 	}
 	if (check) {
-		print_config(&cfg, &args);
-		conf_clear(&cfg);
-		conf_args_clear(&args);
+		print_config(cfg, args);
+		conf_clear(cfg);
 		return 0;
 	}
-	log_set_level(cfg.log_level);
+	return -1;
+}
+
+/* The process before the server: allocator, signals, limits, the SIGBUS
+ * guard and, without --foreground, the fork (*ready_fd then tells the
+ * parent).  0, or -1 after logging why. */
+static int
+process_setup(const struct hm_config *cfg, int *ready_fd)
+{
+	int rc;
 
 	/* Reply chunks (256 KiB) are allocated and freed all the time: keep
 	 * them in the heap for reuse instead of a fresh mmap each, whose
@@ -249,28 +281,33 @@ main(int argc, char **argv)
 	rc = guard_install();
 	if (rc < 0) {
 		log_err("cannot install the SIGBUS guard: %s", strerror(-rc));
-		conf_clear(&cfg);
-		conf_args_clear(&args);
-		return 1;
+		return -1;
 	}
-	if (!cfg.foreground) {
-		rc = daemonize(&ready_fd);
+	if (!cfg->foreground) {
+		rc = daemonize(ready_fd);
 		if (rc < 0) {
 			log_err("cannot daemonize: %s", strerror(-rc));
-			conf_clear(&cfg);
-			conf_args_clear(&args);
-			return 1;
+			return -1;
 		}
 	}
+	return 0;
+}
 
-	/* srv keeps &args for reloads: it lives until server_fini. */
-	rc = server_init(&srv, &cfg, &args, err, sizeof err);
+/* Runs the server over cfg (taken) until it stops; the exit status.
+ * args must outlive it: reloads read them. */
+static int
+serve(struct hm_config *cfg, const struct hm_config_args *args, int ready_fd)
+{
+	struct server srv;
+	char err[512];
+	int rc;
+
+	rc = server_init(&srv, cfg, args, err, sizeof err);
 	if (rc == 0)
 		rc = server_listen(&srv, err, sizeof err);
 	if (rc < 0) {
 		log_err("%s", err);
 		server_fini(&srv);
-		conf_args_clear(&args);
 		return 1;
 	}
 	if (srv.cfg.path != NULL)
@@ -283,6 +320,32 @@ main(int argc, char **argv)
 	}
 	rc = server_run(&srv);
 	server_fini(&srv);
-	conf_args_clear(&args);
 	return rc < 0 ? 1 : 0;
+}
+
+int
+main(int argc, char **argv)
+{
+	struct hm_config_args args = { 0 };
+	struct hm_config cfg;
+	bool check = false;
+	int ready_fd = -1, rc;
+
+	rc = options_parse(argc, argv, &args, &check);
+	if (rc >= 0)
+		return rc;
+	rc = config_load(&cfg, &args, check);
+	if (rc >= 0) {
+		conf_args_clear(&args);
+		return rc;
+	}
+	log_set_level(cfg.log_level);
+	if (process_setup(&cfg, &ready_fd) < 0) {
+		conf_clear(&cfg);
+		conf_args_clear(&args);
+		return 1;
+	}
+	rc = serve(&cfg, &args, ready_fd);
+	conf_args_clear(&args);
+	return rc;
 }

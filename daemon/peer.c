@@ -356,7 +356,7 @@ peer_write_cb(evutil_socket_t fd, short what, void *arg)
  * After requests were dispatched: write their replies at once rather than
  * arm EV_WRITE and wait one more loop pass for it (two epoll_ctl and one
  * epoll_wait per request otherwise).  The socket has room almost always;
- * what it does not take waits for EV_WRITE as before.
+ * what it does not take waits for EV_WRITE.
  */
 static void
 peer_write_now(struct peer *p)
@@ -576,22 +576,10 @@ peer_free(struct peer *p)
 	free(p);
 }
 
-pid_t
-peer_pid(const struct peer *p)
-{
-	return p->cred.pid;
-}
-
 uid_t
 peer_uid(const struct peer *p)
 {
 	return p->cred.uid;
-}
-
-gid_t
-peer_gid(const struct peer *p)
-{
-	return p->cred.gid;
 }
 
 const char *

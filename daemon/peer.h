@@ -7,7 +7,10 @@
  * service layer; queue replies and write them as the socket allows.
  *
  * What it must not do: interpret messages (that is session.c) or touch
- * files.  It is the only code besides server.c that knows libevent.
+ * files.  It is the only code that reads or writes a client's socket:
+ * server.c only accepts connections, and the rest of the daemon that
+ * uses libevent (loop.c, workers.c, session_ring.c's timer) never
+ * touches one.
  *
  * Memory per connection is bounded: input is read only while less than
  * PEER_INPUT_MAX is buffered, and frames are dispatched only while less than
@@ -74,9 +77,7 @@ struct peer *peer_new(struct event_base *base, int fd, const struct peer_ops *op
 void peer_free(struct peer *p);
 
 /* The connected client's credentials (SO_PEERCRED at accept). */
-pid_t peer_pid(const struct peer *p);
 uid_t peer_uid(const struct peer *p);
-gid_t peer_gid(const struct peer *p);
 /* "pid 123 uid 1000" for log lines. */
 const char *peer_name(const struct peer *p);
 

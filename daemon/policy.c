@@ -11,11 +11,12 @@
 #include <sys/socket.h>
 
 #include "daemon/log.h"
+#include "daemon/monotime.h"
 #include "daemon/policy.h"
 #include "daemon/server.h"
 
 unsigned
-server_uid_connections(struct server *srv, uid_t uid, int delta)
+policy_count_connections(struct server *srv, uid_t uid, int delta)
 {
 	size_t i;
 
@@ -41,7 +42,7 @@ server_uid_connections(struct server *srv, uid_t uid, int delta)
 }
 
 uint64_t
-server_connection_cap(const struct server *srv)
+policy_connection_cap(const struct server *srv)
 {
 	struct rlimit rl;
 	uint64_t nofile, reserve;
@@ -59,10 +60,10 @@ server_connection_cap(const struct server *srv)
 }
 
 void
-server_log_refusal(struct server *srv, pid_t pid, uid_t uid, const char *why)
+policy_log_refusal(struct server *srv, pid_t pid, uid_t uid, const char *why)
 {
 	/* a flood is one line a second, not one per connection */
-	uint64_t now = server_now_ns();
+	uint64_t now = monotime_ns();
 
 	srv->refusals_unlogged++;
 	if (now - srv->refusal_logged_ns < 1000000000ull && srv->refusal_logged_ns != 0)
@@ -102,20 +103,20 @@ gid_listed(const struct hm_gid_list *l, gid_t gid, const gid_t *groups, size_t n
 }
 
 bool
-server_peer_is_admin(const struct server *srv, uid_t uid, gid_t gid, const gid_t *groups,
-		     size_t ngroups)
+policy_is_admin(const struct server *srv, uid_t uid, gid_t gid, const gid_t *groups,
+		size_t ngroups)
 {
 	return uid == 0 || uid == srv->uid || uid_listed(&srv->cfg.admin_uid, uid) ||
 	       gid_listed(&srv->cfg.admin_gid, gid, groups, ngroups);
 }
 
 bool
-server_peer_may_connect(const struct server *srv, uid_t uid, gid_t gid, const gid_t *groups,
-			size_t ngroups)
+policy_may_connect(const struct server *srv, uid_t uid, gid_t gid, const gid_t *groups,
+		   size_t ngroups)
 {
 	const struct hm_config *c = &srv->cfg;
 
-	if (server_peer_is_admin(srv, uid, gid, groups, ngroups))
+	if (policy_is_admin(srv, uid, gid, groups, ngroups))
 		return true;
 	if (c->allow_uid.n == 0 && c->allow_gid.n == 0)
 		return true;
@@ -127,7 +128,7 @@ server_peer_may_connect(const struct server *srv, uid_t uid, gid_t gid, const gi
 #endif
 
 int
-server_peer_creds(int fd, uid_t *uid, gid_t *gid, gid_t *groups, size_t *ngroups)
+policy_peer_creds(int fd, uid_t *uid, gid_t *gid, gid_t *groups, size_t *ngroups)
 {
 	struct ucred cred;
 	socklen_t len = sizeof cred;

@@ -21,14 +21,14 @@ struct server;
 /* How many connections may be open at once: RLIMIT_NOFILE now, less the
  * descriptors kept for the cache (max-open-files, at most half) and the
  * daemon's own. */
-uint64_t server_connection_cap(const struct server *srv);
+uint64_t policy_connection_cap(const struct server *srv);
 /* A notice that a connection was refused at accept, at most one line a
  * second (with how many were refused since the last). */
-void server_log_refusal(struct server *srv, pid_t pid, uid_t uid, const char *why);
+void policy_log_refusal(struct server *srv, pid_t pid, uid_t uid, const char *why);
 
 /* Counts a connection of uid in (delta 1) or out (delta -1), or only
  * looks (0); returns the connections of uid now. */
-unsigned server_uid_connections(struct server *srv, uid_t uid, int delta);
+unsigned policy_count_connections(struct server *srv, uid_t uid, int delta);
 
 /*
  * The peer policy, from the configuration in use.  gid is the peer's
@@ -38,10 +38,10 @@ unsigned server_uid_connections(struct server *srv, uid_t uid, int delta);
  * connect.  Others may connect when allow-uid and allow-gid are both
  * empty, or when one of them names the peer or one of its groups.
  */
-bool server_peer_may_connect(const struct server *srv, uid_t uid, gid_t gid,
-			     const gid_t *groups, size_t ngroups);
-bool server_peer_is_admin(const struct server *srv, uid_t uid, gid_t gid,
-			  const gid_t *groups, size_t ngroups);
+bool policy_may_connect(const struct server *srv, uid_t uid, gid_t gid,
+			const gid_t *groups, size_t ngroups);
+bool policy_is_admin(const struct server *srv, uid_t uid, gid_t gid,
+		     const gid_t *groups, size_t ngroups);
 /*
  * A connected Unix socket's peer: uid and primary gid (SO_PEERCRED) and,
  * in groups (room for *ngroups), its supplementary groups (SO_PEERGROUPS);
@@ -49,6 +49,6 @@ bool server_peer_is_admin(const struct server *srv, uid_t uid, gid_t gid,
  * (*ngroups 0: the primary gid only).  0; -ERANGE when groups is too
  * small (uid and gid are set, *ngroups is the count needed); or -errno.
  */
-int server_peer_creds(int fd, uid_t *uid, gid_t *gid, gid_t *groups, size_t *ngroups);
+int policy_peer_creds(int fd, uid_t *uid, gid_t *gid, gid_t *groups, size_t *ngroups);
 
 #endif

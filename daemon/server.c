@@ -21,6 +21,7 @@
 #include "daemon/closer.h"
 #include "daemon/log.h"
 #include "daemon/loop.h"
+#include "daemon/monotime.h"
 #include "daemon/sd.h"
 #include "daemon/server.h"
 #include "daemon/session.h"
@@ -31,16 +32,6 @@
 /* How long shutdown waits for closes still queued (a FUSE server may never
  * answer one; the exit closes the rest). */
 #define SERVER_CLOSER_STOP_MS	5000
-
-uint64_t
-server_uptime_us(const struct server *srv)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (uint64_t)(now.tv_sec - srv->started.tv_sec) * 1000000u +
-	       (uint64_t)((now.tv_nsec - srv->started.tv_nsec) / 1000);
-}
 
 static void
 server_accept_cb(evutil_socket_t fd, short what, void *arg)
@@ -189,7 +180,7 @@ server_reload(struct server *srv)
 
 	/* systemd: a reload in progress, since now (for its timeout) */
 	snprintf(msg, sizeof msg, "RELOADING=1\nMONOTONIC_USEC=%llu",
-		 (unsigned long long)(server_now_ns() / 1000u));
+		 (unsigned long long)(monotime_ns() / 1000u));
 	sd_notify(0, msg);
 	rc = conf_load(&next, srv->cfg_args, &errs);
 	if (rc < 0) {
@@ -248,7 +239,7 @@ server_init(struct server *srv, struct hm_config *cfg, const struct hm_config_ar
 	memset(cfg, 0, sizeof *cfg);
 	srv->cfg_args = args;
 	srv->uid = geteuid();
-	clock_gettime(CLOCK_MONOTONIC, &srv->started);
+	srv->started_ns = monotime_ns();
 	srv->base = event_base_new();
 	srv->cache = file_cache_new();
 	if (srv->base == NULL || srv->cache == NULL) {
@@ -607,7 +598,7 @@ server_rings_poll_us(void *arg)
 static int
 server_rings_poll_all(void *arg)
 {
-	return session_ring_poll_all(arg);
+	return session_poll_rings(arg);
 }
 
 /* ring_polling first: a ring that starts now reads it (session_ring.c). */
@@ -617,7 +608,7 @@ server_rings_set_idle(void *arg, bool idle)
 	struct server *srv = arg;
 
 	srv->ring_polling = !idle;
-	session_ring_set_idle(srv, idle);
+	session_set_rings_idle(srv, idle);
 }
 
 static void
@@ -625,7 +616,7 @@ server_status_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct server *srv = arg;
 	struct storage_counters sc;
-	uint64_t requests = 0, now = server_uptime_us(srv);
+	uint64_t requests = 0, now = stats_uptime_us(srv);
 	double rate;
 	char msg[256];
 	size_t i;

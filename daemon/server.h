@@ -7,8 +7,8 @@
  * configuration), tell systemd the state, and hand the event loop the
  * rings (loop.h).  It holds the state that the peer policy (policy.h) and
  * the stats (stats.h) read and count into.  main.c loads the
- * configuration (config.h) and calls server_init, server_run and
- * server_fini.
+ * configuration (conf.h) and calls server_init, server_listen, server_run
+ * and server_fini.
  *
  * What it must not do: parse frames (peer.c, session.c), read files
  * (storage), or decide who may connect (policy.c).
@@ -65,13 +65,13 @@ struct server {
 	unsigned poll_us;		/* how long the loop polls rings before it sleeps */
 	bool ring_polling;		/* the loop is polling the rings now */
 	bool stopping;			/* server_fini has begun */
-	uint64_t refusal_logged_ns;	/* server_log_refusal */
+	uint64_t refusal_logged_ns;	/* policy_log_refusal */
 	uint64_t refusals_unlogged;
 	struct event *ev_sweep;		/* idle unmapping, each second */
 	struct event *ev_watch;		/* the cache's inotify: deleted files */
 	/* Latency of requests, by operation, from dispatch to reply. */
 	struct histogram latency[SERVER_OP__COUNT];
-	struct timespec started;	/* CLOCK_MONOTONIC */
+	uint64_t started_ns;		/* monotime_ns() at server_init */
 	uid_t uid;			/* admins: uid 0 and this uid */
 
 	struct server_uid_count {
@@ -102,7 +102,5 @@ int server_reload(struct server *srv);
 /* Closes every session, removes a socket it bound, frees all.  Takes a
  * server that failed half-way through init. */
 void server_fini(struct server *srv);
-
-uint64_t server_uptime_us(const struct server *srv);
 
 #endif

@@ -31,10 +31,7 @@ void session_free(struct session *s);
  * corrupt is disconnected), and tell every ring's client that the loop is
  * about to sleep (idle, so it must kick) or is polling again.
  */
-int session_ring_poll_all(struct server *srv);
-void session_ring_set_idle(struct server *srv, bool idle);
-
-/* Sessions form a list from server->sessions. */
-struct session *session_next(struct session *s);
+int session_poll_rings(struct server *srv);
+void session_set_rings_idle(struct server *srv, bool idle);
 
 #endif

@@ -1,12 +1,23 @@
 /*
- * session_priv.h - what the parts of a session (session.c, admin.c,
- * session_ring.c) share, and nothing else includes.
+ * session_priv.h - what the rooms of a session share, and nothing else
+ * includes.  They call one another in one direction only:
+ *
+ *   session.c       the connection: accept, HELLO, the dispatch table,
+ *                   OPEN/STAT/CLOSE/PING, the peer's callbacks, the free
+ *   session_read.c  READ and WARM on the socket, and their completions
+ *   session_ring.c  polling mode: the ring's reads and completions
+ *   admin.c         the administrators' requests
+ *   session_job.c   work handed to the workers, and its return
+ *   session_handle.c  the handle table and the services all of them use
+ *   session_direct.c  the direct-read slots and the grants on handles
+ *
+ * Each calls only rooms below it in this list, never one above.
  *
  * What it must not do: grow into a second public header.  A part that
  * needs a session's internals gets a small accessor here, named for what
  * it gives, not a copy of the code behind it.  admin.c uses only the
- * accessors; the ring reads and completes requests as session.c does,
- * so it sees struct session itself.
+ * accessors; the read paths and the ring read and complete requests, so
+ * they see struct session itself.
  */
 #ifndef HOTMAP_SESSION_PRIV_H
 #define HOTMAP_SESSION_PRIV_H
@@ -18,6 +29,7 @@
 
 #include "daemon/storage.h"
 #include "daemon/workers.h"
+#include "proto/frame.h"
 
 struct direct_grant;
 struct event;
@@ -31,6 +43,13 @@ struct server;
  * was copied inline (or SESSION_PASS_FRAMES frames dispatched, in peer.c),
  * so that the loop turns to the other clients.
  */
+/* Readahead for handles read in order: each read that continues the last
+ * one asks for the next window ahead of it, doubling up to the maximum;
+ * a jump starts over.  The kernel's own readahead is per descriptor, and
+ * the daemon's descriptor is shared by every reader of the file. */
+#define SESSION_RA_MIN		(256u * 1024u)
+#define SESSION_RA_MAX		(16u * 1024u * 1024u)
+
 #ifndef SESSION_INLINE_MAX
 #define SESSION_INLINE_MAX	(1u * 1024u * 1024u)
 #endif
@@ -52,7 +71,7 @@ struct session_stream {
 	bool active;
 	bool waiting;		/* for a worker to read the next chunk */
 	uint32_t id;
-	uint64_t t0;		/* when the READ came (server_now_ns) */
+	uint64_t t0;		/* when the READ came (monotime_ns) */
 	size_t slot;
 	uint64_t offset;
 	uint64_t remaining;
@@ -164,8 +183,20 @@ int session_error(struct session *s, uint32_t id, int error, const char *fmt, ..
 
 /* The handle's slot, or NULL when the client holds no such handle. */
 struct session_handle *session_handle_get(struct session *s, uint64_t handle);
+/* A free slot's number (1-based), or -EMFILE / -ENOMEM.  The slot stays
+ * free until session_handle_commit, once its storage handle is open. */
+int64_t session_handle_alloc(struct session *s);
+void session_handle_commit(struct session *s, int64_t slot);
+/* Closes the handle in slot (which is in use) and frees the slot. */
+void session_handle_release(struct session *s, uint64_t handle);
+/* What outlives the connection while workers still read for it: the
+ * session itself, and the region they may be writing into.  Frees them. */
+void session_destroy(struct session *s);
 /* Asks for the next window ahead of a reader that reads in order. */
 void session_readahead(struct session_handle *sh, uint64_t offset, uint64_t length);
+/* Pauses the client's requests while a stream is active or too much of
+ * its work is with the workers; resumes them once neither holds. */
+void session_update_pause(struct session *s);
 /* Hands a read to the workers.  0, or -ENOMEM (nothing was queued). */
 int session_submit(struct session *s, const struct read_kind *kind, uint32_t id,
 		   struct storage_handle *h, uint64_t offset, size_t len, uint8_t *dst);
@@ -175,5 +206,16 @@ void session_count_served(struct session *s, ssize_t n, bool shm);
 /* Whether result n is a fault writing the client's region; then the
  * client is being dropped. */
 bool session_region_faulted(struct session *s, ssize_t n);
+
+/* READ and WARM, handlers of session.c's dispatch table (session_read.c). */
+int session_read(struct session *s, uint32_t id, ProtobufCMessage *msg);
+int session_warm(struct session *s, uint32_t id, ProtobufCMessage *msg);
+/* The warm an open asks for (asked: OPEN's warm), or that warm= in the
+ * configuration gives a file first cached; size is the file's.  Behind
+ * the reply: a failure only costs the warmth. */
+void session_warm_open(struct session *s, uint32_t id, struct session_handle *sh, bool asked,
+		       uint64_t size);
+/* The peer took some output: the active stream, if any, goes on. */
+int session_stream_resume(struct session *s);
 
 #endif

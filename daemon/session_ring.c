@@ -11,6 +11,7 @@
 #include <event2/event.h>
 
 #include "daemon/log.h"
+#include "daemon/monotime.h"
 #include "daemon/peer.h"
 #include "daemon/server.h"
 #include "daemon/session.h"
@@ -37,7 +38,7 @@ session_ring_complete(struct session *s, uint32_t id, ssize_t result)
 	if (!s->ring || session_region_faulted(s, result))
 		return;
 	if (result < 0)
-		server_count_error(s->srv, (int)-result);	/* as an ERROR reply would be */
+		stats_count_error(s->srv, (int)-result);	/* as an ERROR reply would be */
 	e = hm_ring_cqe(s->shm, s->cq_tail);
 	e->id = id;
 	e->reserved = 0;
@@ -75,7 +76,7 @@ session_ring_read(struct session *s, const struct hm_ring_sqe *e)
 
 	s->srv->counters.requests[HM_MSG_READ]++;
 	s->srv->counters.reads_ring++;
-	s->req_t0 = server_now_ns();
+	s->req_t0 = monotime_ns();
 	if (sh == NULL) {
 		session_ring_complete(s, e->id, -EBADF);
 		return;
@@ -100,16 +101,10 @@ session_ring_read(struct session *s, const struct hm_ring_sqe *e)
 		n = -ENOMEM;
 	}
 	session_ring_complete(s, e->id, n);
-	server_latency(s->srv, SERVER_OP_READ, s->req_t0);
+	stats_record_latency(s->srv, SERVER_OP_READ, s->req_t0);
 }
 
-/*
- * Takes the requests waiting in the client's ring, as many as the
- * completion ring has room for (published and unconsumed, plus those still
- * with the workers).  Returns how many it took, or -EPROTO for a client
- * whose ring makes no sense (disconnected by the caller).
- */
-static int
+int
 session_ring_poll(struct session *s)
 {
 	uint32_t tail, head, used;
@@ -216,37 +211,3 @@ session_ring_kick(struct session *s, uint32_t id, ProtobufCMessage *msg)
 	}
 	return 0;
 }
-
-int
-session_ring_poll_all(struct server *srv)
-{
-	struct session *s, *next;
-	int taken = 0, n;
-
-	for (s = srv->sessions; s != NULL; s = next) {
-		next = s->next;
-		if (!s->ring)
-			continue;
-		n = session_ring_poll(s);
-		if (n < 0) {
-			log_warn("client %s: disconnecting: its request ring runs past its end",
-				 peer_name(s->peer));
-			s->srv->counters.clients_dropped++;
-			session_free(s);
-			continue;
-		}
-		taken += n;
-	}
-	return taken;
-}
-
-void
-session_ring_set_idle(struct server *srv, bool idle)
-{
-	struct session *s;
-
-	for (s = srv->sessions; s != NULL; s = s->next)
-		if (s->ring)
-			hm_ring_store(s->shm, HM_RING_DAEMON_IDLE, idle ? 1 : 0);
-}
-

@@ -12,6 +12,7 @@
 #include <event2/event.h>
 #include <protobuf-c/protobuf-c.h>
 
+#include "daemon/monotime.h"
 #include "daemon/server.h"
 #include "daemon/stats.h"
 
@@ -55,7 +56,7 @@ static const char *const error_keys[SERVER_ERR__COUNT] = {
 };
 
 void
-server_count_error(struct server *srv, int error)
+stats_count_error(struct server *srv, int error)
 {
 	enum server_error_kind k;
 
@@ -73,18 +74,15 @@ server_count_error(struct server *srv, int error)
 }
 
 uint64_t
-server_now_ns(void)
+stats_uptime_us(const struct server *srv)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	return (monotime_ns() - srv->started_ns) / 1000u;
 }
 
 void
-server_latency(struct server *srv, enum server_op op, uint64_t start_ns)
+stats_record_latency(struct server *srv, enum server_op op, uint64_t start_ns)
 {
-	uint64_t now = server_now_ns();
+	uint64_t now = monotime_ns();
 
 	histogram_record(&srv->latency[op], now > start_ns ? now - start_ns : 0);
 }
@@ -102,7 +100,7 @@ static const char *const reason_keys[STORAGE_REASON__COUNT] = {
 };
 
 void
-server_stats_foreach(struct server *srv, server_stat_cb cb, void *arg)
+stats_foreach(struct server *srv, stats_cb cb, void *arg)
 {
 	const struct server_counters *c = &srv->counters;
 	struct storage_counters sc;
@@ -113,7 +111,7 @@ server_stats_foreach(struct server *srv, server_stat_cb cb, void *arg)
 	cb("libevent_version", 0, event_get_version(), arg);
 	cb("protobuf_c_version", 0, protobuf_c_version(), arg);
 	cb("pid", (uint64_t)getpid(), NULL, arg);
-	cb("uptime_us", server_uptime_us(srv), NULL, arg);
+	cb("uptime_us", stats_uptime_us(srv), NULL, arg);
 	cb("clients", c->clients, NULL, arg);
 	cb("clients_total", c->clients_total, NULL, arg);
 	cb("clients_dropped", c->clients_dropped, NULL, arg);
@@ -175,7 +173,7 @@ server_stats_foreach(struct server *srv, server_stat_cb cb, void *arg)
 }
 
 void
-server_stats_reset(struct server *srv)
+stats_reset(struct server *srv)
 {
 	struct server_counters *c = &srv->counters;
 	uint64_t handles = c->handles, clients = c->clients, inflight = c->inflight;

@@ -39,11 +39,12 @@ enum server_error_kind {
 	SERVER_ERR_OTHER,
 	SERVER_ERR__COUNT
 };
-void server_count_error(struct server *srv, int error);
+void stats_count_error(struct server *srv, int error);
 
-/* Records a request of op that took from start_ns (server_now_ns) to now. */
-void server_latency(struct server *srv, enum server_op op, uint64_t start_ns);
-uint64_t server_now_ns(void);
+/* Records a request of op that took from start_ns (monotime_ns) to now. */
+void stats_record_latency(struct server *srv, enum server_op op, uint64_t start_ns);
+/* Microseconds since server_init: a state, never reset. */
+uint64_t stats_uptime_us(const struct server *srv);
 
 /* Counters of the service layer.  The storage core keeps its own. */
 struct server_counters {
@@ -68,11 +69,11 @@ struct server_counters {
 
 /* Zeroes the counters (totals since start or the last reset), never the
  * state (clients, handles, files, mappings, mapped bytes, uptime). */
-void server_stats_reset(struct server *srv);
+void stats_reset(struct server *srv);
 
 /* Every stat, numeric or text, through one callback: all output formats
  * share this one list of keys (documented in hotmapctl(1)). */
-typedef void (*server_stat_cb)(const char *key, uint64_t value, const char *text, void *arg);
-void server_stats_foreach(struct server *srv, server_stat_cb cb, void *arg);
+typedef void (*stats_cb)(const char *key, uint64_t value, const char *text, void *arg);
+void stats_foreach(struct server *srv, stats_cb cb, void *arg);
 
 #endif

@@ -19,12 +19,13 @@
  * are the only ones ever dropped for the budget: a mapping with a reader is
  * never unmapped under it.  No read walks that list.
  *
- * Rooms: file_cache.c holds the cache (entries, hash, idle lists, budget,
- * open and close), file_io.c the I/O through a handle (read, warm,
- * willneed, stat), file_list.c the listing and eviction; backend_mmap.c
- * and backend_pread.c the backends (backend.h), guard.c the guarded copy.
- * file_cache_priv.h is what the three cache files share; this header is
- * the only contract for the rest of the daemon.
+ * Rooms: file_cache.c holds the cache (new, free, close, counters),
+ * file_entry.c its entries (hash, idle lists), file_open.c the open path,
+ * file_budget.c the budget and the sweep, file_io.c the I/O through a
+ * handle (read, warm, willneed, stat), file_list.c the listing and
+ * eviction; backend_mmap.c and backend_pread.c the backends (backend.h),
+ * guard.c the guarded copy.  file_cache_priv.h is what the cache files
+ * share; this header is the only contract for the rest of the daemon.
  */
 #ifndef HOTMAP_STORAGE_H
 #define HOTMAP_STORAGE_H
@@ -202,23 +203,26 @@ int file_cache_open(struct file_cache *cache, int fd, enum storage_policy policy
 void file_cache_close(struct file_cache *cache, struct storage_handle *h);
 
 /*
- * Reads like pread(fd, dst, len, offset) on the handle's descriptor: the
- * number of bytes read (short only at end of file), 0 at or past EOF, or a
- * negative errno.  -EINVAL when offset or offset + len exceeds INT64_MAX.
- * Loops over short preads until len bytes or EOF.
+ * A read is served one of two ways, both with the result below: on the
+ * event loop with storage_read_nowait, or, when that would wait, on a
+ * worker with storage_read_detached and then storage_read_finish on the
+ * loop.  No read blocks the loop, so there is no third, waiting one.
+ *
+ * The result is pread(fd, dst, len, offset)'s on the handle's descriptor:
+ * the number of bytes read (short only at end of file), 0 at or past EOF,
+ * or a negative errno.  -EINVAL when offset or offset + len exceeds
+ * INT64_MAX.  Loops over short preads until len bytes or EOF.
  * The mmap backend copies under the SIGBUS guard; bytes past the mapped
  * length (file extended) or a copy that faulted (file truncated) are read
  * with pread, and a fault marks the entry stale so new opens remap.
  * A fault writing dst (a mapping whose pages are gone: a client's region)
  * is GUARD_EFAULT_DST (guard.h), never retried: the caller blames dst.
  */
-ssize_t storage_read(struct file_cache *cache, struct storage_handle *h,
-		     void *dst, size_t len, uint64_t offset);
 
 /*
- * storage_read, but -EAGAIN at once when answering would wait for the disk
- * (a page not in the page cache, or a file type that may block), so that
- * the event loop can hand the read to a worker.
+ * On the loop: -EAGAIN at once when answering would wait for the disk (a
+ * page not in the page cache, or a file type that may block), so that the
+ * read goes to a worker.
  */
 ssize_t storage_read_nowait(struct file_cache *cache, struct storage_handle *h,
 			    void *dst, size_t len, uint64_t offset);
@@ -269,7 +273,6 @@ void file_cache_reset_counters(struct file_cache *cache);
  * the next file_cache_sweep.
  */
 void file_cache_set_limits(struct file_cache *cache, const struct storage_limits *limits);
-void file_cache_get_limits(const struct file_cache *cache, struct storage_limits *out);
 
 /* Milliseconds on CLOCK_MONOTONIC: the clock of file_cache_sweep's now_ms. */
 uint64_t file_cache_clock_ms(void);

@@ -296,9 +296,3 @@ workers_submit(struct workers *w, struct worker_job *job)
 	pthread_cond_signal(&w->cond);
 	pthread_mutex_unlock(&w->lock);
 }
-
-unsigned
-workers_pending(const struct workers *w)
-{
-	return w->pending;
-}

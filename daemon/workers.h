@@ -35,7 +35,5 @@ struct workers *workers_new(struct event_base *base, unsigned n);
  * Takes NULL. */
 void workers_free(struct workers *w);
 void workers_submit(struct workers *w, struct worker_job *job);
-/* Jobs submitted and not yet completed. */
-unsigned workers_pending(const struct workers *w);
 
 #endif

@@ -1,7 +1,7 @@
 /*
  * test_config.c - hotmapd.conf and the command line (daemon/conf.h),
- * and the peer policy (server_peer_may_connect, server_peer_is_admin,
- * server_peer_creds).
+ * and the peer policy (policy_may_connect, policy_is_admin,
+ * policy_peer_creds).
  *
  * Every key good and bad, the defaults, the command line over the file,
  * all errors of a file at once with their lines, sizes, users and groups,
@@ -761,13 +761,13 @@ test_policy_open_by_default(void **state)
 
 	(void)state;
 	policy_server(&srv, false, false);
-	assert_true(server_peer_may_connect(&srv, 1234, 1234, NULL, 0));
-	assert_true(server_peer_may_connect(&srv, 1234, (gid_t)-1, groups, 2));
+	assert_true(policy_may_connect(&srv, 1234, 1234, NULL, 0));
+	assert_true(policy_may_connect(&srv, 1234, (gid_t)-1, groups, 2));
 	/* admins: root and hotmapd's own uid only */
-	assert_true(server_peer_is_admin(&srv, 0, 0, NULL, 0));
-	assert_true(server_peer_is_admin(&srv, 4242, 99, NULL, 0));
-	assert_false(server_peer_is_admin(&srv, 1234, 0, NULL, 0));
-	assert_false(server_peer_is_admin(&srv, 1234, (gid_t)-1, groups, 2));
+	assert_true(policy_is_admin(&srv, 0, 0, NULL, 0));
+	assert_true(policy_is_admin(&srv, 4242, 99, NULL, 0));
+	assert_false(policy_is_admin(&srv, 1234, 0, NULL, 0));
+	assert_false(policy_is_admin(&srv, 1234, (gid_t)-1, groups, 2));
 }
 
 static void
@@ -778,20 +778,20 @@ test_policy_allow_lists(void **state)
 
 	(void)state;
 	policy_server(&srv, true, false);
-	assert_true(server_peer_may_connect(&srv, 1000, 1, NULL, 0));		/* by uid */
-	assert_true(server_peer_may_connect(&srv, 1001, 1, NULL, 0));
-	assert_true(server_peer_may_connect(&srv, 3000, 500, NULL, 0));	/* primary gid */
-	assert_true(server_peer_may_connect(&srv, 3000, 1, with_allowed, 2));	/* a group */
-	assert_false(server_peer_may_connect(&srv, 3000, 1, other, 2));
-	assert_false(server_peer_may_connect(&srv, 3000, (gid_t)-1, NULL, 0));
+	assert_true(policy_may_connect(&srv, 1000, 1, NULL, 0));		/* by uid */
+	assert_true(policy_may_connect(&srv, 1001, 1, NULL, 0));
+	assert_true(policy_may_connect(&srv, 3000, 500, NULL, 0));	/* primary gid */
+	assert_true(policy_may_connect(&srv, 3000, 1, with_allowed, 2));	/* a group */
+	assert_false(policy_may_connect(&srv, 3000, 1, other, 2));
+	assert_false(policy_may_connect(&srv, 3000, (gid_t)-1, NULL, 0));
 	/* root and hotmapd's uid may always connect */
-	assert_true(server_peer_may_connect(&srv, 0, 1, NULL, 0));
-	assert_true(server_peer_may_connect(&srv, 4242, 1, NULL, 0));
+	assert_true(policy_may_connect(&srv, 0, 1, NULL, 0));
+	assert_true(policy_may_connect(&srv, 4242, 1, NULL, 0));
 
 	/* only allow-gid: uids are not enough */
 	srv.cfg.allow_uid.n = 0;
-	assert_false(server_peer_may_connect(&srv, 1000, 1, NULL, 0));
-	assert_true(server_peer_may_connect(&srv, 1000, 1, with_allowed, 2));
+	assert_false(policy_may_connect(&srv, 1000, 1, NULL, 0));
+	assert_true(policy_may_connect(&srv, 1000, 1, with_allowed, 2));
 }
 
 static void
@@ -802,18 +802,18 @@ test_policy_admins(void **state)
 
 	(void)state;
 	policy_server(&srv, true, true);
-	assert_true(server_peer_is_admin(&srv, 2000, 1, NULL, 0));
-	assert_true(server_peer_is_admin(&srv, 3000, 600, NULL, 0));
-	assert_true(server_peer_is_admin(&srv, 3000, 1, admin_group, 2));
-	assert_false(server_peer_is_admin(&srv, 1000, 500, NULL, 0));
+	assert_true(policy_is_admin(&srv, 2000, 1, NULL, 0));
+	assert_true(policy_is_admin(&srv, 3000, 600, NULL, 0));
+	assert_true(policy_is_admin(&srv, 3000, 1, admin_group, 2));
+	assert_false(policy_is_admin(&srv, 1000, 500, NULL, 0));
 	/* (gid_t)-1 is "unknown", never a match */
 	srv.cfg.admin_gid.v[0] = (gid_t)-1;
-	assert_false(server_peer_is_admin(&srv, 3000, (gid_t)-1, NULL, 0));
+	assert_false(policy_is_admin(&srv, 3000, (gid_t)-1, NULL, 0));
 	srv.cfg.admin_gid.v[0] = 600;
 	/* admins may connect though no allow list names them */
-	assert_true(server_peer_may_connect(&srv, 2000, 1, NULL, 0));
-	assert_true(server_peer_may_connect(&srv, 3000, 1, admin_group, 2));
-	assert_false(server_peer_may_connect(&srv, 3000, 1, NULL, 0));
+	assert_true(policy_may_connect(&srv, 2000, 1, NULL, 0));
+	assert_true(policy_may_connect(&srv, 3000, 1, admin_group, 2));
+	assert_false(policy_may_connect(&srv, 3000, 1, NULL, 0));
 }
 
 static void
@@ -829,7 +829,7 @@ test_peer_creds(void **state)
 	(void)state;
 	assert_true(n >= 0);
 	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
-	rc = server_peer_creds(sv[0], &uid, &gid, groups, &ngroups);
+	rc = policy_peer_creds(sv[0], &uid, &gid, groups, &ngroups);
 	assert_int_equal(rc, 0);
 	assert_int_equal(uid, geteuid());
 	assert_int_equal(gid, getegid());
@@ -840,13 +840,13 @@ test_peer_creds(void **state)
 			assert_int_equal(groups[i], mine[i]);
 		if (n > 1) {
 			ngroups = 1;
-			assert_int_equal(server_peer_creds(sv[0], &uid, &gid, one, &ngroups), -ERANGE);
+			assert_int_equal(policy_peer_creds(sv[0], &uid, &gid, one, &ngroups), -ERANGE);
 			assert_int_equal(ngroups, (size_t)n);
 			assert_int_equal(uid, geteuid());
 		}
 	}
 	ngroups = 0;
-	rc = server_peer_creds(sv[0], &uid, &gid, NULL, &ngroups);
+	rc = policy_peer_creds(sv[0], &uid, &gid, NULL, &ngroups);
 	assert_true(rc == 0 || rc == -ERANGE);
 	close(sv[0]);
 	close(sv[1]);
@@ -854,7 +854,7 @@ test_peer_creds(void **state)
 	ngroups = 1;
 	rc = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	assert_true(rc >= 0);
-	assert_int_equal(server_peer_creds(rc, &uid, &gid, one, &ngroups), -ENOTSOCK);
+	assert_int_equal(policy_peer_creds(rc, &uid, &gid, one, &ngroups), -ENOTSOCK);
 	close(rc);
 }
 

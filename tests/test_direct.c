@@ -549,11 +549,21 @@ race_writer(const char *path, unsigned ms)
 		int fd = open(path, O_WRONLY | O_CLOEXEC);
 		uint64_t cut = harness_rand(&rs) % RACE_SIZE;
 
-		if (fd < 0)
+		ssize_t n;
+
+		if (fd < 0) {
+			fprintf(stderr, "# writer: open: %s\n", strerror(errno));
 			_exit(2);
-		if (ftruncate(fd, (off_t)cut) < 0 ||
-		    pwrite(fd, buf + cut, RACE_SIZE - cut, (off_t)cut) != (ssize_t)(RACE_SIZE - cut))
+		}
+		if (ftruncate(fd, (off_t)cut) < 0) {
+			fprintf(stderr, "# writer: ftruncate: %s\n", strerror(errno));
 			_exit(3);
+		}
+		n = pwrite(fd, buf + cut, RACE_SIZE - cut, (off_t)cut);
+		if (n != (ssize_t)(RACE_SIZE - cut)) {
+			fprintf(stderr, "# writer: pwrite: %zd, %s\n", n, strerror(errno));
+			_exit(4);
+		}
 		close(fd);
 		harness_sleep_ms(1);
 	}
@@ -582,7 +592,8 @@ test_truncation_race(void **state)
 		pthread_join(t[i], NULL);
 	if (atomic_load(&r.errors) > 0)
 		fail_msg("%d wrong reads; the first: %s", atomic_load(&r.errors), r.why);
-	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		fail_msg("the writer ended with status 0x%x", status);
 	assert_true(atomic_load(&r.reads) > 100);
 	/* direct reads did happen, and grants were taken back */
 	assert_true(harness_stat(r.c, "direct_reads") > 0);

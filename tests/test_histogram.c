@@ -31,7 +31,7 @@ test_empty(void **state)
 
 	(void)state;
 	assert_int_equal(histogram_count(&h), 0);
-	assert_int_equal(histogram_max(&h), 0);
+	assert_int_equal(histogram_percentile(&h, 1.0), 0);
 	assert_int_equal(histogram_percentile(&h, 0.0), 0);
 	assert_int_equal(histogram_percentile(&h, 0.5), 0);
 	assert_int_equal(histogram_percentile(&h, 0.999), 0);
@@ -48,7 +48,7 @@ test_one_value(void **state)
 	(void)state;
 	histogram_record(&h, 123456);
 	assert_int_equal(histogram_count(&h), 1);
-	assert_int_equal(histogram_max(&h), 123456);
+	assert_int_equal(histogram_percentile(&h, 1.0), 123456);
 	/* every rank is that value, and the bucket's upper end is capped by
 	 * the largest value seen: exact */
 	for (i = 0; i < sizeof ps / sizeof ps[0]; i++)
@@ -85,7 +85,7 @@ test_uniform_percentiles(void **state)
 	for (v = 0; v < n; v++)
 		histogram_record(&h, (v * 7919) % n + 1);
 	assert_int_equal(histogram_count(&h), n);
-	assert_int_equal(histogram_max(&h), n);
+	assert_int_equal(histogram_percentile(&h, 1.0), n);
 	for (i = 0; i < sizeof per_mille_x10 / sizeof per_mille_x10[0]; i++) {
 		/* the value of rank ceil(p * n) among 1..n is that rank */
 		uint64_t want = (n * per_mille_x10[i] + 9999) / 10000;
@@ -143,7 +143,7 @@ test_huge_values_clamped(void **state)
 	histogram_record(&h, UINT64_C(1) << 50);
 	histogram_record(&h, UINT64_MAX);
 	assert_int_equal(histogram_count(&h), 4);
-	assert_int_equal(histogram_max(&h), HISTOGRAM_MAX_NS);
+	assert_int_equal(histogram_percentile(&h, 1.0), HISTOGRAM_MAX_NS);
 	assert_int_equal(histogram_percentile(&h, 1.0), HISTOGRAM_MAX_NS);
 	assert_int_equal(histogram_percentile(&h, 0.5), HISTOGRAM_MAX_NS);
 	assert_within_bound(1000, histogram_percentile(&h, 0.0));
@@ -163,7 +163,7 @@ test_reset(void **state)
 	histogram_record(&h, 500000);
 	histogram_reset(&h);
 	assert_int_equal(histogram_count(&h), 0);
-	assert_int_equal(histogram_max(&h), 0);
+	assert_int_equal(histogram_percentile(&h, 1.0), 0);
 	assert_int_equal(histogram_percentile(&h, 0.5), 0);
 	assert_int_equal(histogram_percentile(&h, 1.0), 0);
 	/* and it counts afresh */

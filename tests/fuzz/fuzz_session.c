@@ -397,7 +397,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (passes > FUZZ_MAX_PASSES) {
 			fprintf(stderr, "fuzz_session: the session is still there after %d loop "
 				"passes (%zu of %zu bytes written, %u jobs with the workers)\n",
-				passes, off, size, workers_pending(srv.workers));
+				passes, off, size, (unsigned)srv.counters.inflight);
 			abort();
 		}
 		while (off < size) {
@@ -434,11 +434,11 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			reloaded = true;
 		}
 		/* as loop_run does between passes while clients poll */
-		session_ring_poll_all(&srv);
-		event_base_loop(srv.base, workers_pending(srv.workers) > 0 && srv.sessions == NULL ?
+		session_poll_rings(&srv);
+		event_base_loop(srv.base, srv.counters.inflight > 0 && srv.sessions == NULL ?
 				EVLOOP_ONCE : EVLOOP_NONBLOCK);
 		drain(sv[1]);
-		if (shut && srv.sessions == NULL && workers_pending(srv.workers) == 0)
+		if (shut && srv.sessions == NULL && srv.counters.inflight == 0)
 			break;
 	}
 	if (!sent_fds)
@@ -458,6 +458,6 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	 */
 	check(closer_drain(10000));
 	check(closer_overflows() == 0);
-	server_stats_reset(&srv);
+	stats_reset(&srv);
 	return 0;
 }
