@@ -112,6 +112,7 @@ extern const char *const ctl_backend_names[];	/* CTL_CHOICE of --backend */
 extern const char *const ctl_sort_keys[];	/* CTL_CHOICE of files --sort */
 int ctl_ping(hm_client *c, const struct ctl_cmdline *cl);
 int ctl_stats(hm_client *c, const struct ctl_cmdline *cl);
+int ctl_stats_check(const struct ctl_cmdline *cl);
 int ctl_read(hm_client *c, const struct ctl_cmdline *cl);
 int ctl_files(hm_client *c, const struct ctl_cmdline *cl);
 int ctl_evict(hm_client *c, const struct ctl_cmdline *cl);

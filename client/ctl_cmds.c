@@ -116,6 +116,14 @@ ctl_ping(hm_client *c, const struct ctl_cmdline *cl)
 }
 
 int
+ctl_stats_check(const struct ctl_cmdline *cl)
+{
+	if (cl->given[STATS_JSON] && cl->given[STATS_PROMETHEUS])
+		return ctl_usage_error(cl->cmd, "--json or --prometheus, not both");
+	return 0;
+}
+
+int
 ctl_stats(hm_client *c, const struct ctl_cmdline *cl)
 {
 	enum stats_format format = cl->given[STATS_JSON]	? STATS_FORMAT_JSON

@@ -52,9 +52,9 @@ static const struct ctl_arg any_paths_args[] = {
 static const struct ctl_command commands[] = {
 	{ "ping", ctl_ping, NULL, false, ctl_ping_options, NULL,
 	  "print the daemon's version, pid, uptime and round-trip time", NULL },
-	{ "stats", ctl_stats, NULL, true, ctl_stats_options, NULL,
+	{ "stats", ctl_stats, ctl_stats_check, true, ctl_stats_options, NULL,
 	  "print the daemon's counters",
-	  "--json and --prometheus are other formats of the same keys." },
+	  "--json and --prometheus are other formats of the same keys: one of them." },
 	{ "top", ctl_top, NULL, true, ctl_top_options, NULL,
 	  "show requests, bytes, latencies and the hottest files, refreshed live",
 	  "On a terminal, q quits." },
