@@ -34,26 +34,16 @@
 #include "client/client_priv.h"
 #include "client/trust.h"
 #include "proto/ring.h"
+#include "proto/size.h"
 
+/* name as a size (proto/size.h) of at most HM_SHM_MAX, else dflt. */
 static size_t
 env_size(const char *name, size_t dflt)
 {
 	const char *v = getenv(name);
-	unsigned long long n;
-	char *end;
+	uint64_t n;
 
-	if (v == NULL || *v == '\0')
-		return dflt;
-	errno = 0;
-	n = strtoull(v, &end, 0);
-	if (errno != 0 || v[0] == '-')
-		return dflt;
-	switch (*end) {
-	case 'k': case 'K': n <<= 10; end++; break;
-	case 'm': case 'M': n <<= 20; end++; break;
-	case 'g': case 'G': n <<= 30; end++; break;
-	}
-	if (*end != '\0' || n > HM_SHM_MAX)
+	if (v == NULL || *v == '\0' || size_parse(v, &n) < 0 || n > HM_SHM_MAX)
 		return dflt;
 	return (size_t)n;
 }

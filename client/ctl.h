@@ -28,7 +28,7 @@ enum ctl_kind {
 	CTL_FLAG,	/* an option without an argument */
 	CTL_TEXT,	/* any text */
 	CTL_CHOICE,	/* one of choices[]: the value is its index */
-	CTL_SIZE,	/* a byte count, as size_parse() reads it */
+	CTL_SIZE,	/* a byte count, as size_parse() reads it (proto/size.h) */
 	CTL_SECONDS,	/* seconds, decimals allowed, 0.01 to 86400 */
 	CTL_COUNT,	/* a whole number of 1 or more */
 };

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "client/ctl.h"
+#include "proto/size.h"
 
 enum { GLOBAL_SOCKET, GLOBAL_HELP, GLOBAL_VERSION };
 
@@ -214,35 +215,6 @@ ctl_usage_error(const struct ctl_command *cmd, const char *fmt, ...)
 
 /* --- the parser ---------------------------------------------------------------- */
 
-/* A byte count: decimal, 0x hex, or with a K, M, G or T suffix (powers of
- * 1024). */
-static int
-parse_size(const char *s, uint64_t *out)
-{
-	unsigned long long v;
-	unsigned shift = 0;
-	char *end;
-
-	if (s[0] == '-' || s[0] == '\0')
-		return -EINVAL;
-	errno = 0;
-	v = strtoull(s, &end, 0);
-	if (errno != 0)
-		return -errno;
-	switch (*end) {
-	case 'k': case 'K': shift = 10; end++; break;
-	case 'm': case 'M': shift = 20; end++; break;
-	case 'g': case 'G': shift = 30; end++; break;
-	case 't': case 'T': shift = 40; end++; break;
-	}
-	if (*end != '\0')
-		return -EINVAL;
-	if (shift > 0 && v > (UINT64_MAX >> shift))
-		return -ERANGE;
-	*out = (uint64_t)v << shift;
-	return 0;
-}
-
 /* The parser's state: the command line so far. */
 struct parse {
 	struct ctl_cmdline cl;
@@ -293,7 +265,7 @@ parse_value(const struct parse *p, enum ctl_kind kind, const char *what,
 		fprintf(stderr, ")\n");
 		return -EINVAL;
 	case CTL_SIZE:
-		if (parse_size(text, &v->size) == 0)
+		if (size_parse(text, &v->size) == 0)
 			return 0;
 		fprintf(stderr, "hotmapctl: %s: bad %s '%s'\n", p->cl.cmd->name, what, text);
 		return -EINVAL;
