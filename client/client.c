@@ -36,6 +36,21 @@
 #include "proto/ring.h"
 #include "proto/size.h"
 
+/* HM_REASON_* (hotmap.h, which applications include without protobuf-c)
+ * are the wire's Reason values, copied through unchanged. */
+#define SAME_REASON(x) \
+	_Static_assert(HM_REASON_##x == (int)HOTMAP__REASON__REASON_##x, \
+		       "HM_REASON_" #x " is not the wire's")
+SAME_REASON(LOCAL_FILE);
+SAME_REASON(FORCED);
+SAME_REASON(NOT_REGULAR);
+SAME_REASON(EMPTY);
+SAME_REASON(NETWORK_FS);
+SAME_REASON(PSEUDO_FS);
+SAME_REASON(MMAP_FAILED);
+SAME_REASON(TOO_LARGE);
+SAME_REASON(OVER_BUDGET);
+
 /* name as a size (proto/size.h) of at most HM_SHM_MAX, else dflt. */
 static size_t
 env_size(const char *name, size_t dflt)

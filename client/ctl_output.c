@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "client/ctl.h"
+#include "proto/vocab.h"
 
 /* --- JSON ------------------------------------------------------------------ */
 
@@ -349,12 +350,7 @@ stats_out_finish(struct stats_out *o, bool print)
 const char *
 ctl_reason_name(int reason)
 {
-	static const char *const names[] = {
-		"local-file", "forced", "not-regular", "empty", "network-fs", "pseudo-fs",
-		"mmap-failed", "too-large", "over-budget",
-	};
-
-	return reason >= 0 && (size_t)reason < sizeof names / sizeof names[0] ? names[reason] : "unknown";
+	return reason >= 0 ? vocab_reason_name((unsigned)reason) : "unknown";
 }
 
 const char *

@@ -14,6 +14,8 @@
 
 #include "daemon/server.h"
 #include "daemon/stats.h"
+#include "proto/hotmap.pb-c.h"
+#include "proto/vocab.h"
 
 static const char *const request_keys[HM_MSG__MAX + 1] = {
 	[HM_MSG_HELLO] = "requests_hello",
@@ -89,17 +91,23 @@ server_latency(struct server *srv, enum server_op op, uint64_t start_ns)
 	histogram_record(&srv->latency[op], now > start_ns ? now - start_ns : 0);
 }
 
-static const char *const reason_keys[STORAGE_REASON__COUNT] = {
-	[STORAGE_REASON_LOCAL_FILE] = "opens_local_file",
-	[STORAGE_REASON_FORCED] = "opens_forced",
-	[STORAGE_REASON_NOT_REGULAR] = "opens_not_regular",
-	[STORAGE_REASON_EMPTY] = "opens_empty",
-	[STORAGE_REASON_NETWORK_FS] = "opens_network_fs",
-	[STORAGE_REASON_PSEUDO_FS] = "opens_pseudo_fs",
-	[STORAGE_REASON_MMAP_FAILED] = "opens_mmap_failed",
-	[STORAGE_REASON_TOO_LARGE] = "opens_too_large",
-	[STORAGE_REASON_OVER_BUDGET] = "opens_over_budget",
-};
+/* The storage engine's reasons are the wire's (proto/hotmap.proto names
+ * them, and their stats keys, through proto/vocab.c): the same numbers,
+ * and no reason on one side only. */
+#define SAME_REASON(x) \
+	_Static_assert((int)STORAGE_REASON_##x == (int)HOTMAP__REASON__REASON_##x, \
+		       "storage_reason " #x " is not the wire's")
+SAME_REASON(LOCAL_FILE);
+SAME_REASON(FORCED);
+SAME_REASON(NOT_REGULAR);
+SAME_REASON(EMPTY);
+SAME_REASON(NETWORK_FS);
+SAME_REASON(PSEUDO_FS);
+SAME_REASON(MMAP_FAILED);
+SAME_REASON(TOO_LARGE);
+SAME_REASON(OVER_BUDGET);
+_Static_assert(STORAGE_REASON__COUNT == HOTMAP__REASON__REASON_OVER_BUDGET + 1,
+	       "a reason the wire has and storage does not, or the reverse");
 
 void
 server_stats_foreach(struct server *srv, server_stat_cb cb, void *arg)
@@ -148,7 +156,7 @@ server_stats_foreach(struct server *srv, server_stat_cb cb, void *arg)
 	cb("files_over_budget", sc.files_over_budget, NULL, arg);
 	cb("mapped_over_budget", sc.mapped_over_budget, NULL, arg);
 	for (i = 0; i < STORAGE_REASON__COUNT; i++)
-		cb(reason_keys[i], sc.opens_by_reason[i], NULL, arg);
+		cb(vocab_reason_stat_key((unsigned)i), sc.opens_by_reason[i], NULL, arg);
 	cb("clients_polling", srv->ring_sessions, NULL, arg);
 	cb("reads_ring", c->reads_ring, NULL, arg);
 	cb("poll_us", srv->poll_us, NULL, arg);
