@@ -186,7 +186,7 @@ enum stats_format { STATS_HUMAN, STATS_FORMAT_JSON, STATS_FORMAT_PROMETHEUS };
 /* Collects hm_stats' keys and prints them in one format. */
 struct stats_out;
 struct stats_out *stats_out_new(enum stats_format format);
-void stats_out_stat(const char *key, uint64_t value, const char *text, void *arg);
+void stats_out_stat(const struct hm_stat_entry *stat, void *arg);	/* hm_stats_typed's cb */
 /* Prints them (print false: drops them) and frees o. */
 void stats_out_finish(struct stats_out *o, bool print);
 

@@ -136,10 +136,7 @@ ctl_stats(hm_client *c, const struct ctl_cmdline *cl)
 		ctl_report("stats", ENOMEM);
 		return 1;
 	}
-	if (cl->given[STATS_RESET])
-		r = hm_stats_reset(c, stats_out_stat, out);
-	else
-		r = hm_stats(c, stats_out_stat, out);
+	r = hm_stats_typed(c, cl->given[STATS_RESET], stats_out_stat, out);
 	if (r < 0)
 		ctl_report("stats", errno);
 	stats_out_finish(out, r == 0);

@@ -221,37 +221,6 @@ struct stats_out {
 	char info[512];		/* Prometheus: the text keys, as labels */
 };
 
-static bool
-has_prefix(const char *s, const char *prefix)
-{
-	return strncmp(s, prefix, strlen(prefix)) == 0;
-}
-
-static bool
-has_suffix(const char *s, const char *suffix)
-{
-	size_t n = strlen(s), m = strlen(suffix);
-
-	return n >= m && strcmp(s + n - m, suffix) == 0;
-}
-
-/* Keys that are state now rather than totals since start: gauges.  The
- * latency percentiles (latency_<op>_p50_ns, ...) go up and down too. */
-static bool
-stat_is_gauge(const char *key)
-{
-	static const char *const gauges[] = {
-		"pid", "uptime_us", "clients", "handles", "files", "mappings", "mapped_bytes",
-		"workers", "clients_polling", "poll_us", "reads_inflight",
-	};
-	size_t i;
-
-	for (i = 0; i < sizeof gauges / sizeof gauges[0]; i++)
-		if (strcmp(key, gauges[i]) == 0)
-			return true;
-	return has_prefix(key, "latency_") && has_suffix(key, "_ns");
-}
-
 /*
  * Appends key="text" to the labels in buf, text escaped as the Prometheus
  * exposition format wants (\\, \", \n); a label that does not fit whole is
@@ -298,38 +267,56 @@ stats_out_new(enum stats_format format)
 	return o;
 }
 
+/* One metric in Prometheus's text format, typed as the daemon says. */
+static void
+stats_out_prometheus(struct stats_out *o, const struct hm_stat_entry *e)
+{
+	FILE *f = o->buf.f;
+
+	switch (e->kind) {
+	case HM_STAT_GAUGE:
+		fprintf(f, "# TYPE hotmap_%s gauge\nhotmap_%s %" PRIu64 "\n", e->key, e->key,
+			e->value);
+		break;
+	case HM_STAT_COUNTER:
+		/* counters end in _total, as the exposition format wants */
+		fprintf(f, "# TYPE hotmap_%s_total counter\nhotmap_%s_total %" PRIu64 "\n", e->key,
+			e->key, e->value);
+		break;
+	default:
+		/* a daemon too old to say: untyped, the format's own word */
+		fprintf(f, "# TYPE hotmap_%s untyped\nhotmap_%s %" PRIu64 "\n", e->key, e->key,
+			e->value);
+		break;
+	}
+}
+
 void
-stats_out_stat(const char *key, uint64_t value, const char *text, void *arg)
+stats_out_stat(const struct hm_stat_entry *e, void *arg)
 {
 	struct stats_out *o = arg;
-	FILE *f = o->buf.f;
+	bool text = e->kind == HM_STAT_TEXT || (e->kind == HM_STAT_UNKNOWN && e->text[0] != '\0');
 
 	switch (o->format) {
 	case STATS_HUMAN:
-		if (text[0] != '\0')
-			fprintf(f, "%-24s %s\n", key, text);
+		if (text)
+			fprintf(o->buf.f, "%-24s %s\n", e->key, e->text);
 		else
-			fprintf(f, "%-24s %" PRIu64 "\n", key, value);
+			fprintf(o->buf.f, "%-24s %" PRIu64 "\n", e->key, e->value);
 		break;
 	case STATS_FORMAT_JSON:
-		json_key(&o->json, key);
-		if (text[0] != '\0')
-			json_string(&o->json, text);
+		json_key(&o->json, e->key);
+		if (text)
+			json_string(&o->json, e->text);
 		else
-			json_uint(&o->json, value);
+			json_uint(&o->json, e->value);
 		break;
 	case STATS_FORMAT_PROMETHEUS:
-		if (text[0] != '\0') {
-			/* one info metric carries the texts as labels */
-			append_label(o->info, sizeof o->info, key, text);
-			break;
-		}
-		/* counters end in _total, as the exposition format wants */
-		if (stat_is_gauge(key))
-			fprintf(f, "# TYPE hotmap_%s gauge\nhotmap_%s %" PRIu64 "\n", key, key, value);
+		/* one info metric carries the texts as labels */
+		if (text)
+			append_label(o->info, sizeof o->info, e->key, e->text);
 		else
-			fprintf(f, "# TYPE hotmap_%s_total counter\nhotmap_%s_total %" PRIu64 "\n",
-				key, key, value);
+			stats_out_prometheus(o, e);
 		break;
 	}
 }

@@ -71,8 +71,10 @@ struct server_counters {
 void server_stats_reset(struct server *srv);
 
 /* Every stat, numeric or text, through one callback: all output formats
- * share this one list of keys (documented in hotmapctl(1)). */
-typedef void (*server_stat_cb)(const char *key, uint64_t value, const char *text, void *arg);
+ * share this one list of keys (documented in hotmapctl(1)), each with its
+ * kind (counter, gauge or text). */
+typedef void (*server_stat_cb)(const char *key, Hotmap__StatKind kind, uint64_t value,
+			       const char *text, void *arg);
 void server_stats_foreach(struct server *srv, server_stat_cb cb, void *arg);
 
 #endif

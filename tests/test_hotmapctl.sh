@@ -14,7 +14,7 @@ HOTMAPCTL=${HOTMAPCTL:-client/hotmapctl}
 # Absolute: one test runs hotmapctl from another directory.
 case $HOTMAPD in /*) ;; *) HOTMAPD=$PWD/$HOTMAPD ;; esac
 case $HOTMAPCTL in /*) ;; *) HOTMAPCTL=$PWD/$HOTMAPCTL ;; esac
-PLAN=91
+PLAN=92
 
 . "${TESTS_SRCDIR:-$(dirname "$0")}/tap.sh"
 
@@ -284,6 +284,19 @@ if [ $rc -eq 0 ] && [ -z "$bad" ] && grep -q '^hotmap_bytes_served_total [0-9]' 
 else
 	not_ok "stats --prometheus prints the text exposition format" "exit $rc, bad lines:" "$bad" \
 		"$(cat "$dir/err")"
+fi
+
+# the kinds come from the daemon with each key (StatsReply.Stat.kind)
+missing=
+for want in "hotmap_pid gauge" "hotmap_clients gauge" "hotmap_latency_read_p99_ns gauge" \
+	    "hotmap_latency_read_count_total counter" "hotmap_opens_local_file_total counter" \
+	    "hotmap_bytes_served_total counter"; do
+	grep -qx "# TYPE $want" "$dir/out" || missing="$missing '$want'"
+done
+if [ -z "$missing" ] && ! grep -q "untyped" "$dir/out"; then
+	ok "stats --prometheus types each key as the daemon says"
+else
+	not_ok "stats --prometheus types each key as the daemon says" "missing:$missing" "$(cat "$dir/out")"
 fi
 
 # --- files -------------------------------------------------------------------------
