@@ -9,6 +9,7 @@
  */
 #include "config.h"
 
+#include <assert.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -127,6 +128,8 @@ json_before(struct json *j)
 void
 json_open(struct json *j, char brace, bool inline_)
 {
+	/* hotmapctl's documents nest 3 deep: deeper is a bug here */
+	assert(j->depth + 1 < sizeof j->members / sizeof j->members[0]);
 	json_before(j);
 	putc(brace, j->f);
 	j->depth++;
