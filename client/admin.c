@@ -50,9 +50,17 @@ hm_ping(hm_client *c, struct hm_ping *out)
 	return 0;
 }
 
+/* HM_STAT_* are the wire's StatKind values, passed through unchanged. */
+_Static_assert(HM_STAT_UNKNOWN == (int)HOTMAP__STAT_KIND__STAT_KIND_UNKNOWN, "HM_STAT_UNKNOWN");
+_Static_assert(HM_STAT_COUNTER == (int)HOTMAP__STAT_KIND__STAT_COUNTER, "HM_STAT_COUNTER");
+_Static_assert(HM_STAT_GAUGE == (int)HOTMAP__STAT_KIND__STAT_GAUGE, "HM_STAT_GAUGE");
+_Static_assert(HM_STAT_TEXT == (int)HOTMAP__STAT_KIND__STAT_TEXT, "HM_STAT_TEXT");
+
+/* One STATS request: cb (the plain form) or typed_cb once per stat. */
 static int
 client_stats(hm_client *c, bool reset,
-	     void (*cb)(const char *key, uint64_t value, const char *text, void *arg), void *arg)
+	     void (*cb)(const char *key, uint64_t value, const char *text, void *arg),
+	     void (*typed_cb)(const struct hm_stat_entry *stat, void *arg), void *arg)
 {
 	Hotmap__StatsRequest req = HOTMAP__STATS_REQUEST__INIT;
 	ProtobufCMessage *reply;
@@ -61,15 +69,24 @@ client_stats(hm_client *c, bool reset,
 	int rc;
 
 	set_last_error(NULL);
-	if (c == NULL || (cb == NULL && !reset))
+	if (c == NULL || (cb == NULL && typed_cb == NULL && !reset))
 		return fail(EINVAL);
 	req.reset = reset;
 	rc = client_request(c, HM_MSG_STATS, &req.base, HM_MSG_STATS_REPLY, &reply);
 	if (rc < 0)
 		return fail(-rc);
 	r = (Hotmap__StatsReply *)reply;
-	for (i = 0; cb != NULL && i < r->n_stats; i++)
-		cb(r->stats[i]->key, r->stats[i]->value, r->stats[i]->text, arg);
+	for (i = 0; i < r->n_stats; i++) {
+		const Hotmap__StatsReply__Stat *st = r->stats[i];
+		struct hm_stat_entry e = {
+			.key = st->key, .kind = (int)st->kind, .value = st->value, .text = st->text,
+		};
+
+		if (cb != NULL)
+			cb(st->key, st->value, st->text, arg);
+		else if (typed_cb != NULL)
+			typed_cb(&e, arg);
+	}
 	protobuf_c_message_free_unpacked(reply, NULL);
 	return 0;
 }
@@ -78,14 +95,23 @@ HM_EXPORT int
 hm_stats(hm_client *c, void (*cb)(const char *key, uint64_t value, const char *text, void *arg),
 	 void *arg)
 {
-	return client_stats(c, false, cb, arg);
+	return client_stats(c, false, cb, NULL, arg);
 }
 
 HM_EXPORT int
 hm_stats_reset(hm_client *c,
 	       void (*cb)(const char *key, uint64_t value, const char *text, void *arg), void *arg)
 {
-	return client_stats(c, true, cb, arg);
+	return client_stats(c, true, cb, NULL, arg);
+}
+
+HM_EXPORT int
+hm_stats_typed(hm_client *c, int reset, void (*cb)(const struct hm_stat_entry *stat, void *arg),
+	       void *arg)
+{
+	if (cb == NULL)
+		return fail(EINVAL);
+	return client_stats(c, reset != 0, NULL, cb, arg);
 }
 
 HM_EXPORT int

@@ -35,26 +35,31 @@
 #include "client/trust.h"
 #include "proto/direct.h"
 #include "proto/ring.h"
+#include "proto/size.h"
 
+/* HM_REASON_* (hotmap.h, which applications include without protobuf-c)
+ * are the wire's Reason values, copied through unchanged. */
+#define SAME_REASON(x) \
+	_Static_assert(HM_REASON_##x == (int)HOTMAP__REASON__REASON_##x, \
+		       "HM_REASON_" #x " is not the wire's")
+SAME_REASON(LOCAL_FILE);
+SAME_REASON(FORCED);
+SAME_REASON(NOT_REGULAR);
+SAME_REASON(EMPTY);
+SAME_REASON(NETWORK_FS);
+SAME_REASON(PSEUDO_FS);
+SAME_REASON(MMAP_FAILED);
+SAME_REASON(TOO_LARGE);
+SAME_REASON(OVER_BUDGET);
+
+/* name as a size (proto/size.h) of at most HM_SHM_MAX, else dflt. */
 static size_t
 env_size(const char *name, size_t dflt)
 {
 	const char *v = getenv(name);
-	unsigned long long n;
-	char *end;
+	uint64_t n;
 
-	if (v == NULL || *v == '\0')
-		return dflt;
-	errno = 0;
-	n = strtoull(v, &end, 0);
-	if (errno != 0 || v[0] == '-')
-		return dflt;
-	switch (*end) {
-	case 'k': case 'K': n <<= 10; end++; break;
-	case 'm': case 'M': n <<= 20; end++; break;
-	case 'g': case 'G': n <<= 30; end++; break;
-	}
-	if (*end != '\0' || n > HM_SHM_MAX)
+	if (v == NULL || *v == '\0' || size_parse(v, &n) < 0 || n > HM_SHM_MAX)
 		return dflt;
 	return (size_t)n;
 }
@@ -136,6 +141,7 @@ client_connect(hm_client *c, const char *socket_path)
 	if (c->region != NULL) {
 		hello.shm_size = c->region->size + (uint64_t)c->region->nslots * HM_DIRECT_SLOT_BYTES;
 		hello.direct_slots = c->region->nslots;
+		hello.region_huge = c->region->huge;
 	}
 	if (c->region != NULL && c->region->size >= 2 * HM_RING_BYTES && c->poll_wanted) {
 		_Static_assert(HM_RING_BYTES == REGION_BLOCK, "the rings take block 0");
@@ -837,6 +843,51 @@ pread_run(hm_client *c, void *arg)
 	return p->f->handle == 0 ? -ESTALE : client_run_reads(c, &p->op, 1);
 }
 
+/* The largest read that goes through c's region whole: half of it, so that
+ * views holding blocks leave room; a longer read is split.  SIZE_MAX
+ * without a region (every byte comes over the socket anyway). */
+static size_t
+pread_chunk(const hm_client *c, size_t len)
+{
+	size_t half;
+
+	if (c->region == NULL || len < c->shm_threshold)
+		return SIZE_MAX;
+	half = c->region->size / 2 / REGION_BLOCK * REGION_BLOCK;
+	return half > 0 ? half : SIZE_MAX;
+}
+
+/* A read longer than the region takes, in pieces that each go through
+ * it: short only at the end of the file, as one read would be. */
+static ssize_t
+pread_split(hm_file *f, void *buf, size_t len, uint64_t offset)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		struct pread_call p = { .f = f };
+		size_t chunk = pread_chunk(f->c, len - done);
+		int rc;
+
+		p.op.offset = offset + done;
+		p.op.len = len - done < chunk ? len - done : chunk;
+		p.op.buf = (uint8_t *)buf + done;
+		rc = client_with_retry(f->c, pread_run, &p);
+		if (rc == 0 && p.op.result < 0)
+			rc = (int)p.op.result;
+		if (rc < 0) {
+			if (done > 0)
+				break;	/* as pread: what was read, then the error next time */
+			return fail(-rc);
+		}
+		done += (size_t)p.op.result;
+		if ((size_t)p.op.result < p.op.len)
+			break;	/* the end of the file */
+	}
+	direct_heat(f, (ssize_t)done);
+	return (ssize_t)done;
+}
+
 HM_EXPORT ssize_t
 hm_pread(hm_file *f, void *buf, size_t len, uint64_t offset)
 {
@@ -856,6 +907,8 @@ hm_pread(hm_file *f, void *buf, size_t len, uint64_t offset)
 		if (n != DIRECT_MISS)
 			return n;
 	}
+	if (pread_chunk(f->c, len) < len)
+		return pread_split(f, buf, len, offset);
 	op->offset = offset;
 	op->len = len;
 	op->buf = buf;

@@ -35,6 +35,7 @@ struct hm_direct_slot;
 #define CLIENT_SHM_SIZE		(16u << 20)
 #define CLIENT_SHM_THRESHOLD	4096u
 #define REGION_BLOCK		4096u
+#define REGION_HUGE		(2u << 20)	/* a transparent huge page */
 /* Requests a batch sends before reading their replies: small enough that
  * the requests never fill the socket while the daemon waits for us to read. */
 #define CLIENT_BATCH_WINDOW	256u
@@ -70,6 +71,7 @@ struct hm_region {
 	size_t nblocks;
 	uint64_t *used;		/* one bit per block */
 	bool shared;		/* maps the memfd; false once a fork made it private */
+	bool huge;		/* asked for transparent huge pages (region.c) */
 	uint8_t *snapshot;	/* its used blocks, while a fork is under way */
 	/* The direct-read slots (proto/direct.h): the memfd's last
 	 * nslots * HM_DIRECT_SLOT_BYTES bytes, mapped apart from base so

@@ -41,7 +41,8 @@ typedef struct hm_file hm_file;
 #define HM_BACKEND_MMAP		1
 #define HM_BACKEND_PREAD	2
 
-/* hm_stat reasons: why the backend was chosen */
+/* hm_stat reasons: why the backend was chosen (the wire's Reason values,
+ * proto/hotmap.proto; checked when libhotmap is built) */
 #define HM_REASON_LOCAL_FILE	0	/* regular, non-empty file on a local file system */
 #define HM_REASON_FORCED	1	/* HM_O_MMAP, HM_O_PREAD or the daemon's --backend */
 #define HM_REASON_NOT_REGULAR	2	/* pipe, socket, device */

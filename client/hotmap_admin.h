@@ -29,6 +29,25 @@ int hm_stats_reset(hm_client *c,
 		   void (*cb)(const char *key, uint64_t value, const char *text, void *arg),
 		   void *arg);
 
+/* What a stat is (hm_stats_typed): the daemon says, with each key. */
+#define HM_STAT_UNKNOWN	0	/* a daemon too old to say */
+#define HM_STAT_COUNTER	1	/* a total since start or the last reset */
+#define HM_STAT_GAUGE	2	/* state now: goes up and down, never reset */
+#define HM_STAT_TEXT	3	/* text holds it (versions) */
+
+struct hm_stat_entry {
+	const char *key;
+	int kind;		/* HM_STAT_* */
+	uint64_t value;		/* 0 for text */
+	const char *text;	/* "" but for text */
+};
+
+/* hm_stats (reset 0) or hm_stats_reset (reset 1), each stat given with
+ * its kind; the strings are valid during the call.  cb must not be
+ * NULL. */
+int hm_stats_typed(hm_client *c, int reset,
+		   void (*cb)(const struct hm_stat_entry *stat, void *arg), void *arg);
+
 /* One cached file of the daemon (hm_files). */
 struct hm_file_info {
 	const char *path;	/* its name now; valid during the callback */

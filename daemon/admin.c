@@ -151,7 +151,7 @@ struct stats_builder {
 };
 
 static void
-stats_add(const char *key, uint64_t value, const char *text, void *arg)
+stats_add(const char *key, Hotmap__StatKind kind, uint64_t value, const char *text, void *arg)
 {
 	struct stats_builder *b = arg;
 	Hotmap__StatsReply__Stat *e;
@@ -172,6 +172,7 @@ stats_add(const char *key, uint64_t value, const char *text, void *arg)
 	e = &b->v[b->n++];
 	hotmap__stats_reply__stat__init(e);
 	e->key = (char *)key;
+	e->kind = kind;
 	e->value = value;
 	e->text = (char *)(text != NULL ? text : "");
 }

@@ -22,6 +22,7 @@
 #include <sys/un.h>
 
 #include "daemon/conf.h"
+#include "proto/size.h"
 #include "daemon/conf_priv.h"
 
 /* Decimal digits only: no sign, no space, no base prefix. */
@@ -45,54 +46,11 @@ parse_uint64(const char *s, uint64_t *out)
 	return 0;
 }
 
+/* One grammar for every size, the daemon's and its clients' (proto/size.h). */
 int
 conf_parse_size(const char *s, uint64_t *out)
 {
-	uint64_t n = 0, mult = 1;
-	const char *p = s;
-
-	if (!isdigit((unsigned char)*p))
-		return -EINVAL;
-	while (isdigit((unsigned char)*p))
-		p++;
-	switch (*p) {
-	case '\0':
-		break;
-	case 'k': case 'K':
-		mult = KIB;
-		break;
-	case 'm': case 'M':
-		mult = MIB;
-		break;
-	case 'g': case 'G':
-		mult = GIB;
-		break;
-	case 't': case 'T':
-		mult = TIB;
-		break;
-	default:
-		return -EINVAL;
-	}
-	if (*p != '\0' && p[1] != '\0')
-		return -EINVAL;
-	{
-		/* the digits alone, for parse_uint64 */
-		char digits[32];
-		size_t len = (size_t)(p - s);
-		int rc;
-
-		if (len >= sizeof digits)
-			return -ERANGE;
-		memcpy(digits, s, len);
-		digits[len] = '\0';
-		rc = parse_uint64(digits, &n);
-		if (rc < 0)
-			return rc;
-	}
-	if (n > UINT64_MAX / mult)
-		return -ERANGE;
-	*out = n * mult;
-	return 0;
+	return size_parse(s, out);
 }
 
 const char *

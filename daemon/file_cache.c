@@ -27,24 +27,13 @@
 #include "guard.h"
 #include "file_cache_priv.h"
 #include "storage.h"
+#include "proto/vocab.h"
 
-static const char *const reason_names[STORAGE_REASON__COUNT] = {
-	[STORAGE_REASON_LOCAL_FILE] = "local-file",
-	[STORAGE_REASON_FORCED] = "forced",
-	[STORAGE_REASON_NOT_REGULAR] = "not-regular",
-	[STORAGE_REASON_EMPTY] = "empty",
-	[STORAGE_REASON_NETWORK_FS] = "network-fs",
-	[STORAGE_REASON_PSEUDO_FS] = "pseudo-fs",
-	[STORAGE_REASON_MMAP_FAILED] = "mmap-failed",
-	[STORAGE_REASON_TOO_LARGE] = "too-large",
-	[STORAGE_REASON_OVER_BUDGET] = "over-budget",
-};
-
+/* The names are the wire's (proto/hotmap.proto); daemon/stats.c checks
+ * that the numbers are too. */
 const char *storage_reason_name(enum storage_reason reason)
 {
-	if ((unsigned)reason < STORAGE_REASON__COUNT && reason_names[reason] != NULL)
-		return reason_names[reason];
-	return "unknown";
+	return vocab_reason_name((unsigned)reason);
 }
 
 const char *storage_backend_name(enum storage_backend backend)

@@ -219,6 +219,12 @@ session_hello(struct session *s, uint32_t id, ProtobufCMessage *msg)
 			r.shm_accepted = true;
 		}
 	}
+	if (r.shm_accepted && m->region_huge &&
+	    madvise(s->shm, s->shm_map_size, MADV_HUGEPAGE) == 0) {
+		/* whoever touches a page first decides its size: ask too */
+		s->region_huge = true;
+		s->srv->counters.regions_huge++;
+	}
 	if (r.shm_accepted)
 		session_direct_hello(s, m->direct_slots, &r.direct_accepted);
 	if (m->ring_entries > 0 && r.shm_accepted) {
@@ -642,6 +648,8 @@ session_free(struct session *s)
 	session_unlink(s);
 	session_ring_stop(s);
 	s->srv->counters.clients--;
+	if (s->region_huge)
+		s->srv->counters.regions_huge--;
 	policy_count_connections(s->srv, peer_uid(s->peer), -1);
 	peer_free(s->peer);
 	s->peer = NULL;

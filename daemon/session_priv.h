@@ -97,6 +97,7 @@ struct session {
 	uint8_t *shm;
 	size_t shm_size;	/* what READs may fill: the direct slots excluded */
 	size_t shm_map_size;	/* all of the region */
+	bool region_huge;	/* of transparent huge pages (Hello region_huge) */
 	/* Direct reads: the slots at the end of the region (proto/direct.h),
 	 * and which are in use. */
 	uint32_t direct_slots;

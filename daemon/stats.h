@@ -65,6 +65,7 @@ struct server_counters {
 	uint64_t handles;			/* handles open now, all sessions */
 	uint64_t inflight;			/* reads with the workers now */
 	uint64_t clients;			/* connected now */
+	uint64_t regions_huge;			/* of them, with a region of huge pages */
 };
 
 /* Zeroes the counters (totals since start or the last reset), never the
@@ -72,8 +73,10 @@ struct server_counters {
 void stats_reset(struct server *srv);
 
 /* Every stat, numeric or text, through one callback: all output formats
- * share this one list of keys (documented in hotmapctl(1)). */
-typedef void (*stats_cb)(const char *key, uint64_t value, const char *text, void *arg);
+ * share this one list of keys (documented in hotmapctl(1)), each with its
+ * kind (counter, gauge or text). */
+typedef void (*stats_cb)(const char *key, Hotmap__StatKind kind, uint64_t value,
+			 const char *text, void *arg);
 void stats_foreach(struct server *srv, stats_cb cb, void *arg);
 
 #endif

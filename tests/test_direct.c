@@ -750,6 +750,76 @@ test_program_sigbus_chained(void **state)
 	sigaction(SIGBUS, &old, NULL);
 }
 
+/* --- regions that cost less -------------------------------------------- */
+
+/* A read longer than the region goes through it in pieces, not over the
+ * socket. */
+static void
+test_large_read_split(void **state)
+{
+	const struct harness *h = *state;
+	struct hm_options o = HM_OPTIONS_INIT;
+	char path[PATH_MAX];
+	uint64_t shm0, served0;
+	hm_client *c;
+	hm_file *f;
+	int fd;
+
+	o.direct = 0;
+	o.shm_size = 256 * KiB;
+	c = hm_connect_opts(h->sock, &o);
+	assert_non_null(c);
+	make_file(h, "root/split", 3 * MiB + 11, 30, path);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	f = open_ok(c, path, 0);
+	shm0 = harness_stat(c, "bytes_shm");
+	served0 = harness_stat(c, "bytes_served");
+	assert_int_equal(harness_check_read(f, fd, 5, 3 * MiB), 3 * MiB);
+	assert_int_equal(harness_check_read(f, fd, 2 * MiB, 2 * MiB), MiB + 11);
+	assert_int_equal(harness_stat(c, "bytes_shm") - shm0, 4 * MiB + 11);
+	assert_int_equal(harness_stat(c, "bytes_served") - served0, 4 * MiB + 11);
+	assert_int_equal(hm_close(f), 0);
+	close(fd);
+	hm_disconnect(c);
+}
+
+/* Whether this system gives shared memory transparent huge pages. */
+static bool
+shmem_thp(void)
+{
+	char buf[128] = "";
+	FILE *fp = fopen("/sys/kernel/mm/transparent_hugepage/shmem_enabled", "re");
+
+	if (fp == NULL)
+		return false;
+	if (fgets(buf, sizeof buf, fp) == NULL)
+		buf[0] = '\0';
+	fclose(fp);
+	return strstr(buf, "[always]") || strstr(buf, "[within_size]") ||
+	       strstr(buf, "[advise]") || strstr(buf, "[force]");
+}
+
+/* Regions ask for huge pages where the system has them, and stats say
+ * so; a small region does not. */
+static void
+test_region_huge_pages(void **state)
+{
+	const struct harness *h = *state;
+	struct hm_options o = HM_OPTIONS_INIT;
+	hm_client *big, *small;
+
+	o.shm_size = 16 * MiB;
+	big = hm_connect_opts(h->sock, &o);
+	o.shm_size = 64 * KiB;
+	small = hm_connect_opts(h->sock, &o);
+	assert_non_null(big);
+	assert_non_null(small);
+	assert_int_equal(harness_stat(big, "regions_huge"), shmem_thp() ? 1 : 0);
+	print_message("shared memory huge pages: %s\n", shmem_thp() ? "yes" : "no (shmem_enabled)");
+	hm_disconnect(big);
+	hm_disconnect(small);
+}
+
 /* --- options ------------------------------------------------------------ */
 
 static void
@@ -823,6 +893,8 @@ main(void)
 		T(test_fork, opts_default),
 		T(test_program_sigbus_chained, opts_default),
 		T(test_options, opts_default),
+		T(test_large_read_split, opts_default),
+		T(test_region_huge_pages, opts_default),
 	};
 
 	return cmocka_run_group_tests_name("direct", tests, NULL, NULL);

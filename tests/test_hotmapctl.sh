@@ -14,7 +14,7 @@ HOTMAPCTL=${HOTMAPCTL:-client/hotmapctl}
 # Absolute: one test runs hotmapctl from another directory.
 case $HOTMAPD in /*) ;; *) HOTMAPD=$PWD/$HOTMAPD ;; esac
 case $HOTMAPCTL in /*) ;; *) HOTMAPCTL=$PWD/$HOTMAPCTL ;; esac
-PLAN=76
+PLAN=92
 
 . "${TESTS_SRCDIR:-$(dirname "$0")}/tap.sh"
 
@@ -187,6 +187,44 @@ expect_fail "ping with an argument exits 2" 2 "ping" --socket "$sock" ping extra
 expect_fail "stats with an argument exits 2" 2 "stats" --socket "$sock" stats extra
 expect_fail "an unknown command exits 2" 2 "unknown command 'frobnicate'" --socket "$sock" frobnicate
 
+expect_fail "an unknown option before the command exits 2" 2 "unknown option '--bogus'" \
+	--bogus --socket "$sock" ping
+expect_fail "a flag given a value exits 2" 2 "'--json' takes no argument" \
+	--socket "$sock" stats --json=yes
+expect_fail "stats --json --prometheus exits 2" 2 "not both" --socket "$sock" stats -jP
+expect_fail "an option without its value exits 2" 2 "'--sort' needs an argument" \
+	--socket "$sock" files --sort
+
+# --- the one parser: options after the command, --help everywhere ---------------
+out=$("$HOTMAPCTL" ping --socket "$sock" 2>&1) &&
+	out2=$("$HOTMAPCTL" ping -s "$sock" 2>&1)
+rc=$?
+if [ $rc -eq 0 ] && printf '%s\n' "$out" "$out2" | grep -c "^hotmapd $version pid $pid " | grep -qx 2; then
+	ok "a global option after the command: ping --socket, ping -s"
+else
+	not_ok "a global option after the command: ping --socket, ping -s" "exit $rc" "$out" "$out2"
+fi
+ctl files -s path -j >"$dir/out" 2>"$dir/err"
+rc=$?
+if [ $rc -eq 0 ] && head -c 1 "$dir/out" | grep -q '\[' && [ ! -s "$dir/err" ]; then
+	ok "a command's short option wins over the global one: files -s path -j"
+else
+	not_ok "a command's short option wins over the global one: files -s path -j" "exit $rc" \
+		"$(cat "$dir/out" "$dir/err")"
+fi
+for cmd in ping stats top read files evict config warm; do
+	"$HOTMAPCTL" "$cmd" --help >"$dir/out" 2>"$dir/err"
+	rc=$?
+	if [ $rc -eq 0 ] && [ ! -s "$dir/err" ] &&
+	   head -n 1 "$dir/out" | grep -q "^Usage: hotmapctl \[--socket PATH\] $cmd\( \|\$\)" &&
+	   grep -q -- "--help" "$dir/out" && grep -q "^Usage:" "$dir/out"; then
+		ok "$cmd --help prints its usage and options and exits 0"
+	else
+		not_ok "$cmd --help prints its usage and options and exits 0" "exit $rc" \
+			"$(cat "$dir/out" "$dir/err")"
+	fi
+done
+
 "$HOTMAPCTL" --socket "$sock" >"$dir/out" 2>"$dir/err"
 rc=$?
 if [ $rc -eq 2 ] && grep -q "^Usage: hotmapctl" "$dir/err"; then
@@ -248,6 +286,19 @@ else
 		"$(cat "$dir/err")"
 fi
 
+# the kinds come from the daemon with each key (StatsReply.Stat.kind)
+missing=
+for want in "hotmap_pid gauge" "hotmap_clients gauge" "hotmap_latency_read_p99_ns gauge" \
+	    "hotmap_latency_read_count_total counter" "hotmap_opens_local_file_total counter" \
+	    "hotmap_bytes_served_total counter"; do
+	grep -qx "# TYPE $want" "$dir/out" || missing="$missing '$want'"
+done
+if [ -z "$missing" ] && ! grep -q "untyped" "$dir/out"; then
+	ok "stats --prometheus types each key as the daemon says"
+else
+	not_ok "stats --prometheus types each key as the daemon says" "missing:$missing" "$(cat "$dir/out")"
+fi
+
 # --- files -------------------------------------------------------------------------
 ctl files >"$dir/out" 2>"$dir/err"
 rc=$?
@@ -268,6 +319,28 @@ if [ $rc -eq 0 ] && grep -q "\"path\": \"$file\"" "$dir/out" &&
 else
 	not_ok "files --sort path --json prints a JSON array of the files" "exit $rc" \
 		"$(cat "$dir/out" "$dir/err")"
+fi
+# A path may hold any byte but NUL: JSON stays JSON (hotmapctl(1) gives
+# the rule: bytes that are not UTF-8 as \u00XX).
+odd=$(printf 'odd\377\001"\\name\303\251')
+printf 'x' >"$root/$odd"
+ctl read "$root/$odd" >/dev/null 2>&1
+ctl files --json >"$dir/out" 2>"$dir/err"
+rc=$?
+if ! command -v python3 >/dev/null 2>&1; then
+	ok "files --json of a path with byte 0xff and a control character # SKIP python3 is not installed"
+elif [ $rc -eq 0 ] && python3 -m json.tool "$dir/out" >/dev/null &&
+   python3 - "$dir/out" "$root" <<'PY'
+import json, sys
+files = json.load(open(sys.argv[1], encoding="utf-8"))
+want = sys.argv[2] + "/odd\u00ff\u0001\"\\name\u00e9"
+assert want in [f["path"] for f in files], [f["path"] for f in files]
+PY
+then
+	ok "files --json of a path with byte 0xff and a control character"
+else
+	not_ok "files --json of a path with byte 0xff and a control character" "exit $rc" \
+		"$(cat -v "$dir/out" "$dir/err")"
 fi
 expect_fail "files --sort with an unknown key exits 2" 2 "unknown sort key" --socket "$sock" files --sort nope
 

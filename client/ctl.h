@@ -1,0 +1,204 @@
+/*
+ * ctl.h - what the parts of hotmapctl share.
+ *
+ * hotmapctl.c holds the command table and the one parser that reads the
+ * command line against it; it connects to the daemon once and hands each
+ * handler the client and the parsed command line.  ctl_cmds.c holds the
+ * handlers, ctl_top.c the live view, ctl_output.c every output format
+ * (human, key=value, JSON, Prometheus) and the one JSON emitter.
+ *
+ * Handlers never parse options, never connect and never print usage: the
+ * table declares what a command takes, and the parser has checked it
+ * before a handler runs.
+ */
+#ifndef HOTMAPCTL_CTL_H
+#define HOTMAPCTL_CTL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "client/hotmap.h"
+#include "client/hotmap_admin.h"
+
+/* What an option's or a positional argument's text is, checked by the
+ * parser before any handler runs (exit status 2 otherwise). */
+enum ctl_kind {
+	CTL_FLAG,	/* an option without an argument */
+	CTL_TEXT,	/* any text */
+	CTL_CHOICE,	/* one of choices[]: the value is its index */
+	CTL_SIZE,	/* a byte count, as size_parse() reads it (proto/size.h) */
+	CTL_SECONDS,	/* seconds, decimals allowed, 0.01 to 86400 */
+	CTL_COUNT,	/* a whole number of 1 or more */
+};
+
+struct ctl_option {
+	const char *name;		/* --name */
+	char letter;			/* -l, or 0 */
+	enum ctl_kind kind;
+	const char *meta;		/* the argument in usage (CTL_CHOICE: made from choices) */
+	const char *what;		/* in errors: "bad <what> 'x'", "unknown <what> 'x'" */
+	const char *const *choices;	/* CTL_CHOICE: NULL-terminated */
+	const char *help;
+};
+
+#define CTL_ARG_OPTIONAL	0x1	/* this and those after it may be left out */
+#define CTL_ARG_REPEAT		0x2	/* the last one: any number of them */
+
+struct ctl_arg {
+	const char *name;		/* in usage: PATH */
+	enum ctl_kind kind;		/* CTL_TEXT or CTL_SIZE */
+	const char *what;		/* in errors */
+	unsigned flags;
+};
+
+#define CTL_MAX_OPTIONS	8
+#define CTL_MAX_ARGS	4
+
+union ctl_value {
+	bool on;
+	const char *text;
+	size_t choice;
+	uint64_t size;
+	double seconds;
+	unsigned long count;
+};
+
+struct ctl_command;
+
+/* A command line, parsed against a command's table entry. */
+struct ctl_cmdline {
+	const struct ctl_command *cmd;
+	bool given[CTL_MAX_OPTIONS];		/* by index in cmd->options */
+	union ctl_value opt[CTL_MAX_OPTIONS];
+	int argc;				/* positional arguments */
+	char **argv;
+	uint64_t size[CTL_MAX_ARGS];		/* the CTL_SIZE ones among them */
+};
+
+struct ctl_command {
+	const char *name;
+	/* 0 ok, 1 failed, 2 usage; c is connected and closed for it */
+	int (*run)(hm_client *c, const struct ctl_cmdline *cl);
+	/* what the parser cannot see from the table alone (0, or 2 having
+	 * said why), before connecting; may be NULL */
+	int (*check)(const struct ctl_cmdline *cl);
+	bool needs_admin;			/* the daemon refuses others (EPERM) */
+	const struct ctl_option *options;	/* ends with a NULL name */
+	const struct ctl_arg *args;		/* ends with a NULL name; may be NULL */
+	const char *summary;			/* one line */
+	const char *help;			/* more, for COMMAND --help; may be NULL */
+};
+
+/* hotmapctl.c */
+void ctl_report(const char *what, int err);
+int ctl_usage_error(const struct ctl_command *cmd, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+double ctl_now_us(void);
+
+/* ctl_cmds.c: the handlers, their options and their checks */
+extern const struct ctl_option ctl_ping_options[], ctl_stats_options[], ctl_read_options[],
+	ctl_files_options[], ctl_evict_options[], ctl_config_options[], ctl_warm_options[],
+	ctl_top_options[];
+enum { STATS_JSON, STATS_PROMETHEUS, STATS_RESET };
+enum { READ_BACKEND, READ_BY_PATH };
+enum { FILES_SORT, FILES_JSON };
+enum { EVICT_ALL };
+enum { CONFIG_JSON };
+enum { WARM_BACKEND, WARM_BY_PATH, WARM_QUIET };
+enum { TOP_INTERVAL, TOP_ITERATIONS };
+extern const char *const ctl_backend_names[];	/* CTL_CHOICE of --backend */
+extern const char *const ctl_sort_keys[];	/* CTL_CHOICE of files --sort */
+int ctl_ping(hm_client *c, const struct ctl_cmdline *cl);
+int ctl_stats(hm_client *c, const struct ctl_cmdline *cl);
+int ctl_stats_check(const struct ctl_cmdline *cl);
+int ctl_read(hm_client *c, const struct ctl_cmdline *cl);
+int ctl_files(hm_client *c, const struct ctl_cmdline *cl);
+int ctl_evict(hm_client *c, const struct ctl_cmdline *cl);
+int ctl_evict_check(const struct ctl_cmdline *cl);
+int ctl_config(hm_client *c, const struct ctl_cmdline *cl);
+int ctl_warm(hm_client *c, const struct ctl_cmdline *cl);
+
+/* ctl_top.c */
+int ctl_top(hm_client *c, const struct ctl_cmdline *cl);
+
+/* --- the daemon's files, as hm_files gives them (ctl_cmds.c) ---------------- */
+
+struct file_row {
+	char *path;
+	struct hm_file_info info;
+};
+
+struct file_rows {
+	struct file_row *v;
+	size_t n, cap;
+	bool failed;		/* out of memory: some rows are missing */
+};
+
+/* hm_files callback: appends a copy of info to the struct file_rows arg. */
+void file_rows_collect(const struct hm_file_info *info, void *arg);
+void file_rows_free(struct file_rows *rows);
+
+/* --- ctl_output.c --------------------------------------------------------------- */
+
+/*
+ * The one JSON emitter.  Strings are escaped by one rule (see
+ * json_string): whatever bytes a path holds, the output is valid JSON.
+ * Containers are printed one member a line, or all on one line when
+ * opened "inline".  Writes to a FILE: callers that must not print half a
+ * document on failure give it a memory stream.
+ */
+struct json {
+	FILE *f;
+	unsigned depth;
+	bool after_key;			/* a value completes "key": */
+	bool members[16];		/* by depth: something printed inside */
+	bool inline_[16];		/* by depth: members on one line */
+	char closer[16];		/* by depth: '}' or ']' */
+};
+
+void json_init(struct json *j, FILE *f);
+/* Containers nest 15 deep at most: hotmapctl's documents need 3. */
+void json_open(struct json *j, char brace, bool inline_);	/* '{' or '[' */
+void json_close(struct json *j);	/* after the outermost, a newline */
+void json_key(struct json *j, const char *key);
+void json_string(struct json *j, const char *s);
+void json_uint(struct json *j, uint64_t v);
+void json_int(struct json *j, int64_t v);
+void json_bool(struct json *j, bool v);
+void json_null(struct json *j);
+/* s as a JSON string, quotes included, to f: the escaping rule itself */
+void json_write_string(FILE *f, const char *s);
+
+/* A memory stream for output printed only once complete. */
+struct ctl_buffer {
+	FILE *f;
+	char *data;
+	size_t len;
+};
+int ctl_buffer_open(struct ctl_buffer *b);
+/* Closes the stream; prints what it holds to stdout if print. */
+void ctl_buffer_close(struct ctl_buffer *b, bool print);
+
+enum stats_format { STATS_HUMAN, STATS_FORMAT_JSON, STATS_FORMAT_PROMETHEUS };
+
+/* Collects hm_stats' keys and prints them in one format. */
+struct stats_out;
+struct stats_out *stats_out_new(enum stats_format format);
+void stats_out_stat(const struct hm_stat_entry *stat, void *arg);	/* hm_stats_typed's cb */
+/* Prints them (print false: drops them) and frees o. */
+void stats_out_finish(struct stats_out *o, bool print);
+
+const char *ctl_reason_name(int reason);
+const char *ctl_backend_name(int backend);
+void files_print_table(const struct file_rows *rows);
+void files_print_json(const struct file_rows *rows);
+
+struct config_out;
+struct config_out *config_out_new(bool json);
+void config_out_item(const char *key, const char *value, const char *source, void *arg);
+/* path: the file the daemon read, "" for none */
+void config_out_finish(struct config_out *o, const char *path, bool print);
+
+#endif

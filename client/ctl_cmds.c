@@ -1,0 +1,427 @@
+/*
+ * ctl_cmds.c - hotmapctl's commands but top: their options, as the
+ * command table in hotmapctl.c refers to them, and their handlers.
+ *
+ * A handler is given a connected client and a command line the parser
+ * has checked against its options and arguments; it makes its requests
+ * and leaves every format to ctl_output.c.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "client/ctl.h"
+
+#define READ_BUF (1u << 20)
+
+/* Warms in steps so that a terminal can show progress; each step is one
+ * request the daemon answers when that much is in memory. */
+#define WARM_STEP (64ull << 20)
+
+/* In hm_open's order of flags: auto (none), mmap, pread. */
+const char *const ctl_backend_names[] = { "auto", "mmap", "pread", NULL };
+const char *const ctl_sort_keys[] = { "bytes", "hits", "size", "resident", "idle", "path", NULL };
+
+#define BACKEND_OPTION \
+	{ "backend", 'b', CTL_CHOICE, NULL, "backend", ctl_backend_names, \
+	  "auto (the daemon decides), mmap (fail if the file cannot be mapped) or pread" }
+#define BY_PATH_OPTION \
+	{ "by-path", 'p', CTL_FLAG, NULL, NULL, NULL, \
+	  "let the daemon open the file, beneath one of its --root directories" }
+
+const struct ctl_option ctl_ping_options[] = { { NULL } };
+
+const struct ctl_option ctl_stats_options[] = {
+	[STATS_JSON] = { "json", 'j', CTL_FLAG, NULL, NULL, NULL, "as one JSON object" },
+	[STATS_PROMETHEUS] = { "prometheus", 'P', CTL_FLAG, NULL, NULL, NULL,
+			       "in Prometheus's text exposition format" },
+	[STATS_RESET] = { "reset", 'r', CTL_FLAG, NULL, NULL, NULL,
+			  "then zero the counters (the output shows the values before)" },
+	{ NULL },
+};
+
+const struct ctl_option ctl_read_options[] = {
+	[READ_BACKEND] = BACKEND_OPTION,
+	[READ_BY_PATH] = BY_PATH_OPTION,
+	{ NULL },
+};
+
+const struct ctl_option ctl_files_options[] = {
+	[FILES_SORT] = { "sort", 's', CTL_CHOICE, NULL, "sort key", ctl_sort_keys,
+			 "order by this (default bytes; idle: most recently used first)" },
+	[FILES_JSON] = { "json", 'j', CTL_FLAG, NULL, NULL, NULL, "as a JSON array" },
+	{ NULL },
+};
+
+const struct ctl_option ctl_evict_options[] = {
+	[EVICT_ALL] = { "all", 'a', CTL_FLAG, NULL, NULL, NULL,
+			"every cached file (instead of PATH...)" },
+	{ NULL },
+};
+
+const struct ctl_option ctl_config_options[] = {
+	[CONFIG_JSON] = { "json", 'j', CTL_FLAG, NULL, NULL, NULL, "as one JSON object" },
+	{ NULL },
+};
+
+const struct ctl_option ctl_warm_options[] = {
+	[WARM_BACKEND] = BACKEND_OPTION,
+	[WARM_BY_PATH] = BY_PATH_OPTION,
+	[WARM_QUIET] = { "quiet", 'q', CTL_FLAG, NULL, NULL, NULL, "print nothing but errors" },
+	{ NULL },
+};
+
+const struct ctl_option ctl_top_options[] = {
+	[TOP_INTERVAL] = { "interval", 'i', CTL_SECONDS, "SECONDS", "interval", NULL,
+			   "seconds between refreshes, from 0.01 to 86400 (default 1)" },
+	[TOP_ITERATIONS] = { "iterations", 'n', CTL_COUNT, "N", "iterations", NULL,
+			     "stop after N refreshes" },
+	{ NULL },
+};
+
+/* hm_open's flags for --backend and --by-path. */
+static int
+open_flags(const struct ctl_cmdline *cl, int backend_opt, int by_path_opt)
+{
+	static const int backend_flags[] = { 0, HM_O_MMAP, HM_O_PREAD };
+	int flags = 0;
+
+	if (cl->given[backend_opt])
+		flags |= backend_flags[cl->opt[backend_opt].choice];
+	if (cl->given[by_path_opt])
+		flags |= HM_O_PATH;
+	return flags;
+}
+
+int
+ctl_ping(hm_client *c, const struct ctl_cmdline *cl)
+{
+	struct hm_ping p;
+	double t0, t1;
+
+	(void)cl;
+	t0 = ctl_now_us();
+	if (hm_ping(c, &p) < 0) {
+		ctl_report("ping", errno);
+		return 1;
+	}
+	t1 = ctl_now_us();
+	printf("hotmapd %s pid %" PRIu32 " up %.1f s: round trip %.0f us\n", p.server_version,
+	       p.pid, (double)p.uptime_us / 1e6, t1 - t0);
+	return 0;
+}
+
+int
+ctl_stats_check(const struct ctl_cmdline *cl)
+{
+	if (cl->given[STATS_JSON] && cl->given[STATS_PROMETHEUS])
+		return ctl_usage_error(cl->cmd, "--json or --prometheus, not both");
+	return 0;
+}
+
+int
+ctl_stats(hm_client *c, const struct ctl_cmdline *cl)
+{
+	enum stats_format format = cl->given[STATS_JSON]	? STATS_FORMAT_JSON
+				   : cl->given[STATS_PROMETHEUS] ? STATS_FORMAT_PROMETHEUS
+								 : STATS_HUMAN;
+	struct stats_out *out = stats_out_new(format);
+	int r;
+
+	if (out == NULL) {
+		ctl_report("stats", ENOMEM);
+		return 1;
+	}
+	r = hm_stats_typed(c, cl->given[STATS_RESET], stats_out_stat, out);
+	if (r < 0)
+		ctl_report("stats", errno);
+	stats_out_finish(out, r == 0);
+	return r < 0 ? 1 : 0;
+}
+
+static int
+write_all(int fd, const char *p, size_t n)
+{
+	while (n > 0) {
+		ssize_t w = write(fd, p, n);
+
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+/* Copies length bytes of f from offset (to its end: length UINT64_MAX
+ * and to_eof) to standard output. */
+static int
+read_copy(hm_file *f, const char *path, uint64_t offset, uint64_t length, bool to_eof, char *buf)
+{
+	while (to_eof || length > 0) {
+		size_t want = !to_eof && length < READ_BUF ? (size_t)length : READ_BUF;
+		ssize_t n = hm_pread(f, buf, want, offset);
+		int w;
+
+		if (n < 0) {
+			ctl_report(path, errno);
+			return 1;
+		}
+		if (n == 0)
+			break;
+		w = write_all(STDOUT_FILENO, buf, (size_t)n);
+		if (w < 0) {
+			fprintf(stderr, "hotmapctl: write: %s\n", strerror(-w));
+			return 1;
+		}
+		offset += (uint64_t)n;
+		if (!to_eof)
+			length -= (uint64_t)n;
+	}
+	return 0;
+}
+
+int
+ctl_read(hm_client *c, const struct ctl_cmdline *cl)
+{
+	const char *path = cl->argv[0];
+	uint64_t offset = cl->argc >= 2 ? cl->size[1] : 0;
+	uint64_t length = cl->argc >= 3 ? cl->size[2] : UINT64_MAX;
+	hm_file *f;
+	char *buf;
+	int rc;
+
+	buf = malloc(READ_BUF);
+	if (buf == NULL) {
+		ctl_report("read", ENOMEM);
+		return 1;
+	}
+	f = hm_open(c, path, open_flags(cl, READ_BACKEND, READ_BY_PATH));
+	if (f == NULL) {
+		ctl_report(path, errno);
+		free(buf);
+		return 1;
+	}
+	rc = read_copy(f, path, offset, length, cl->argc < 3, buf);
+	hm_close(f);
+	free(buf);
+	return rc;
+}
+
+void
+file_rows_collect(const struct hm_file_info *info, void *arg)
+{
+	struct file_rows *rows = arg;
+
+	if (rows->failed)
+		return;
+	if (rows->n == rows->cap) {
+		size_t cap = rows->cap == 0 ? 64 : rows->cap * 2;
+		struct file_row *v = realloc(rows->v, cap * sizeof *v);
+
+		if (v == NULL) {
+			rows->failed = true;
+			return;
+		}
+		rows->v = v;
+		rows->cap = cap;
+	}
+	rows->v[rows->n].info = *info;
+	rows->v[rows->n].path = strdup(info->path);
+	if (rows->v[rows->n].path == NULL) {
+		rows->failed = true;
+		return;
+	}
+	rows->v[rows->n].info.path = rows->v[rows->n].path;
+	rows->n++;
+}
+
+void
+file_rows_free(struct file_rows *rows)
+{
+	size_t i;
+
+	for (i = 0; i < rows->n; i++)
+		free(rows->v[i].path);
+	free(rows->v);
+	memset(rows, 0, sizeof *rows);
+}
+
+static const char *file_sort_key;
+
+/* Largest first for numbers (the busiest files on top), A to Z for paths,
+ * most recently used first for idle. */
+static int
+compare_files(const void *pa, const void *pb)
+{
+	const struct hm_file_info *a = &((const struct file_row *)pa)->info;
+	const struct hm_file_info *b = &((const struct file_row *)pb)->info;
+	uint64_t x, y;
+
+	if (strcmp(file_sort_key, "path") == 0)
+		return strcmp(a->path, b->path);
+	if (strcmp(file_sort_key, "hits") == 0)
+		x = a->hits, y = b->hits;
+	else if (strcmp(file_sort_key, "size") == 0)
+		x = a->size, y = b->size;
+	else if (strcmp(file_sort_key, "resident") == 0)
+		x = (uint64_t)(a->resident_pct + 1), y = (uint64_t)(b->resident_pct + 1);
+	else if (strcmp(file_sort_key, "idle") == 0)
+		x = b->idle_ms, y = a->idle_ms;
+	else
+		x = a->bytes, y = b->bytes;
+	return x > y ? -1 : x < y ? 1 : strcmp(a->path, b->path);
+}
+
+int
+ctl_files(hm_client *c, const struct ctl_cmdline *cl)
+{
+	struct file_rows rows = { 0 };
+
+	if (hm_files(c, file_rows_collect, &rows) < 0 || rows.failed) {
+		ctl_report("files", rows.failed ? ENOMEM : errno);
+		file_rows_free(&rows);
+		return 1;
+	}
+	file_sort_key = ctl_sort_keys[cl->given[FILES_SORT] ? cl->opt[FILES_SORT].choice : 0];
+	qsort(rows.v, rows.n, sizeof *rows.v, compare_files);
+	if (cl->given[FILES_JSON])
+		files_print_json(&rows);
+	else
+		files_print_table(&rows);
+	file_rows_free(&rows);
+	return 0;
+}
+
+int
+ctl_evict_check(const struct ctl_cmdline *cl)
+{
+	if (cl->given[EVICT_ALL] == (cl->argc > 0))
+		return ctl_usage_error(cl->cmd, "give PATH... or --all");
+	return 0;
+}
+
+static void
+print_evicted(const char *what, const struct hm_evicted *ev)
+{
+	printf("%s: %u dropped (%.1f MiB unmapped)", what, ev->files,
+	       (double)ev->mapped_bytes / 1048576.0);
+	if (ev->busy > 0)
+		printf(", %u kept: open by a client", ev->busy);
+	printf("\n");
+}
+
+int
+ctl_evict(hm_client *c, const struct ctl_cmdline *cl)
+{
+	struct hm_evicted ev;
+	int rc = 0, i;
+
+	if (cl->given[EVICT_ALL]) {
+		if (hm_evict(c, NULL, &ev) < 0) {
+			ctl_report("evict", errno);
+			return 1;
+		}
+		print_evicted("all cached files", &ev);
+	}
+	for (i = 0; i < cl->argc; i++) {
+		if (hm_evict(c, cl->argv[i], &ev) < 0) {
+			ctl_report(cl->argv[i], errno);
+			rc = 1;
+			continue;
+		}
+		print_evicted(cl->argv[i], &ev);
+	}
+	return rc;
+}
+
+int
+ctl_config(hm_client *c, const struct ctl_cmdline *cl)
+{
+	struct config_out *o = config_out_new(cl->given[CONFIG_JSON]);
+	char path[4096];
+
+	if (o == NULL) {
+		ctl_report("config", ENOMEM);
+		return 1;
+	}
+	if (hm_config(c, config_out_item, o, path, sizeof path) < 0) {
+		ctl_report("config", errno);
+		config_out_finish(o, "", false);
+		return 1;
+	}
+	config_out_finish(o, path, true);
+	return 0;
+}
+
+static void
+warm_progress(const char *path, uint64_t done, uint64_t size, bool final)
+{
+	int width = 30, fill = size > 0 ? (int)(done * (uint64_t)width / size) : width;
+
+	fprintf(stderr, "\r%s [%.*s%*s] %3d%% %llu/%llu MiB%s", path, fill,
+		"##############################", width - fill, "",
+		size > 0 ? (int)(done * 100 / size) : 100, (unsigned long long)(done >> 20),
+		(unsigned long long)(size >> 20), final ? "\n" : "");
+}
+
+/* Warms one file: 0, or 1 having said why. */
+static int
+warm_one(hm_client *c, const char *path, int flags, bool quiet, bool tty)
+{
+	struct hm_stat st;
+	uint64_t done = 0;
+	hm_file *f = hm_open(c, path, flags);
+	int rc = 0;
+
+	if (f == NULL || hm_stat(f, &st) < 0) {
+		ctl_report(path, errno);
+		if (f != NULL)
+			hm_close(f);
+		return 1;
+	}
+	while (done < st.size) {
+		ssize_t n = hm_warm(f, done, WARM_STEP);
+
+		if (n < 0) {
+			if (tty && !quiet)
+				fputc('\n', stderr);
+			ctl_report(path, errno);
+			rc = 1;
+			break;
+		}
+		if (n == 0)
+			break;	/* the file shrank */
+		done += (uint64_t)n;
+		if (tty && !quiet)
+			warm_progress(path, done, st.size, false);
+	}
+	if (!quiet && (rc == 0 || done > 0)) {
+		if (tty)
+			warm_progress(path, done, st.size, true);
+		else
+			printf("%s: %llu bytes warm (%s)\n", path, (unsigned long long)done,
+			       st.backend == HM_BACKEND_MMAP ? "mapping populated" : "page cache");
+	}
+	hm_close(f);
+	return rc;
+}
+
+int
+ctl_warm(hm_client *c, const struct ctl_cmdline *cl)
+{
+	int flags = open_flags(cl, WARM_BACKEND, WARM_BY_PATH), rc = 0, i;
+	bool tty = isatty(STDERR_FILENO);
+
+	for (i = 0; i < cl->argc; i++)
+		if (warm_one(c, cl->argv[i], flags, cl->given[WARM_QUIET], tty) != 0)
+			rc = 1;
+	return rc;
+}
