@@ -149,6 +149,9 @@ hm_files(hm_client *c, void (*cb)(const struct hm_file_info *info, void *arg), v
 				.idle_ms = f->idle_ms,
 				.resident_pct = f->resident_pct,
 				.resident_bytes = f->resident_bytes,
+				.direct_handles = f->direct_handles,
+				.direct_reads = f->direct_reads,
+				.direct_bytes = f->direct_bytes,
 			};
 
 			cb(&info, arg);

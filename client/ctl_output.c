@@ -354,8 +354,8 @@ files_print_table(const struct file_rows *rows)
 {
 	size_t i;
 
-	printf("%12s %-6s %-12s %7s %8s %9s %12s %9s  %s\n", "SIZE", "BACKEND", "REASON",
-	       "HANDLES", "RESIDENT", "HITS", "BYTES", "IDLE_S", "PATH");
+	printf("%12s %-6s %-12s %7s %8s %9s %12s %12s %9s  %s\n", "SIZE", "BACKEND", "REASON",
+	       "HANDLES", "RESIDENT", "HITS", "BYTES", "DIRECT", "IDLE_S", "PATH");
 	for (i = 0; i < rows->n; i++) {
 		const struct hm_file_info *f = &rows->v[i].info;
 		char resident[16];
@@ -364,10 +364,11 @@ files_print_table(const struct file_rows *rows)
 			snprintf(resident, sizeof resident, "-");
 		else
 			snprintf(resident, sizeof resident, "%d%%", f->resident_pct);
-		printf("%12" PRIu64 " %-6s %-12s %7u %8s %9" PRIu64 " %12" PRIu64 " %9.1f  %s%s\n",
+		printf("%12" PRIu64 " %-6s %-12s %7u %8s %9" PRIu64 " %12" PRIu64 " %12" PRIu64
+		       " %9.1f  %s%s\n",
 		       f->size, ctl_backend_name(f->backend), ctl_reason_name(f->reason), f->handles,
-		       resident, f->hits, f->bytes, (double)f->idle_ms / 1000.0, f->path,
-		       f->stale ? " (stale)" : "");
+		       resident, f->hits, f->bytes, f->direct_bytes, (double)f->idle_ms / 1000.0,
+		       f->path, f->stale ? " (stale)" : "");
 	}
 }
 
@@ -404,6 +405,12 @@ files_print_json(const struct file_rows *rows)
 		json_uint(&j, f->idle_ms);
 		json_key(&j, "resident_pct");
 		json_int(&j, f->resident_pct);
+		json_key(&j, "direct_handles");
+		json_uint(&j, f->direct_handles);
+		json_key(&j, "direct_reads");
+		json_uint(&j, f->direct_reads);
+		json_key(&j, "direct_bytes");
+		json_uint(&j, f->direct_bytes);
 		json_close(&j);
 	}
 	json_close(&j);

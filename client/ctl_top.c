@@ -34,6 +34,7 @@ struct top_sample {
 	char version[32];
 	uint64_t pid, uptime_us;
 	uint64_t clients, files, mapped_bytes, bytes_served;
+	uint64_t direct_reads, direct_bytes;	/* served in the clients */
 	uint64_t requests[TOP_OPS + 1];	/* by top_ops, then all the others */
 	/* latency_<op>_*: absent from daemons that do not time requests */
 	bool has_latency[TOP_OPS];
@@ -80,6 +81,10 @@ top_collect_stat(const char *key, uint64_t value, const char *text, void *arg)
 		s->mapped_bytes = value;
 	} else if (strcmp(key, "bytes_served") == 0) {
 		s->bytes_served = value;
+	} else if (strcmp(key, "direct_reads") == 0) {
+		s->direct_reads = value;
+	} else if (strcmp(key, "direct_bytes") == 0) {
+		s->direct_bytes = value;
 	} else if (has_prefix(key, "requests_")) {
 		rest = key + strlen("requests_");
 		op = top_op_index(rest, strlen(rest));
@@ -304,8 +309,11 @@ top_render_files(struct top_screen *sc, const struct top_sample *prev,
 			was = bsearch(&rows->v[i], prev->rows.v, prev->rows.n, sizeof *prev->rows.v,
 				      compare_rows_by_path);
 		/* new since the previous look: all its bytes were read since */
-		hot[i].delta = was != NULL ? top_delta(rows->v[i].info.bytes, was->info.bytes)
-					   : rows->v[i].info.bytes;
+		/* bytes the daemon served and bytes clients read directly */
+		hot[i].delta = was != NULL ?
+			top_delta(rows->v[i].info.bytes + rows->v[i].info.direct_bytes,
+				  was->info.bytes + was->info.direct_bytes) :
+			rows->v[i].info.bytes + rows->v[i].info.direct_bytes;
 	}
 	qsort(hot, rows->n, sizeof *hot, compare_hot);
 	for (i = 0; i < show; i++) {
@@ -318,7 +326,7 @@ top_render_files(struct top_screen *sc, const struct top_sample *prev,
 			top_bytes(rate, sizeof rate, (double)hot[i].delta / secs);
 		else
 			snprintf(rate, sizeof rate, "-");
-		top_bytes(bytes, sizeof bytes, (double)hot[i].info->bytes);
+		top_bytes(bytes, sizeof bytes, (double)(hot[i].info->bytes + hot[i].info->direct_bytes));
 		/* too long for the terminal: its end names the file */
 		if (sc->tty && room > 3 && len > (size_t)room)
 			top_line(sc, "%12s %12s  ...%s", rate, bytes, path + len - (size_t)(room - 3));
@@ -355,11 +363,15 @@ top_render(struct top_screen *sc, const struct top_sample *prev, const struct to
 	if (prev != NULL) {
 		for (i = 0; i <= TOP_OPS; i++)
 			total += top_delta(cur->requests[i], prev->requests[i]);
-		top_line(sc, "requests/s %.1f   bytes/s %s", (double)total / secs,
+		top_line(sc, "requests/s %.1f   bytes/s %s   direct reads/s %.1f   direct bytes/s %s",
+			 (double)total / secs,
 			 top_bytes(a, sizeof a,
-				   (double)top_delta(cur->bytes_served, prev->bytes_served) / secs));
+				   (double)top_delta(cur->bytes_served, prev->bytes_served) / secs),
+			 (double)top_delta(cur->direct_reads, prev->direct_reads) / secs,
+			 top_bytes(b, sizeof b,
+				   (double)top_delta(cur->direct_bytes, prev->direct_bytes) / secs));
 	} else {
-		top_line(sc, "requests/s -   bytes/s -");
+		top_line(sc, "requests/s -   bytes/s -   direct reads/s -   direct bytes/s -");
 	}
 	top_gap(sc);
 	top_line(sc, "%-8s %10s %10s %10s", "OP", "REQ/S", "P50_US", "P99_US");

@@ -61,6 +61,9 @@ struct hm_file_info {
 	uint64_t idle_ms;	/* since its last open or read */
 	int resident_pct;	/* pages in memory, -1 when unknown */
 	uint64_t resident_bytes;	/* bytes of it in memory (0 when unknown) */
+	unsigned direct_handles;	/* of the handles, those read directly now */
+	uint64_t direct_reads;		/* reads clients served themselves (direct tier) */
+	uint64_t direct_bytes;		/* and their bytes: not in bytes */
 };
 
 /* Calls cb once per cached file.  Needs an administrator (EPERM). */

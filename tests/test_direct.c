@@ -131,6 +131,58 @@ test_promoted_by_heat(void **state)
 	hm_disconnect(c);
 }
 
+struct listed {
+	const char *path;
+	struct hm_file_info info;
+	int found;
+};
+
+static void
+listed_cb(const struct hm_file_info *info, void *arg)
+{
+	struct listed *l = arg;
+
+	if (strcmp(info->path, l->path) == 0) {
+		l->info = *info;
+		l->info.path = NULL;
+		l->found++;
+	}
+}
+
+/* The daemon sees what its clients read themselves, per file. */
+static void
+test_listed_per_file(void **state)
+{
+	const struct harness *h = *state;
+	hm_client *c = connect_direct(h, 0);
+	char path[PATH_MAX];
+	struct listed l = { 0 };
+	hm_file *f;
+	int fd, i;
+
+	make_file(h, "root/listed", 2 * MiB, 40, path);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	f = open_ok(c, path, HM_O_DIRECT);
+	for (i = 0; i < 10; i++)
+		assert_int_equal(harness_check_read(f, fd, (uint64_t)i * 100000, 10000), 10000);
+	l.path = path;
+	assert_int_equal(hm_files(c, listed_cb, &l), 0);
+	assert_int_equal(l.found, 1);
+	assert_int_equal(l.info.direct_handles, 1);
+	assert_int_equal(l.info.direct_reads, 10);
+	assert_int_equal(l.info.direct_bytes, 100000);
+	assert_int_equal(l.info.bytes, 0);	/* none through the daemon */
+	/* closed: the counts stay with the file, the grant goes */
+	assert_int_equal(hm_close(f), 0);
+	memset(&l.info, 0, sizeof l.info);
+	l.found = 0;
+	assert_int_equal(hm_files(c, listed_cb, &l), 0);
+	assert_int_equal(l.info.direct_handles, 0);
+	assert_int_equal(l.info.direct_reads, 10);
+	close(fd);
+	hm_disconnect(c);
+}
+
 static void
 test_stat_without_round_trip(void **state)
 {
@@ -881,6 +933,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		T(test_promoted_by_heat, opts_default),
 		T(test_stat_without_round_trip, opts_default),
+		T(test_listed_per_file, opts_default),
 		T(test_view_in_place, opts_default),
 		T(test_view_batch, opts_default),
 		T(test_refused, opts_default),
