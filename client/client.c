@@ -327,6 +327,8 @@ client_open_granted(hm_file *f, const Hotmap__OpenReply *r)
 	f->st.mode = r->mode;
 	f->st.handles = r->handles;
 	f->st.mapped_length = r->mapped_length;
+	snprintf(f->st.direct_text, sizeof f->st.direct_text, "%s",
+		 r->direct_text != NULL ? r->direct_text : "");
 	f->heat_reads = 0;
 	f->direct_ok = r->direct && reg != NULL && r->direct_slot < reg->nslots &&
 		       (r->direct_gen & 1) == 0;
@@ -1017,6 +1019,7 @@ hm_stat(hm_file *f, struct hm_stat *st)
 		/* nobody can change the file while the grant holds */
 		*st = f->st;
 		st->size = f->dsize;
+		st->direct = f->dm != NULL ? HM_DIRECT_YES : HM_DIRECT_GRANTED;
 		return 0;
 	}
 	rc = file_request(f, HM_MSG_STAT, &req.base, &req.handle, HM_MSG_STAT_REPLY, &reply);
@@ -1034,6 +1037,10 @@ hm_stat(hm_file *f, struct hm_stat *st)
 	st->mode = r->mode;
 	st->handles = r->handles;
 	st->mapped_length = r->mapped_length;
+	st->direct = HM_DIRECT_NO;	/* a grant that held was answered above */
+	snprintf(st->direct_text, sizeof st->direct_text, "%s",
+		 f->direct_ok ? "revoked: the file was opened for writing or evicted" :
+		 f->st.direct_text);
 	protobuf_c_message_free_unpacked(reply, NULL);
 	return 0;
 }

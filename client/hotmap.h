@@ -64,7 +64,14 @@ struct hm_stat {
 	uint32_t mode;		/* st_mode */
 	uint32_t handles;	/* handles open on this file, all clients */
 	uint64_t mapped_length;	/* bytes of the daemon's mapping, 0 if none */
+	int direct;		/* HM_DIRECT_*: the direct tier (libhotmap(3), Tiers) */
+	char direct_text[96];	/* why not, when the daemon said no; else "" */
 };
+
+/* hm_stat direct */
+#define HM_DIRECT_NO		0	/* read through the daemon */
+#define HM_DIRECT_GRANTED	1	/* granted: read directly once hot */
+#define HM_DIRECT_YES		2	/* read from this process's mapping now */
 
 /* Connects to hotmapd.  socket_path NULL: $HOTMAP_SOCKET, else
  * /run/hotmap/hotmapd.sock as root, else $XDG_RUNTIME_DIR/hotmap/hotmapd.sock. */

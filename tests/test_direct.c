@@ -111,6 +111,12 @@ test_promoted_by_heat(void **state)
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	assert_true(fd >= 0);
 	f = open_ok(c, path, 0);
+	{
+		struct hm_stat st;
+
+		assert_int_equal(hm_stat(f, &st), 0);
+		assert_int_equal(st.direct, HM_DIRECT_GRANTED);
+	}
 	reads0 = harness_stat(c, "requests_read");
 	direct0 = harness_stat(c, "direct_reads");
 	/* two reads go through the daemon: a process that reads little
@@ -208,6 +214,8 @@ test_stat_without_round_trip(void **state)
 	assert_int_equal(st.dev, ref.st_dev);
 	assert_int_equal(st.mode, ref.st_mode);
 	assert_int_equal(st.backend, HM_BACKEND_MMAP);
+	assert_int_equal(st.direct, HM_DIRECT_YES);
+	assert_string_equal(st.direct_text, "");
 	assert_int_equal(hm_close(f), 0);
 	hm_disconnect(c);
 }
@@ -349,11 +357,18 @@ test_refused(void **state)
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	granted0 = harness_stat(c, "direct_granted");
 
-	/* open for writing somewhere: no lease, no grant */
+	/* open for writing somewhere: no lease, no grant, and hm_stat says so */
 	wfd = open(path, O_WRONLY | O_CLOEXEC);
 	assert_true(wfd >= 0);
 	f = open_ok(c, path, HM_O_DIRECT);
 	expect_no_direct_reads(c, f, fd);
+	{
+		struct hm_stat st;
+
+		assert_int_equal(hm_stat(f, &st), 0);
+		assert_int_equal(st.direct, HM_DIRECT_NO);
+		assert_string_equal(st.direct_text, "the file is open for writing");
+	}
 	assert_int_equal(hm_close(f), 0);
 	close(wfd);
 
