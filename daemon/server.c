@@ -700,6 +700,9 @@ server_fini(struct server *srv)
 	for (i = 0; i < sizeof srv->ev_signals / sizeof srv->ev_signals[0]; i++)
 		if (srv->ev_signals[i] != NULL)
 			event_free(srv->ev_signals[i]);
+	for (i = 0; i < sizeof srv->ev_lease / sizeof srv->ev_lease[0]; i++)
+		if (srv->ev_lease[i] != NULL)
+			event_free(srv->ev_lease[i]);
 	if (srv->listen_fd >= 0 && !srv->socket_activated)
 		close(srv->listen_fd);
 	if (srv->socket_bound)
