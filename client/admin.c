@@ -166,6 +166,54 @@ hm_files(hm_client *c, void (*cb)(const struct hm_file_info *info, void *arg), v
 }
 
 HM_EXPORT int
+hm_clients(hm_client *c, void (*cb)(const struct hm_client_info *info, void *arg), void *arg)
+{
+	uint32_t offset = 0;
+
+	set_last_error(NULL);
+	if (c == NULL || cb == NULL)
+		return fail(EINVAL);
+	for (;;) {
+		Hotmap__Clients req = HOTMAP__CLIENTS__INIT;
+		ProtobufCMessage *reply;
+		Hotmap__ClientsReply *r;
+		bool more;
+		size_t i;
+		int rc;
+
+		req.offset = offset;
+		rc = client_request(c, HM_MSG_CLIENTS, &req.base, HM_MSG_CLIENTS_REPLY, &reply);
+		if (rc < 0)
+			return fail(-rc);
+		r = (Hotmap__ClientsReply *)reply;
+		for (i = 0; i < r->n_clients; i++) {
+			const Hotmap__ClientsReply__Client *x = r->clients[i];
+			struct hm_client_info info = {
+				.pid = x->pid,
+				.uid = x->uid,
+				.name = x->name,
+				.handles = x->handles,
+				.direct_grants = x->direct_grants,
+				.direct_reads = x->direct_reads,
+				.direct_bytes = x->direct_bytes,
+				.bytes_served = x->bytes_served,
+				.polling = x->polling,
+				.region_huge = x->region_huge,
+				.connected_ms = x->connected_ms,
+			};
+
+			cb(&info, arg);
+		}
+		/* pages follow the daemon's list as it is at each request */
+		more = r->n_clients > 0 && r->next < r->total;
+		offset = r->next;
+		protobuf_c_message_free_unpacked(reply, NULL);
+		if (!more)
+			return 0;
+	}
+}
+
+HM_EXPORT int
 hm_config(hm_client *c, void (*cb)(const char *key, const char *value, const char *source, void *arg),
 	  void *arg, char *path, size_t pathlen)
 {

@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -54,6 +55,11 @@ const struct ctl_option ctl_files_options[] = {
 	[FILES_SORT] = { "sort", 's', CTL_CHOICE, NULL, "sort key", ctl_sort_keys,
 			 "order by this (default bytes; idle: most recently used first)" },
 	[FILES_JSON] = { "json", 'j', CTL_FLAG, NULL, NULL, NULL, "as a JSON array" },
+	{ NULL },
+};
+
+const struct ctl_option ctl_clients_options[] = {
+	[CLIENTS_JSON] = { "json", 'j', CTL_FLAG, NULL, NULL, NULL, "as a JSON array" },
 	{ NULL },
 };
 
@@ -297,6 +303,107 @@ ctl_files(hm_client *c, const struct ctl_cmdline *cl)
 	else
 		files_print_table(&rows);
 	file_rows_free(&rows);
+	return 0;
+}
+
+/* The clients, collected first: nothing is printed unless the daemon
+ * answered in full. */
+struct client_rows {
+	struct hm_client_info *v;
+	char (*names)[64];
+	size_t n, cap;
+	bool failed;
+};
+
+static void
+client_collect(const struct hm_client_info *x, void *arg)
+{
+	struct client_rows *r = arg;
+
+	if (r->failed)
+		return;
+	if (r->n == r->cap) {
+		size_t cap = r->cap ? 2 * r->cap : 64;
+		struct hm_client_info *v = realloc(r->v, cap * sizeof *v);
+		char (*names)[64] = v != NULL ? realloc(r->names, cap * sizeof *names) : NULL;
+
+		if (v != NULL)
+			r->v = v;
+		if (names == NULL) {
+			r->failed = true;
+			return;
+		}
+		r->names = names;
+		r->cap = cap;
+	}
+	r->v[r->n] = *x;
+	snprintf(r->names[r->n], sizeof r->names[r->n], "%s", x->name);
+	r->v[r->n].name = r->names[r->n];
+	r->n++;
+}
+
+static void
+client_json(struct json *j, const struct hm_client_info *x)
+{
+	json_open(j, '{', true);
+	json_key(j, "pid");
+	json_uint(j, x->pid);
+	json_key(j, "uid");
+	json_uint(j, x->uid);
+	json_key(j, "name");
+	json_string(j, x->name);
+	json_key(j, "handles");
+	json_uint(j, x->handles);
+	json_key(j, "direct_grants");
+	json_uint(j, x->direct_grants);
+	json_key(j, "direct_reads");
+	json_uint(j, x->direct_reads);
+	json_key(j, "direct_bytes");
+	json_uint(j, x->direct_bytes);
+	json_key(j, "bytes_served");
+	json_uint(j, x->bytes_served);
+	json_key(j, "polling");
+	json_bool(j, x->polling);
+	json_key(j, "region_huge");
+	json_bool(j, x->region_huge);
+	json_key(j, "connected_ms");
+	json_uint(j, x->connected_ms);
+	json_close(j);
+}
+
+int
+ctl_clients(hm_client *c, const struct ctl_cmdline *cl)
+{
+	struct client_rows r = { 0 };
+	struct json j;
+	size_t i;
+
+	if (hm_clients(c, client_collect, &r) < 0 || r.failed) {
+		ctl_report("clients", r.failed ? ENOMEM : errno);
+		free(r.v);
+		free(r.names);
+		return 1;
+	}
+	if (cl->given[CLIENTS_JSON]) {
+		json_init(&j, stdout);
+		json_open(&j, '[', false);
+		for (i = 0; i < r.n; i++)
+			client_json(&j, &r.v[i]);
+		json_close(&j);
+	} else {
+		printf("%8s %6s %7s %6s %12s %12s %12s %-4s %9s  %s\n", "PID", "UID", "HANDLES",
+		       "DIRECT", "DREADS", "DBYTES", "BYTES", "MODE", "AGE_S", "NAME");
+		for (i = 0; i < r.n; i++) {
+			const struct hm_client_info *x = &r.v[i];
+
+			printf("%8" PRIu32 " %6" PRIu32 " %7u %6u %12" PRIu64 " %12" PRIu64
+			       " %12" PRIu64 " %-4s %9.1f  %s\n", x->pid, x->uid, x->handles,
+			       x->direct_grants, x->direct_reads, x->direct_bytes, x->bytes_served,
+			       x->polling ? "ring" : "-", (double)x->connected_ms / 1000.0, x->name);
+		}
+	}
+	free(r.v);
+	free(r.names);
 	return 0;
 }
 

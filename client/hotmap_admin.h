@@ -69,6 +69,23 @@ struct hm_file_info {
 /* Calls cb once per cached file.  Needs an administrator (EPERM). */
 int hm_files(hm_client *c, void (*cb)(const struct hm_file_info *info, void *arg), void *arg);
 
+/* One connected client of the daemon (hm_clients). */
+struct hm_client_info {
+	uint32_t pid, uid;
+	const char *name;		/* its program's name; valid during the callback */
+	unsigned handles;		/* files open now */
+	unsigned direct_grants;		/* of them, read directly now */
+	uint64_t direct_reads;		/* reads it served itself, as it reports them */
+	uint64_t direct_bytes;
+	uint64_t bytes_served;		/* file bytes the daemon gave it */
+	int polling;			/* polling mode (a request ring) */
+	int region_huge;		/* its shared region asked for huge pages */
+	uint64_t connected_ms;		/* since it connected */
+};
+/* Calls cb for every connected client (this one included), fetching the
+ * list a page at a time.  Needs an administrator. */
+int hm_clients(hm_client *c, void (*cb)(const struct hm_client_info *info, void *arg), void *arg);
+
 /* What hm_evict did. */
 struct hm_evicted {
 	unsigned files;		/* cached files dropped */

@@ -65,6 +65,8 @@ static const struct ctl_command commands[] = {
 	  "decimal, 0x hex, or with a K, M, G or T suffix (powers of 1024)." },
 	{ "files", ctl_files, NULL, true, ctl_files_options, NULL,
 	  "list the daemon's cached files", NULL },
+	{ "clients", ctl_clients, NULL, true, ctl_clients_options, NULL,
+	  "list the connected clients: handles, bytes, direct reads", NULL },
 	{ "evict", ctl_evict, ctl_evict_check, true, ctl_evict_options, any_paths_args,
 	  "drop cached files (and their mappings) that no handle reads",
 	  "Give PATH... or --all." },

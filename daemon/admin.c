@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,6 +18,9 @@
 #include "daemon/server.h"
 #include "daemon/session_priv.h"
 #include "daemon/storage.h"
+
+/* Clients in one CLIENTS reply (about 100 bytes each on the wire). */
+#define ADMIN_CLIENTS_PAGE	1000
 
 /* How long STATS waits for queued closes (closer.h) before it counts. */
 #define ADMIN_STATS_DRAIN_MS	100
@@ -284,5 +288,71 @@ admin_config(struct session *s, uint32_t id, ProtobufCMessage *msg)
 	}
 	free(ptrs);
 	free(b.v);
+	return rc;
+}
+
+/* A page of the connected clients, as files_page is of the files. */
+struct clients_page {
+	Hotmap__ClientsReply__Client *v;
+	char (*names)[64];
+	size_t n, cap;
+	bool failed;
+};
+
+static bool
+clients_add(const struct session_client_info *info, void *arg)
+{
+	struct clients_page *p = arg;
+	Hotmap__ClientsReply__Client *c;
+
+	/* about 100 bytes each: a page stays far under the frame cap */
+	if (p->n == p->cap)
+		return false;
+	c = &p->v[p->n];
+	hotmap__clients_reply__client__init(c);
+	snprintf(p->names[p->n], sizeof p->names[p->n], "%s", info->name);
+	c->pid = (uint32_t)info->pid;
+	c->uid = (uint32_t)info->uid;
+	c->name = p->names[p->n];
+	c->handles = info->handles;
+	c->direct_grants = info->direct_grants;
+	c->direct_reads = info->direct_reads;
+	c->direct_bytes = info->direct_bytes;
+	c->bytes_served = info->bytes_served;
+	c->polling = info->polling;
+	c->region_huge = info->region_huge;
+	c->connected_ms = info->connected_ms;
+	p->n++;
+	return true;
+}
+
+int
+admin_clients(struct session *s, uint32_t id, ProtobufCMessage *msg)
+{
+	Hotmap__Clients *m = (Hotmap__Clients *)msg;
+	Hotmap__ClientsReply r = HOTMAP__CLIENTS_REPLY__INIT;
+	struct clients_page p = { .cap = ADMIN_CLIENTS_PAGE };
+	Hotmap__ClientsReply__Client **ptrs;
+	size_t i, total;
+	int rc;
+
+	p.v = calloc(p.cap, sizeof *p.v);
+	p.names = calloc(p.cap, sizeof *p.names);
+	ptrs = calloc(p.cap, sizeof *ptrs);
+	if (p.v == NULL || p.names == NULL || ptrs == NULL) {
+		rc = session_error(s, id, ENOMEM, "clients: out of memory");
+	} else {
+		total = session_clients(session_server(s), m->offset, clients_add, &p);
+		for (i = 0; i < p.n; i++)
+			ptrs[i] = &p.v[i];
+		r.clients = ptrs;
+		r.n_clients = p.n;
+		r.total = (uint32_t)total;
+		r.next = m->offset + (uint32_t)p.n;
+		rc = peer_send(session_peer(s), HM_MSG_CLIENTS_REPLY, id, &r.base);
+	}
+	free(ptrs);
+	free(p.names);
+	free(p.v);
 	return rc;
 }

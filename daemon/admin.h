@@ -26,6 +26,7 @@ struct session;
 int admin_stats(struct session *s, uint32_t id, ProtobufCMessage *msg);
 int admin_files(struct session *s, uint32_t id, ProtobufCMessage *msg);
 int admin_evict(struct session *s, uint32_t id, ProtobufCMessage *msg);
+int admin_clients(struct session *s, uint32_t id, ProtobufCMessage *msg);
 int admin_config(struct session *s, uint32_t id, ProtobufCMessage *msg);
 
 #endif

@@ -582,6 +582,12 @@ peer_uid(const struct peer *p)
 	return p->cred.uid;
 }
 
+pid_t
+peer_pid(const struct peer *p)
+{
+	return p->cred.pid;
+}
+
 const char *
 peer_name(const struct peer *p)
 {

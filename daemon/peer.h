@@ -78,6 +78,7 @@ void peer_free(struct peer *p);
 
 /* The connected client's credentials (SO_PEERCRED at accept). */
 uid_t peer_uid(const struct peer *p);
+pid_t peer_pid(const struct peer *p);
 /* "pid 123 uid 1000" for log lines. */
 const char *peer_name(const struct peer *p);
 

@@ -76,6 +76,7 @@ static const struct session_command session_commands[] = {
 	{ HM_MSG_EVICT, admin_evict, true },
 	{ HM_MSG_RING_KICK, session_ring_kick, false },
 	{ HM_MSG_CONFIG, admin_config, true },
+	{ HM_MSG_CLIENTS, admin_clients, true },
 };
 
 /* The requests timed in the latency histograms. */
@@ -205,6 +206,8 @@ session_hello(struct session *s, uint32_t id, ProtobufCMessage *msg)
 	s->hello_done = true;
 	peer_set_deadline(s->peer, 0, NULL);
 	log_info("client %s: hello from \"%.64s\"", peer_name(s->peer),
+		 m->client_name != NULL ? m->client_name : "");
+	snprintf(s->client_name, sizeof s->client_name, "%s",
 		 m->client_name != NULL ? m->client_name : "");
 	r.version = HM_PROTO_VERSION;
 	r.features = m->features & HM_FEATURES_ALL;
@@ -628,6 +631,7 @@ session_new(struct server *srv, int fd)
 	srv->counters.clients++;
 	policy_count_connections(srv, peer_uid(s->peer), 1);
 	srv->counters.clients_total++;
+	s->connected_ns = monotime_ns();
 	log_info("client %s: connected", peer_name(s->peer));
 	return 0;
 }

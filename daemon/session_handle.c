@@ -22,6 +22,7 @@
 
 #include "daemon/guard.h"
 #include "daemon/log.h"
+#include "daemon/monotime.h"
 #include "daemon/peer.h"
 #include "daemon/server.h"
 #include "daemon/session.h"
@@ -127,6 +128,7 @@ session_count_served(struct session *s, ssize_t n, bool shm)
 {
 	if (n <= 0)
 		return;
+	s->bytes_served += (uint64_t)n;
 	s->srv->counters.bytes_served += (uint64_t)n;
 	if (shm)
 		s->srv->counters.bytes_shm += (uint64_t)n;
@@ -183,4 +185,38 @@ session_destroy(struct session *s)
 	free(s->direct_used);
 	free(s->groups);
 	free(s);
+}
+
+size_t
+session_clients(struct server *srv, size_t skip,
+		bool (*cb)(const struct session_client_info *info, void *arg), void *arg)
+{
+	uint64_t now = monotime_ns();
+	struct session *s;
+	size_t n = 0, i;
+
+	direct_sync(&srv->direct);	/* the clients' own counts, up to now */
+	for (s = srv->sessions; s != NULL; s = s->next, n++) {
+		struct session_client_info info = { 0 };
+
+		if (n < skip || cb == NULL)
+			continue;
+		info.pid = peer_pid(s->peer);
+		info.uid = peer_uid(s->peer);
+		info.name = s->client_name;
+		info.handles = (unsigned)s->used;
+		for (i = 0; i < s->nhandles; i++)
+			if (s->handles[i].used && s->handles[i].direct != NULL &&
+			    s->handles[i].direct->slot != NULL)
+				info.direct_grants++;
+		info.direct_reads = s->direct_reads;
+		info.direct_bytes = s->direct_bytes;
+		info.bytes_served = s->bytes_served;
+		info.polling = s->ring;
+		info.region_huge = s->region_huge;
+		info.connected_ms = now > s->connected_ns ? (now - s->connected_ns) / 1000000u : 0;
+		if (!cb(&info, arg))
+			cb = NULL;	/* the page is full: only count the rest */
+	}
+	return n;
 }

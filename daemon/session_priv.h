@@ -102,6 +102,9 @@ struct session {
 	 * and which are in use. */
 	uint32_t direct_slots;
 	uint8_t *direct_used;
+	char client_name[64];	/* HELLO's, for listings */
+	uint64_t connected_ns;	/* monotime when it connected */
+	uint64_t bytes_served;	/* file bytes given to it */
 	uint64_t direct_reads;	/* what the client reported reading itself */
 	uint64_t direct_bytes;
 
@@ -201,6 +204,20 @@ void session_update_pause(struct session *s);
 /* Hands a read to the workers.  0, or -ENOMEM (nothing was queued). */
 int session_submit(struct session *s, const struct read_kind *kind, uint32_t id,
 		   struct storage_handle *h, uint64_t offset, size_t len, uint8_t *dst);
+/* One connected client, for listings (admin_clients). */
+struct session_client_info {
+	pid_t pid;
+	uid_t uid;
+	const char *name;
+	unsigned handles, direct_grants;
+	uint64_t direct_reads, direct_bytes, bytes_served, connected_ms;
+	bool polling, region_huge;
+};
+/* Calls cb for the connected clients from the skip-th on, until it returns
+ * false; returns how many there are. */
+size_t session_clients(struct server *srv, size_t skip,
+		       bool (*cb)(const struct session_client_info *info, void *arg), void *arg);
+
 /* Counts n bytes a read served (nothing for n <= 0), and whether they
  * went into the shared region. */
 void session_count_served(struct session *s, ssize_t n, bool shm);

@@ -40,6 +40,8 @@ static const struct {
 	[HM_MSG_RING_WAKE] = { "RING_WAKE", &hotmap__ring_wake__descriptor },
 	[HM_MSG_CONFIG] = { "CONFIG", &hotmap__config_request__descriptor },
 	[HM_MSG_CONFIG_REPLY] = { "CONFIG_REPLY", &hotmap__config_reply__descriptor },
+	[HM_MSG_CLIENTS] = { "CLIENTS", &hotmap__clients__descriptor },
+	[HM_MSG_CLIENTS_REPLY] = { "CLIENTS_REPLY", &hotmap__clients_reply__descriptor },
 };
 
 const ProtobufCMessageDescriptor *

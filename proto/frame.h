@@ -74,7 +74,9 @@ enum hm_msg_type {
 	HM_MSG_RING_WAKE = 23,
 	HM_MSG_CONFIG = 24,
 	HM_MSG_CONFIG_REPLY = 25,
-	HM_MSG__MAX = 25
+	HM_MSG_CLIENTS = 26,
+	HM_MSG_CLIENTS_REPLY = 27,
+	HM_MSG__MAX = 27
 };
 
 struct hm_frame_header {

@@ -189,6 +189,54 @@ test_listed_per_file(void **state)
 	hm_disconnect(c);
 }
 
+struct me {
+	pid_t pid;
+	struct hm_client_info info;
+	char name[64];
+	int found;
+};
+
+static void
+me_cb(const struct hm_client_info *info, void *arg)
+{
+	struct me *m = arg;
+
+	if (info->pid == (uint32_t)m->pid && info->direct_grants > 0) {
+		m->info = *info;
+		snprintf(m->name, sizeof m->name, "%s", info->name);	/* valid in the call only */
+		m->found++;
+	}
+}
+
+/* ... and per client. */
+static void
+test_listed_per_client(void **state)
+{
+	const struct harness *h = *state;
+	hm_client *c = connect_direct(h, 0);
+	char path[PATH_MAX];
+	struct me m = { .pid = getpid() };
+	hm_file *f;
+	int fd, i;
+
+	make_file(h, "root/per-client", MiB, 41, path);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	f = open_ok(c, path, HM_O_DIRECT);
+	for (i = 0; i < 7; i++)
+		assert_int_equal(harness_check_read(f, fd, (uint64_t)i * 1000, 3000), 3000);
+	assert_int_equal(hm_clients(c, me_cb, &m), 0);
+	assert_int_equal(m.found, 1);
+	assert_int_equal(m.info.handles, 1);
+	assert_int_equal(m.info.direct_grants, 1);
+	assert_int_equal(m.info.direct_reads, 7);
+	assert_int_equal(m.info.direct_bytes, 21000);
+	assert_int_equal(m.info.uid, getuid());
+	assert_true(strstr(m.name, "test_direct") != NULL);
+	assert_int_equal(hm_close(f), 0);
+	close(fd);
+	hm_disconnect(c);
+}
+
 static void
 test_stat_without_round_trip(void **state)
 {
@@ -963,6 +1011,7 @@ main(void)
 		T(test_promoted_by_heat, opts_default),
 		T(test_stat_without_round_trip, opts_default),
 		T(test_listed_per_file, opts_default),
+		T(test_listed_per_client, opts_default),
 		T(test_view_in_place, opts_default),
 		T(test_view_batch, opts_default),
 		T(test_refused, opts_default),

@@ -14,7 +14,7 @@ HOTMAPCTL=${HOTMAPCTL:-client/hotmapctl}
 # Absolute: one test runs hotmapctl from another directory.
 case $HOTMAPD in /*) ;; *) HOTMAPD=$PWD/$HOTMAPD ;; esac
 case $HOTMAPCTL in /*) ;; *) HOTMAPCTL=$PWD/$HOTMAPCTL ;; esac
-PLAN=92
+PLAN=94
 
 . "${TESTS_SRCDIR:-$(dirname "$0")}/tap.sh"
 
@@ -341,6 +341,25 @@ then
 else
 	not_ok "files --json of a path with byte 0xff and a control character" "exit $rc" \
 		"$(cat -v "$dir/out" "$dir/err")"
+fi
+# --- clients -----------------------------------------------------------------------
+ctl clients >"$dir/out" 2>"$dir/err"
+rc=$?
+if [ $rc -eq 0 ] && head -n 1 "$dir/out" | grep -q "PID.*UID.*HANDLES.*DIRECT.*BYTES.*NAME" &&
+   grep -q " hotmapctl\$" "$dir/out"; then
+	ok "clients lists the connected clients, this one included"
+else
+	not_ok "clients lists the connected clients, this one included" "exit $rc" \
+		"$(cat "$dir/out" "$dir/err")"
+fi
+ctl clients --json >"$dir/out" 2>"$dir/err"
+rc=$?
+if [ $rc -eq 0 ] && grep -q '"name": "hotmapctl"' "$dir/out" &&
+   { ! command -v python3 >/dev/null 2>&1 || python3 -m json.tool "$dir/out" >/dev/null 2>&1; }; then
+	ok "clients --json prints a JSON array of the clients"
+else
+	not_ok "clients --json prints a JSON array of the clients" "exit $rc" \
+		"$(cat "$dir/out" "$dir/err")"
 fi
 expect_fail "files --sort with an unknown key exits 2" 2 "unknown sort key" --socket "$sock" files --sort nope
 
