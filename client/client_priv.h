@@ -162,18 +162,6 @@ struct read_op {
 	ssize_t result;		/* bytes, or -errno from the daemon */
 };
 
-/* A granted file mapped for direct reads (direct.c): held by the file
- * and by each view into it. */
-struct direct_map {
-	uint8_t *base;
-	size_t maplen;		/* the size the grant holds */
-	struct hm_direct_slot *slot;	/* the grant's, in region's table */
-	uint64_t gen;		/* the grant's generation */
-	struct hm_region *region;	/* held: the slot is in its table */
-	unsigned refs;		/* atomic */
-	int lost;		/* atomic: pages were gone and zero-filled */
-};
-
 struct hm_file {
 	hm_client *c;
 	uint64_t handle;	/* 0: lost in a reconnect (ESTALE) */

@@ -40,6 +40,42 @@
 #include "client/client_priv.h"
 #include "proto/direct.h"
 
+/*
+ * A mapping of a file: the memory and its page tables, which cost a fault
+ * per page to build.  A process that closes a file and opens it again
+ * (each epoch, each connection, each round) finds it here: an idle mapping
+ * is kept, up to MAPPINGS_IDLE_MAX of them, and reused by the next grant
+ * on the same file whose size it covers.  Its bytes are the page cache's
+ * (MAP_SHARED), so a reused mapping shows the file as it is now; the grant
+ * bounds what may be read of it.  One whose pages were zero-filled
+ * (lost) is never reused.
+ */
+struct mapping {
+	uint8_t *base;
+	size_t len;
+	uint64_t dev, ino;
+	unsigned refs;		/* grants using it; under maps_lock */
+	int lost;		/* atomic: pages were gone and zero-filled */
+	struct mapping *prev, *next;	/* on `idle` while refs == 0 */
+};
+
+/* A grant in use: the mapping, read under the slot's generation.  Held by
+ * the file and by each view into it. */
+struct direct_map {
+	struct mapping *map;
+	uint8_t *base;		/* map->base */
+	size_t maplen;		/* the size the grant holds (<= map->len) */
+	struct hm_direct_slot *slot;	/* the grant's, in region's table */
+	uint64_t gen;		/* the grant's generation */
+	struct hm_region *region;	/* held: the slot is in its table */
+	unsigned refs;		/* atomic */
+};
+
+#define MAPPINGS_IDLE_MAX	32
+static pthread_mutex_t maps_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct mapping *idle;	/* most recently idle first */
+static unsigned nidle;
+
 /* --- the guard ------------------------------------------------------- */
 
 struct copy_guard {
@@ -54,7 +90,7 @@ static __thread struct copy_guard copy_guard __attribute__((tls_model("initial-e
 /* Mappings the handler may repair, for views; a slot is claimed with a
  * compare-and-swap and read by the handler without a lock. */
 #define DIRECT_MAPS_MAX 4096
-static struct direct_map *maps[DIRECT_MAPS_MAX];
+static struct mapping *maps[DIRECT_MAPS_MAX];
 
 static struct sigaction prev_bus;
 static pthread_mutex_t guard_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -78,13 +114,13 @@ repair(uintptr_t addr)
 	size_t i;
 
 	for (i = 0; i < DIRECT_MAPS_MAX; i++) {
-		struct direct_map *m = __atomic_load_n(&maps[i], __ATOMIC_ACQUIRE);
+		struct mapping *m = __atomic_load_n(&maps[i], __ATOMIC_ACQUIRE);
 		uintptr_t lo, hi, from;
 
 		if (m == NULL)
 			continue;
 		lo = (uintptr_t)m->base;
-		hi = lo + m->maplen;
+		hi = lo + m->len;
 		if (addr < lo || addr >= hi)
 			continue;
 		from = addr & ~((uintptr_t)page - 1);
@@ -174,17 +210,122 @@ guarded_copy(void *dst, const void *src, size_t len)
 
 /* --- mappings -------------------------------------------------------- */
 
+/* Unmaps m, which no one uses, and takes it out of the handler's table. */
 static void
-map_unref(struct direct_map *m)
+mapping_destroy(struct mapping *m)
 {
 	size_t i;
 
-	if (m == NULL || __atomic_sub_fetch(&m->refs, 1, __ATOMIC_ACQ_REL) > 0)
-		return;
 	for (i = 0; i < DIRECT_MAPS_MAX; i++)
 		if (__atomic_load_n(&maps[i], __ATOMIC_RELAXED) == m)
 			__atomic_store_n(&maps[i], NULL, __ATOMIC_RELEASE);
-	munmap(m->base, m->maplen);
+	munmap(m->base, m->len);
+	free(m);
+}
+
+static void
+idle_unlink(struct mapping *m)
+{
+	if (m->prev != NULL)
+		m->prev->next = m->next;
+	else
+		idle = m->next;
+	if (m->next != NULL)
+		m->next->prev = m->prev;
+	m->prev = m->next = NULL;
+	nidle--;
+}
+
+/* A grant is done with m: kept for the next, or unmapped. */
+static void
+mapping_put(struct mapping *m)
+{
+	struct mapping *old = NULL;
+
+	pthread_mutex_lock(&maps_lock);
+	if (--m->refs > 0) {
+		pthread_mutex_unlock(&maps_lock);
+		return;
+	}
+	if (__atomic_load_n(&m->lost, __ATOMIC_ACQUIRE)) {
+		pthread_mutex_unlock(&maps_lock);
+		mapping_destroy(m);
+		return;
+	}
+	m->next = idle;
+	if (idle != NULL)
+		idle->prev = m;
+	idle = m;
+	nidle++;
+	if (nidle > MAPPINGS_IDLE_MAX) {
+		for (old = idle; old->next != NULL; old = old->next)
+			;
+		idle_unlink(old);	/* the least recently idle */
+	}
+	pthread_mutex_unlock(&maps_lock);
+	if (old != NULL)
+		mapping_destroy(old);
+}
+
+/* A mapping of f's file covering len bytes: an idle one, or a new one of
+ * the descriptor fd.  NULL and errno. */
+static struct mapping *
+mapping_get(const hm_file *f, int fd, size_t len)
+{
+	struct mapping *m, *stale = NULL;
+	size_t i;
+
+	pthread_mutex_lock(&maps_lock);
+	for (m = idle; m != NULL; m = m->next)
+		if (m->dev == f->st.dev && m->ino == f->st.ino)
+			break;
+	if (m != NULL) {
+		idle_unlink(m);
+		if (m->len >= len) {
+			m->refs = 1;
+			pthread_mutex_unlock(&maps_lock);
+			return m;	/* its page tables are built already */
+		}
+		stale = m;	/* the file grew past it */
+	}
+	pthread_mutex_unlock(&maps_lock);
+	if (stale != NULL)
+		mapping_destroy(stale);
+	m = calloc(1, sizeof *m);
+	if (m == NULL)
+		return NULL;
+	m->base = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
+	if (m->base == MAP_FAILED) {
+		int err = errno;
+
+		free(m);
+		errno = err;
+		return NULL;
+	}
+	m->len = len;
+	m->dev = f->st.dev;
+	m->ino = f->st.ino;
+	m->refs = 1;
+	for (i = 0; i < DIRECT_MAPS_MAX; i++) {
+		struct mapping *none = NULL;
+
+		if (__atomic_compare_exchange_n(&maps[i], &none, m, false, __ATOMIC_ACQ_REL,
+						__ATOMIC_RELAXED))
+			return m;
+	}
+	/* a view of it could not be repaired: no direct reads */
+	munmap(m->base, m->len);
+	free(m);
+	errno = ENFILE;
+	return NULL;
+}
+
+static void
+map_unref(struct direct_map *m)
+{
+	if (m == NULL || __atomic_sub_fetch(&m->refs, 1, __ATOMIC_ACQ_REL) > 0)
+		return;
+	mapping_put(m->map);
 	region_unref(m->region);
 	free(m);
 }
@@ -242,7 +383,6 @@ direct_promote(hm_file *f)
 {
 	int fd = f->fd >= 0 ? f->fd : f->own_fd;
 	struct direct_map *m;
-	size_t i;
 
 	if (f->dm != NULL)
 		return 0;
@@ -253,29 +393,16 @@ direct_promote(hm_file *f)
 	m = calloc(1, sizeof *m);
 	if (m == NULL)
 		return -ENOMEM;
-	m->maplen = (size_t)f->dsize;
-	m->base = mmap(NULL, m->maplen, PROT_READ, MAP_SHARED, fd, 0);
-	if (m->base == MAP_FAILED) {
+	m->map = mapping_get(f, fd, (size_t)f->dsize);
+	if (m->map == NULL) {
 		int err = errno;
 
 		free(m);
 		f->direct_ok = false;
 		return -err;
 	}
-	for (i = 0; i < DIRECT_MAPS_MAX; i++) {
-		struct direct_map *none = NULL;
-
-		if (__atomic_compare_exchange_n(&maps[i], &none, m, false, __ATOMIC_ACQ_REL,
-						__ATOMIC_RELAXED))
-			break;
-	}
-	if (i == DIRECT_MAPS_MAX) {
-		/* a view of it could not be repaired: no direct reads */
-		munmap(m->base, m->maplen);
-		free(m);
-		f->direct_ok = false;
-		return -ENFILE;
-	}
+	m->base = m->map->base;
+	m->maplen = (size_t)f->dsize;
 	m->refs = 1;
 	m->slot = grant_slot(f);
 	m->gen = f->dgen;
@@ -367,7 +494,7 @@ direct_view(hm_file *f, uint64_t offset, size_t len, const void **data, size_t *
 int
 direct_map_check(const struct direct_map *m)
 {
-	if (__atomic_load_n(&m->lost, __ATOMIC_ACQUIRE))
+	if (__atomic_load_n(&m->map->lost, __ATOMIC_ACQUIRE))
 		return -EIO;
 	if (hm_direct_gen(m->slot) != m->gen)
 		return -ESTALE;

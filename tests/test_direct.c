@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -373,6 +374,63 @@ test_view_batch(void **state)
 	close(fda);
 	close(fdb);
 	free(ref);
+	hm_disconnect(c);
+}
+
+static long
+minor_faults(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return ru.ru_minflt;
+}
+
+/* Reads every page of f directly; the minor faults that took. */
+static long
+read_every_page(hm_file *f, int fd, uint64_t size)
+{
+	long before = minor_faults();
+	uint64_t off;
+
+	for (off = 0; off < size; off += 4096)
+		if (harness_check_read(f, fd, off, 100) != 100)
+			fail_msg("read at %llu", (unsigned long long)off);
+	return minor_faults() - before;
+}
+
+/* A process that opens the file again (each epoch, each connection)
+ * finds the mapping it had, page tables and all. */
+static void
+test_mapping_reused(void **state)
+{
+	const struct harness *h = *state;
+	hm_client *c = connect_direct(h, 0), *d;
+	char path[PATH_MAX];
+	long first, again, other;
+	hm_file *f;
+	int fd;
+
+	make_file(h, "root/reused", 16 * MiB, 42, path);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	f = open_ok(c, path, HM_O_DIRECT);
+	first = read_every_page(f, fd, 16 * MiB);
+	assert_int_equal(hm_close(f), 0);
+	f = open_ok(c, path, HM_O_DIRECT);
+	again = read_every_page(f, fd, 16 * MiB);
+	assert_int_equal(hm_close(f), 0);
+	/* another connection of the process too */
+	d = connect_direct(h, 0);
+	f = open_ok(d, path, HM_O_DIRECT);
+	other = read_every_page(f, fd, 16 * MiB);
+	assert_int_equal(hm_close(f), 0);
+	hm_disconnect(d);
+	print_message("minor faults reading 16 MiB: %ld, again %ld, on another connection %ld\n",
+		      first, again, other);
+	assert_true(first >= 4);	/* large folios map many pages a fault */
+	assert_true(again <= first / 8);
+	assert_true(other <= first / 8);
+	close(fd);
 	hm_disconnect(c);
 }
 
@@ -1014,6 +1072,7 @@ main(void)
 		T(test_listed_per_client, opts_default),
 		T(test_view_in_place, opts_default),
 		T(test_view_batch, opts_default),
+		T(test_mapping_reused, opts_default),
 		T(test_refused, opts_default),
 		T(test_switched_off, opts_off),
 		T(test_revoked_by_writer, opts_default),
