@@ -1929,7 +1929,7 @@ wl_sample(void)
 		       "the timing): %u reads of a random %s-aligned %s record of the hot %s file.\n"
 		       "  GB/s and reads/s: all the processes' reads over the wall time from the first "
 		       "start to the last end; latency per read (p50: median of the processes', p99: "
-		       "the worst). hotmap-view holds each record as a view and releases it (no copy).",
+		       "the worst).",
 		       np, bench.o.sample_reads, human_size(sz, sizeof sz, bench.o.proc_read_size),
 		       human_size(sz, sizeof sz, bench.o.proc_read_size),
 		       human_size(sz2, sizeof sz2, bench.o.file_size));
@@ -2483,7 +2483,7 @@ defaults(struct bench_opts *o, bool quick)
 		.dep_ops = quick ? 400 : 20000,
 		.fresh_procs = 4,
 		.sample_procs = 4,
-		.sample_reads = quick ? 200 : 20000,
+		.sample_reads = quick ? 200 : 5000,
 		.scale_files = { 10, 1000, 10000 },
 		.nscale_files = 3,
 		.scale_clients = quick ? 20 : 1000,
@@ -2524,7 +2524,7 @@ usage(FILE *fp)
 		"  --train-epochs N (4)  --train-random N (32)  --train-clients LIST (1,4)\n"
 		"  --procs N (200)  --proc-reads N (64)  --proc-read-size S (64K, also the sample records)\n"
 		"  --iso-ops N (5000)  --dep-ops N (20000)  --fresh-procs N (4)  --sample-procs N (4)\n"
-		"  --sample-reads N (20000)\n"
+		"  --sample-reads N (5000)\n"
 		"  --scale-files LIST (10,1000,10000)  --scale-clients N (1000)  --scale-ops N (5000)\n"
 		"  --scale-file-size S (16K)\n",
 		"pread,mmap-new,mmap-touched,hotmap,hotmap-daemon,hotmap-view,hotmap-pread,nginx,...");
