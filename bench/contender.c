@@ -624,6 +624,18 @@ const struct contender contenders[] = {
 		.read_batch = hotmap_read_batch,
 	},
 	{
+		.name = "hotmap-odirect-batch",
+		.label = "hm_read_batch, files opened HM_O_DIRECT: every range served in the client from its own mapping",
+		.flags = CF_HOTMAP | CF_BATCH_ONLY,
+		.workloads = W_RAND | W_TRAIN,
+		.hm_flags = HM_O_DIRECT,
+		.direct = 1,
+		.batch_note = "hm_read_batch",
+		HOTMAP_SESSION_OPS,
+		.read = hotmap_read,
+		.read_batch = hotmap_read_batch,
+	},
+	{
 		.name = "hotmap-daemon-batch",
 		.label = "hotmapd's tiers only (direct 0), hm_read_batch: one round trip per 256 ranges (the old \"hotmap-batch\")",
 		.flags = CF_HOTMAP | CF_BATCH_ONLY,
