@@ -282,6 +282,34 @@ hotmap_open(void *sp, const char *path, uint64_t size)
 	return h;
 }
 
+/*
+ * The direct tier's steady state: the file opened HM_O_DIRECT and every
+ * page of the client's own mapping touched now, outside the timing,
+ * through one view of the whole file, as a long-lived client's mapping
+ * would be after its first pass (mmap-touched is the in-process twin).
+ */
+static void *
+hotmap_open_touched(void *sp, const char *path, uint64_t size)
+{
+	struct hm_handle *h = hotmap_open(sp, path, size);
+	long page = sysconf(_SC_PAGESIZE);
+	struct hm_view v;
+	uint64_t off;
+	char sum = 0;
+
+	if (h == NULL)
+		return NULL;
+	if (hm_view_range(h->f, 0, (size_t)size, &v) == 0) {
+		const volatile char *q = v.data;
+
+		for (off = 0; off < v.len; off += (uint64_t)page)
+			sum += q[off];
+		hm_view_release(&v);
+	}
+	(void)sum;
+	return h;
+}
+
 static ssize_t
 hotmap_read(void *fp, void *buf, size_t len, uint64_t off)
 {
@@ -600,6 +628,38 @@ const struct contender contenders[] = {
 		.batch_note = "hm_pread: one call per read",
 		HOTMAP_SESSION_OPS,
 		.read = hotmap_read,
+	},
+	{
+		.name = "hotmap-touched",
+		.label = "hm_pread, HM_O_DIRECT, every page of the client's mapping touched at open (outside the timing): a long-lived client's steady state",
+		.flags = CF_HOTMAP,
+		.workloads = W_RAND | W_SEQ | W_DEP | W_SAMPLE,
+		.hm_flags = HM_O_DIRECT,
+		.direct = 1,
+		.batch_note = "hm_pread: one call per read",
+		.available = hotmap_available,
+		.session_open = hotmap_session_open,
+		.session_close = hotmap_session_close,
+		.file_open = hotmap_open_touched,
+		.file_close = hotmap_close,
+		.read = hotmap_read,
+	},
+	{
+		.name = "hotmap-touched-view",
+		.label = "hm_view_range read in place, HM_O_DIRECT, the client's mapping touched at open (outside the timing)",
+		.flags = CF_HOTMAP,
+		.workloads = W_VIEWSUM | W_DEP,
+		.hm_flags = HM_O_DIRECT,
+		.direct = 1,
+		.batch_note = "one hm_view_range after another, all held, then released",
+		.available = hotmap_available,
+		.session_open = hotmap_session_open,
+		.session_close = hotmap_session_close,
+		.file_open = hotmap_open_touched,
+		.file_close = hotmap_close,
+		.read = hotmap_view_read,
+		.view_ranges = hotmap_view_ranges,
+		.consume = hotmap_view_consume,
 	},
 	{
 		.name = "hotmap-daemon",
