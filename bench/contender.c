@@ -612,7 +612,8 @@ const struct contender contenders[] = {
 		.name = "hotmap",
 		.label = "libhotmap's defaults: hm_pread, direct tier on (after 1 read through hotmapd the library reads its own mapping of the file)",
 		.flags = CF_HOTMAP,
-		.workloads = W_RAND | W_SEQ | W_TRAIN | W_PROCS | W_VIEWSUM | W_DEP | W_FRESH | W_SAMPLE,
+		.workloads = W_RAND | W_SEQ | W_CACHE | W_TRAIN | W_PROCS | W_ISO | W_SCALE | W_SCALE_CLIENTS |
+			     W_VIEWSUM | W_DEP | W_FRESH | W_SAMPLE,
 		.direct = DIRECT_DEFAULT,
 		.batch_note = "hm_pread: one call per read",
 		HOTMAP_SESSION_OPS,
