@@ -59,6 +59,10 @@ struct bench_opts {
 
 	unsigned iso_ops;
 
+	unsigned dep_ops;		/* dependent lookups per round */
+	unsigned fresh_procs;		/* fresh processes at once */
+	unsigned sample_procs, sample_reads;	/* of proc_read_size */
+
 	unsigned scale_files[BENCH_MAX_LIST];
 	unsigned nscale_files;
 	unsigned scale_clients;
@@ -99,6 +103,16 @@ extern struct bench_ctx bench;
 #define W_ISO		0x020	/* isolation */
 #define W_SCALE		0x040	/* many files, many clients */
 #define W_SCALE_CLIENTS	0x080	/* has connections: the many-clients point */
+#define W_VIEWSUM	0x100	/* sequential 1 MiB consumed in place (summed) */
+#define W_DEP		0x200	/* dependent 4 KiB lookups, one at a time */
+#define W_FRESH		0x400	/* fresh processes reading the whole hot file */
+#define W_SAMPLE	0x800	/* concurrent processes sampling random records */
+
+/* The most contenders the table may have (workload arrays are this long). */
+#define BENCH_MAX_CONTENDERS	32
+
+/* contender.direct: the library's default (HOTMAP_DIRECT unset: on), off, on. */
+#define DIRECT_DEFAULT	(-1)
 
 /* Contender kinds. */
 #define CF_REFERENCE	0x01	/* in-process pread: the reference of every ratio */
@@ -121,12 +135,17 @@ struct contender {
 	unsigned flags;			/* CF_* */
 	unsigned workloads;		/* W_* */
 	int hm_flags;			/* hm_open flags (hotmap contenders) */
-	/* HOTMAP_SHM_SIZE while connecting (hotmap); NULL: the library's
-	 * default. */
+	/* The connection's options (hm_connect_opts), hotmap contenders only.
+	 * shm_size: the shared region's bytes ("0": none); NULL: the
+	 * library's default. */
 	const char *shm_size;
-	/* Polling mode (HOTMAP_POLL=1 while connecting; 0 otherwise, so that
-	 * the other rows measure frames on any machine). */
+	/* Polling mode (hm_options.poll = 1; 0 otherwise, so that the other
+	 * rows measure frames on any machine). */
 	bool poll;
+	/* The direct tier (hm_options.direct): DIRECT_DEFAULT (the library's
+	 * default, on), 0 off (the daemon's tiers only) or 1 on.  Set on every
+	 * hotmap row: 0-initialised rows would silently be daemon tiers. */
+	int direct;
 	/* How a batch is read. */
 	const char *batch_note;
 
@@ -150,6 +169,13 @@ struct contender {
 	 * copies.  When set, timed reads use it instead of read(). */
 	int (*view_ranges)(void *s, struct bench_range *r, size_t n);
 	void (*file_close)(void *f);
+	/* Consumes [off, off + len) in place: calls fn on the bytes where the
+	 * contender has them (its mapping, a view) without copying them to
+	 * buf.  NULL: read() into buf, then fn on buf (contender_consume).
+	 * fn's result, or -1 and errno when the bytes could not be had whole
+	 * (len is always inside the file here). */
+	int (*consume)(void *f, void *buf, size_t len, uint64_t off,
+		       int (*fn)(const void *data, size_t len, void *arg), void *arg);
 };
 
 extern const struct contender contenders[];
@@ -161,6 +187,9 @@ bool contender_selected(const struct contender *c);
  * read_batch, or read() one after another.  Every range must come back
  * whole. */
 int contender_read_ranges(const struct contender *c, void *s, struct bench_range *r, size_t n);
+/* c->consume, or read() into buf and fn on buf. */
+int contender_consume(const struct contender *c, void *f, void *buf, size_t len, uint64_t off,
+		      int (*fn)(const void *data, size_t len, void *arg), void *arg);
 /* The contender's own resident pages of an open file, for a mapping
  * contender (mincore on its mapping), else -1. */
 double contender_mapping_residency(const struct contender *c, void *f);
@@ -276,6 +305,8 @@ void faults_self(struct faults *f);
 void faults_pid(pid_t pid, struct faults *f);
 /* A field of /proc/PID/status in KiB ("RssAnon", "VmPTE"), -1 if absent. */
 long proc_status_kib(pid_t pid, const char *field);
+/* The same of any /proc/PID file of "Field: N kB" lines ("smaps_rollup"). */
+long proc_kib(pid_t pid, const char *file, const char *field);
 
 /* Fraction (0-1) of the file's pages in the page cache, from mincore on a
  * fresh mapping; -1 on error. */
@@ -311,6 +342,10 @@ struct child_report {
 	uint64_t ops;
 	long minflt, majflt;
 	double lat_p50, lat_p99;	/* per op or batch, in us */
+	/* Memory the run added to the process, in KiB (workloads that ask):
+	 * /proc/self/status RssAnon, RssFile, RssShmem and smaps_rollup Pss. */
+	long anon_kib, file_kib, shmem_kib, pss_kib;
+	uint64_t check;			/* a checksum of what was read */
 	char err[120];
 };
 typedef int (*child_fn)(unsigned idx, void *arg, void **state, struct child_report *rep);

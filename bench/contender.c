@@ -164,6 +164,21 @@ mmap_read(void *fp, void *buf, size_t len, uint64_t off)
 	return (ssize_t)len;
 }
 
+/* In place: the mapping's bytes, no copy. */
+static int
+mmap_consume(void *fp, void *buf, size_t len, uint64_t off,
+	     int (*fn)(const void *data, size_t len, void *arg), void *arg)
+{
+	struct map_file *f = fp;
+
+	(void)buf;
+	if (off > f->size || len > f->size - off) {
+		errno = EINVAL;
+		return -1;
+	}
+	return fn(f->map + off, len, arg);
+}
+
 static void
 mmap_close(void *fp)
 {
@@ -219,18 +234,21 @@ static void *
 hotmap_session_open(const struct contender *c)
 {
 	struct session *s = session_new(c);
+	struct hm_options o = HM_OPTIONS_INIT;
 	int e;
 
-	/* The transport is chosen at connect: the shared region or none.
-	 * hmbench runs one thread, so the environment is ours to change. */
+	/* The tiers are chosen per connection: the shared region or none,
+	 * frames or the polling ring, the direct tier or the daemon's only.
+	 * Fields left HM_DEFAULT are the library's defaults (hmbench unsets
+	 * the environment variables that would change them). */
 	if (c->shm_size != NULL)
-		setenv("HOTMAP_SHM_SIZE", c->shm_size, 1);
-	setenv("HOTMAP_POLL", c->poll ? "1" : "0", 1);
-	s->hm = hm_connect(bench.hotmap_sock);
-	e = errno;
-	unsetenv("HOTMAP_SHM_SIZE");
-	unsetenv("HOTMAP_POLL");
+		o.shm_size = strtoll(c->shm_size, NULL, 10);
+	o.poll = c->poll ? 1 : 0;
+	if (c->direct != DIRECT_DEFAULT)
+		o.direct = c->direct;
+	s->hm = hm_connect_opts(bench.hotmap_sock, &o);
 	if (s->hm == NULL) {
+		e = errno;
 		free(s);
 		errno = e;
 		return NULL;
@@ -261,6 +279,34 @@ hotmap_open(void *sp, const char *path, uint64_t size)
 	h = xcalloc(1, sizeof *h);
 	h->s = s;
 	h->f = f;
+	return h;
+}
+
+/*
+ * The direct tier's steady state: the file opened HM_O_DIRECT and every
+ * page of the client's own mapping touched now, outside the timing,
+ * through one view of the whole file, as a long-lived client's mapping
+ * would be after its first pass (mmap-touched is the in-process twin).
+ */
+static void *
+hotmap_open_touched(void *sp, const char *path, uint64_t size)
+{
+	struct hm_handle *h = hotmap_open(sp, path, size);
+	long page = sysconf(_SC_PAGESIZE);
+	struct hm_view v;
+	uint64_t off;
+	char sum = 0;
+
+	if (h == NULL)
+		return NULL;
+	if (hm_view_range(h->f, 0, (size_t)size, &v) == 0) {
+		const volatile char *q = v.data;
+
+		for (off = 0; off < v.len; off += (uint64_t)page)
+			sum += q[off];
+		hm_view_release(&v);
+	}
+	(void)sum;
 	return h;
 }
 
@@ -362,6 +408,29 @@ hotmap_view_read(void *fp, void *buf, size_t len, uint64_t off)
 	memcpy(buf, v.data, n);
 	hm_view_release(&v);
 	return (ssize_t)n;
+}
+
+/* In place: the view's bytes (the file's mapping on the direct tier, the
+ * shared region on the daemon's), released after fn. */
+static int
+hotmap_view_consume(void *fp, void *buf, size_t len, uint64_t off,
+		    int (*fn)(const void *data, size_t len, void *arg), void *arg)
+{
+	struct hm_handle *h = fp;
+	struct hm_view v;
+	int rc;
+
+	(void)buf;
+	if (hm_view_range(h->f, off, len, &v) < 0)
+		return -1;
+	if (v.len != len) {
+		hm_view_release(&v);
+		errno = EIO;
+		return -1;
+	}
+	rc = fn(v.data, v.len, arg);
+	hm_view_release(&v);
+	return rc;
 }
 
 /* --- nginx: HTTP/1.1 Range requests over a Unix socket ------------------------ */
@@ -490,7 +559,8 @@ const struct contender contenders[] = {
 		.name = "pread",
 		.label = "in-process pread(2) on a persistent descriptor: the reference",
 		.flags = CF_REFERENCE,
-		.workloads = W_RAND | W_SEQ | W_CACHE | W_TRAIN | W_PROCS | W_ISO | W_SCALE,
+		.workloads = W_RAND | W_SEQ | W_CACHE | W_TRAIN | W_PROCS | W_ISO | W_SCALE | W_VIEWSUM | W_DEP |
+			     W_FRESH | W_SAMPLE,
 		.batch_note = "one pread after another",
 		.available = always,
 		.session_open = session_new,
@@ -503,52 +573,135 @@ const struct contender contenders[] = {
 		.name = "mmap-new",
 		.label = "in-process mmap, a new mapping each round: the first touch of a page faults",
 		.flags = CF_MAPPING,
-		.workloads = W_RAND | W_SEQ | W_CACHE | W_TRAIN | W_PROCS,
+		.workloads = W_RAND | W_SEQ | W_CACHE | W_TRAIN | W_PROCS | W_SAMPLE,
 		.batch_note = "one memcpy after another",
 		.available = always,
 		.session_open = session_new,
 		.session_close = session_free,
 		.file_open = mmap_open,
 		.read = mmap_read,
+		.consume = mmap_consume,
 		.file_close = mmap_close,
 	},
 	{
 		.name = "mmap-touched",
 		.label = "in-process mmap, every page touched at open, outside the timing",
 		.flags = CF_MAPPING | CF_TOUCHED,
-		.workloads = W_RAND | W_SEQ | W_CACHE | W_ISO,
+		.workloads = W_RAND | W_SEQ | W_CACHE | W_ISO | W_VIEWSUM | W_DEP,
 		.batch_note = "one memcpy after another",
 		.available = always,
 		.session_open = session_new,
 		.session_close = session_free,
 		.file_open = mmap_open,
 		.read = mmap_read,
+		.consume = mmap_consume,
 		.file_close = mmap_close,
 	},
 	{
 		.name = "hotmap-socket",
-		.label = "hotmapd, hm_pread with no shared region (HOTMAP_SHM_SIZE=0): every byte over the socket",
+		.label = "hotmapd, hm_pread with no shared region (shm_size 0, so no direct tier): every byte over the socket",
 		.flags = CF_HOTMAP,
 		.workloads = W_RAND | W_SEQ | W_PROCS,
 		.shm_size = "0",
+		.direct = 0,
 		.batch_note = "hm_pread: one round trip per read",
 		HOTMAP_SESSION_OPS,
 		.read = hotmap_read,
 	},
 	{
 		.name = "hotmap",
-		.label = "hotmapd, hm_pread with the library's defaults (16 MiB shared region for reads >= 4 KiB)",
+		.label = "libhotmap's defaults: hm_pread, direct tier on (after 1 read through hotmapd the library reads its own mapping of the file)",
 		.flags = CF_HOTMAP,
-		.workloads = W_RAND | W_SEQ | W_CACHE | W_TRAIN | W_PROCS | W_ISO | W_SCALE | W_SCALE_CLIENTS,
+		.workloads = W_RAND | W_SEQ | W_CACHE | W_TRAIN | W_PROCS | W_ISO | W_SCALE | W_SCALE_CLIENTS |
+			     W_VIEWSUM | W_DEP | W_FRESH | W_SAMPLE,
+		.direct = DIRECT_DEFAULT,
+		.batch_note = "hm_pread: one call per read",
+		HOTMAP_SESSION_OPS,
+		.read = hotmap_read,
+	},
+	{
+		.name = "hotmap-odirect",
+		.label = "hm_pread, files opened HM_O_DIRECT: read directly from the first read",
+		.flags = CF_HOTMAP,
+		.workloads = W_PROCS | W_DEP | W_FRESH | W_SAMPLE,
+		.hm_flags = HM_O_DIRECT,
+		.direct = 1,
+		.batch_note = "hm_pread: one call per read",
+		HOTMAP_SESSION_OPS,
+		.read = hotmap_read,
+	},
+	{
+		.name = "hotmap-touched",
+		.label = "hm_pread, HM_O_DIRECT, every page of the client's mapping touched at open (outside the timing): a long-lived client's steady state",
+		.flags = CF_HOTMAP,
+		.workloads = W_RAND | W_SEQ | W_DEP | W_SAMPLE,
+		.hm_flags = HM_O_DIRECT,
+		.direct = 1,
+		.batch_note = "hm_pread: one call per read",
+		.available = hotmap_available,
+		.session_open = hotmap_session_open,
+		.session_close = hotmap_session_close,
+		.file_open = hotmap_open_touched,
+		.file_close = hotmap_close,
+		.read = hotmap_read,
+	},
+	{
+		.name = "hotmap-touched-view",
+		.label = "hm_view_range read in place, HM_O_DIRECT, the client's mapping touched at open (outside the timing)",
+		.flags = CF_HOTMAP,
+		.workloads = W_VIEWSUM | W_DEP,
+		.hm_flags = HM_O_DIRECT,
+		.direct = 1,
+		.batch_note = "one hm_view_range after another, all held, then released",
+		.available = hotmap_available,
+		.session_open = hotmap_session_open,
+		.session_close = hotmap_session_close,
+		.file_open = hotmap_open_touched,
+		.file_close = hotmap_close,
+		.read = hotmap_view_read,
+		.view_ranges = hotmap_view_ranges,
+		.consume = hotmap_view_consume,
+	},
+	{
+		.name = "hotmap-daemon",
+		.label = "hotmapd's tiers only (direct 0), hm_pread, 16 MiB shared region for reads >= 4 KiB: the old \"hotmap\" row",
+		.flags = CF_HOTMAP,
+		.workloads = W_RAND | W_SEQ | W_CACHE | W_TRAIN | W_PROCS | W_ISO | W_SCALE | W_SCALE_CLIENTS |
+			     W_VIEWSUM | W_DEP | W_FRESH | W_SAMPLE,
+		.direct = 0,
 		.batch_note = "hm_pread: one round trip per read",
 		HOTMAP_SESSION_OPS,
 		.read = hotmap_read,
 	},
 	{
 		.name = "hotmap-batch",
-		.label = "hotmapd, hm_read_batch (one round trip per 256 ranges), defaults",
+		.label = "hm_read_batch, library defaults: ranges of directly read files are served in the client, the rest in one round trip per 256",
 		.flags = CF_HOTMAP | CF_BATCH_ONLY,
 		.workloads = W_RAND | W_TRAIN,
+		.direct = DIRECT_DEFAULT,
+		.batch_note = "hm_read_batch",
+		HOTMAP_SESSION_OPS,
+		.read = hotmap_read,
+		.read_batch = hotmap_read_batch,
+	},
+	{
+		.name = "hotmap-odirect-batch",
+		.label = "hm_read_batch, files opened HM_O_DIRECT: every range served in the client from its own mapping",
+		.flags = CF_HOTMAP | CF_BATCH_ONLY,
+		.workloads = W_RAND | W_TRAIN,
+		.hm_flags = HM_O_DIRECT,
+		.direct = 1,
+		.batch_note = "hm_read_batch",
+		HOTMAP_SESSION_OPS,
+		.read = hotmap_read,
+		.read_batch = hotmap_read_batch,
+	},
+	{
+		.name = "hotmap-daemon-batch",
+		.label = "hotmapd's tiers only (direct 0), hm_read_batch: one round trip per 256 ranges (the old \"hotmap-batch\")",
+		.flags = CF_HOTMAP | CF_BATCH_ONLY,
+		.workloads = W_RAND | W_TRAIN,
+		.direct = 0,
 		.batch_note = "hm_read_batch",
 		HOTMAP_SESSION_OPS,
 		.read = hotmap_read,
@@ -556,30 +709,46 @@ const struct contender contenders[] = {
 	},
 	{
 		.name = "hotmap-view",
-		.label = "hotmapd, hm_view_range + hm_view_release: bytes left in the shared region, no copy out",
+		.label = "hm_view_range + hm_view_release, library defaults: a pointer into the client's own mapping of the file (direct tier), zero copy: where the bytes are not read (rand4k, seq1m, train) nothing touches them; viewsum and dependent read them",
 		.flags = CF_HOTMAP,
-		.workloads = W_RAND | W_SEQ | W_TRAIN,
+		.workloads = W_RAND | W_SEQ | W_TRAIN | W_VIEWSUM | W_DEP,
+		.direct = DIRECT_DEFAULT,
 		.batch_note = "one hm_view_range after another, all held, then released",
 		HOTMAP_SESSION_OPS,
 		.read = hotmap_view_read,
 		.view_ranges = hotmap_view_ranges,
+		.consume = hotmap_view_consume,
+	},
+	{
+		.name = "hotmap-daemon-view",
+		.label = "hotmapd's tiers only (direct 0), hm_view_range: bytes left in the shared region, no copy out (the old \"hotmap-view\")",
+		.flags = CF_HOTMAP,
+		.workloads = W_RAND | W_SEQ | W_TRAIN | W_VIEWSUM,
+		.direct = 0,
+		.batch_note = "one hm_view_range after another, all held, then released",
+		HOTMAP_SESSION_OPS,
+		.read = hotmap_view_read,
+		.view_ranges = hotmap_view_ranges,
+		.consume = hotmap_view_consume,
 	},
 	{
 		.name = "hotmap-poll",
-		.label = "hotmapd, hm_pread in polling mode (HOTMAP_POLL=1, hotmapd --poll-us 50): requests and completions through a ring in the shared region",
+		.label = "hotmapd, hm_pread in polling mode (poll 1, direct 0, hotmapd --poll-us 50): requests and completions through a ring in the shared region",
 		.flags = CF_HOTMAP,
 		.workloads = W_RAND | W_SEQ,
 		.poll = true,
+		.direct = 0,
 		.batch_note = "hm_pread: one ring request per read",
 		HOTMAP_SESSION_OPS,
 		.read = hotmap_read,
 	},
 	{
 		.name = "hotmap-poll-batch",
-		.label = "hotmapd, hm_read_batch in polling mode: up to 64 ring requests in flight",
+		.label = "hotmapd, hm_read_batch in polling mode (direct 0): up to 64 ring requests in flight",
 		.flags = CF_HOTMAP | CF_BATCH_ONLY,
 		.workloads = W_RAND,
 		.poll = true,
+		.direct = 0,
 		.batch_note = "hm_read_batch through the ring",
 		HOTMAP_SESSION_OPS,
 		.read = hotmap_read,
@@ -587,10 +756,11 @@ const struct contender contenders[] = {
 	},
 	{
 		.name = "hotmap-poll-view",
-		.label = "hotmapd, hm_view_range in polling mode: no copy out, no frame",
+		.label = "hotmapd, hm_view_range in polling mode (direct 0): no copy out, no frame",
 		.flags = CF_HOTMAP,
 		.workloads = W_RAND | W_SEQ,
 		.poll = true,
+		.direct = 0,
 		.batch_note = "one hm_view_range after another, all held, then released",
 		HOTMAP_SESSION_OPS,
 		.read = hotmap_view_read,
@@ -598,10 +768,11 @@ const struct contender contenders[] = {
 	},
 	{
 		.name = "hotmap-pread",
-		.label = "hotmapd with the HM_O_PREAD backend (the daemon preads), library defaults",
+		.label = "hotmapd with the HM_O_PREAD backend (the daemon preads; direct 0), library defaults otherwise",
 		.flags = CF_HOTMAP,
 		.workloads = W_SEQ | W_CACHE | W_ISO,
 		.hm_flags = HM_O_PREAD,
+		.direct = 0,
 		.batch_note = "hm_pread: one round trip per read",
 		HOTMAP_SESSION_OPS,
 		.read = hotmap_read,
@@ -623,6 +794,8 @@ const struct contender contenders[] = {
 };
 
 const size_t ncontenders = sizeof contenders / sizeof contenders[0];
+_Static_assert(sizeof contenders / sizeof contenders[0] <= BENCH_MAX_CONTENDERS,
+	       "BENCH_MAX_CONTENDERS is too small for the table");
 
 const struct contender *
 contender_find(const char *name)
@@ -642,6 +815,24 @@ contender_selected(const struct contender *c)
 	if (bench.o.contenders == NULL || (c->flags & CF_REFERENCE))
 		return true;
 	return list_has(bench.o.contenders, c->name);
+}
+
+int
+contender_consume(const struct contender *c, void *f, void *buf, size_t len, uint64_t off,
+		  int (*fn)(const void *data, size_t len, void *arg), void *arg)
+{
+	ssize_t got;
+
+	if (c->consume != NULL)
+		return c->consume(f, buf, len, off, fn, arg);
+	got = c->read(f, buf, len, off);
+	if (got < 0)
+		return -1;
+	if ((size_t)got != len) {
+		errno = EIO;
+		return -1;
+	}
+	return fn(buf, len, arg);
 }
 
 int

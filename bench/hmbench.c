@@ -38,7 +38,7 @@
 
 struct bench_ctx bench;
 
-static bool broken[16];		/* contenders that failed verification */
+static bool broken[BENCH_MAX_CONTENDERS];		/* contenders that failed verification */
 static char *scratch;		/* read buffer of the parent */
 static size_t scratch_len;
 static unsigned cold_restarts;	/* hotmapd restarts needed to get a file cold */
@@ -293,6 +293,20 @@ floors_teardown(void **states)
 /* --- cold and warm files --------------------------------------------------------- */
 
 /*
+ * A connection of hmbench's own (set-up, not a contender): the daemon's
+ * tiers only, so that its reads do go through hotmapd (a pre-touch of its
+ * mapping must not become the library's direct reads).
+ */
+static hm_client *
+daemon_connect(void)
+{
+	struct hm_options o = HM_OPTIONS_INIT;
+
+	o.direct = 0;
+	return hm_connect_opts(bench.hotmap_sock, &o);
+}
+
+/*
  * hotmapd keeps a file's mapping after the last handle closes, and a mapped
  * page cannot be dropped from the page cache.  Changing the file's mtime
  * makes the daemon's next open of it see a changed file: it retires the
@@ -307,7 +321,7 @@ hotmap_forget(const char *path)
 	file_bump_mtime(path);
 	if (bench.hotmapd_pid <= 0)
 		return;
-	c = hm_connect(bench.hotmap_sock);
+	c = daemon_connect();
 	if (c == NULL)
 		return;
 	f = hm_open(c, path, 0);
@@ -321,7 +335,7 @@ hotmap_forget(const char *path)
 static double
 hotmap_pretouch(const char *path, uint64_t size)
 {
-	hm_client *c = hm_connect(bench.hotmap_sock);
+	hm_client *c = daemon_connect();
 	uint64_t off = 0;
 	hm_file *f;
 	double t;
@@ -386,7 +400,7 @@ static int
 wl_rand(void)
 {
 	const char *W = "rand4k";
-	const struct contender *cs[16];
+	const struct contender *cs[BENCH_MAX_CONTENDERS];
 	size_t nc = workload_contenders(W, W_RAND, cs), n = bench.o.rand_ops, len = 4096;
 	uint64_t *offs = xmalloc(n * sizeof *offs);
 	double *lat = xmalloc(n * sizeof *lat);
@@ -456,7 +470,7 @@ static int
 wl_seq(void)
 {
 	const char *W = "seq1m";
-	const struct contender *cs[16];
+	const struct contender *cs[BENCH_MAX_CONTENDERS];
 	size_t nc = workload_contenders(W, W_SEQ, cs), len = MiB, i;
 	uint64_t total = bench.o.seq_bytes;
 	size_t n;
@@ -543,7 +557,7 @@ static int
 wl_cache(void)
 {
 	const char *W = "cache";
-	const struct contender *cs[16];
+	const struct contender *cs[BENCH_MAX_CONTENDERS];
 	size_t nc = workload_contenders(W, W_CACHE, cs), len = 64 * KiB, n, i;
 	uint64_t *offs;
 	double *lat;
@@ -813,7 +827,7 @@ static int
 wl_train(void)
 {
 	const char *W = "train";
-	const struct contender *cs[16];
+	const struct contender *cs[BENCH_MAX_CONTENDERS];
 	size_t nc = workload_contenders(W, W_TRAIN, cs);
 	struct child_report reps[64];
 	unsigned v, r;
@@ -951,7 +965,7 @@ static int
 wl_procs(void)
 {
 	const char *W = "procs";
-	const struct contender *cs[16];
+	const struct contender *cs[BENCH_MAX_CONTENDERS];
 	size_t nc = workload_contenders(W, W_PROCS, cs);
 	double *per = xmalloc(bench.o.procs * sizeof *per);
 	unsigned r;
@@ -1121,7 +1135,7 @@ static int
 wl_iso(void)
 {
 	const char *W = "iso";
-	const struct contender *cs[16];
+	const struct contender *cs[BENCH_MAX_CONTENDERS];
 	size_t nc = workload_contenders(W, W_ISO, cs), n = bench.o.iso_ops, len = 4096;
 	uint64_t *offs = xmalloc(n * sizeof *offs);
 	double *lat = xmalloc(n * sizeof *lat);
@@ -1259,12 +1273,12 @@ static int
 wl_scale(void)
 {
 	const char *W = "scale";
-	const struct contender *cs[16];
+	const struct contender *cs[BENCH_MAX_CONTENDERS];
 	size_t nc, n = bench.o.scale_ops, len = 4096, k;
 	unsigned maxf = 0, i, p, r, C = bench.o.scale_clients;
 	char (*paths)[PATH_MAX];
 	char dir[PATH_MAX + 8], sz[32];
-	struct scale_state st[16];
+	struct scale_state st[BENCH_MAX_CONTENDERS];
 	uint64_t *offs = xmalloc(n * sizeof *offs), fsize = bench.o.scale_file_size;
 	uint32_t *fidx = xmalloc(n * sizeof *fidx);
 	double *lat = xmalloc(n * sizeof *lat);
@@ -1437,12 +1451,539 @@ wl_scale(void)
 		       "after the round.",
 		       human_size(sz, sizeof sz, fsize), n, idle_anon >= 0 ? (double)idle_anon / 1024 : -1.0);
 	report_print_table(W);
-	for (k = 0; k < 16; k++)
+	for (k = 0; k < BENCH_MAX_CONTENDERS; k++)
 		free(st[k].files);
 	free(paths);
 	free(offs);
 	free(fidx);
 	free(lat);
+	return 0;
+}
+
+/* --- workload: sequential 1 MiB consumed in place ------------------------------------ */
+
+struct sum_state {
+	uint64_t sum;
+};
+
+/* Every byte of the range read: a sum of its 64-bit words. */
+static int
+sum_words(const void *data, size_t len, void *arg)
+{
+	struct sum_state *st = arg;
+	const unsigned char *p = data;
+	uint64_t s0 = 0, s1 = 0, w0, w1;
+	size_t i;
+
+	for (i = 0; i + 16 <= len; i += 16) {
+		memcpy(&w0, p + i, 8);
+		memcpy(&w1, p + i + 8, 8);
+		s0 += w0;
+		s1 += w1;
+	}
+	for (; i < len; i++)
+		s0 += p[i];
+	st->sum += s0 + s1;
+	return 0;
+}
+
+static int
+wl_viewsum(void)
+{
+	const char *W = "viewsum";
+	const struct contender *cs[BENCH_MAX_CONTENDERS];
+	size_t nc = workload_contenders(W, W_VIEWSUM, cs), len = MiB, i;
+	uint64_t total = bench.o.seq_bytes;
+	double *lat;
+	size_t n;
+	unsigned r;
+	char sz[32];
+
+	if (total > bench.o.file_size)
+		total = bench.o.file_size;
+	n = (size_t)(total / len);
+	if (n == 0) {
+		report_failure(W, "-", "the file is smaller than 1 MiB");
+		return -1;
+	}
+	lat = xmalloc(n * sizeof *lat);
+	report_section(W, "sequential 1 MiB consumed in place: every byte read (summed)",
+		       "  %s of the hot file from offset 0 in 1 MiB ranges, and every range summed as "
+		       "64-bit words (the same loop for all), per contender and round.\n"
+		       "  pread and hotmap/hotmap-daemon copy into a 1 MiB buffer, then sum it; hotmap-view "
+		       "sums an hm_view_range in place (the client's own mapping of the file on the direct "
+		       "tier; the shared region for hotmap-daemon-view) and releases it; mmap-touched sums "
+		       "its pre-touched mapping.\n"
+		       "  Every contender's sum must equal pread's; latency is per 1 MiB range.",
+		       human_size(sz, sizeof sz, (uint64_t)n * len));
+	for (r = 0; r < bench.o.rounds; r++) {
+		uint64_t want = 0;
+		bool have_want = false;
+		size_t k;
+
+		bench_log("%s round %u/%u", W, r + 1, bench.o.rounds);
+		for (k = 0; k < nc; k++) {
+			const struct contender *c = cs[(k + r) % nc];
+			struct sum_state st = { 0 };
+			struct faults c0, c1;
+			struct opened o;
+			struct row *row;
+			double t0, el;
+			int rc = 0;
+
+			if (open_one(c, bench.hot_path, bench.o.file_size, &o, W) < 0)
+				continue;
+			faults_self(&c0);
+			t0 = now_s();
+			for (i = 0; i < n && rc == 0; i++) {
+				double a = now_s();
+
+				rc = contender_consume(c, o.f, scratch, len, (uint64_t)i * len, sum_words, &st);
+				lat[i] = (now_s() - a) * 1e6;
+			}
+			el = now_s() - t0;
+			faults_self(&c1);
+			close_one(c, &o);
+			if (rc < 0) {
+				report_failure(W, c->name, "%s", strerror(errno));
+				continue;
+			}
+			if (!have_want) {
+				want = st.sum;
+				have_want = true;
+			} else if (st.sum != want) {
+				report_failure(W, c->name, "sum %016llx differs from the other contenders' %016llx",
+					       (unsigned long long)st.sum, (unsigned long long)want);
+				continue;
+			}
+			row = row_get(W, "1MiB-sum", c->name);
+			row_add(row, "gb_s", "GB/s", (double)n * len / el / 1e9);
+			add_latency(row, lat, n, false);
+			row_add(row, "minflt", "faults", (double)(c1.minflt - c0.minflt));
+		}
+	}
+	report_print_table(W);
+	free(lat);
+	return 0;
+}
+
+/* --- workload: dependent lookups --------------------------------------------------------- */
+
+/* A B-tree-like walk: the next page is computed from the bytes of this one. */
+struct dep_state {
+	uint64_t h;		/* the last word taken, mixed with the step */
+	uint64_t pages;
+	uint64_t step;
+};
+
+static int
+dep_next(const void *data, size_t len, void *arg)
+{
+	struct dep_state *d = arg;
+	uint64_t w;
+
+	memcpy(&w, (const unsigned char *)data + ((d->h >> 7) % (len / 8)) * 8, 8);
+	/* The step is mixed in so that the walk does not fall into a short
+	 * cycle of the random file's page graph. */
+	d->h = w ^ (++d->step * 0x9e3779b97f4a7c15ULL);
+	return 0;
+}
+
+static int
+wl_dep(void)
+{
+	const char *W = "dependent";
+	const struct contender *cs[BENCH_MAX_CONTENDERS];
+	size_t nc = workload_contenders(W, W_DEP, cs), n = bench.o.dep_ops, len = 4096, i;
+	double *lat = xmalloc(n * sizeof *lat);
+	unsigned r;
+	char sz[32];
+
+	report_section(W, "dependent 4 KiB lookups, one at a time",
+		       "  %zu lookups per round in the hot %s file, as a B-tree descent: read the 4 KiB "
+		       "page, take a 64-bit word of it (which word: from the last one), mixed with the step, "
+		       "mod the file's pages: the next page. Nothing can be read ahead or batched.\n"
+		       "  us_lookup = time per lookup (lower is better; x pread = pread's time / this "
+		       "one's). hotmap-view looks at the word in place (hm_view_range), the others copy "
+		       "the page (hm_pread, pread, memcpy from mmap-touched's mapping). Every walk must end "
+		       "on the same word.",
+		       n, human_size(sz, sizeof sz, bench.o.file_size));
+	for (r = 0; r < bench.o.rounds; r++) {
+		uint64_t want = 0;
+		bool have_want = false;
+		size_t k;
+
+		bench_log("%s round %u/%u", W, r + 1, bench.o.rounds);
+		for (k = 0; k < nc; k++) {
+			const struct contender *c = cs[(k + r) % nc];
+			struct dep_state d = { seed_for(W, r, 0), bench.o.file_size / len, 0 };
+			struct opened o;
+			struct row *row;
+			double t0, el;
+			int rc = 0;
+
+			if (open_one(c, bench.hot_path, bench.o.file_size, &o, W) < 0)
+				continue;
+			t0 = now_s();
+			for (i = 0; i < n && rc == 0; i++) {
+				double a = now_s();
+
+				rc = contender_consume(c, o.f, scratch, len, (d.h % d.pages) * len, dep_next, &d);
+				lat[i] = (now_s() - a) * 1e6;
+			}
+			el = now_s() - t0;
+			close_one(c, &o);
+			if (rc < 0) {
+				report_failure(W, c->name, "%s", strerror(errno));
+				continue;
+			}
+			if (!have_want) {
+				want = d.h;
+				have_want = true;
+			} else if (d.h != want) {
+				report_failure(W, c->name, "the walk ended elsewhere than the other contenders'");
+				continue;
+			}
+			row = row_get(W, "4KiB-chain", c->name);
+			row->higher_better = false;
+			row_add(row, "us_lookup", "us/lookup", el / (double)n * 1e6);
+			add_latency(row, lat, n, true);
+			row_add(row, "lookups_s", "lookups/s", (double)n / el);
+		}
+	}
+	report_print_table(W);
+	free(lat);
+	return 0;
+}
+
+/* --- workload: fresh processes reading the whole hot file ------------------------------------ */
+
+struct fresh_arg {
+	const struct contender *c;
+};
+
+struct fresh_mem {
+	long anon, file, shmem, pss;
+};
+
+static void
+fresh_mem_now(struct fresh_mem *m)
+{
+	pid_t self = getpid();
+
+	m->anon = proc_kib(self, "status", "RssAnon");
+	m->file = proc_kib(self, "status", "RssFile");
+	m->shmem = proc_kib(self, "status", "RssShmem");
+	m->pss = proc_kib(self, "smaps_rollup", "Pss");
+}
+
+static int
+fresh_setup(unsigned idx, void *argp, void **statep, struct child_report *rep)
+{
+	struct fresh_mem *m = xcalloc(1, sizeof *m);
+
+	(void)idx;
+	(void)argp;
+	(void)rep;
+	fresh_mem_now(m);	/* what the process had before: fork's share of ours */
+	*statep = m;
+	return 0;
+}
+
+static int
+fresh_run(unsigned idx, void *argp, void **statep, struct child_report *rep)
+{
+	struct fresh_arg *a = argp;
+	struct fresh_mem *m0 = *statep, m1;
+	uint64_t off = 0, size = bench.o.file_size;
+	struct opened o;
+
+	(void)idx;
+	o.s = a->c->session_open(a->c);
+	if (o.s == NULL) {
+		snprintf(rep->err, sizeof rep->err, "session: %s", strerror(errno));
+		return neg_errno();
+	}
+	o.f = a->c->file_open(o.s, bench.hot_path, size);
+	if (o.f == NULL) {
+		snprintf(rep->err, sizeof rep->err, "open: %s", strerror(errno));
+		a->c->session_close(o.s);
+		return neg_errno();
+	}
+	while (off < size) {
+		size_t len = size - off < MiB ? (size_t)(size - off) : MiB;
+		ssize_t got = a->c->read(o.f, scratch, len, off);
+
+		if (got != (ssize_t)len) {
+			snprintf(rep->err, sizeof rep->err, "read at %llu: %s", (unsigned long long)off,
+				 got < 0 ? strerror(errno) : "short");
+			return -EIO;
+		}
+		off += len;
+		rep->ops++;
+	}
+	rep->bytes = off;
+	/* The memory at the end of the read, before anything is closed. */
+	fresh_mem_now(&m1);
+	rep->anon_kib = m1.anon - m0->anon;
+	rep->file_kib = m1.file - m0->file;
+	rep->shmem_kib = m1.shmem - m0->shmem;
+	rep->pss_kib = m1.pss - m0->pss;
+	a->c->file_close(o.f);
+	a->c->session_close(o.s);
+	return 0;
+}
+
+static int
+fresh_teardown(unsigned idx, void *argp, void **statep, struct child_report *rep)
+{
+	(void)idx;
+	(void)argp;
+	(void)rep;
+	free(*statep);
+	*statep = NULL;
+	return 0;
+}
+
+static int
+wl_fresh(void)
+{
+	const char *W = "fresh";
+	const struct contender *cs[BENCH_MAX_CONTENDERS];
+	size_t nc = workload_contenders(W, W_FRESH, cs);
+	unsigned counts[2] = { 1, bench.o.fresh_procs }, v, r;
+	struct child_report reps[64];
+	char sz[32];
+
+	report_section(W, "fresh processes reading the whole hot file",
+		       "  A new process (fork of hmbench, run() timed from connect to the last read) reads "
+		       "the whole hot %s file in 1 MiB reads (hm_pread with the contender's options; "
+		       "pread for the reference), once alone and then %u at once.\n"
+		       "  s_proc: median elapsed per process (lower is better; x pread = pread's / this "
+		       "one's); gb_s: all the processes' bytes over the wall time.\n"
+		       "  Memory the reading added to the processes, at the end of the read (before close), "
+		       "summed over them, MiB: anon_mib, file_mib, shmem_mib from /proc/PID/status (RssAnon, "
+		       "RssFile, RssShmem), pss_mib from smaps_rollup. RssFile is the page cache mapped "
+		       "(one shared copy, whatever the number of processes); RssAnon/RssShmem are the "
+		       "processes' own memory (a private copy would be there; shmem includes the shared region).",
+		       human_size(sz, sizeof sz, bench.o.file_size), bench.o.fresh_procs);
+	if (bench.o.fresh_procs == 0 || bench.o.fresh_procs > 64) {
+		report_failure(W, "-", "--fresh-procs must be 1 to 64");
+		return -1;
+	}
+	for (v = 0; v < 2; v++) {
+		unsigned np = counts[v];
+		char variant[32];
+
+		if (v == 1 && np == 1)
+			break;
+		snprintf(variant, sizeof variant, "%u proc%s", np, np == 1 ? "" : "s");
+		for (r = 0; r < bench.o.rounds; r++) {
+			size_t k;
+
+			bench_log("%s %s round %u/%u", W, variant, r + 1, bench.o.rounds);
+			for (k = 0; k < nc; k++) {
+				const struct contender *c = cs[(k + r) % nc];
+				struct fresh_arg arg = { c };
+				double t0 = 1e300, t1 = 0, per[64];
+				long anon = 0, file = 0, shmem = 0, pss = 0;
+				uint64_t bytes = 0;
+				struct row *row;
+				unsigned i, bad = 0;
+
+				if (run_children(np, fresh_setup, fresh_run, fresh_teardown, &arg, reps) < 0) {
+					report_failure(W, c->name, "cannot start processes: %s", strerror(errno));
+					continue;
+				}
+				for (i = 0; i < np; i++) {
+					if (reps[i].status != 0) {
+						report_failure(W, c->name, "process %u: %s", i, reps[i].err);
+						bad++;
+						continue;
+					}
+					if (reps[i].t0 < t0)
+						t0 = reps[i].t0;
+					if (reps[i].t1 > t1)
+						t1 = reps[i].t1;
+					per[i] = reps[i].t1 - reps[i].t0;
+					bytes += reps[i].bytes;
+					anon += reps[i].anon_kib;
+					file += reps[i].file_kib;
+					shmem += reps[i].shmem_kib;
+					pss += reps[i].pss_kib;
+				}
+				if (bad > 0 || t1 <= t0)
+					continue;
+				row = row_get(W, variant, c->name);
+				row->higher_better = false;
+				row_add(row, "s_proc", "s/process", median_of(per, np));
+				row_add(row, "gb_s", "GB/s", (double)bytes / (t1 - t0) / 1e9);
+				row_add(row, "anon_mib", "MiB", (double)anon / 1024);
+				row_add(row, "file_mib", "MiB", (double)file / 1024);
+				row_add(row, "shmem_mib", "MiB", (double)shmem / 1024);
+				row_add(row, "pss_mib", "MiB", (double)pss / 1024);
+			}
+		}
+	}
+	report_print_table(W);
+	return 0;
+}
+
+/* --- workload: concurrent processes sampling random records ------------------------------- */
+
+struct sample_arg {
+	const struct contender *c;
+	unsigned round;
+};
+
+struct sample_state {
+	struct opened o;
+	uint64_t *offs;
+	double *lat;
+};
+
+static int
+sample_setup(unsigned idx, void *argp, void **statep, struct child_report *rep)
+{
+	struct sample_arg *a = argp;
+	struct sample_state *st = xcalloc(1, sizeof *st);
+	size_t len = (size_t)bench.o.proc_read_size;
+
+	*statep = st;
+	st->offs = xmalloc(bench.o.sample_reads * sizeof *st->offs);
+	st->lat = xmalloc(bench.o.sample_reads * sizeof *st->lat);
+	random_offsets(seed_for("sample", a->round, idx), st->offs, bench.o.sample_reads,
+		       bench.o.file_size, len, len);
+	st->o.s = a->c->session_open(a->c);
+	if (st->o.s == NULL) {
+		snprintf(rep->err, sizeof rep->err, "session: %s", strerror(errno));
+		return neg_errno();
+	}
+	st->o.f = a->c->file_open(st->o.s, bench.hot_path, bench.o.file_size);
+	if (st->o.f == NULL) {
+		snprintf(rep->err, sizeof rep->err, "open: %s", strerror(errno));
+		return neg_errno();
+	}
+	return 0;
+}
+
+static int
+sample_run(unsigned idx, void *argp, void **statep, struct child_report *rep)
+{
+	struct sample_arg *a = argp;
+	struct sample_state *st = *statep;
+	size_t len = (size_t)bench.o.proc_read_size, i, n = bench.o.sample_reads;
+
+	(void)idx;
+	for (i = 0; i < n; i++) {
+		struct bench_range rg = { st->o.f, st->offs[i], len, scratch };
+		double t = now_s();
+
+		if (contender_read_ranges(a->c, st->o.s, &rg, 1) < 0) {
+			snprintf(rep->err, sizeof rep->err, "read: %s", strerror(errno));
+			return neg_errno();
+		}
+		st->lat[i] = (now_s() - t) * 1e6;
+		rep->bytes += len;
+	}
+	rep->ops = n;
+	sort_doubles(st->lat, n);
+	rep->lat_p50 = percentile(st->lat, n, 50);
+	rep->lat_p99 = percentile(st->lat, n, 99);
+	return 0;
+}
+
+static int
+sample_teardown(unsigned idx, void *argp, void **statep, struct child_report *rep)
+{
+	struct sample_arg *a = argp;
+	struct sample_state *st = *statep;
+
+	(void)idx;
+	(void)rep;
+	if (st == NULL)
+		return 0;
+	if (st->o.f != NULL)
+		a->c->file_close(st->o.f);
+	if (st->o.s != NULL)
+		a->c->session_close(st->o.s);
+	free(st->offs);
+	free(st->lat);
+	free(st);
+	*statep = NULL;
+	return 0;
+}
+
+static int
+wl_sample(void)
+{
+	const char *W = "sample";
+	const struct contender *cs[BENCH_MAX_CONTENDERS];
+	size_t nc = workload_contenders(W, W_SAMPLE, cs);
+	unsigned np = bench.o.sample_procs, r;
+	struct child_report reps[64];
+	char sz[32], sz2[32], variant[32];
+
+	report_section(W, "concurrent processes sampling random records",
+		       "  %u processes at once, each its own client (connection, open and offsets outside "
+		       "the timing): %u reads of a random %s-aligned %s record of the hot %s file.\n"
+		       "  GB/s and reads/s: all the processes' reads over the wall time from the first "
+		       "start to the last end; latency per read (p50: median of the processes', p99: "
+		       "the worst).",
+		       np, bench.o.sample_reads, human_size(sz, sizeof sz, bench.o.proc_read_size),
+		       human_size(sz, sizeof sz, bench.o.proc_read_size),
+		       human_size(sz2, sizeof sz2, bench.o.file_size));
+	if (np == 0 || np > 64 || bench.o.proc_read_size > scratch_len ||
+	    bench.o.proc_read_size > bench.o.file_size) {
+		report_failure(W, "-", "bad shape: 1 to 64 processes, records inside the file");
+		return -1;
+	}
+	snprintf(variant, sizeof variant, "%u procs", np);
+	for (r = 0; r < bench.o.rounds; r++) {
+		size_t k;
+
+		bench_log("%s round %u/%u", W, r + 1, bench.o.rounds);
+		for (k = 0; k < nc; k++) {
+			const struct contender *c = cs[(k + r) % nc];
+			struct sample_arg arg = { c, r };
+			double t0 = 1e300, t1 = 0, p50[64], p99 = 0;
+			uint64_t bytes = 0, ops = 0;
+			long minflt = 0;
+			struct row *row;
+			unsigned i, bad = 0;
+
+			if (run_children(np, sample_setup, sample_run, sample_teardown, &arg, reps) < 0) {
+				report_failure(W, c->name, "cannot start processes: %s", strerror(errno));
+				continue;
+			}
+			for (i = 0; i < np; i++) {
+				if (reps[i].status != 0) {
+					report_failure(W, c->name, "process %u: %s", i, reps[i].err);
+					bad++;
+					continue;
+				}
+				if (reps[i].t0 < t0)
+					t0 = reps[i].t0;
+				if (reps[i].t1 > t1)
+					t1 = reps[i].t1;
+				bytes += reps[i].bytes;
+				ops += reps[i].ops;
+				minflt += reps[i].minflt;
+				p50[i] = reps[i].lat_p50;
+				if (reps[i].lat_p99 > p99)
+					p99 = reps[i].lat_p99;
+			}
+			if (bad > 0 || t1 <= t0)
+				continue;
+			row = row_get(W, variant, c->name);
+			row_add(row, "gb_s", "GB/s", (double)bytes / (t1 - t0) / 1e9);
+			row_add(row, "reads_s", "reads/s", (double)ops / (t1 - t0));
+			row_add(row, "p50_us", "us", median_of(p50, np));
+			row_add(row, "p99_us", "us", p99);
+			row_add(row, "minflt", "faults/proc", (double)minflt / np);
+		}
+	}
+	report_print_table(W);
 	return 0;
 }
 
@@ -1455,6 +1996,10 @@ static const struct workload {
 } workloads[] = {
 	{ "rand4k", wl_rand, false },
 	{ "seq1m", wl_seq, false },
+	{ "viewsum", wl_viewsum, false },
+	{ "dependent", wl_dep, false },
+	{ "fresh", wl_fresh, false },
+	{ "sample", wl_sample, false },
 	{ "train", wl_train, false },
 	{ "procs", wl_procs, false },
 	{ "iso", wl_iso, true },
@@ -1666,12 +2211,13 @@ print_options(void)
 	report_meta("options",
 		    "rounds %u; hot file %s; scan file %s; %u random reads; sequential %s; "
 		    "training %u files x %u+1 columns x %u rows, batch %u, %u epochs + %u random; "
-		    "%u processes x %u reads of %s; isolation %u reads; scale %u reads; seed %llu%s",
+		    "%u processes x %u reads of %s; isolation %u reads; scale %u reads; %u dependent lookups; "
+		    "%u fresh processes; %u sampling processes x %u reads; seed %llu%s",
 		    o->rounds, human_size(a, sizeof a, o->file_size), human_size(b, sizeof b, o->scan_size),
 		    o->rand_ops, human_size(c, sizeof c, o->seq_bytes), o->train_files, o->train_cols,
 		    o->train_rows, o->train_batch, o->train_epochs, o->train_random, o->procs,
 		    o->proc_reads, human_size(d, sizeof d, o->proc_read_size), o->iso_ops, o->scale_ops,
-		    (unsigned long long)o->seed, o->quick ? "; --quick" : "");
+		    o->dep_ops, o->fresh_procs, o->sample_procs, o->sample_reads, (unsigned long long)o->seed, o->quick ? "; --quick" : "");
 }
 
 static void
@@ -1835,7 +2381,7 @@ static void
 warm_hotmap(void)
 {
 	double gbs = hotmap_pretouch(bench.hot_path, bench.o.file_size);
-	hm_client *c = hm_connect(bench.hotmap_sock);
+	hm_client *c = daemon_connect();
 	struct hm_stat st;
 	hm_file *f = c != NULL ? hm_open(c, bench.hot_path, 0) : NULL;
 
@@ -1934,6 +2480,10 @@ defaults(struct bench_opts *o, bool quick)
 		.proc_reads = quick ? 8 : 64,
 		.proc_read_size = 64 * KiB,
 		.iso_ops = quick ? 300 : 5000,
+		.dep_ops = quick ? 400 : 20000,
+		.fresh_procs = 4,
+		.sample_procs = 4,
+		.sample_reads = quick ? 200 : 5000,
 		.scale_files = { 10, 1000, 10000 },
 		.nscale_files = 3,
 		.scale_clients = quick ? 20 : 1000,
@@ -1957,7 +2507,8 @@ usage(FILE *fp)
 		"Usually run through bench/run, which also installs nginx and plots.\n\n"
 		"  --quick                a few seconds: tiny files, 1 round (smoke test)\n"
 		"  --rounds N             rounds per workload (default 5)\n"
-		"  --workloads LIST       rand4k,seq1m,train,procs,iso,cache,scale (default: all)\n"
+		"  --workloads LIST       rand4k,seq1m,viewsum,dependent,fresh,sample,train,procs,iso,\n"
+		"                         cache,scale (default: all)\n"
 		"  --contenders LIST      %s,floors (default: all; pread always)\n"
 		"  --results DIR          write results.csv, results.json, latency.csv, table.txt there\n"
 		"  --dir DIR              data directory (default: a temporary one, removed at the end)\n"
@@ -1971,10 +2522,12 @@ usage(FILE *fp)
 		"  --file-size S (1G)  --scan-size S (512M)  --rand-ops N (10000)  --batches LIST (16,64)\n"
 		"  --seq-bytes S (file size)  --train-rows N (131072)  --train-batch N (8192)\n"
 		"  --train-epochs N (4)  --train-random N (32)  --train-clients LIST (1,4)\n"
-		"  --procs N (200)  --proc-reads N (64)  --proc-read-size S (64K)  --iso-ops N (5000)\n"
+		"  --procs N (200)  --proc-reads N (64)  --proc-read-size S (64K, also the sample records)\n"
+		"  --iso-ops N (5000)  --dep-ops N (20000)  --fresh-procs N (4)  --sample-procs N (4)\n"
+		"  --sample-reads N (5000)\n"
 		"  --scale-files LIST (10,1000,10000)  --scale-clients N (1000)  --scale-ops N (5000)\n"
 		"  --scale-file-size S (16K)\n",
-		"pread,mmap-new,mmap-touched,hotmap,hotmap-pread,nginx");
+		"pread,mmap-new,mmap-touched,hotmap,hotmap-daemon,hotmap-view,hotmap-pread,nginx,...");
 }
 
 enum {
@@ -1982,7 +2535,7 @@ enum {
 	OPT_HOTMAPD, OPT_NGINX, OPT_NGINX_SKIP, OPT_SEED, OPT_FILE_SIZE, OPT_SCAN_SIZE, OPT_RAND_OPS,
 	OPT_BATCHES, OPT_SEQ_BYTES, OPT_TRAIN_ROWS, OPT_TRAIN_BATCH, OPT_TRAIN_EPOCHS,
 	OPT_TRAIN_RANDOM, OPT_TRAIN_CLIENTS, OPT_PROCS, OPT_PROC_READS, OPT_PROC_READ_SIZE,
-	OPT_ISO_OPS, OPT_SCALE_FILES, OPT_SCALE_CLIENTS, OPT_SCALE_OPS, OPT_SCALE_FILE_SIZE, OPT_SOURCE,
+	OPT_ISO_OPS, OPT_DEP_OPS, OPT_FRESH_PROCS, OPT_SAMPLE_PROCS, OPT_SAMPLE_READS, OPT_SCALE_FILES, OPT_SCALE_CLIENTS, OPT_SCALE_OPS, OPT_SCALE_FILE_SIZE, OPT_SOURCE,
 };
 
 static const struct option long_opts[] = {
@@ -2012,6 +2565,10 @@ static const struct option long_opts[] = {
 	{ "proc-reads", required_argument, NULL, OPT_PROC_READS },
 	{ "proc-read-size", required_argument, NULL, OPT_PROC_READ_SIZE },
 	{ "iso-ops", required_argument, NULL, OPT_ISO_OPS },
+	{ "dep-ops", required_argument, NULL, OPT_DEP_OPS },
+	{ "fresh-procs", required_argument, NULL, OPT_FRESH_PROCS },
+	{ "sample-procs", required_argument, NULL, OPT_SAMPLE_PROCS },
+	{ "sample-reads", required_argument, NULL, OPT_SAMPLE_READS },
 	{ "scale-files", required_argument, NULL, OPT_SCALE_FILES },
 	{ "scale-clients", required_argument, NULL, OPT_SCALE_CLIENTS },
 	{ "scale-ops", required_argument, NULL, OPT_SCALE_OPS },
@@ -2061,6 +2618,10 @@ parse_options(int argc, char **argv)
 		case OPT_PROC_READS: o->proc_reads = parse_uint(optarg, "--proc-reads"); break;
 		case OPT_PROC_READ_SIZE: o->proc_read_size = parse_size(optarg, "--proc-read-size"); break;
 		case OPT_ISO_OPS: o->iso_ops = parse_uint(optarg, "--iso-ops"); break;
+		case OPT_DEP_OPS: o->dep_ops = parse_uint(optarg, "--dep-ops"); break;
+		case OPT_FRESH_PROCS: o->fresh_procs = parse_uint(optarg, "--fresh-procs"); break;
+		case OPT_SAMPLE_PROCS: o->sample_procs = parse_uint(optarg, "--sample-procs"); break;
+		case OPT_SAMPLE_READS: o->sample_reads = parse_uint(optarg, "--sample-reads"); break;
 		case OPT_SCALE_FILES:
 			o->nscale_files = parse_list(optarg, o->scale_files, "--scale-files");
 			break;
@@ -2087,7 +2648,8 @@ parse_options(int argc, char **argv)
 				"multiples of 4 KiB and 64 KiB\n");
 		exit(2);
 	}
-	if (o->rand_ops == 0 || o->iso_ops == 0 || o->scale_ops == 0 || o->procs == 0) {
+	if (o->rand_ops == 0 || o->iso_ops == 0 || o->scale_ops == 0 || o->procs == 0 || o->dep_ops == 0 ||
+	    o->sample_reads == 0) {
 		fprintf(stderr, "hmbench: operation counts must be positive\n");
 		exit(2);
 	}
@@ -2118,13 +2680,21 @@ main(int argc, char **argv)
 
 	parse_options(argc, argv);
 	raise_nofile();
-	/* Each hotmap contender chooses its transport: the user's settings
-	 * would change what they measure. */
-	if (getenv("HOTMAP_SHM_SIZE") != NULL || getenv("HOTMAP_SHM_THRESHOLD") != NULL)
-		bench_log("ignoring HOTMAP_SHM_SIZE and HOTMAP_SHM_THRESHOLD: the contenders set them");
-	unsetenv("HOTMAP_SHM_SIZE");
-	unsetenv("HOTMAP_SHM_THRESHOLD");
-	unsetenv("HOTMAP_SOCKET");
+	/* Each hotmap contender chooses its tiers (hm_connect_opts); what it
+	 * leaves to the library must be the library's defaults, not the
+	 * user's environment. */
+	{
+		static const char *const env[] = {
+			"HOTMAP_SHM_SIZE", "HOTMAP_SHM_THRESHOLD", "HOTMAP_POLL", "HOTMAP_POLL_US",
+			"HOTMAP_DIRECT", "HOTMAP_DIRECT_AFTER", "HOTMAP_RECONNECT_MS", "HOTMAP_SOCKET",
+		};
+
+		for (i = 0; i < sizeof env / sizeof env[0]; i++) {
+			if (getenv(env[i]) != NULL)
+				bench_log("ignoring %s: the contenders choose their options", env[i]);
+			unsetenv(env[i]);
+		}
+	}
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	signal(SIGPIPE, SIG_IGN);
@@ -2166,7 +2736,7 @@ main(int argc, char **argv)
 		return 1;
 	}
 	{
-		hm_client *c = hm_connect(bench.hotmap_sock);
+		hm_client *c = daemon_connect();
 		struct hm_ping ping;
 
 		char libs[160] = "";

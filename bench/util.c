@@ -187,12 +187,18 @@ faults_pid(pid_t pid, struct faults *f)
 long
 proc_status_kib(pid_t pid, const char *field)
 {
+	return proc_kib(pid, "status", field);
+}
+
+long
+proc_kib(pid_t pid, const char *file, const char *field)
+{
 	char path[64], line[256];
 	size_t flen = strlen(field);
 	long v = -1;
 	FILE *fp;
 
-	snprintf(path, sizeof path, "/proc/%ld/status", (long)pid);
+	snprintf(path, sizeof path, "/proc/%ld/%s", (long)pid, file);
 	fp = fopen(path, "re");
 	if (fp == NULL)
 		return -1;
