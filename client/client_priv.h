@@ -99,6 +99,7 @@ struct wire_wait {
 	int result;		/* ops NULL: 0, or the daemon's -errno */
 	int err;		/* the connection failed with it (positive) */
 	char why[256];		/* the daemon's last ERROR message for it */
+	bool asleep;		/* its owner waits on cond (not sending still) */
 	pthread_cond_t cond;
 	struct wire_wait *prev, *next;
 };

@@ -243,14 +243,16 @@ wait_fail_all(hm_client *c, int err)
 	}
 }
 
-/* The reader is done: another waiter, if any, takes the socket.  Lock held. */
+/* The reader is done: another waiter, if any, takes the socket.  One
+ * asleep: a call still sending looks for a reader once it waits, and a
+ * signal to it would be lost while sleepers wait for ever.  Lock held. */
 static void
 wait_hand_off(hm_client *c)
 {
 	struct wire_wait *w;
 
 	for (w = c->waits; w != NULL; w = w->next) {
-		if (!wait_done(c, w)) {
+		if (w->asleep && !wait_done(c, w)) {
 			pthread_cond_signal(&w->cond);
 			return;
 		}
@@ -402,7 +404,9 @@ wait_loop(hm_client *c, struct wire_wait *w)
 {
 	while (!wait_done(c, w)) {
 		if (c->reading) {
+			w->asleep = true;
 			pthread_cond_wait(&w->cond, c->lock);
+			w->asleep = false;
 			continue;
 		}
 		if (c->broken) {
