@@ -165,6 +165,8 @@ client_connect(hm_client *c, const char *socket_path)
 	} else if (hello.ring_entries > 0) {
 		c->ring = true;
 	}
+	__atomic_store_n(&c->region_size, c->region != NULL ? c->region->size : 0,
+			 __ATOMIC_RELAXED);
 	protobuf_c_message_free_unpacked(reply, NULL);
 	return rc;
 }
@@ -490,6 +492,7 @@ client_reconnect(hm_client *c)
 		c->start = c->end = 0;
 		old = c->region;
 		c->region = NULL;
+		__atomic_store_n(&c->region_size, 0, __ATOMIC_RELAXED);
 		c->ring = false;
 		c->sq_tail = c->cq_head = 0;
 		c->broken = 0;
@@ -908,11 +911,11 @@ pread_run(hm_client *c, void *arg)
 static size_t
 pread_chunk(const hm_client *c, size_t len)
 {
-	size_t half;
+	size_t size = __atomic_load_n(&c->region_size, __ATOMIC_RELAXED), half;
 
-	if (c->region == NULL || len < c->shm_threshold)
+	if (size == 0 || len < c->shm_threshold)
 		return SIZE_MAX;
-	half = c->region->size / 2 / REGION_BLOCK * REGION_BLOCK;
+	half = size / 2 / REGION_BLOCK * REGION_BLOCK;
 	return half > 0 ? half : SIZE_MAX;
 }
 

@@ -151,6 +151,9 @@ struct hm_client {
 	size_t start, end, cap;
 	hm_file *files;		/* open files, for hm_disconnect */
 	struct hm_region *region;	/* NULL: every byte comes over the socket */
+	/* region's size, or 0: read (atomic) by hm_pread before it is a
+	 * user, while a reconnect may be replacing the region */
+	size_t region_size;
 	size_t shm_threshold;
 	/* Read from the environment at hm_connect, for every reconnect too. */
 	size_t shm_size;	/* HOTMAP_SHM_SIZE */

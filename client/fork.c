@@ -271,6 +271,7 @@ client_after_fork(hm_client *c)
 	c->fd = -1;
 	c->start = c->end = 0;
 	c->region = NULL;
+	__atomic_store_n(&c->region_size, 0, __ATOMIC_RELAXED);
 	c->ring = false;
 	c->sq_tail = c->cq_head = 0;
 	c->broken = 0;
