@@ -268,7 +268,7 @@ worker_main(void *arg)
 			w->err = errno;
 			break;
 		}
-		w->calls++;
+		__atomic_add_fetch(&w->calls, 1, __ATOMIC_RELAXED);
 	}
 	return NULL;
 }
@@ -725,7 +725,21 @@ test_threads_reconnect(void **state)
 		assert_int_equal(pthread_create(&t[i], NULL, worker_main, &w[i]), 0);
 	}
 	for (round = 0; round < 3; round++) {
-		harness_sleep_ms(200);
+		/* Each thread completes two calls on the new connection
+		 * before the next kill: a call runs once more after a lost
+		 * connection, not twice, so a call in flight at one kill
+		 * must not be in flight at the next. */
+		uint64_t base[THREADS];
+
+		for (i = 0; i < THREADS; i++)
+			base[i] = __atomic_load_n(&w[i].calls, __ATOMIC_RELAXED);
+		for (i = 0; i < THREADS; i++) {
+			int64_t deadline = harness_now_ms() + 30000;
+
+			while (__atomic_load_n(&w[i].calls, __ATOMIC_RELAXED) < base[i] + 2 &&
+			       w[i].why[0] == '\0' && harness_now_ms() < deadline)
+				harness_sleep_ms(10);
+		}
 		harness_kill(h);
 		harness_sleep_ms(100);
 		harness_restart(h);
