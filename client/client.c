@@ -1,10 +1,11 @@
 /*
  * client.c - libhotmap (see hotmap.h and libhotmap(3)).
  *
- * Blocking I/O on one Unix stream socket per hm_client.  A mutex serialises
- * requests, so replies arrive in the order of the requests and a call reads
- * frames until the one with its id.  Read data is received straight into
- * the caller's buffer once the bytes already buffered are used up.
+ * Blocking I/O on one Unix stream socket per hm_client, shared by the
+ * threads that use it: each call's requests have ids of their own and are
+ * in flight together with other threads' (wire.c reads the replies and
+ * hands each to its call).  Read data is received straight into the
+ * caller's buffer once the bytes already buffered are used up.
  *
  * This file: connect, the reconnect policy and the call-with-retry that
  * every public call goes through, open, read and close.  Frames are in
@@ -164,6 +165,8 @@ client_connect(hm_client *c, const char *socket_path)
 	} else if (hello.ring_entries > 0) {
 		c->ring = true;
 	}
+	__atomic_store_n(&c->region_size, c->region != NULL ? c->region->size : 0,
+			 __ATOMIC_RELAXED);
 	protobuf_c_message_free_unpacked(reply, NULL);
 	return rc;
 }
@@ -230,6 +233,9 @@ hm_connect_opts(const char *socket_path, const struct hm_options *opts)
 	}
 	c->lock = &c->lock0;
 	pthread_mutex_init(c->lock, NULL);
+	pthread_cond_init(&c->idle, NULL);
+	pthread_mutex_init(&c->send_lock, NULL);
+	pthread_mutex_init(&c->ring_lock, NULL);
 	pthread_mutex_init(&c->files_lock, NULL);
 	if (socket_path != NULL && (c->socket_path = strdup(socket_path)) == NULL) {
 		hm_disconnect(c);
@@ -272,8 +278,9 @@ hm_disconnect(hm_client *c)
 		free(c->in);
 	}
 	pthread_mutex_destroy(c->lock);
-	if (c->lock != &c->lock0)
-		free(c->lock);
+	pthread_cond_destroy(&c->idle);
+	pthread_mutex_destroy(&c->send_lock);
+	pthread_mutex_destroy(&c->ring_lock);
 	pthread_mutex_destroy(&c->files_lock);
 	free(c);
 	errno = saved;
@@ -340,8 +347,8 @@ client_open_granted(hm_file *f, const Hotmap__OpenReply *r)
 /*
  * OPEN of f with flags (checked by the caller): by path (HM_O_PATH), by
  * the caller's descriptor (hm_open_fd), or by a descriptor opened here
- * and closed again (hm_open).  Sets f->handle, or returns -errno.  Lock
- * held.
+ * and closed again (hm_open).  Sets f->handle, or returns -errno.  A
+ * call's user (or the reconnect, exclusive); the lock not held.
  */
 static int
 client_open(hm_client *c, hm_file *f, int flags)
@@ -352,7 +359,9 @@ client_open(hm_client *c, hm_file *f, int flags)
 	struct stat st;
 	int fd = -1, rc;
 
+	pthread_mutex_lock(c->lock);
 	direct_drop(f);	/* a reopen: the old connection's grant means nothing */
+	pthread_mutex_unlock(c->lock);
 	req.policy = flags & HM_O_MMAP ? 1 : flags & HM_O_PREAD ? 2 : 0;
 	req.warm = (flags & HM_O_WARM) != 0;
 	req.path = f->path;
@@ -379,15 +388,18 @@ client_open(hm_client *c, hm_file *f, int flags)
 		return rc;
 	}
 	r = (Hotmap__OpenReply *)reply;
+	/* under the lock: another thread may promote a file (direct_heat) */
+	pthread_mutex_lock(c->lock);
 	f->handle = r->handle;
 	client_open_granted(f, r);
 	if (fd >= 0 && f->direct_ok)
 		f->own_fd = fd;	/* mapped if the file gets hot, then closed */
 	else if (fd >= 0)
 		close(fd);	/* ours, not the caller's: the daemon has its own copy */
-	protobuf_c_message_free_unpacked(reply, NULL);
 	if (f->direct_ok && (flags & (HM_O_DIRECT | HM_O_WARM)))
 		(void)direct_promote(f);
+	pthread_mutex_unlock(c->lock);
+	protobuf_c_message_free_unpacked(reply, NULL);
 	return 0;
 }
 
@@ -401,7 +413,8 @@ connection_lost(int err)
 
 /* Reopens every open file on a new connection, as hm_open or hm_open_fd
  * did: a file that cannot be reopened is lost (ESTALE).  0, or -errno when
- * the connection failed meanwhile.  Lock held. */
+ * the connection failed meanwhile.  Exclusive (client_exclusive_begin),
+ * the lock not held. */
 int
 client_reopen(hm_client *c)
 {
@@ -419,93 +432,195 @@ client_reopen(hm_client *c)
 	return 0;
 }
 
+/* Every file's grant is forgotten, so that no thread promotes one
+ * (direct_heat) against a region being replaced.  Lock held. */
+static void
+client_forget_grants(hm_client *c)
+{
+	hm_file *f;
+
+	for (f = c->files; f != NULL; f = f->next)
+		f->direct_ok = false;
+}
+
+/*
+ * The reconnect rule: a reconnect (and a child's first call after fork)
+ * runs exclusive.  It waits for any other to end, then closes the door to
+ * new calls (exclusive) and waits until every call in flight has left:
+ * the connection is broken, so each of their waits fails at once (the
+ * socket is shut down) and nothing of the old connection is in use when
+ * it is replaced.  Lock held (released while it waits).
+ */
+static void
+client_exclusive_begin(hm_client *c)
+{
+	while (c->exclusive)
+		pthread_cond_wait(&c->idle, c->lock);
+	c->exclusive = true;
+	while (c->users > 0)
+		pthread_cond_wait(&c->idle, c->lock);
+	client_forget_grants(c);
+}
+
+static void
+client_exclusive_end(hm_client *c)
+{
+	c->exclusive = false;
+	pthread_cond_broadcast(&c->idle);
+}
+
 /*
  * The reconnect policy: with the connection lost, connect again (for up to
  * reconnect_ms, every 50 ms), register a new region, and reopen every open
  * file as hm_open or hm_open_fd did (a file that cannot be reopened is
  * lost: its calls fail with ESTALE).  Views keep the old region, which they hold.  0, or
- * -errno with the client still broken.  Lock held.
+ * -errno with the client still broken.  Exclusive, lock held (released
+ * while it connects).
  */
 static int
 client_reconnect(hm_client *c)
 {
 	uint64_t deadline = now_us() + (uint64_t)c->reconnect_ms * 1000u;
+	struct hm_region *old;
 	int rc;
 
+	c->gen++;	/* the calls that failed run again after it, whatever it gives */
+	pthread_mutex_unlock(c->lock);
 	for (;;) {
 		if (c->fd >= 0)
 			close(c->fd);
+		pthread_mutex_lock(c->lock);
 		c->fd = -1;
 		c->start = c->end = 0;
-		region_unref(c->region);
+		old = c->region;
 		c->region = NULL;
+		__atomic_store_n(&c->region_size, 0, __ATOMIC_RELAXED);
 		c->ring = false;
 		c->sq_tail = c->cq_head = 0;
 		c->broken = 0;
+		wire_reset(c);
+		pthread_mutex_unlock(c->lock);
+		region_unref(old);
 		rc = client_connect(c, c->socket_path);
 		if (rc == 0)
 			break;
 		if (now_us() >= deadline) {
+			pthread_mutex_lock(c->lock);
 			c->broken = -rc;
 			return rc;
 		}
 		usleep(50000);
 	}
-	return client_reopen(c);
+	rc = client_reopen(c);
+	pthread_mutex_lock(c->lock);
+	return rc;
+}
+
+/* Whether the connection is lost and the policy says to get it back. */
+static bool
+client_wants_reconnect(const hm_client *c)
+{
+	return c->broken != 0 && c->reconnect_ms > 0 && connection_lost(c->broken);
 }
 
 /*
  * Whether a call that failed with rc may run again: the policy is on, the
  * connection (not the request) failed, it is back, and the call has not
  * run again already (a request that brings the daemon down each time must
- * not loop).  Lock held.
+ * not loop).  The call, a user, leaves while the reconnect runs (its own,
+ * or another thread's since *gen) and comes back.  The lock not held.
  */
-static bool
-client_retry(hm_client *c, int rc)
+bool
+client_retry(hm_client *c, int rc, bool *retried, unsigned *gen)
 {
-	if (rc >= 0 || c->retried || c->reconnect_ms == 0 || !connection_lost(c->broken))
+	bool again;
+
+	if (rc >= 0 || *retried)
 		return false;
-	c->retried = true;
-	return client_reconnect(c) == 0;
-}
-
-/* Every call starts here, lock held: in a child after fork(2), the
- * client gets a connection of its own first; a client lost earlier
- * reconnects first, under the policy, and the call may run once more. */
-static void
-client_revive(hm_client *c)
-{
-	c->retried = false;
-	if (c->pid != fork_pid())
-		client_after_fork(c);
-	if (c->broken != 0 && c->reconnect_ms > 0 && connection_lost(c->broken))
+	pthread_mutex_lock(c->lock);
+	if (c->reconnect_ms == 0 || !connection_lost(c->broken)) {
+		pthread_mutex_unlock(c->lock);
+		return false;
+	}
+	*retried = true;
+	if (--c->users == 0)
+		pthread_cond_broadcast(&c->idle);
+	while (c->exclusive)
+		pthread_cond_wait(&c->idle, c->lock);
+	if (c->gen == *gen && client_wants_reconnect(c)) {
+		client_exclusive_begin(c);
 		client_reconnect(c);
+		client_exclusive_end(c);
+	}
+	again = c->broken == 0;
+	c->users++;
+	*gen = c->gen;
+	pthread_mutex_unlock(c->lock);
+	return again;
 }
 
-/* Runs fn(c, arg), and once more when client_retry allows.  Lock held,
- * client_revive done: for a call that runs several steps under one lock. */
-static int
-client_retrying(hm_client *c, int (*fn)(hm_client *c, void *arg), void *arg)
+/*
+ * Every call starts here, and is a user of the client until
+ * client_leave: in a child after fork(2), the client gets a connection of
+ * its own first; a client lost earlier reconnects first, under the
+ * policy.  Returns the reconnects tried so far (for client_retry).
+ */
+unsigned
+client_enter(hm_client *c)
 {
+	unsigned gen;
+
+	pthread_mutex_lock(c->lock);
+	if (c->pid != fork_pid()) {
+		/* What the parent's threads had in flight is not this
+		 * process's (the fork handlers, when they ran, said so). */
+		if (c->users > 0 || c->exclusive || c->reading)
+			c->fork_busy = true;
+		c->users = 0;
+		c->exclusive = false;
+		wire_reset(c);
+		c->pid = fork_pid();
+		client_exclusive_begin(c);
+		pthread_mutex_unlock(c->lock);
+		client_after_fork(c);
+		pthread_mutex_lock(c->lock);
+		client_exclusive_end(c);
+	}
+	while (c->exclusive)
+		pthread_cond_wait(&c->idle, c->lock);
+	if (client_wants_reconnect(c)) {
+		client_exclusive_begin(c);
+		client_reconnect(c);
+		client_exclusive_end(c);
+	}
+	c->users++;
+	gen = c->gen;
+	pthread_mutex_unlock(c->lock);
+	return gen;
+}
+
+void
+client_leave(hm_client *c)
+{
+	pthread_mutex_lock(c->lock);
+	if (--c->users == 0)
+		pthread_cond_broadcast(&c->idle);
+	pthread_mutex_unlock(c->lock);
+}
+
+/* A public call's one step: fn(c, arg) as a user of c, run once more
+ * when client_retry allows. */
+int
+client_with_retry(hm_client *c, int (*fn)(hm_client *c, void *arg), void *arg)
+{
+	bool retried = false;
+	unsigned gen = client_enter(c);
 	int rc;
 
 	do
 		rc = fn(c, arg);
-	while (client_retry(c, rc));
-	return rc;
-}
-
-/* A public call's one step: fn(c, arg) under c's lock, after
- * client_revive, run once more when client_retry allows. */
-int
-client_with_retry(hm_client *c, int (*fn)(hm_client *c, void *arg), void *arg)
-{
-	int rc;
-
-	pthread_mutex_lock(c->lock);
-	client_revive(c);
-	rc = client_retrying(c, fn, arg);
-	pthread_mutex_unlock(c->lock);
+	while (client_retry(c, rc, &retried, &gen));
+	client_leave(c);
 	return rc;
 }
 
@@ -573,7 +688,7 @@ struct add_file {
 	int flags;
 };
 
-/* Opens a->f and, once open, links it into c's files.  Lock held. */
+/* Opens a->f and, once open, links it into c's files.  A user. */
 static int
 add_file_run(hm_client *c, void *arg)
 {
@@ -676,22 +791,14 @@ hm_open_fd(hm_client *c, int fd, int flags)
 
 /* --- reads ------------------------------------------------------------- */
 
-/* Sends the READs of ops[0..n) in one write.  Lock held. */
+/* Sends the READs of ops[0..n) (their ids given) in one write. */
 static int
-client_send_reads(hm_client *c, struct read_op *ops, size_t n)
+client_send_reads(hm_client *c, struct read_op *ops, size_t n, size_t framed)
 {
-	size_t cap, len = 0, framed = 0, i;
+	size_t cap, len = 0, i;
 	uint8_t *buf;
 	int rc;
 
-	if (c->broken)
-		return -c->broken;
-	for (i = 0; i < n; i++) {
-		ops[i].id = c->next_id++;
-		framed += !ops[i].ring;
-	}
-	if (framed == 0)
-		return 0;	/* all through the ring: nothing to write */
 	cap = framed * (HM_FRAME_HEADER_SIZE + 64);
 	buf = malloc(cap);
 	if (buf == NULL)
@@ -714,101 +821,56 @@ client_send_reads(hm_client *c, struct read_op *ops, size_t n)
 		}
 		len += (size_t)w;
 	}
-	rc = client_write(c, buf, len, -1);
+	rc = wire_send_frames(c, buf, len, -1);
 	free(buf);
 	return rc;
 }
 
 /*
- * Receives the replies to ops[0..n), whose ids follow one another: the
- * daemon answers reads as they complete, so replies come in any order and
- * the data frames of several may interleave.  A reply is READ_DATA frames
- * with HM_FLAG_MORE carrying bytes (socket reads), then one without it
- * carrying the total; or ERROR, which sets that op's result to -errno.
- * Returns < 0 only when the connection failed.  Lock held.
+ * Every op of ops[0..n) gets its result: those over the socket first, then
+ * those through the ring.  The daemon answers reads as they complete, so
+ * replies come in any order and the data frames of several may interleave
+ * (with other threads' too: wire.c hands each to its op).  A reply is
+ * READ_DATA frames with HM_FLAG_MORE carrying bytes (socket reads), then
+ * one without it carrying the total; or ERROR, which sets that op's result
+ * to -errno.  < 0 only when the connection failed.  A user.
  */
-static int
-client_recv_reads(hm_client *c, struct read_op *ops, size_t n)
-{
-	size_t left = 0, i;
-
-	for (i = 0; i < n; i++)
-		left += !ops[i].ring;
-
-	while (left > 0) {
-		struct hm_frame_header h;
-		ProtobufCMessage *msg;
-		struct read_op *op;
-		uint64_t total;
-		int rc;
-
-		rc = client_recv_frame_of(c, ops[0].id, (uint32_t)n, &h, &msg);
-		if (rc < 0 && c->broken)
-			return rc;
-		op = &ops[h.id - ops[0].id];
-		if (op->done || op->ring) {
-			protobuf_c_message_free_unpacked(msg, NULL);
-			return client_break(c, EPROTO);
-		}
-		if (rc < 0) {
-			op->result = rc;	/* the daemon's errno for this read */
-			op->done = true;
-			left--;
-			continue;
-		}
-		if (h.type != HM_MSG_READ_DATA ||
-		    (h.raw_length > 0 && (op->shm || h.raw_length > op->len - op->got))) {
-			protobuf_c_message_free_unpacked(msg, NULL);
-			return client_break(c, EPROTO);
-		}
-		if (h.flags & HM_FLAG_MORE) {
-			protobuf_c_message_free_unpacked(msg, NULL);
-			rc = client_recv_raw(c, op->buf + op->got, h.raw_length);
-			if (rc < 0)
-				return rc;
-			op->got += h.raw_length;
-			continue;
-		}
-		total = ((Hotmap__ReadReply *)msg)->total;
-		protobuf_c_message_free_unpacked(msg, NULL);
-		if (h.raw_length != 0 || (op->shm ? total > op->len : total != op->got))
-			return client_break(c, EPROTO);
-		op->result = (ssize_t)total;
-		op->done = true;
-		left--;
-	}
-	return 0;
-}
-
-/* Every op of ops[0..n) gets its result: those over the socket first, then
- * those through the ring.  < 0 only when the connection failed.  Lock held. */
 int
 client_do_reads(hm_client *c, struct read_op *ops, size_t n)
 {
-	size_t i;
+	struct wire_wait w;
+	size_t framed = 0, i;
 	int rc;
 
 	if (n == 0)
 		return 0;
 	for (i = 0; i < n; i++) {
 		ops[i].ring = c->ring && ops[i].shm;
+		framed += !ops[i].ring;
 		/* afresh: a call run again after a reconnect reuses its ops,
 		 * and what the lost connection had delivered is void */
 		ops[i].got = 0;
 		ops[i].done = false;
 		ops[i].result = 0;
 	}
-	rc = client_send_reads(c, ops, n);
-	if (rc == 0)
-		rc = client_recv_reads(c, ops, n);
-	if (rc == 0)
+	rc = wire_begin(c, &w, ops, (uint32_t)n, (uint32_t)framed);
+	if (rc < 0)
+		return rc;
+	if (framed > 0)
+		rc = client_send_reads(c, ops, n, framed);
+	rc = wire_finish(c, &w, rc);
+	if (rc == 0 && framed < n) {
+		/* polling mode: one call at a time on the ring */
+		pthread_mutex_lock(&c->ring_lock);
 		rc = client_ring_reads(c, ops, n);
+		pthread_mutex_unlock(&c->ring_lock);
+	}
 	return rc;
 }
 
 /* Runs ops[0..n) (n <= CLIENT_BATCH_WINDOW): reads of at least the
  * threshold go through the region when it has room, the rest over the
- * socket; region bytes are then copied to each op's buf.  Lock held. */
+ * socket; region bytes are then copied to each op's buf.  A user. */
 static int
 client_run_reads(hm_client *c, struct read_op *ops, size_t n)
 {
@@ -851,11 +913,11 @@ pread_run(hm_client *c, void *arg)
 static size_t
 pread_chunk(const hm_client *c, size_t len)
 {
-	size_t half;
+	size_t size = __atomic_load_n(&c->region_size, __ATOMIC_RELAXED), half;
 
-	if (c->region == NULL || len < c->shm_threshold)
+	if (size == 0 || len < c->shm_threshold)
 		return SIZE_MAX;
-	half = c->region->size / 2 / REGION_BLOCK * REGION_BLOCK;
+	half = size / 2 / REGION_BLOCK * REGION_BLOCK;
 	return half > 0 ? half : SIZE_MAX;
 }
 
@@ -963,6 +1025,8 @@ hm_read_batch(hm_client *c, struct hm_io *io, size_t n)
 	struct batch_window w;	/* on the stack, as before: not zeroed */
 	size_t map[CLIENT_BATCH_WINDOW];
 	size_t i = 0, k, m;
+	bool retried = false;
+	unsigned gen;
 	int rc = 0;
 
 	set_last_error(NULL);
@@ -971,8 +1035,7 @@ hm_read_batch(hm_client *c, struct hm_io *io, size_t n)
 	w.io = io;
 	w.map = map;
 	w.j = 0;
-	pthread_mutex_lock(c->lock);
-	client_revive(c);
+	gen = client_enter(c);
 	while (i < n && rc == 0) {
 		/* one window of valid ios; the others get their error here */
 		for (m = 0; i < n && m < CLIENT_BATCH_WINDOW; i++) {
@@ -992,14 +1055,16 @@ hm_read_batch(hm_client *c, struct hm_io *io, size_t n)
 				map[m++] = i;
 		}
 		w.m = m;
-		rc = client_retrying(c, batch_window_run, &w);
+		do
+			rc = batch_window_run(c, &w);
+		while (client_retry(c, rc, &retried, &gen));
 		for (k = 0; k < w.j; k++)
 			io[w.asked[k]].result = rc < 0 ? rc : w.ops[k].result;
 	}
 	/* a connection that failed leaves the rest unanswered */
 	for (; i < n; i++)
 		io[i].result = rc;
-	pthread_mutex_unlock(c->lock);
+	client_leave(c);
 	return rc < 0 ? fail(-rc) : 0;
 }
 
@@ -1058,20 +1123,32 @@ hm_close(hm_file *f)
 		return fail(EBADF);
 	c = f->c;
 	pthread_mutex_lock(c->lock);
-	req.handle = f->handle;	/* under the lock: a reconnect renews it */
 	if (c->pid != fork_pid()) {
 		/* a child's first call: the handle is the parent's, on the
 		 * parent's connection; the child's next call reopens the
 		 * others without it */
 		rc = 0;
-	} else if (f->handle == 0 || (c->reconnect_ms > 0 && connection_lost(c->broken))) {
-		rc = 0;	/* the daemon that had it is gone: nothing to close there */
 	} else {
-		rc = client_call(c, HM_MSG_CLOSE, &req.base, -1, HM_MSG_CLOSE_REPLY, &reply);
-		if (rc == 0)
-			protobuf_c_message_free_unpacked(reply, NULL);
-		else if (c->reconnect_ms > 0 && connection_lost(c->broken))
-			rc = 0;
+		/* a user, not reviving: a reconnect renews the handle, so
+		 * it is read with none running */
+		while (c->exclusive)
+			pthread_cond_wait(&c->idle, c->lock);
+		c->users++;
+		req.handle = f->handle;
+		if (f->handle == 0 || (c->reconnect_ms > 0 && connection_lost(c->broken))) {
+			rc = 0;	/* the daemon that had it is gone: nothing to close there */
+		} else {
+			pthread_mutex_unlock(c->lock);
+			rc = client_call(c, HM_MSG_CLOSE, &req.base, -1, HM_MSG_CLOSE_REPLY,
+					 &reply);
+			pthread_mutex_lock(c->lock);
+			if (rc == 0)
+				protobuf_c_message_free_unpacked(reply, NULL);
+			else if (c->reconnect_ms > 0 && connection_lost(c->broken))
+				rc = 0;
+		}
+		if (--c->users == 0)
+			pthread_cond_broadcast(&c->idle);
 	}
 	pthread_mutex_lock(&c->files_lock);
 	if (f->prev != NULL)

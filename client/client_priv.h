@@ -81,21 +81,79 @@ struct hm_region {
 	struct hm_region *prev, *next;	/* on `regions` */
 };
 
+/*
+ * A call waiting for its replies (wire.c): the ids first_id ..
+ * first_id + count - 1, each answered by one READ_DATA reply (ops set)
+ * or the one reply frame (ops NULL); or, with ring_wake, the daemon's
+ * next RING_WAKE.  On c->waits while linked; the thread that reads the
+ * socket fills it in and signals cond.  Lives on its owner's stack.
+ */
+struct wire_wait {
+	uint32_t first_id, count;
+	struct read_op *ops;	/* count of them; NULL: one reply frame */
+	size_t left;		/* replies not complete yet */
+	bool ring_wake;		/* waits for a RING_WAKE after wakes */
+	uint32_t wakes;
+	ProtobufCMessage *reply;	/* ops NULL: the frame, once here */
+	uint16_t reply_type_got;
+	int result;		/* ops NULL: 0, or the daemon's -errno */
+	int err;		/* the connection failed with it (positive) */
+	char why[256];		/* the daemon's last ERROR message for it */
+	bool asleep;		/* its owner waits on cond (not sending still) */
+	pthread_cond_t cond;
+	struct wire_wait *prev, *next;
+};
+
+/*
+ * Threads share a client: their requests are in flight at once, each
+ * with ids of its own.  A call is a user (users) while it runs; it sends
+ * its frames under send_lock, then waits for its replies (wire_wait):
+ * one waiting thread at a time reads the socket (reading), hands each
+ * frame to the wait its id belongs to and wakes that wait's owner; once
+ * its own replies are in, it hands the reading to another waiter.
+ *
+ * A reconnect, or a child's first call after fork(2), runs exclusive:
+ * with no user left (the connection is broken, so every wait in flight
+ * has failed), and new calls wait at the door (client_enter) until it is
+ * done.  A user that must wait for a reconnect leaves first.
+ *
+ * Polling mode: ring reads stay one call at a time, under ring_lock
+ * (held across a call's ring reads and sleeps); their frames still
+ * pipeline.
+ */
 struct hm_client {
 	int fd;
-	/* Serialises the calls: held for a whole call, the waits included.
-	 * &lock0, or in a child a mutex of its own (see fork.c). */
+	/* The client's state lock, held only for short steps, never across
+	 * a system call that waits for the daemon: it guards next_id,
+	 * broken, waits, reading, users, exclusive, gen, ring_wakes, the
+	 * files' grants (direct_promote, direct_drop) and the swap of fd and
+	 * region in a reconnect.  &lock0. */
 	pthread_mutex_t *lock;
 	pthread_mutex_t lock0;
+	pthread_cond_t idle;	/* users reached 0, or exclusive ended */
+	/* Held while one call writes its frames, so they do not interleave. */
+	pthread_mutex_t send_lock;
+	/* Held by the one call using the ring (polling mode). */
+	pthread_mutex_t ring_lock;
 	/* Held only while files is relinked, so that a fork never copies
 	 * the list half changed.  Taken after lock, never before. */
 	pthread_mutex_t files_lock;
 	uint32_t next_id;
 	int broken;		/* errno once out of step; 0 while healthy */
+	struct wire_wait *waits;	/* calls waiting for replies */
+	bool reading;		/* a waiter reads the socket: in, start, end are its */
+	unsigned users;		/* calls running (client_enter .. client_leave) */
+	bool exclusive;		/* a reconnect (or a child's first call) runs */
+	unsigned gen;		/* reconnects tried: a failed call whose gen
+				 * changed runs again without one of its own */
+	uint32_t ring_wakes;	/* RING_WAKE frames read */
 	uint8_t *in;		/* received, not yet consumed: in[start, end) */
 	size_t start, end, cap;
 	hm_file *files;		/* open files, for hm_disconnect */
 	struct hm_region *region;	/* NULL: every byte comes over the socket */
+	/* region's size, or 0: read (atomic) by hm_pread before it is a
+	 * user, while a reconnect may be replacing the region */
+	size_t region_size;
 	size_t shm_threshold;
 	/* Read from the environment at hm_connect, for every reconnect too. */
 	size_t shm_size;	/* HOTMAP_SHM_SIZE */
@@ -112,21 +170,23 @@ struct hm_client {
 	/* Reconnect policy (hm_set_reconnect, HOTMAP_RECONNECT_MS): how long
 	 * a call may spend getting a lost daemon back; 0: off. */
 	unsigned reconnect_ms;
-	bool retried;		/* the call in progress has run once more */
 	char *socket_path;	/* NULL: the default */
 	/* fork(2): the process the connection, region and handles belong
 	 * to; a call from another one (a child) connects afresh first. */
 	pid_t pid;
-	bool fork_held;		/* the fork handlers hold lock */
-	bool fork_busy;		/* a child's copy, of a call in flight at the fork */
+	bool fork_busy;		/* a child's copy, of calls in flight at the fork */
 	bool listed;		/* on `clients` */
 	hm_client *prev_live, *next_live;
 };
 
 /*
  * Every connected client and every live region, for the fork handlers.
- * Lock order: clients_lock, a client's lock, its files_lock, regions_lock,
- * a region's lock.  No one holding a later lock waits for an earlier one.
+ * Lock order: clients_lock, a client's ring_lock, its send_lock, its lock,
+ * its files_lock, regions_lock, a region's lock.  No one holding a later
+ * lock waits for an earlier one.  ring_lock and send_lock are held across
+ * system calls (a ring sleep, a write to a full socket) and so are never
+ * taken by the fork handlers; the others are held for short steps only.
+ * A thread waiting for its replies holds none of them.
  */
 extern pthread_mutex_t clients_lock;	/* direct.c.  direct_read: bytes (as pread), or DIRECT_MISS when the
  * read must go through the daemon. */
@@ -208,7 +268,8 @@ check_range(size_t len, uint64_t offset)
 	return 0;
 }
 
-/* wire.c: frames on the socket.  All of these: lock held. */
+/* wire.c: frames on the socket.  The client's lock not held, but by
+ * client_break (either way) and where said. */
 void set_last_error(const char *msg);
 int client_break(hm_client *c, int err);
 int client_write(hm_client *c, const uint8_t *buf, size_t len, int pass_fd);
@@ -216,10 +277,15 @@ int client_send(hm_client *c, uint16_t type, uint32_t id, const ProtobufCMessage
 		int pass_fd);
 int client_fill(hm_client *c, size_t need);
 int client_recv_raw(hm_client *c, uint8_t *dst, size_t n);
-int client_recv_frame_of(hm_client *c, uint32_t first_id, uint32_t count,
-			 struct hm_frame_header *h, ProtobufCMessage **msg);
 int client_call(hm_client *c, uint16_t type, const ProtobufCMessage *req, int pass_fd,
 		uint16_t reply_type, ProtobufCMessage **reply);
+int wire_begin(hm_client *c, struct wire_wait *w, struct read_op *ops, uint32_t count,
+	       uint32_t ids);
+int wire_send_frames(hm_client *c, const uint8_t *buf, size_t len, int pass_fd);
+int wire_finish(hm_client *c, struct wire_wait *w, int rc);
+uint32_t wire_ring_wakes(hm_client *c);
+int wire_wait_ring(hm_client *c, uint32_t wakes);
+void wire_reset(hm_client *c);
 
 /* region.c: the shared region's blocks. */
 struct hm_region *region_new(size_t size, uint32_t slots, int *fd);
@@ -229,7 +295,7 @@ void region_mark(struct hm_region *r, size_t first, size_t n, bool used);
 int region_alloc(struct hm_region *r, size_t len, size_t *off);
 void region_free(struct hm_region *r, size_t off, size_t len);
 
-/* ring.c: the ring ops of ops[0..n).  Lock held. */
+/* ring.c: the ring ops of ops[0..n).  ring_lock held, not lock. */
 int client_ring_reads(hm_client *c, struct read_op *ops, size_t n);
 
 /* fork.c */
@@ -247,6 +313,9 @@ int client_connect(hm_client *c, const char *socket_path);
 int client_reopen(hm_client *c);
 int client_do_reads(hm_client *c, struct read_op *ops, size_t n);
 int client_with_retry(hm_client *c, int (*fn)(hm_client *c, void *arg), void *arg);
+unsigned client_enter(hm_client *c);
+void client_leave(hm_client *c);
+bool client_retry(hm_client *c, int rc, bool *retried, unsigned *gen);
 int client_request(hm_client *c, uint16_t type, const ProtobufCMessage *req, uint16_t reply_type,
 		   ProtobufCMessage **reply);
 

@@ -34,17 +34,22 @@ hm_client *clients;
  * wrong process and the daemon would copy bytes under both.  So:
  *
  *  - No lock is inherited held, and fork never waits for a call: a call
- *    holds its client's lock while it waits for the daemon, for as long
- *    as a reconnect may take or for ever when the daemon is stopped (and
- *    a process that forks to restart the daemon would deadlock).  So the
- *    prepare handler takes every client's lock only if it is free, and
- *    the short locks (every client's files_lock, every region's) always;
- *    both sides let go after the fork.  In the child, a client whose lock
- *    was busy gets a new mutex (the old one stays locked by a thread the
- *    child has not) and is marked fork_busy: its connection, buffer and
- *    region were in a call's hands, so the child leaves them alone (they
- *    leak in the child) instead of closing or freeing them; its list of
- *    files, under files_lock, is whole.
+ *    waits for the daemon for as long as a reconnect may take, or for
+ *    ever when the daemon is stopped (and a process that forks to restart
+ *    the daemon would deadlock).  Calls wait with none of the short locks
+ *    held (a client's lock and files_lock, every region's), so the prepare
+ *    handler takes all of those, and the state it sees is whole; both
+ *    sides let go after the fork.  The long locks (send_lock, held across
+ *    a write; ring_lock, across a ring sleep) are never taken: the child
+ *    initialises them anew, with the client's condition variable, since
+ *    the threads that held or waited on them are the parent's.  A client
+ *    with calls in flight at the fork (users, a reconnect, a reader) is
+ *    marked fork_busy in the child: its connection, buffer and region
+ *    were in those calls' hands (the reader's buffer may be half
+ *    reallocated), so the child leaves them alone (they leak in the
+ *    child) instead of closing or freeing them, and forgets the calls:
+ *    their threads are not in the child.  Its list of files, under
+ *    files_lock, is whole.
  *  - A view the child inherited keeps the bytes it had at the fork, even
  *    when the parent releases it and its blocks are filled anew: the
  *    prepare handler, with every region's lock held (so no block is
@@ -57,7 +62,7 @@ hm_client *clients;
  *    the child has not written still show the parent's later changes.
  *    Copying in the child instead would race with the parent, which runs
  *    on at once.  The parent only frees the copy.
- *  - The child's first call on an inherited client (client_revive checks
+ *  - The child's first call on an inherited client (client_enter checks
  *    the pid, which also covers a child made without the handlers, such
  *    as by a raw clone) closes the child's copy of the socket, drops its
  *    copy of the region (the views keep it), connects afresh with a
@@ -116,7 +121,7 @@ atfork_prepare(void)
 
 	pthread_mutex_lock(&clients_lock);
 	for (c = clients; c != NULL; c = c->next_live) {
-		c->fork_held = pthread_mutex_trylock(c->lock) == 0;
+		pthread_mutex_lock(c->lock);
 		pthread_mutex_lock(&c->files_lock);
 	}
 	pthread_mutex_lock(&regions_lock);
@@ -141,8 +146,7 @@ atfork_parent(void)
 	pthread_mutex_unlock(&regions_lock);
 	for (c = clients; c != NULL; c = c->next_live) {
 		pthread_mutex_unlock(&c->files_lock);
-		if (c->fork_held)
-			pthread_mutex_unlock(c->lock);
+		pthread_mutex_unlock(c->lock);
 	}
 	pthread_mutex_unlock(&clients_lock);
 }
@@ -168,21 +172,20 @@ atfork_child(void)
 	pthread_mutex_unlock(&regions_lock);
 	if (self_pid != 0)
 		self_pid = getpid();
-	/* the clients connect afresh at their first call (client_revive) */
+	/* the clients connect afresh at their first call (client_enter) */
 	for (c = clients; c != NULL; c = c->next_live) {
 		pthread_mutex_unlock(&c->files_lock);
-		if (c->fork_held) {
-			pthread_mutex_unlock(c->lock);
-		} else {
-			pthread_mutex_t *m = malloc(sizeof *m);
-
-			/* Without memory, reinitialising the locked mutex is
-			 * what is left; glibc allows it in practice. */
-			if (m != NULL)
-				c->lock = m;
-			pthread_mutex_init(c->lock, NULL);
+		if (c->users > 0 || c->exclusive || c->reading)
 			c->fork_busy = true;
-		}
+		c->users = 0;
+		c->exclusive = false;
+		wire_reset(c);
+		/* Held (or waited on) by the parent's threads, perhaps:
+		 * initialised anew, as glibc allows in practice. */
+		pthread_mutex_init(&c->send_lock, NULL);
+		pthread_mutex_init(&c->ring_lock, NULL);
+		pthread_cond_init(&c->idle, NULL);
+		pthread_mutex_unlock(c->lock);
 	}
 	pthread_mutex_unlock(&clients_lock);
 }
@@ -247,7 +250,7 @@ client_unlist(hm_client *c)
  * their private copy of it), unless a call had them at the fork.  When
  * the daemon cannot be reached, the client is broken with that error, as
  * a lost connection is (the reconnect policy, if on, then tries again).
- * Lock held.
+ * Exclusive (client_enter), the lock not held.
  */
 void
 client_after_fork(hm_client *c)
@@ -268,6 +271,7 @@ client_after_fork(hm_client *c)
 	c->fd = -1;
 	c->start = c->end = 0;
 	c->region = NULL;
+	__atomic_store_n(&c->region_size, 0, __ATOMIC_RELAXED);
 	c->ring = false;
 	c->sq_tail = c->cq_head = 0;
 	c->broken = 0;

@@ -225,7 +225,7 @@ struct view_call {
 };
 
 /* Reads v->len bytes into a region block of their own or a buffer of the
- * view's; on failure gives both back.  Lock held. */
+ * view's; on failure gives both back.  A user of the client. */
 static int
 view_run(hm_client *c, void *arg)
 {
@@ -383,7 +383,7 @@ view_batch_undo(struct view_batch *w)
 }
 
 /* One window: a region block (or a buffer) per view, one round of reads.
- * Lock held. */
+ * A user of the client. */
 static int
 view_batch_run(hm_client *c, void *arg)
 {

@@ -4,9 +4,14 @@
  * completion ring, with a poll, then a sleep on the socket until the
  * daemon's RING_WAKE.
  *
- * Must not: write frames but RING_KICK; run without the client's lock;
- * read a completion it cannot match to a chunk it published (the client
- * is then broken).
+ * One call at a time uses the ring (the caller holds ring_lock across
+ * client_ring_reads); other threads' frames go on meanwhile, and its
+ * sleep is a wait among theirs (wire_wait_ring): whichever thread reads
+ * the socket counts the RING_WAKE and wakes it.
+ *
+ * Must not: write frames but RING_KICK; run without ring_lock; read the
+ * socket but through wire.c; read a completion it cannot match to a chunk
+ * it published (the client is then broken).
  */
 #include "config.h"
 
@@ -90,7 +95,7 @@ ring_fold(hm_client *c, struct ring_call *rc, size_t i)
 }
 
 /* Takes the completions the daemon published: how many, or < 0 when they
- * make no sense (the client is then broken).  Lock held. */
+ * make no sense (the client is then broken).  ring_lock held. */
 static int
 client_ring_consume(hm_client *c, struct ring_call *rc)
 {
@@ -124,28 +129,14 @@ client_ring_consume(hm_client *c, struct ring_call *rc)
 	return got;
 }
 
-/* Blocks until the daemon's RING_WAKE.  Lock held. */
-static int
-client_ring_sleep(hm_client *c)
-{
-	struct hm_frame_header h;
-	int rc = client_fill(c, HM_FRAME_HEADER_SIZE);
-
-	if (rc < 0)
-		return rc;
-	frame_header_decode(c->in + c->start, &h);
-	if (h.type != HM_MSG_RING_WAKE || h.length != 0 || h.raw_length != 0)
-		return client_break(c, EPROTO);
-	c->start += HM_FRAME_HEADER_SIZE;
-	return 0;
-}
-
 /*
  * Waits for at least one completion: polls for poll_us, then says it
  * sleeps (client_idle), looks once more, and sleeps on the socket until
  * the daemon's RING_WAKE.  The daemon fences between publishing and
  * reading the flag, as we do between setting it and looking, so one of
- * the two always sees the other.  Lock held.
+ * the two always sees the other.  A wake counted after the count taken
+ * before the flag was set ends the sleep: a late one of an earlier sleep
+ * only makes the loop look again.  ring_lock held.
  */
 static int
 client_ring_wait(hm_client *c, struct ring_call *rc)
@@ -153,6 +144,7 @@ client_ring_wait(hm_client *c, struct ring_call *rc)
 	uint8_t *base = c->region->base;
 	uint64_t until = 0;
 	unsigned spins = 0;
+	uint32_t wakes;
 	int got, err;
 
 	for (;;) {
@@ -167,6 +159,7 @@ client_ring_wait(hm_client *c, struct ring_call *rc)
 			until = now_us() + c->poll_us;
 		if (c->poll_us > 0 && now_us() < until)
 			continue;
+		wakes = wire_ring_wakes(c);
 		hm_ring_store(base, HM_RING_CLIENT_IDLE, 1);
 		hm_ring_fence();
 		got = client_ring_consume(c, rc);
@@ -175,7 +168,7 @@ client_ring_wait(hm_client *c, struct ring_call *rc)
 			hm_ring_store(base, HM_RING_CLIENT_IDLE, 0);
 			return got < 0 ? got : 0;
 		}
-		err = client_ring_sleep(c);
+		err = wire_wait_ring(c, wakes);
 		if (err < 0)
 			return err;
 		until = 0;
@@ -187,7 +180,7 @@ client_ring_wait(hm_client *c, struct ring_call *rc)
  * Runs the ring ops of ops[0..n): cuts them into chunks, publishes as many
  * as the ring holds, kicks the daemon if it said it sleeps, and takes
  * completions until every chunk is done.  Each op's result (and bytes,
- * when it has a buffer) is then in place.  Lock held.
+ * when it has a buffer) is then in place.  ring_lock held, not the lock.
  */
 int
 client_ring_reads(hm_client *c, struct read_op *ops, size_t n)
@@ -227,8 +220,10 @@ client_ring_reads(hm_client *c, struct read_op *ops, size_t n)
 		} while (off < ops[i].len);
 		rc.end[i] = j;
 	}
+	pthread_mutex_lock(c->lock);
 	rc.first_id = c->next_id;
 	c->next_id += (uint32_t)rc.nchunks;
+	pthread_mutex_unlock(c->lock);
 	rc.left = rc.nchunks;
 	base = c->region->base;
 	while (rc.left > 0) {

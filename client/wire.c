@@ -1,15 +1,25 @@
 /*
  * wire.c - libhotmap's frames on its socket: encoding and sending requests
  * (with a descriptor when one goes along), buffering what arrives, reading
- * a reply frame by id, and the ERROR with id 0 by which the daemon says
- * why it refused the connection.  The thread's last error lives here.
+ * the replies of calls in flight, handed by id to the call each belongs
+ * to, and the ERROR with id 0 by which the daemon says why it refused the
+ * connection.  The thread's last error lives here.
+ *
+ * Several threads' calls are in flight at once (see struct hm_client):
+ * a call links a wire_wait, sends its frames under send_lock, then waits.
+ * One waiter at a time is the reader; it reads frames without the lock
+ * (in, start and end are its own while it reads), takes the lock to find
+ * the frame's wait, and copies READ_DATA bytes into that op's buffer.
+ * A wait stays linked until it is done, so the buffer the reader fills
+ * is alive; only the reader fails waits while it reads (wait_fail_all).
  *
  * Once the stream is out of step (the daemon vanished, or sent something
  * that is not a frame), the client is broken (client_break): every later
  * call fails with the same errno without touching the socket.
  *
  * Must not: know about files, the region's allocation, the ring's slots or
- * the reconnect policy; take the client's lock (callers hold it).
+ * the reconnect policy; hold the client's lock across a read or a write
+ * of the socket.
  */
 #include "config.h"
 
@@ -38,12 +48,17 @@ set_last_error(const char *msg)
 	snprintf(last_error, sizeof last_error, "%s", msg != NULL ? msg : "");
 }
 
-/* Marks the client broken with err (positive) and returns -err. */
+/* Marks the client broken with err (positive) and returns -err.  The
+ * socket is shut down, so that a thread blocked reading or writing it
+ * returns and fails the calls in flight.  With or without the lock. */
 int
 client_break(hm_client *c, int err)
 {
-	if (c->broken == 0)
-		c->broken = err;
+	int none = 0;
+
+	if (__atomic_compare_exchange_n(&c->broken, &none, err, false, __ATOMIC_ACQ_REL,
+					__ATOMIC_ACQUIRE) && c->fd >= 0)
+		shutdown(c->fd, SHUT_RDWR);
 	return -err;
 }
 
@@ -103,7 +118,7 @@ client_send(hm_client *c, uint16_t type, uint32_t id, const ProtobufCMessage *ms
 			return -ENOMEM;
 	}
 	n = frame_encode(type, id, 0, msg, 0, buf, size);
-	rc = n < 0 ? n : client_write(c, buf, (size_t)n, pass_fd);
+	rc = n < 0 ? n : wire_send_frames(c, buf, (size_t)n, pass_fd);
 	if (buf != small)
 		free(buf);
 	return rc;
@@ -171,100 +186,439 @@ client_recv_raw(hm_client *c, uint8_t *dst, size_t n)
 	return 0;
 }
 
-/* Reads the next frame's header and message, which must answer one of the
- * requests first_id .. first_id + count - 1 (h->id says which).  An ERROR
- * reply becomes its negative errno (message in hm_last_error); *msg is set
- * otherwise, and raw bytes, if any, are left for the caller. */
+/* --- calls in flight ------------------------------------------------------ */
+
+static bool
+wait_done(const hm_client *c, const struct wire_wait *w)
+{
+	return w->err != 0 || (w->ring_wake ? c->ring_wakes != w->wakes : w->left == 0);
+}
+
+static void
+wait_link(hm_client *c, struct wire_wait *w)
+{
+	w->prev = NULL;
+	w->next = c->waits;
+	if (w->next != NULL)
+		w->next->prev = w;
+	c->waits = w;
+}
+
+static void
+wait_unlink(hm_client *c, struct wire_wait *w)
+{
+	if (w->prev != NULL)
+		w->prev->next = w->next;
+	else
+		c->waits = w->next;
+	if (w->next != NULL)
+		w->next->prev = w->prev;
+	w->prev = w->next = NULL;
+}
+
+/* The wait id belongs to, or NULL.  Lock held. */
+static struct wire_wait *
+wait_find(hm_client *c, uint32_t id)
+{
+	struct wire_wait *w;
+
+	for (w = c->waits; w != NULL; w = w->next)
+		if (!w->ring_wake && id - w->first_id < w->count)
+			return w;
+	return NULL;
+}
+
+/* The connection failed (c->broken): every wait not done yet fails with
+ * it.  Lock held, and nobody reading into the waits' buffers. */
+static void
+wait_fail_all(hm_client *c, int err)
+{
+	struct wire_wait *w;
+
+	for (w = c->waits; w != NULL; w = w->next) {
+		if (wait_done(c, w))
+			continue;
+		w->err = err;
+		pthread_cond_signal(&w->cond);
+	}
+}
+
+/* The reader is done: another waiter, if any, takes the socket.  One
+ * asleep: a call still sending looks for a reader once it waits, and a
+ * signal to it would be lost while sleepers wait for ever.  Lock held. */
+static void
+wait_hand_off(hm_client *c)
+{
+	struct wire_wait *w;
+
+	for (w = c->waits; w != NULL; w = w->next) {
+		if (w->asleep && !wait_done(c, w)) {
+			pthread_cond_signal(&w->cond);
+			return;
+		}
+	}
+}
+
+/* A wait is done with a reply of its own: its owner wakes. */
+static void
+wait_answered(struct wire_wait *w)
+{
+	if (w->left > 0)
+		w->left--;
+	if (w->left == 0)
+		pthread_cond_signal(&w->cond);
+}
+
+/* An ERROR's errno and message (to w, or every wait when w is NULL). */
+static int
+error_of(hm_client *c, struct wire_wait *w, ProtobufCMessage *msg)
+{
+	Hotmap__Error *e = (Hotmap__Error *)msg;
+	int err = e->error > 0 ? e->error : EIO;
+
+	if (w != NULL)
+		snprintf(w->why, sizeof w->why, "%s", e->message);
+	else
+		for (w = c->waits; w != NULL; w = w->next)
+			snprintf(w->why, sizeof w->why, "%s", e->message);
+	return err;
+}
+
+/*
+ * Reads one frame and hands it to the wait its id belongs to: a reply
+ * frame, an ERROR, or a READ_DATA whose bytes go straight into its op's
+ * buffer; a RING_WAKE is counted.  The reading role held, the lock not.
+ * 0, or -errno when the connection must break (a frame no wait asked
+ * for is one).
+ */
+static int
+wire_read_frame(hm_client *c)
+{
+	struct hm_frame_header h;
+	ProtobufCMessage *msg = NULL;
+	struct wire_wait *w;
+	struct read_op *op;
+	uint64_t total;
+	int rc;
+
+	rc = client_fill(c, HM_FRAME_HEADER_SIZE);
+	if (rc < 0)
+		return rc;
+	frame_header_decode(c->in + c->start, &h);
+	if (c->ring && h.type == HM_MSG_RING_WAKE && h.length == 0 && h.raw_length == 0) {
+		c->start += HM_FRAME_HEADER_SIZE;
+		pthread_mutex_lock(c->lock);
+		c->ring_wakes++;
+		for (w = c->waits; w != NULL; w = w->next)
+			if (w->ring_wake)
+				pthread_cond_signal(&w->cond);
+		pthread_mutex_unlock(c->lock);
+		return 0;
+	}
+	if (frame_header_check(&h) < 0)
+		return -EPROTO;
+	rc = client_fill(c, HM_FRAME_HEADER_SIZE + h.length);
+	if (rc < 0)
+		return rc;
+	rc = frame_decode(&h, c->in + c->start + HM_FRAME_HEADER_SIZE, &msg);
+	c->start += HM_FRAME_HEADER_SIZE + h.length;
+	if (rc < 0)
+		return -EPROTO;
+
+	pthread_mutex_lock(c->lock);
+	/* an ERROR with id 0 is about the connection (refused at accept) */
+	if (h.id == 0 && h.type == HM_MSG_ERROR) {
+		rc = -error_of(c, NULL, msg);
+		goto out;
+	}
+	w = wait_find(c, h.id);
+	if (w == NULL) {
+		rc = -EPROTO;	/* nobody asked for it */
+		goto out;
+	}
+	if (w->ops == NULL) {
+		if (w->left == 0 || h.raw_length != 0) {
+			rc = -EPROTO;
+			goto out;
+		}
+		if (h.type == HM_MSG_ERROR) {
+			w->result = -error_of(c, w, msg);
+		} else {
+			w->reply = msg;
+			w->reply_type_got = h.type;
+			msg = NULL;
+		}
+		wait_answered(w);
+		goto out;
+	}
+	/* a read: READ_DATA frames with HM_FLAG_MORE carrying bytes (socket
+	 * reads), then one without it carrying the total; or ERROR */
+	op = &w->ops[h.id - w->first_id];
+	if (op->done || op->ring) {
+		rc = -EPROTO;
+		goto out;
+	}
+	if (h.type == HM_MSG_ERROR) {
+		op->result = -error_of(c, w, msg);	/* the daemon's errno for this read */
+		op->done = true;
+		wait_answered(w);
+		goto out;
+	}
+	if (h.type != HM_MSG_READ_DATA ||
+	    (h.raw_length > 0 && (op->shm || h.raw_length > op->len - op->got))) {
+		rc = -EPROTO;
+		goto out;
+	}
+	if (h.flags & HM_FLAG_MORE) {
+		/* The wait stays linked and its buffer valid until the op is
+		 * done or the reader fails it: safe to fill without the lock. */
+		pthread_mutex_unlock(c->lock);
+		protobuf_c_message_free_unpacked(msg, NULL);
+		rc = client_recv_raw(c, op->buf + op->got, h.raw_length);
+		if (rc == 0)
+			op->got += h.raw_length;
+		return rc;
+	}
+	total = ((Hotmap__ReadReply *)msg)->total;
+	if (h.raw_length != 0 || (op->shm ? total > op->len : total != op->got)) {
+		rc = -EPROTO;
+		goto out;
+	}
+	op->result = (ssize_t)total;
+	op->done = true;
+	wait_answered(w);
+out:
+	pthread_mutex_unlock(c->lock);
+	if (msg != NULL)
+		protobuf_c_message_free_unpacked(msg, NULL);
+	return rc;
+}
+
+/*
+ * Waits until w is done: as the reader, reading frames for every wait,
+ * while no one else is; otherwise asleep until the reader answers w or
+ * hands it the socket.  Lock held (released while it waits or reads).
+ */
+static void
+wait_loop(hm_client *c, struct wire_wait *w)
+{
+	while (!wait_done(c, w)) {
+		if (c->reading) {
+			w->asleep = true;
+			pthread_cond_wait(&w->cond, c->lock);
+			w->asleep = false;
+			continue;
+		}
+		if (c->broken) {
+			wait_fail_all(c, c->broken);
+			break;
+		}
+		c->reading = true;
+		while (!wait_done(c, w)) {
+			int rc;
+
+			if (c->broken) {
+				wait_fail_all(c, c->broken);
+				break;
+			}
+			pthread_mutex_unlock(c->lock);
+			rc = wire_read_frame(c);
+			pthread_mutex_lock(c->lock);
+			if (rc < 0)
+				wait_fail_all(c, -client_break(c, -rc));
+		}
+		c->reading = false;
+		wait_hand_off(c);
+	}
+}
+
+/*
+ * Starts a call: ids for ops[0..n) (or for one request, ops NULL and n
+ * 1), of which left expect a reply; w waits for them from now on, so
+ * that a reply read by another thread before this one waits finds it.
+ * 0, or -errno (nothing started).
+ */
 int
-client_recv_frame_of(hm_client *c, uint32_t first_id, uint32_t count,
-		     struct hm_frame_header *h, ProtobufCMessage **msg)
+wire_begin(hm_client *c, struct wire_wait *w, struct read_op *ops, uint32_t n, uint32_t left)
+{
+	uint32_t i;
+
+	memset(w, 0, sizeof *w);
+	w->ops = ops;
+	w->count = n;
+	w->left = left;
+	pthread_mutex_lock(c->lock);
+	if (c->broken) {
+		int err = c->broken;
+
+		pthread_mutex_unlock(c->lock);
+		return -err;
+	}
+	w->first_id = c->next_id;
+	c->next_id += n;
+	for (i = 0; ops != NULL && i < n; i++)
+		ops[i].id = w->first_id + i;
+	pthread_cond_init(&w->cond, NULL);
+	wait_link(c, w);
+	pthread_mutex_unlock(c->lock);
+	return 0;
+}
+
+/* Writes a call's frames, whole: no other call's come between. */
+int
+wire_send_frames(hm_client *c, const uint8_t *buf, size_t len, int pass_fd)
 {
 	int rc;
 
-	*msg = NULL;
-	for (;;) {
-		rc = client_fill(c, HM_FRAME_HEADER_SIZE);
-		if (rc < 0)
-			return rc;
-		frame_header_decode(c->in + c->start, h);
-		/* a ring wake-up that came after its completions were seen */
-		if (!c->ring || h->type != HM_MSG_RING_WAKE || h->length != 0 || h->raw_length != 0)
-			break;
-		c->start += HM_FRAME_HEADER_SIZE;
-	}
-	/* an ERROR with id 0 is about the connection (refused at accept) */
-	if (frame_header_check(h) < 0 ||
-	    (h->id - first_id >= count && !(h->id == 0 && h->type == HM_MSG_ERROR)))
-		return client_break(c, EPROTO);
-	rc = client_fill(c, HM_FRAME_HEADER_SIZE + h->length);
-	if (rc < 0)
-		return rc;
-	rc = frame_decode(h, c->in + c->start + HM_FRAME_HEADER_SIZE, msg);
-	c->start += HM_FRAME_HEADER_SIZE + h->length;
-	if (rc < 0)
-		return client_break(c, EPROTO);
-	if (h->type == HM_MSG_ERROR) {
-		Hotmap__Error *e = (Hotmap__Error *)*msg;
-		int err = e->error > 0 ? e->error : EIO;
-
-		set_last_error(e->message);
-		protobuf_c_message_free_unpacked(*msg, NULL);
-		*msg = NULL;
-		return h->id == 0 ? client_break(c, err) : -err;
-	}
-	return 0;
+	pthread_mutex_lock(&c->send_lock);
+	rc = client_write(c, buf, len, pass_fd);
+	pthread_mutex_unlock(&c->send_lock);
+	return rc;
 }
 
 /*
  * A request could not be sent (rc): if the daemon refused the connection
  * at accept, it said why in an ERROR with id 0 before it closed, and that
- * is the answer.  Otherwise rc.
+ * is the answer (its message in why).  Otherwise rc.  The reading role
+ * held.
  */
 static int
-client_send_failed(hm_client *c, int rc)
+wire_refused(hm_client *c, int rc, char *why, size_t whylen)
 {
-	struct hm_frame_header h = { .type = 0 };
+	struct hm_frame_header h;
 	ProtobufCMessage *msg = NULL;
-	int r;
+	int r = rc;
 
-	if (rc != -EPIPE && rc != -ECONNRESET)
+	if (client_fill(c, HM_FRAME_HEADER_SIZE) < 0)
 		return rc;
-	r = client_recv_frame_of(c, 0, 1, &h, &msg);
-	if (msg != NULL)
+	frame_header_decode(c->in + c->start, &h);
+	if (h.id != 0 || h.type != HM_MSG_ERROR || frame_header_check(&h) < 0 ||
+	    client_fill(c, HM_FRAME_HEADER_SIZE + h.length) < 0)
+		return rc;
+	if (frame_decode(&h, c->in + c->start + HM_FRAME_HEADER_SIZE, &msg) == 0) {
+		Hotmap__Error *e = (Hotmap__Error *)msg;
+
+		r = e->error > 0 ? -e->error : -EIO;
+		snprintf(why, whylen, "%s", e->message);
 		protobuf_c_message_free_unpacked(msg, NULL);
-	return r < 0 && h.type == HM_MSG_ERROR && h.id == 0 ? r : rc;
+	}
+	c->start += HM_FRAME_HEADER_SIZE + h.length;
+	return r;
 }
 
-static int
-client_recv_frame(hm_client *c, uint32_t id, struct hm_frame_header *h, ProtobufCMessage **msg)
+/*
+ * Ends a call begun with wire_begin whose frames were sent with result rc:
+ * waits for every reply w expects (unless nothing was sent), then stops
+ * waiting.  0, or -errno: rc, or the connection's failure.  The daemon's
+ * ERROR message, if any, becomes this thread's last error.
+ */
+int
+wire_finish(hm_client *c, struct wire_wait *w, int rc)
 {
-	return client_recv_frame_of(c, id, 1, h, msg);
+	pthread_mutex_lock(c->lock);
+	if (rc < 0 && c->broken == 0) {
+		/* not a byte written (no memory): no reply will come */
+		wait_unlink(c, w);
+		goto out;
+	}
+	if ((rc == -EPIPE || rc == -ECONNRESET) && !c->reading) {
+		c->reading = true;
+		pthread_mutex_unlock(c->lock);
+		rc = wire_refused(c, rc, w->why, sizeof w->why);
+		pthread_mutex_lock(c->lock);
+		c->reading = false;
+		wait_fail_all(c, c->broken);
+		wait_unlink(c, w);
+		goto out;
+	}
+	wait_loop(c, w);
+	wait_unlink(c, w);
+	if (rc == 0 && w->err != 0)
+		rc = -w->err;
+out:
+	pthread_mutex_unlock(c->lock);
+	pthread_cond_destroy(&w->cond);
+	if (rc < 0 && w->reply != NULL) {
+		protobuf_c_message_free_unpacked(w->reply, NULL);
+		w->reply = NULL;
+	}
+	if (w->why[0] != '\0')
+		set_last_error(w->why);
+	return rc;
 }
 
-/* One request and its one-frame reply of reply_type.  Lock held. */
+/* RING_WAKE frames read so far: a ring sleep waits for the next. */
+uint32_t
+wire_ring_wakes(hm_client *c)
+{
+	uint32_t n;
+
+	pthread_mutex_lock(c->lock);
+	n = c->ring_wakes;
+	pthread_mutex_unlock(c->lock);
+	return n;
+}
+
+/* Blocks until a RING_WAKE after the wakes-th (ring.c's sleep).  0, or
+ * -errno when the connection failed. */
+int
+wire_wait_ring(hm_client *c, uint32_t wakes)
+{
+	struct wire_wait w;
+	int rc = 0;
+
+	memset(&w, 0, sizeof w);
+	w.ring_wake = true;
+	w.wakes = wakes;
+	pthread_cond_init(&w.cond, NULL);
+	pthread_mutex_lock(c->lock);
+	if (c->broken) {
+		rc = -c->broken;
+	} else {
+		wait_link(c, &w);
+		wait_loop(c, &w);
+		wait_unlink(c, &w);
+		if (w.err != 0)
+			rc = -w.err;
+	}
+	pthread_mutex_unlock(c->lock);
+	pthread_cond_destroy(&w.cond);
+	return rc;
+}
+
+/* Forgets every wait and the reader (a child's copy of the parent's
+ * threads, or a connection begun anew).  Lock held. */
+void
+wire_reset(hm_client *c)
+{
+	c->waits = NULL;
+	c->reading = false;
+}
+
+/* One request and its one-frame reply of reply_type.  Pipelined with
+ * other threads' calls. */
 int
 client_call(hm_client *c, uint16_t type, const ProtobufCMessage *req, int pass_fd,
 	    uint16_t reply_type, ProtobufCMessage **reply)
 {
-	struct hm_frame_header h;
-	uint32_t id;
+	struct wire_wait w;
 	int rc;
 
 	*reply = NULL;
-	if (c->broken)
-		return -c->broken;
-	id = c->next_id++;
-	rc = client_send(c, type, id, req, pass_fd);
-	if (rc < 0)
-		return client_send_failed(c, rc);
-	rc = client_recv_frame(c, id, &h, reply);
+	rc = wire_begin(c, &w, NULL, 1, 1);
 	if (rc < 0)
 		return rc;
-	if (h.type != reply_type) {
-		protobuf_c_message_free_unpacked(*reply, NULL);
-		*reply = NULL;
+	rc = client_send(c, type, w.first_id, req, pass_fd);
+	rc = wire_finish(c, &w, rc);
+	if (rc < 0)
+		return rc;
+	if (w.result < 0)
+		return w.result;
+	if (w.reply_type_got != reply_type) {
+		protobuf_c_message_free_unpacked(w.reply, NULL);
 		return client_break(c, EPROTO);
 	}
+	*reply = w.reply;
 	return 0;
 }
 
