@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -317,6 +318,21 @@ absolute_path(const char *path)
 	return abs;
 }
 
+/* Whether the process may keep descriptor fd for a granted file: it sits
+ * in the lower half of RLIMIT_NOFILE (descriptors are handed out lowest
+ * first, so its number tells how many are open). */
+static bool
+fd_plenty(int fd)
+{
+	struct rlimit rl;
+
+	if (fd < 0)
+		return true;
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY)
+		return true;
+	return (rlim_t)fd < rl.rlim_cur / 2;
+}
+
 /* What the OPEN reply r says of f: the file as opened, and its grant. */
 static void
 client_open_granted(hm_file *f, const Hotmap__OpenReply *r)
@@ -393,11 +409,17 @@ client_open(hm_client *c, hm_file *f, int flags)
 	f->handle = r->handle;
 	client_open_granted(f, r);
 	if (fd >= 0 && f->direct_ok)
-		f->own_fd = fd;	/* mapped if the file gets hot, then closed */
+		f->own_fd = fd;	/* the direct tier's preads use it */
 	else if (fd >= 0)
 		close(fd);	/* ours, not the caller's: the daemon has its own copy */
-	if (f->direct_ok && (flags & (HM_O_DIRECT | HM_O_WARM)))
+	if (f->direct_ok && ((flags & (HM_O_DIRECT | HM_O_WARM)) || !fd_plenty(f->own_fd)))
 		(void)direct_promote(f);
+	if (f->own_fd >= 0 && !fd_plenty(f->own_fd)) {
+		/* many files open: read them through their mappings only, so
+		 * that the library does not take the process's descriptors */
+		close(f->own_fd);
+		f->own_fd = -1;
+	}
 	pthread_mutex_unlock(c->lock);
 	protobuf_c_message_free_unpacked(reply, NULL);
 	return 0;
@@ -1065,6 +1087,10 @@ hm_read_batch(hm_client *c, struct hm_io *io, size_t n)
 	for (; i < n; i++)
 		io[i].result = rc;
 	client_leave(c);
+	/* what the daemon read counts towards making a granted file direct */
+	for (k = 0; rc == 0 && k < n; k++)
+		if (io[k].result >= 0 && io[k].file->direct_ok && io[k].file->dm == NULL)
+			direct_heat(io[k].file, io[k].result);
 	return rc < 0 ? fail(-rc) : 0;
 }
 

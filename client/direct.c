@@ -448,7 +448,8 @@ direct_heat(hm_file *f, ssize_t n)
 	if (f->heat_reads < c->direct_after)
 		return;
 	pthread_mutex_lock(c->lock);
-	if (c->pid == fork_pid())
+	/* not while another thread reconnects: it reopens f */
+	if (c->pid == fork_pid() && !c->exclusive)
 		(void)direct_promote(f);
 	pthread_mutex_unlock(c->lock);
 }

@@ -438,6 +438,87 @@ test_mapping_reused(void **state)
 	hm_disconnect(c);
 }
 
+/* hm_read_batch's reads through the daemon heat a file too. */
+static void
+test_batch_promotes(void **state)
+{
+	const struct harness *h = *state;
+	hm_client *c = connect_direct(h, 2);
+	char path[PATH_MAX];
+	struct hm_io io[8];
+	uint8_t *buf = malloc(8 * 4096), *ref = malloc(4096);
+	uint64_t reads0;
+	hm_file *f;
+	int fd, round, i;
+
+	make_file(h, "root/batch-heat", MiB, 43, path);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	f = open_ok(c, path, 0);
+	for (round = 0; round < 2; round++) {
+		for (i = 0; i < 8; i++)
+			io[i] = (struct hm_io){ .file = f, .offset = (uint64_t)(i * 3 + round) * 4096,
+						.len = 4096, .buf = buf + i * 4096 };
+		reads0 = harness_stat(c, "requests_read");
+		assert_int_equal(hm_read_batch(c, io, 8), 0);
+		for (i = 0; i < 8; i++) {
+			assert_int_equal(io[i].result, 4096);
+			assert_int_equal(pread(fd, ref, 4096, (off_t)io[i].offset), 4096);
+			assert_memory_equal(io[i].buf, ref, 4096);
+		}
+		/* the first batch heats it past 2 reads: the second is read here */
+		assert_int_equal(harness_stat(c, "requests_read") - reads0, round == 0 ? 8 : 0);
+	}
+	assert_int_equal(hm_close(f), 0);
+	close(fd);
+	free(buf);
+	free(ref);
+	hm_disconnect(c);
+}
+
+/* A process with few descriptors to spare opens many granted files: the
+ * library keeps none of its own for them and reads them all the same. */
+static void
+test_many_files_few_descriptors(void **state)
+{
+	const struct harness *h = *state;
+	hm_client *c = connect_direct(h, 0);
+	struct rlimit old, low;
+	hm_file *f[60];
+	char path[PATH_MAX], name[64];
+	int fd, i;
+
+	make_file(h, "root/few", 256 * KiB, 44, path);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	assert_int_equal(getrlimit(RLIMIT_NOFILE, &old), 0);
+	low = old;
+	low.rlim_cur = 64;
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+	for (i = 0; i < 60; i++) {
+		snprintf(name, sizeof name, "root/few-%d", i);
+		make_file(h, name, 64 * KiB, 45 + (uint64_t)i, path);
+		f[i] = open_ok(c, path, 0);
+	}
+	for (i = 0; i < 60; i++) {
+		uint8_t a[1000], b[1000];
+		int rfd;
+
+		snprintf(name, sizeof name, "root/few-%d", i);
+		harness_path(h, name, path);
+		rfd = open(path, O_RDONLY | O_CLOEXEC);
+		assert_true(rfd >= 0);	/* descriptors were left to the program */
+		assert_int_equal(hm_pread(f[i], a, sizeof a, 5000), sizeof a);
+		assert_int_equal(hm_pread(f[i], a, sizeof a, 5000), sizeof a);
+		assert_int_equal(pread(rfd, b, sizeof b, 5000), sizeof b);
+		assert_memory_equal(a, b, sizeof a);
+		close(rfd);
+	}
+	for (i = 0; i < 60; i++)
+		assert_int_equal(hm_close(f[i]), 0);
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &old), 0);
+	close(fd);
+	hm_disconnect(c);
+}
+
 /* --- who gets no grant -------------------------------------------------- */
 
 static void
@@ -1077,6 +1158,8 @@ main(void)
 		T(test_view_in_place, opts_default),
 		T(test_view_batch, opts_default),
 		T(test_mapping_reused, opts_default),
+		T(test_batch_promotes, opts_default),
+		T(test_many_files_few_descriptors, opts_default),
 		T(test_refused, opts_default),
 		T(test_switched_off, opts_off),
 		T(test_revoked_by_writer, opts_default),
