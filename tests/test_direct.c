@@ -431,7 +431,9 @@ test_mapping_reused(void **state)
 	hm_disconnect(d);
 	print_message("minor faults reading 16 MiB the second time: %ld, again %ld, on another connection %ld\n",
 		      first, again, other);
-	assert_true(first >= 4);	/* large folios map many pages a fault */
+	/* large folios map many pages a fault; on a machine where touching
+	 * is dear the library stops after a sample (direct.c) */
+	assert_true(first >= 1);
 	assert_true(again <= first / 8);
 	assert_true(other <= first / 8);
 	close(fd);
