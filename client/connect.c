@@ -1,0 +1,266 @@
+/*
+ * connect.c - a client's connection: the options (hm_connect_opts, over
+ * the environment, over the built-in defaults), connecting with the
+ * handshake that offers the region, the ring and the direct-read slots,
+ * and hm_disconnect.
+ *
+ * Must not: pass a descriptor before the daemon's credentials are checked
+ * (trust.c); read or write the socket but through wire.c.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "client/client_priv.h"
+#include "client/trust.h"
+#include "proto/direct.h"
+#include "proto/ring.h"
+#include "proto/size.h"
+
+/* name as a size (proto/size.h) of at most HM_SHM_MAX, else dflt. */
+static size_t
+env_size(const char *name, size_t dflt)
+{
+	const char *v = getenv(name);
+	uint64_t n;
+
+	if (v == NULL || *v == '\0' || size_parse(v, &n) < 0 || n > HM_SHM_MAX)
+		return dflt;
+	return (size_t)n;
+}
+
+/* name as a plain number of at most max, else dflt. */
+static unsigned
+env_uint(const char *name, unsigned dflt, unsigned max)
+{
+	const char *v = getenv(name);
+	unsigned long n;
+	char *end;
+
+	if (v == NULL || *v == '\0' || v[0] == '-')
+		return dflt;
+	errno = 0;
+	n = strtoul(v, &end, 10);
+	if (errno != 0 || *end != '\0' || n > max)
+		return dflt;
+	return (unsigned)n;
+}
+
+uint64_t
+now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+/* HOTMAP_POLL: 1/yes/on, 0/no/off, or unset (auto: enough cores). */
+static bool
+env_poll_wanted(void)
+{
+	const char *v = getenv("HOTMAP_POLL");
+
+	if (v != NULL && (!strcmp(v, "1") || !strcmp(v, "yes") || !strcmp(v, "on")))
+		return true;
+	if (v != NULL && (!strcmp(v, "0") || !strcmp(v, "no") || !strcmp(v, "off")))
+		return false;
+	return sysconf(_SC_NPROCESSORS_ONLN) >= CLIENT_POLL_MIN_CPUS;
+}
+
+int
+client_connect(hm_client *c, const char *socket_path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	Hotmap__Hello hello = HOTMAP__HELLO__INIT;
+	Hotmap__HelloReply *r;
+	ProtobufCMessage *reply;
+	char path[sizeof sa.sun_path], why[512];
+	int shm_fd = -1, rc;
+
+	if (socket_path == NULL) {
+		rc = frame_default_socket(path, sizeof path);
+		if (rc < 0)
+			return rc;
+		socket_path = path;
+	}
+	if (strlen(socket_path) >= sizeof sa.sun_path)
+		return -ENAMETOOLONG;
+	memcpy(sa.sun_path, socket_path, strlen(socket_path) + 1);
+	c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (c->fd < 0)
+		return -errno;
+	if (connect(c->fd, (struct sockaddr *)&sa, sizeof sa) < 0)
+		return -errno;
+	/* Before HELLO: it passes the region's memfd, a descriptor too. */
+	rc = client_trust_daemon(c->fd, sa.sun_path, why, sizeof why);
+	if (rc < 0) {
+		set_last_error(why);
+		return rc;
+	}
+	hello.version = HM_PROTO_VERSION;
+	hello.features = HM_FEATURES_ALL;
+	hello.client_name = (char *)program_invocation_short_name;
+	if (c->shm_size > 0)
+		c->region = region_new(c->shm_size, c->direct_slots, &shm_fd);
+	if (c->region != NULL) {
+		hello.shm_size = c->region->size + (uint64_t)c->region->nslots * HM_DIRECT_SLOT_BYTES;
+		hello.direct_slots = c->region->nslots;
+		hello.region_huge = c->region->huge;
+	}
+	if (c->region != NULL && c->region->size >= 2 * HM_RING_BYTES && c->poll_wanted) {
+		_Static_assert(HM_RING_BYTES == REGION_BLOCK, "the rings take block 0");
+		region_mark(c->region, 0, 1, true);
+		hello.ring_entries = HM_RING_ENTRIES;
+	}
+	rc = client_call(c, HM_MSG_HELLO, &hello.base, shm_fd, HM_MSG_HELLO_REPLY, &reply);
+	if (shm_fd >= 0)
+		close(shm_fd);
+	if (rc < 0)
+		return rc;
+	r = (Hotmap__HelloReply *)reply;
+	rc = r->version == HM_PROTO_VERSION ? 0 : -EPROTONOSUPPORT;
+	if (!r->shm_accepted) {
+		/* An older or stricter daemon: everything over the socket. */
+		region_unref(c->region);
+		c->region = NULL;
+	} else if (hello.ring_entries > 0 && !r->ring_accepted) {
+		region_mark(c->region, 0, 1, false);
+	} else if (hello.ring_entries > 0) {
+		c->ring = true;
+	}
+	__atomic_store_n(&c->region_size, c->region != NULL ? c->region->size : 0,
+			 __ATOMIC_RELAXED);
+	protobuf_c_message_free_unpacked(reply, NULL);
+	return rc;
+}
+
+/* Options over the environment over the built-in defaults.  0 or -EINVAL. */
+static int
+client_options(hm_client *c, const struct hm_options *o)
+{
+	static const struct hm_options none = HM_OPTIONS_INIT;
+
+	if (o == NULL)
+		o = &none;
+	if (o->size != sizeof *o)
+		return -EINVAL;
+	if (o->shm_size < HM_DEFAULT || o->shm_size > (int64_t)HM_SHM_MAX ||
+	    o->shm_threshold < HM_DEFAULT || o->poll < HM_DEFAULT || o->poll > 1 ||
+	    o->poll_us < HM_DEFAULT || o->poll_us > CLIENT_POLL_US_MAX ||
+	    o->reconnect_ms < HM_DEFAULT || o->reconnect_ms > CLIENT_RECONNECT_MS_MAX ||
+	    o->direct < HM_DEFAULT || o->direct > 1 || o->direct_after < HM_DEFAULT ||
+	    o->direct_after > UINT_MAX)
+		return -EINVAL;
+	c->shm_threshold = o->shm_threshold >= 0 ? (size_t)o->shm_threshold :
+			   env_size("HOTMAP_SHM_THRESHOLD", CLIENT_SHM_THRESHOLD);
+	c->shm_size = o->shm_size >= 0 ? (size_t)o->shm_size :
+		      env_size("HOTMAP_SHM_SIZE", CLIENT_SHM_SIZE);
+	c->poll_wanted = o->poll >= 0 ? o->poll == 1 : env_poll_wanted();
+	c->poll_us = o->poll_us >= 0 ? (unsigned)o->poll_us :
+		     env_uint("HOTMAP_POLL_US", CLIENT_POLL_US, CLIENT_POLL_US_MAX);
+	c->reconnect_ms = o->reconnect_ms >= 0 ? (unsigned)o->reconnect_ms :
+			  env_uint("HOTMAP_RECONNECT_MS", 0, CLIENT_RECONNECT_MS_MAX);
+	c->direct_slots = (o->direct >= 0 ? o->direct : (int)env_uint("HOTMAP_DIRECT", 1, 1)) ?
+			  CLIENT_DIRECT_SLOTS : 0;
+	c->direct_after = o->direct_after >= 0 ? (unsigned)o->direct_after :
+			  env_uint("HOTMAP_DIRECT_AFTER", CLIENT_DIRECT_AFTER, UINT_MAX);
+	/* the slots come on top of the region, which may not pass the cap */
+	if (c->shm_size > HM_SHM_MAX - CLIENT_DIRECT_SLOTS * HM_DIRECT_SLOT_BYTES)
+		c->shm_size = HM_SHM_MAX - CLIENT_DIRECT_SLOTS * HM_DIRECT_SLOT_BYTES;
+	return 0;
+}
+
+HM_EXPORT hm_client *
+hm_connect(const char *socket_path)
+{
+	return hm_connect_opts(socket_path, NULL);
+}
+
+HM_EXPORT hm_client *
+hm_connect_opts(const char *socket_path, const struct hm_options *opts)
+{
+	hm_client *c;
+	int rc;
+
+	set_last_error(NULL);
+	c = calloc(1, sizeof *c);
+	if (c == NULL)
+		return NULL;
+	c->fd = -1;
+	c->next_id = 1;
+	c->pid = fork_pid();
+	if (client_options(c, opts) < 0) {
+		free(c);
+		errno = EINVAL;
+		return NULL;
+	}
+	c->lock = &c->lock0;
+	pthread_mutex_init(c->lock, NULL);
+	pthread_cond_init(&c->idle, NULL);
+	pthread_mutex_init(&c->send_lock, NULL);
+	pthread_mutex_init(&c->ring_lock, NULL);
+	pthread_mutex_init(&c->files_lock, NULL);
+	if (socket_path != NULL && (c->socket_path = strdup(socket_path)) == NULL) {
+		hm_disconnect(c);
+		errno = ENOMEM;
+		return NULL;
+	}
+	fork_watch();
+	rc = client_connect(c, socket_path);
+	if (rc < 0) {
+		hm_disconnect(c);
+		errno = -rc;
+		return NULL;
+	}
+	client_list(c);
+	return c;
+}
+
+HM_EXPORT void
+hm_disconnect(hm_client *c)
+{
+	int saved = errno;
+
+	if (c == NULL)
+		return;
+	client_unlist(c);
+	while (c->files != NULL) {
+		hm_file *f = c->files;
+
+		c->files = f->next;
+		direct_drop(f);
+		free(f->path);
+		free(f);
+	}
+	free(c->socket_path);
+	if (!c->fork_busy) {
+		if (c->fd >= 0)
+			close(c->fd);	/* the daemon closes the handles with the
+					 * session; in a child, only its copy closes */
+		region_unref(c->region);	/* views may keep it mapped */
+		free(c->in);
+	}
+	pthread_mutex_destroy(c->lock);
+	pthread_cond_destroy(&c->idle);
+	pthread_mutex_destroy(&c->send_lock);
+	pthread_mutex_destroy(&c->ring_lock);
+	pthread_mutex_destroy(&c->files_lock);
+	free(c);
+	errno = saved;
+}
+

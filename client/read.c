@@ -1,0 +1,317 @@
+/*
+ * read.c - hm_pread and hm_read_batch: a read in the client when the file
+ * is granted (direct.c), else one READ per range, through the region when
+ * it has room or over the socket, several threads' reads in flight at once
+ * (wire.c hands each reply to its call).
+ *
+ * Must not: hand out region blocks but through region.c; send a range
+ * longer than half the region through it whole (pread_split).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "client/client_priv.h"
+#include "client/trust.h"
+#include "proto/direct.h"
+#include "proto/ring.h"
+#include "proto/size.h"
+
+/* --- reads ------------------------------------------------------------- */
+
+/* Sends the READs of ops[0..n) (their ids given) in one write. */
+static int
+client_send_reads(hm_client *c, struct read_op *ops, size_t n, size_t framed)
+{
+	size_t cap, len = 0, i;
+	uint8_t *buf;
+	int rc;
+
+	cap = framed * (HM_FRAME_HEADER_SIZE + 64);
+	buf = malloc(cap);
+	if (buf == NULL)
+		return -ENOMEM;
+	for (i = 0; i < n; i++) {
+		Hotmap__Read req = HOTMAP__READ__INIT;
+		int w;
+
+		if (ops[i].ring)
+			continue;
+		req.handle = ops[i].handle;
+		req.offset = ops[i].offset;
+		req.length = ops[i].len;
+		req.to_shm = ops[i].shm;
+		req.shm_offset = ops[i].shm_off;
+		w = frame_encode(HM_MSG_READ, ops[i].id, 0, &req.base, 0, buf + len, cap - len);
+		if (w < 0) {
+			free(buf);
+			return w;
+		}
+		len += (size_t)w;
+	}
+	rc = wire_send_frames(c, buf, len, -1);
+	free(buf);
+	return rc;
+}
+
+/*
+ * Every op of ops[0..n) gets its result: those over the socket first, then
+ * those through the ring.  The daemon answers reads as they complete, so
+ * replies come in any order and the data frames of several may interleave
+ * (with other threads' too: wire.c hands each to its op).  A reply is
+ * READ_DATA frames with HM_FLAG_MORE carrying bytes (socket reads), then
+ * one without it carrying the total; or ERROR, which sets that op's result
+ * to -errno.  < 0 only when the connection failed.  A user.
+ */
+int
+client_do_reads(hm_client *c, struct read_op *ops, size_t n)
+{
+	struct wire_wait w;
+	size_t framed = 0, i;
+	int rc;
+
+	if (n == 0)
+		return 0;
+	for (i = 0; i < n; i++) {
+		ops[i].ring = c->ring && ops[i].shm;
+		framed += !ops[i].ring;
+		/* afresh: a call run again after a reconnect reuses its ops,
+		 * and what the lost connection had delivered is void */
+		ops[i].got = 0;
+		ops[i].done = false;
+		ops[i].result = 0;
+	}
+	rc = wire_begin(c, &w, ops, (uint32_t)n, (uint32_t)framed);
+	if (rc < 0)
+		return rc;
+	if (framed > 0)
+		rc = client_send_reads(c, ops, n, framed);
+	rc = wire_finish(c, &w, rc);
+	if (rc == 0 && framed < n) {
+		/* polling mode: one call at a time on the ring */
+		pthread_mutex_lock(&c->ring_lock);
+		rc = client_ring_reads(c, ops, n);
+		pthread_mutex_unlock(&c->ring_lock);
+	}
+	return rc;
+}
+
+/* Runs ops[0..n) (n <= CLIENT_BATCH_WINDOW): reads of at least the
+ * threshold go through the region when it has room, the rest over the
+ * socket; region bytes are then copied to each op's buf.  A user. */
+static int
+client_run_reads(hm_client *c, struct read_op *ops, size_t n)
+{
+	size_t i;
+	int rc;
+
+	/* in polling mode, the ring beats a frame at any size */
+	for (i = 0; i < n; i++)
+		ops[i].shm = (c->ring || ops[i].len >= c->shm_threshold) &&
+			     region_alloc(c->region, ops[i].len, &ops[i].shm_off) == 0;
+	rc = client_do_reads(c, ops, n);
+	for (i = 0; i < n; i++) {
+		if (!ops[i].shm)
+			continue;
+		/* ring ops were copied out chunk by chunk as they completed */
+		if (rc == 0 && ops[i].result > 0 && !ops[i].ring)
+			memcpy(ops[i].buf, c->region->base + ops[i].shm_off, (size_t)ops[i].result);
+		region_free(c->region, ops[i].shm_off, ops[i].len);
+	}
+	return rc;
+}
+
+struct pread_call {
+	hm_file *f;
+	struct read_op op;
+};
+
+static int
+pread_run(hm_client *c, void *arg)
+{
+	struct pread_call *p = arg;
+
+	p->op.handle = p->f->handle;
+	return p->f->handle == 0 ? -ESTALE : client_run_reads(c, &p->op, 1);
+}
+
+/* The largest read that goes through c's region whole: half of it, so that
+ * views holding blocks leave room; a longer read is split.  SIZE_MAX
+ * without a region (every byte comes over the socket anyway). */
+static size_t
+pread_chunk(const hm_client *c, size_t len)
+{
+	size_t size = __atomic_load_n(&c->region_size, __ATOMIC_RELAXED), half;
+
+	if (size == 0 || len < c->shm_threshold)
+		return SIZE_MAX;
+	half = size / 2 / REGION_BLOCK * REGION_BLOCK;
+	return half > 0 ? half : SIZE_MAX;
+}
+
+/* A read longer than the region takes, in pieces that each go through
+ * it: short only at the end of the file, as one read would be. */
+static ssize_t
+pread_split(hm_file *f, void *buf, size_t len, uint64_t offset)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		struct pread_call p = { .f = f };
+		size_t chunk = pread_chunk(f->c, len - done);
+		int rc;
+
+		p.op.offset = offset + done;
+		p.op.len = len - done < chunk ? len - done : chunk;
+		p.op.buf = (uint8_t *)buf + done;
+		rc = client_with_retry(f->c, pread_run, &p);
+		if (rc == 0 && p.op.result < 0)
+			rc = (int)p.op.result;
+		if (rc < 0) {
+			if (done > 0)
+				break;	/* as pread: what was read, then the error next time */
+			return fail(-rc);
+		}
+		done += (size_t)p.op.result;
+		if ((size_t)p.op.result < p.op.len)
+			break;	/* the end of the file */
+	}
+	direct_heat(f, (ssize_t)done);
+	return (ssize_t)done;
+}
+
+HM_EXPORT ssize_t
+hm_pread(hm_file *f, void *buf, size_t len, uint64_t offset)
+{
+	struct pread_call p = { .f = f };
+	struct read_op *op = &p.op;
+	int rc;
+
+	set_last_error(NULL);
+	if (f == NULL || (buf == NULL && len > 0))
+		return fail(EINVAL);
+	/* As pread(2): the end of the range must fit in off_t. */
+	if (check_range(len, offset) < 0)
+		return fail(EINVAL);
+	if (f->dm != NULL) {
+		ssize_t n = direct_read(f, buf, len, offset);
+
+		if (n != DIRECT_MISS)
+			return n;
+	}
+	if (pread_chunk(f->c, len) < len)
+		return pread_split(f, buf, len, offset);
+	op->offset = offset;
+	op->len = len;
+	op->buf = buf;
+	rc = client_with_retry(f->c, pread_run, &p);
+	if (rc < 0)
+		return fail(-rc);
+	if (op->result < 0)
+		return fail((int)-op->result);
+	direct_heat(f, op->result);
+	return op->result;
+}
+
+/* One window of hm_read_batch: the valid ios io[map[0..m)]. */
+struct batch_window {
+	struct hm_io *io;
+	const size_t *map;
+	size_t m;
+	struct read_op ops[CLIENT_BATCH_WINDOW];
+	size_t asked[CLIENT_BATCH_WINDOW];	/* io index of ops[k] */
+	size_t j;				/* ops asked for */
+};
+
+static int
+batch_window_run(hm_client *c, void *arg)
+{
+	struct batch_window *w = arg;
+	size_t k;
+
+	/* (again) from the files' handles: a reconnect renews
+	 * them, and a file it lost is not asked for */
+	for (k = 0, w->j = 0; k < w->m; k++) {
+		struct hm_io *x = &w->io[w->map[k]];
+
+		if (x->file->handle == 0) {
+			x->result = -ESTALE;
+			continue;
+		}
+		w->ops[w->j] = (struct read_op){
+			.handle = x->file->handle, .offset = x->offset,
+			.len = x->len, .buf = x->buf,
+		};
+		w->asked[w->j++] = w->map[k];
+	}
+	return client_run_reads(c, w->ops, w->j);
+}
+
+HM_EXPORT int
+hm_read_batch(hm_client *c, struct hm_io *io, size_t n)
+{
+	struct batch_window w;	/* on the stack, as before: not zeroed */
+	size_t map[CLIENT_BATCH_WINDOW];
+	size_t i = 0, k, m;
+	bool retried = false;
+	unsigned gen;
+	int rc = 0;
+
+	set_last_error(NULL);
+	if (c == NULL || (io == NULL && n > 0))
+		return fail(EINVAL);
+	w.io = io;
+	w.map = map;
+	w.j = 0;
+	gen = client_enter(c);
+	while (i < n && rc == 0) {
+		/* one window of valid ios; the others get their error here */
+		for (m = 0; i < n && m < CLIENT_BATCH_WINDOW; i++) {
+			struct hm_io *x = &io[i];
+
+			if (x->file == NULL || x->file->c != c)
+				x->result = -EBADF;
+			else if ((x->buf == NULL && x->len > 0) || check_range(x->len, x->offset) < 0)
+				x->result = -EINVAL;
+			else if (x->file->handle == 0)
+				x->result = -ESTALE;	/* lost in a reconnect */
+			else if (x->file->dm != NULL &&
+				 (x->result = direct_read(x->file, x->buf, x->len, x->offset)) !=
+				 DIRECT_MISS)
+				;	/* read here: no round trip */
+			else
+				map[m++] = i;
+		}
+		w.m = m;
+		do
+			rc = batch_window_run(c, &w);
+		while (client_retry(c, rc, &retried, &gen));
+		for (k = 0; k < w.j; k++)
+			io[w.asked[k]].result = rc < 0 ? rc : w.ops[k].result;
+	}
+	/* a connection that failed leaves the rest unanswered */
+	for (; i < n; i++)
+		io[i].result = rc;
+	client_leave(c);
+	/* what the daemon read counts towards making a granted file direct */
+	for (k = 0; rc == 0 && k < n; k++)
+		if (io[k].result >= 0 && io[k].file->direct_ok && io[k].file->dm == NULL)
+			direct_heat(io[k].file, io[k].result);
+	return rc < 0 ? fail(-rc) : 0;
+}
+
+
