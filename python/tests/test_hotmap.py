@@ -130,6 +130,22 @@ class TestReads(Base):
         self.assertEqual(self.f.readinto(whole, 0), len(CONTENT))
         self.assertEqual(whole.tobytes(), CONTENT)
 
+    @needs_numpy
+    def test_long_reads_in_slices(self):
+        # reads of 64 MiB or more go in slices, in parallel: the same bytes,
+        # short only at end of file wherever it falls
+        content = os.urandom(70 * 1024 * 1024 + 5)
+        path = self.scratch(content)
+        for flags in (hotmap.O_DIRECT, hotmap.O_PREAD):
+            with self.c.open(path, flags=flags) as f:
+                a = numpy.empty(len(content), dtype=numpy.uint8)
+                self.assertEqual(f.readinto(a, 0), len(content))
+                self.assertEqual(a.tobytes(), content)
+                big = bytearray(72 * 1024 * 1024)
+                self.assertEqual(f.readinto(big, 3 << 20), len(content) - (3 << 20))
+                self.assertEqual(bytes(big[:len(content) - (3 << 20)]), content[3 << 20:])
+                self.assertEqual(f.pread(100 << 20, 1), content[1:])
+
     def test_read_batch(self):
         reqs = [(self.f, o, n) for o, n in [(0, 10), (100, 0), (len(CONTENT) - 5, 100),
                                              (1 << 20, 300000), (len(CONTENT) + 9, 4)]]
