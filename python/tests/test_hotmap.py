@@ -185,6 +185,12 @@ class TestReads(Base):
         self.assertEqual(bytes(self.f.view(len(CONTENT) - 3, 100)), CONTENT[-3:])
         self.assertEqual(bytes(self.f.view(len(CONTENT) + 3, 100)), b"")
 
+    def test_view_warm(self):
+        # O_WARM: the view comes populated; the same bytes, end of file too
+        with self.c.open(DATA, flags=hotmap.O_WARM) as f:
+            self.assertEqual(bytes(f.view(1, len(CONTENT))), CONTENT[1:])
+            self.assertEqual(bytes(f.view(4095, 2)), CONTENT[4095:4097])
+
     def test_view_batch(self):
         reqs = [(self.f, o, n) for o, n in [(0, 10), (3, 70000), (len(CONTENT) - 1, 9)]]
         views = self.c.view_batch(reqs)
