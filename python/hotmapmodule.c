@@ -959,7 +959,8 @@ client_open(ClientObject *self, PyObject *args, PyObject *kw)
 	return (PyObject *)fo;
 }
 
-/* One (file, offset, length[, dest_offset]) of a batch. */
+/* One (file, offset, length[, dest_offset]) of a batch; *fo is a new
+ * reference on success. */
 static int
 batch_item(PyObject *item, FileObject **fo, uint64_t *off, Py_ssize_t *len, Py_ssize_t *dst)
 {
@@ -991,6 +992,7 @@ batch_item(PyObject *item, FileObject **fo, uint64_t *off, Py_ssize_t *len, Py_s
 		}
 		*dst = (Py_ssize_t)d;
 	}
+	Py_INCREF(*fo);		/* the caller's: t may go with the list's item */
 	rc = 0;
 out:
 	Py_DECREF(t);
@@ -1037,9 +1039,9 @@ do_read_batch(ClientObject *self, PyObject *reqs, PyObject *bufobj)
 	FileObject *stack_f[BATCH_STACK], **files = stack_f;
 	PyObject *seq, *out = NULL, **bytes = NULL;
 	Py_buffer b = { 0 };
-	Py_ssize_t n, i, pos = 0;
+	Py_ssize_t n, i, pos = 0, nheld = 0;
 	struct hm_err e;
-	int rc;
+	int rc, entered = 0;
 
 	if (!client_check(self))
 		return NULL;
@@ -1062,14 +1064,17 @@ do_read_batch(ClientObject *self, PyObject *reqs, PyObject *bufobj)
 		PyErr_NoMemory();
 		goto fail;
 	}
+	/* the files are held (the list may change while the GIL is
+	 * released) and entered before anything releases it */
 	for (i = 0; i < n; i++) {
 		Py_ssize_t len, dst = pos;
 
 		if (batch_item(PySequence_Fast_GET_ITEM(seq, i), &files[i], &io[i].offset, &len,
 			       bufobj ? &dst : NULL) < 0)
 			goto fail;
-		io[i].file = files[i]->f;
+		nheld = i + 1;
 		io[i].result = 0;
+		io[i].len = (size_t)len;
 		if (bufobj) {
 			if (dst > b.len || len > b.len - dst) {
 				PyErr_Format(PyExc_ValueError,
@@ -1078,25 +1083,31 @@ do_read_batch(ClientObject *self, PyObject *reqs, PyObject *bufobj)
 			}
 			io[i].buf = (char *)b.buf + dst;
 			pos = dst + len;
-		} else {
-			if (files[i]->f && clamp_len(files[i], files[i]->f, io[i].offset, &len) < 0)
+		}
+	}
+	if (batch_enter(self, files, n) < 0)
+		goto fail;
+	entered = 1;
+	for (i = 0; i < n; i++) {
+		io[i].file = files[i]->f;
+		if (!bufobj) {
+			Py_ssize_t len = (Py_ssize_t)io[i].len;
+
+			if (clamp_len(files[i], files[i]->f, io[i].offset, &len) < 0)
 				goto fail;
 			if (!(bytes[i] = PyBytes_FromStringAndSize(NULL, len)))
 				goto fail;
 			io[i].buf = PyBytes_AS_STRING(bytes[i]);
+			io[i].len = (size_t)len;
 		}
-		io[i].len = (size_t)len;
 	}
-	if (batch_enter(self, files, n) < 0)
-		goto fail;
-	for (i = 0; i < n; i++)
-		io[i].file = files[i]->f;
 	Py_BEGIN_ALLOW_THREADS
 	rc = n ? hm_read_batch(self->c, io, (size_t)n) : 0;
 	if (rc < 0)
 		save_err(&e);
 	Py_END_ALLOW_THREADS
 	batch_leave(files, n);
+	entered = 0;
 	if (rc < 0) {
 		raise_hm(e.err, e.msg, NULL);
 		goto fail;
@@ -1126,6 +1137,10 @@ do_read_batch(ClientObject *self, PyObject *reqs, PyObject *bufobj)
 		PyList_SET_ITEM(out, i, r);
 	}
 fail:
+	if (entered)
+		batch_leave(files, n);
+	for (i = 0; i < nheld; i++)
+		Py_DECREF(files[i]);
 	if (bytes) {
 		for (i = 0; i < n; i++)
 			Py_XDECREF(bytes[i]);
@@ -1163,9 +1178,9 @@ client_view_batch(ClientObject *self, PyObject *reqs)
 	struct hm_view_io *io = NULL;
 	FileObject **files = NULL;
 	PyObject *seq, *out = NULL;
-	Py_ssize_t n, i;
+	Py_ssize_t n, i, nheld = 0;
 	struct hm_err e;
-	int rc, entered = 0;
+	int rc, entered = 0, left = 0;
 
 	if (!client_check(self))
 		return NULL;
@@ -1183,21 +1198,27 @@ client_view_batch(ClientObject *self, PyObject *reqs)
 
 		if (batch_item(PySequence_Fast_GET_ITEM(seq, i), &files[i], &io[i].offset, &len, NULL) < 0)
 			goto out;
-		if (files[i]->f && clamp_len(files[i], files[i]->f, io[i].offset, &len) < 0)
-			goto out;
+		nheld = i + 1;
 		io[i].len = (size_t)len;
 	}
 	if (batch_enter(self, files, n) < 0)
 		goto out;
 	entered = 1;
-	for (i = 0; i < n; i++)
+	for (i = 0; i < n; i++) {
+		Py_ssize_t len = (Py_ssize_t)io[i].len;
+
 		io[i].file = files[i]->f;
+		if (clamp_len(files[i], files[i]->f, io[i].offset, &len) < 0)
+			goto out;
+		io[i].len = (size_t)len;
+	}
 	Py_BEGIN_ALLOW_THREADS
 	rc = n ? hm_view_batch(self->c, io, (size_t)n) : 0;
 	if (rc < 0)
 		save_err(&e);
 	Py_END_ALLOW_THREADS
 	batch_leave(files, n);
+	left = 1;
 	if (rc < 0) {
 		raise_hm(e.err, e.msg, NULL);
 		goto out;
@@ -1222,9 +1243,13 @@ client_view_batch(ClientObject *self, PyObject *reqs)
 		PyList_SET_ITEM(out, i, (PyObject *)v);
 	}
 out:
-	if (io && entered)
+	if (entered && !left)
+		batch_leave(files, n);
+	if (io && left)
 		for (i = 0; i < n; i++)
 			hm_view_release(&io[i].view);	/* takes empty ones */
+	for (i = 0; i < nheld; i++)
+		Py_DECREF(files[i]);
 	PyMem_Free(io);
 	PyMem_Free(files);
 	Py_DECREF(seq);
