@@ -482,10 +482,10 @@ view_repr(ViewObject *self)
 
 static PyMethodDef view_methods[] = {
 	{ "release", (PyCFunction)view_release, METH_NOARGS,
-	  "release()\n--\n\nGives the view's bytes back.  BufferError while a buffer\n"
+	  "release($self)\n--\n\nGives the view's bytes back.  BufferError while a buffer\n"
 	  "exported from it (a memoryview, a numpy array) is alive.  Idempotent." },
 	{ "check", (PyCFunction)view_check, METH_NOARGS,
-	  "check()\n--\n\nNone while the view shows the file's bytes; raises hotmap.Error\n"
+	  "check($self)\n--\n\nNone while the view shows the file's bytes; raises hotmap.Error\n"
 	  "with errno ESTALE (the file was written to or evicted since) or EIO\n"
 	  "(the file shrank under the view: the lost part reads as zeros)." },
 	{ "__enter__", (PyCFunction)view_enter, METH_NOARGS, NULL },
@@ -828,19 +828,19 @@ file_repr(FileObject *self)
 
 static PyMethodDef file_methods[] = {
 	{ "pread", (PyCFunction)file_pread, METH_VARARGS,
-	  "pread(n, offset)\n--\n\nUp to n bytes at offset, as bytes: short only at end of file." },
+	  "pread($self, n, offset, /)\n--\n\nUp to n bytes at offset, as bytes: short only at end of file." },
 	{ "readinto", (PyCFunction)file_readinto, METH_VARARGS,
-	  "readinto(buffer, offset)\n--\n\nFills the writable buffer (bytearray, memoryview, numpy\n"
+	  "readinto($self, buffer, offset, /)\n--\n\nFills the writable buffer (bytearray, memoryview, numpy\n"
 	  "array) from offset; returns the bytes read, short only at end of file." },
 	{ "view", (PyCFunction)file_view, METH_VARARGS,
-	  "view(offset, length)\n--\n\nA read-only hotmap.View of up to length bytes at offset." },
+	  "view($self, offset, length, /)\n--\n\nA read-only hotmap.View of up to length bytes at offset." },
 	{ "stat", (PyCFunction)file_stat, METH_NOARGS,
-	  "stat()\n--\n\nA hotmap.StatResult: size, backend, reason, direct tier, ..." },
+	  "stat($self)\n--\n\nA hotmap.StatResult: size, backend, reason, direct tier, ..." },
 	{ "warm", (PyCFunction)(void (*)(void))file_warm, METH_VARARGS | METH_KEYWORDS,
-	  "warm(offset=0, length=None)\n--\n\nBrings the range (default: the whole file) into memory;\n"
+	  "warm($self, offset=0, length=None)\n--\n\nBrings the range (default: the whole file) into memory;\n"
 	  "returns its bytes inside the file." },
 	{ "close", (PyCFunction)file_close, METH_NOARGS,
-	  "close()\n--\n\nCloses the file; views taken from it stay valid.  Idempotent." },
+	  "close($self)\n--\n\nCloses the file; views taken from it stay valid.  Idempotent." },
 	{ "__enter__", (PyCFunction)file_enter_ctx, METH_NOARGS, NULL },
 	{ "__exit__", (PyCFunction)file_exit_ctx, METH_VARARGS, NULL },
 	{ "__reduce__", (PyCFunction)file_reduce, METH_NOARGS, NULL },
@@ -1350,23 +1350,23 @@ client_repr(ClientObject *self)
 
 static PyMethodDef client_methods[] = {
 	{ "open", (PyCFunction)(void (*)(void))client_open, METH_VARARGS | METH_KEYWORDS,
-	  "open(file, flags=0)\n--\n\nOpens a path (str, bytes, os.PathLike) or the file of a descriptor\n"
+	  "open($self, file, flags=0)\n--\n\nOpens a path (str, bytes, os.PathLike) or the file of a descriptor\n"
 	  "(an int, or an object with fileno(), kept open until the File is closed);\n"
 	  "flags: hotmap.O_MMAP, O_PREAD, O_PATH, O_WARM, O_DIRECT.  Returns a hotmap.File." },
 	{ "read_batch", (PyCFunction)client_read_batch, METH_O,
-	  "read_batch(requests)\n--\n\nReads [(file, offset, length), ...] in one round trip per 256;\n"
+	  "read_batch($self, requests, /)\n--\n\nReads [(file, offset, length), ...] in one round trip per 256;\n"
 	  "returns a list of bytes.  Raises the first io's error." },
 	{ "read_batch_into", (PyCFunction)client_read_batch_into, METH_VARARGS,
-	  "read_batch_into(requests, buffer)\n--\n\nReads [(file, offset, length[, buffer_offset]), ...] into one\n"
+	  "read_batch_into($self, requests, buffer, /)\n--\n\nReads [(file, offset, length[, buffer_offset]), ...] into one\n"
 	  "writable buffer: each at buffer_offset, by default right after the\n"
 	  "previous one's length.  Returns the list of bytes read." },
 	{ "view_batch", (PyCFunction)client_view_batch, METH_O,
-	  "view_batch(requests)\n--\n\nViews of [(file, offset, length), ...] in one call: a list of\n"
+	  "view_batch($self, requests, /)\n--\n\nViews of [(file, offset, length), ...] in one call: a list of\n"
 	  "hotmap.View.  Raises the first io's error (and releases the others)." },
 	{ "ping", (PyCFunction)client_ping, METH_NOARGS,
-	  "ping()\n--\n\nA round trip: {'server_version', 'uptime_us', 'pid'}." },
+	  "ping($self)\n--\n\nA round trip: {'server_version', 'uptime_us', 'pid'}." },
 	{ "close", (PyCFunction)client_close, METH_NOARGS,
-	  "close()\n--\n\nDisconnects; its files are closed with it, views stay valid." },
+	  "close($self)\n--\n\nDisconnects; its files are closed with it, views stay valid." },
 	{ "__enter__", (PyCFunction)client_enter_ctx, METH_NOARGS, NULL },
 	{ "__exit__", (PyCFunction)client_exit_ctx, METH_VARARGS, NULL },
 	{ "__reduce__", (PyCFunction)client_reduce, METH_NOARGS, NULL },
@@ -1578,7 +1578,7 @@ hotmap_version(PyObject *mod, PyObject *unused)
 
 static PyMethodDef module_methods[] = {
 	{ "connect", (PyCFunction)(void (*)(void))hotmap_connect, METH_VARARGS | METH_KEYWORDS,
-	  "connect(socket=None, **options)\n--\n\n"
+	  "connect($module, socket=None, **options)\n--\n\n"
 	  "Connects to hotmapd.  socket None: $HOTMAP_SOCKET, else the default\n"
 	  "path (libhotmap(3)).  Options (None: the environment's, else the\n"
 	  "library's default): shm_size, shm_threshold, poll, poll_us,\n"
@@ -1586,7 +1586,7 @@ static PyMethodDef module_methods[] = {
 	{ "_reconnect", hotmap_reconnect, METH_VARARGS, NULL },
 	{ "_loop_pread", hotmap_loop_pread, METH_VARARGS, NULL },
 	{ "library_version", hotmap_version, METH_NOARGS,
-	  "library_version()\n--\n\nlibhotmap's version, e.g. '0.1.0'." },
+	  "library_version($module)\n--\n\nlibhotmap's version, e.g. '0.1.0'." },
 	{ NULL }
 };
 
