@@ -13,6 +13,7 @@ import pickle
 import random
 import shutil
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -417,6 +418,36 @@ class TestBadArguments(Base):
         self.assertTrue(cm.exception.strerror)
         with self.assertRaises(hotmap.Error):
             self.c.open(DIR, flags=hotmap.O_MMAP)
+
+
+class TestApi(unittest.TestCase):
+    def test_docstrings_and_signatures(self):
+        import inspect
+        self.assertTrue(hotmap.__doc__)
+        for obj in (hotmap.connect, hotmap.library_version, hotmap.Client, hotmap.File,
+                    hotmap.View, hotmap.Error):
+            self.assertTrue(obj.__doc__, obj)
+        for cls in (hotmap.Client, hotmap.File, hotmap.View):
+            for name in dir(cls):
+                if not name.startswith("_"):
+                    self.assertTrue(getattr(cls, name).__doc__, (cls, name))
+        self.assertEqual(list(inspect.signature(hotmap.File.pread).parameters),
+                         ["self", "n", "offset"])
+        self.assertEqual(list(inspect.signature(hotmap.connect).parameters),
+                         ["socket", "options"])
+        for k in ("O_MMAP", "O_PREAD", "O_PATH", "O_WARM", "O_DIRECT"):
+            self.assertIsInstance(getattr(hotmap, k), int)
+
+    def test_stub_matches(self):
+        try:
+            import mypy.stubtest  # noqa: F401 (Debian's mypy)
+        except ImportError:
+            self.skipTest("mypy is not installed (apt-get install mypy)")
+        here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        env = dict(os.environ, MYPYPATH=here, MYPY_CACHE_DIR=os.path.join(DIR, "mypy-cache"))
+        r = subprocess.run([sys.executable, "-m", "mypy.stubtest", "hotmap"], env=env,
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        self.assertEqual(r.returncode, 0, r.stdout)
 
 
 # --- fork: the DataLoader pattern ---------------------------------------------
