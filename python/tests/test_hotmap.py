@@ -444,8 +444,9 @@ class TestApi(unittest.TestCase):
         except ImportError:
             self.skipTest("mypy is not installed (apt-get install mypy)")
         here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        # run in the test's directory: stubtest leaves a .mypy_cache behind
         env = dict(os.environ, MYPYPATH=here, MYPY_CACHE_DIR=os.path.join(DIR, "mypy-cache"))
-        r = subprocess.run([sys.executable, "-m", "mypy.stubtest", "hotmap"], env=env,
+        r = subprocess.run([sys.executable, "-m", "mypy.stubtest", "hotmap"], env=env, cwd=DIR,
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         self.assertEqual(r.returncode, 0, r.stdout)
 
