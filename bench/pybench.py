@@ -38,6 +38,7 @@ import time
 MiB = 1 << 20
 GiB = 1 << 30
 REC = 64 * 1024
+LAST_FAULTS = [0, 0]  # the last sampler row's workers' minor and major faults
 DAEMON_PID = None  # hotmapd's: its mapping of the file takes a share of the pages' Pss
 PAGE = os.sysconf("SC_PAGE_SIZE")
 
@@ -104,7 +105,7 @@ def child_sample(mode, path, sock, seconds, seed):
     if mode.startswith("hotmap"):
         import hotmap
         c = hotmap.connect(sock)
-        f = c.open(path, flags=hotmap.O_DIRECT)
+        f = c.open(path, flags=hotmap.O_WARM)  # direct, and in our page tables
         pread, readinto = f.pread, f.readinto
     elif mode == "os.pread":
         fd = os.open(path, os.O_RDONLY)
@@ -133,7 +134,10 @@ def child_sample(mode, path, sock, seconds, seed):
         n += 256
         if time.perf_counter() >= deadline:
             break
-    print(json.dumps({"records": n, "seconds": seconds}), flush=True)
+    import resource
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    print(json.dumps({"records": n, "seconds": seconds, "minflt": ru.ru_minflt,
+                      "majflt": ru.ru_majflt}), flush=True)
 
 
 # --- the parent -----------------------------------------------------------------
@@ -187,8 +191,13 @@ def sample(mode, path, sock, env, seconds, nproc=4):
         p.stdin.write("go\n")
         p.stdin.flush()
     recs = 0
+    global LAST_FAULTS
+    LAST_FAULTS = [0, 0]
     for p in ps:
-        recs += json.loads(p.stdout.readline())["records"]
+        r = json.loads(p.stdout.readline())
+        recs += r["records"]
+        LAST_FAULTS[0] += r["minflt"]
+        LAST_FAULTS[1] += r["majflt"]
         p.wait()
     return recs / seconds
 

@@ -887,6 +887,28 @@ client_check(ClientObject *self)
 	return self;
 }
 
+/*
+ * O_WARM and a file read directly: the daemon warms the file, and this
+ * puts it in this process's page tables too, so that reads copy from the
+ * mapping without a page fault each (which several processes sampling one
+ * file pay dearly, in parallel).  A view of the whole file is a pointer
+ * into the mapping, populated and given back; nothing is read.  Files not
+ * read directly are left alone (their view would be a copy).
+ */
+static void
+warm_mapping(hm_file *f)
+{
+	struct hm_stat st;
+	struct hm_view v;
+
+	if (hm_stat(f, &st) < 0 || st.direct != HM_DIRECT_YES || !st.size || st.size > SIZE_MAX)
+		return;
+	if (hm_view_range(f, 0, (size_t)st.size, &v) < 0)
+		return;
+	populate(&v);
+	hm_view_release(&v);
+}
+
 static PyObject *
 client_open(ClientObject *self, PyObject *args, PyObject *kw)
 {
@@ -938,6 +960,8 @@ client_open(ClientObject *self, PyObject *args, PyObject *kw)
 		f = hm_open(self->c, PyBytes_AS_STRING(path), flags);
 	if (!f)
 		save_err(&e);
+	else if (flags & HM_O_WARM)
+		warm_mapping(f);
 	Py_END_ALLOW_THREADS
 	if (--self->busy == 0 && self->closed && self->c) {
 		if (f)
