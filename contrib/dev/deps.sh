@@ -5,7 +5,7 @@
 # unit's ExecReload) and util-linux (setpriv).
 HOTMAP_DEPS="build-essential autoconf automake libtool pkg-config
 	libevent-dev libprotobuf-c-dev protobuf-c-compiler libsystemd-dev libinih-dev
-	libcmocka-dev mandoc systemd procps util-linux python3
+	libcmocka-dev mandoc systemd procps util-linux python3 python3-dev python3-numpy mypy
 	clang libclang-rt-dev
 	libfuse3-dev fuse3"
 

@@ -1,0 +1,399 @@
+#!/usr/bin/python3
+"""pybench.py - the Python binding (import hotmap) against what Python
+programs do without it.
+
+    bench/pybench.py --hotmapd daemon/hotmapd [--dir DIR] [--quick]
+
+Starts its own hotmapd on a socket in a temporary directory, makes a file
+of tensors (random bytes; kept in DIR for the next run) and measures, each
+a median over rounds:
+
+  load      a fresh process loads the whole (hot) file: hotmap readinto into
+            a numpy array, hotmap view (zero copy, every page touched),
+            open()+readinto, numpy.memmap copied, numpy.memmap touched in
+            place (one byte per page)
+  load x4   4 processes load it at once: wall time, and their memory from
+            /proc/PID/smaps_rollup (Pss split in file and anonymous) to
+            show whether they hold one shared copy or four
+  sample    4 worker processes read random 64 KiB records: records/s with
+            hotmap pread / readinto, os.pread, numpy.memmap
+  per call  File.pread and File.readinto of 0 and 1 byte against the
+            same hm_pread in a C loop (hotmap._loop_pread): the binding's
+            own cost
+
+The module is imported from the build tree: --builddir (default: the
+directory above --hotmapd's) puts python/.libs on PYTHONPATH and
+client/.libs on LD_LIBRARY_PATH.  Prints a table like bench/hmbench's.
+"""
+import argparse
+import json
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+MiB = 1 << 20
+GiB = 1 << 30
+REC = 64 * 1024
+LAST_FAULTS = [0, 0]  # the last sampler row's workers' minor and major faults
+DAEMON_PID = None  # hotmapd's: its mapping of the file takes a share of the pages' Pss
+PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+# --- children -----------------------------------------------------------------
+
+def child_load(mode, path, sock):
+    """Loads the file in this fresh process; prints {load_s}; with --hold,
+    then waits for a line on stdin (the parent reads our smaps)."""
+    import numpy as np
+    size = os.path.getsize(path)
+    keep = None
+    t0 = time.perf_counter()
+    if mode == "hotmap-readinto":
+        import hotmap
+        c = hotmap.connect(sock)
+        f = c.open(path, flags=hotmap.O_WARM)  # direct, and in our page tables
+        a = np.empty(size, dtype=np.uint8)
+        n = f.readinto(a, 0)
+        assert n == size
+        keep = (c, f, a)
+    elif mode == "hotmap-view":
+        import hotmap
+        c = hotmap.connect(sock)
+        f = c.open(path, flags=hotmap.O_WARM)  # read directly, view populated
+        a = np.frombuffer(f.view(0, size), dtype=np.uint8)
+        int(a[::PAGE].sum())  # every page in this process's page tables
+        keep = (c, f, a)
+    elif mode == "read":
+        a = np.empty(size, dtype=np.uint8)
+        with open(path, "rb", buffering=0) as fo:
+            n = fo.readinto(a)
+        assert n == size
+        keep = a
+    elif mode == "memmap-copy":
+        m = np.memmap(path, dtype=np.uint8, mode="r")
+        a = np.array(m)
+        keep = a
+    elif mode == "baseline":  # numpy and hotmap imported, nothing loaded
+        import hotmap
+        keep = hotmap
+    elif mode == "memmap-touch":
+        m = np.memmap(path, dtype=np.uint8, mode="r")
+        int(m[::PAGE].sum())
+        keep = m
+    else:
+        raise SystemExit("unknown mode " + mode)
+    t1 = time.perf_counter()
+    print(json.dumps({"load_s": t1 - t0}), flush=True)
+    if "--hold" in sys.argv:
+        sys.stdin.readline()
+    del keep
+
+
+def child_sample(mode, path, sock, seconds, seed):
+    """Reads random 64 KiB records for `seconds`; prints {records}."""
+    import random
+    import numpy as np
+    size = os.path.getsize(path)
+    nrec = size // REC
+    rng = random.Random(seed)
+    offs = [rng.randrange(nrec) * REC for _ in range(1 << 16)]
+    buf = bytearray(REC)
+    if mode.startswith("hotmap"):
+        import hotmap
+        c = hotmap.connect(sock)
+        f = c.open(path, flags=hotmap.O_WARM)  # direct, and in our page tables
+        pread, readinto = f.pread, f.readinto
+    elif mode == "os.pread":
+        fd = os.open(path, os.O_RDONLY)
+    elif mode == "os.preadv":
+        fd = os.open(path, os.O_RDONLY)
+        bufs = [buf]
+    elif mode == "numpy.memmap":
+        m = np.memmap(path, dtype=np.uint8, mode="r")
+    sys.stdout.write("ready\n")
+    sys.stdout.flush()
+    sys.stdin.readline()  # all start together
+    n = 0
+    deadline = time.perf_counter() + seconds
+    while True:
+        for off in offs[(n % len(offs)):(n % len(offs)) + 256]:
+            if mode == "hotmap-pread":
+                pread(REC, off)
+            elif mode == "hotmap-readinto":
+                readinto(buf, off)
+            elif mode == "os.pread":
+                os.pread(fd, REC, off)
+            elif mode == "os.preadv":
+                os.preadv(fd, bufs, off)
+            else:
+                np.array(m[off:off + REC])
+        n += 256
+        if time.perf_counter() >= deadline:
+            break
+    import resource
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    print(json.dumps({"records": n, "seconds": seconds, "minflt": ru.ru_minflt,
+                      "majflt": ru.ru_majflt}), flush=True)
+
+
+# --- the parent -----------------------------------------------------------------
+
+def smaps(pid):
+    out = {}
+    with open("/proc/%d/smaps_rollup" % pid) as f:
+        for line in f:
+            parts = line.split()
+            if len(parts) >= 2 and parts[0].endswith(":") and parts[1].isdigit():
+                out[parts[0][:-1]] = int(parts[1]) * 1024
+    return out
+
+
+def spawn(args, env, **kw):
+    return subprocess.Popen([sys.executable, os.path.abspath(__file__)] + args, env=env,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, **kw)
+
+
+def load_once(mode, path, sock, env):
+    p = spawn(["--child-load", mode, path, sock], env)
+    out, _ = p.communicate()
+    if p.returncode != 0:
+        raise RuntimeError("%s: child failed (%d)" % (mode, p.returncode))
+    return json.loads(out.strip().splitlines()[-1])["load_s"]
+
+
+def load_x4(mode, path, sock, env, nproc=4):
+    t0 = time.perf_counter()
+    ps = [spawn(["--child-load", mode, path, sock, "--hold"], env) for _ in range(nproc)]
+    loads = [json.loads(p.stdout.readline())["load_s"] for p in ps]
+    wall = time.perf_counter() - t0
+    mem = [smaps(p.pid) for p in ps]
+    daemon = smaps(DAEMON_PID) if DAEMON_PID else {}
+    for p in ps:
+        p.stdin.write("\n")
+        p.stdin.flush()
+    for p in ps:
+        p.wait()
+    tot = lambda k: sum(m.get(k, 0) for m in mem)
+    return {"wall": wall, "load_max": max(loads), "pss": tot("Pss"), "pss_file": tot("Pss_File"),
+            "pss_anon": tot("Pss_Anon"), "rss_file": tot("RssFile") or tot("Rss") - tot("Anonymous"),
+            "daemon_pss_file": daemon.get("Pss_File", 0)}
+
+
+def sample(mode, path, sock, env, seconds, nproc=4):
+    ps = [spawn(["--child-sample", mode, path, sock, str(seconds), str(i)], env) for i in range(nproc)]
+    for p in ps:
+        assert p.stdout.readline().strip() == "ready"
+    for p in ps:
+        p.stdin.write("go\n")
+        p.stdin.flush()
+    recs = 0
+    global LAST_FAULTS
+    LAST_FAULTS = [0, 0]
+    for p in ps:
+        r = json.loads(p.stdout.readline())
+        recs += r["records"]
+        LAST_FAULTS[0] += r["minflt"]
+        LAST_FAULTS[1] += r["majflt"]
+        p.wait()
+    return recs / seconds
+
+
+def per_call(path, sock, iters):
+    import hotmap
+    c = hotmap.connect(sock)
+    f = c.open(path, flags=hotmap.O_DIRECT)
+    f.pread(1, 0)
+    buf1 = bytearray(1)
+    fd = os.open(path, os.O_RDONLY)
+    rows = []
+
+    def best(fn, reps=5):
+        return min(fn() for _ in range(reps)) / iters * 1e6
+
+    def py_loop(call):
+        def run():
+            r = range(iters)
+            t0 = time.perf_counter()
+            for _ in r:
+                call()
+            return time.perf_counter() - t0
+        return run
+
+    pread, readinto = f.pread, f.readinto
+    empty = best(py_loop(lambda: None))
+    for n in (0, 1):
+        cc = best(lambda: hotmap._loop_pread(f, n, 4096, iters))
+        py = best(py_loop(lambda: pread(n, 4096)))
+        rows.append(("File.pread(%d)" % n, cc, py, py - cc, py - empty - cc))
+    cc = best(lambda: hotmap._loop_pread(f, 1, 4096, iters))
+    py = best(py_loop(lambda: readinto(buf1, 4096)))
+    rows.append(("File.readinto(1 B)", cc, py, py - cc, py - empty - cc))
+    osp = best(py_loop(lambda: os.pread(fd, 1, 4096)))
+    os.close(fd)
+    f.close()
+    c.close()
+    return rows, empty, osp
+
+
+def make_data(path, size):
+    if os.path.exists(path) and os.path.getsize(path) == size:
+        return
+    tmp = path + ".tmp"
+    with open(tmp, "wb") as f:
+        left = size
+        while left:
+            n = min(left, 64 * MiB)
+            f.write(os.urandom(n))
+            left -= n
+    os.rename(tmp, path)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--hotmapd", required=True, help="the hotmapd to run")
+    ap.add_argument("--dir", default=tempfile.gettempdir(), help="where the data file lives")
+    ap.add_argument("--builddir", help="the build tree (default: above --hotmapd's directory)")
+    ap.add_argument("--python", default="/usr/bin/python3" if os.path.exists("/usr/bin/python3")
+                    else sys.executable, help="the interpreter hotmap was built for (default: /usr/bin/python3)")
+    ap.add_argument("--quick", action="store_true", help="64 MiB, 1 round, short samples")
+    ap.add_argument("--size", type=int, help="bytes of the file (default 1 GiB; --quick 64 MiB)")
+    ap.add_argument("--rounds", type=int, help="rounds per load row (default 5; --quick 1)")
+    ap.add_argument("--seconds", type=float, help="seconds per sampler row (default 3; --quick 0.3)")
+    a = ap.parse_args()
+    size = a.size or (64 * MiB if a.quick else GiB)
+    rounds = a.rounds or (1 if a.quick else 5)
+    seconds = a.seconds or (0.3 if a.quick else 3.0)
+    hotmapd = os.path.abspath(a.hotmapd)
+    build = os.path.abspath(a.builddir or os.path.join(os.path.dirname(hotmapd), ".."))
+    env = dict(os.environ)
+    for var, sub in (("PYTHONPATH", "python/.libs"), ("LD_LIBRARY_PATH", "client/.libs")):
+        d = os.path.join(build, sub)
+        if os.path.isdir(d):
+            env[var] = d + (":" + env[var] if env.get(var) else "")
+    if not os.environ.get("PYBENCH_REEXEC"):
+        # this process imports hotmap too (per call): with the same paths,
+        # under the interpreter the module was built for
+        env["PYBENCH_REEXEC"] = "1"
+        os.execve(a.python, [a.python, os.path.abspath(__file__)] + sys.argv[1:], env)
+
+    os.makedirs(a.dir, exist_ok=True)
+    path = os.path.join(a.dir, "pybench-%d.data" % size)
+    make_data(path, size)
+    tmp = tempfile.mkdtemp(prefix="pybench.")
+    sock = os.path.join(tmp, "sock")
+    log = open(os.path.join(tmp, "hotmapd.log"), "wb")
+    d = subprocess.Popen([hotmapd, "--foreground", "--socket", sock], stdout=log, stderr=log)
+    global DAEMON_PID
+    DAEMON_PID = d.pid
+    try:
+        import hotmap
+        deadline = time.time() + 30
+        while True:
+            try:
+                with hotmap.connect(sock) as c:
+                    c.ping()
+                break
+            except OSError:
+                if time.time() > deadline or d.poll() is not None:
+                    raise SystemExit("hotmapd did not start (see %s)" % log.name)
+                time.sleep(0.05)
+        # hot: in the page cache, and in the daemon's mapping
+        with hotmap.connect(sock) as c, c.open(path, flags=hotmap.O_WARM) as f:
+            f.warm()
+        with open(path, "rb") as f:
+            while f.read(64 * MiB):
+                pass
+        run(path, sock, env, size, rounds, seconds, a.quick)
+    finally:
+        d.send_signal(signal.SIGTERM)
+        try:
+            d.wait(10)
+        except subprocess.TimeoutExpired:
+            d.kill()
+            d.wait()
+        log.close()
+        import shutil
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def run(path, sock, env, size, rounds, seconds, quick):
+    import hotmap
+    gib = size / GiB
+    print("pybench: %s, %.0f MiB file (hot), %d rounds (median), %s, numpy %s, hotmap %s"
+          % (os.uname().nodename, size / MiB, rounds, sys.version.split()[0],
+             __import__("numpy").__version__, hotmap.__version__))
+    print()
+    modes = ["hotmap-readinto", "hotmap-view", "read", "memmap-copy", "memmap-touch"]
+    label = {"hotmap-readinto": "hotmap readinto -> numpy", "hotmap-view": "hotmap view (0 copies), touched",
+             "read": "open+readinto -> numpy", "memmap-copy": "numpy.memmap + copy",
+             "memmap-touch": "numpy.memmap touched in place"}
+    print("load: a fresh process loads the whole file")
+    print("  %-34s %10s %10s %10s %9s" % ("contender", "median ms", "min ms", "max ms", "GiB/s"))
+    res = {}
+    for m in modes:
+        t = [load_once(m, path, sock, env) for _ in range(rounds)]
+        res[m] = statistics.median(t)
+        print("  %-34s %10.1f %10.1f %10.1f %9.2f" % (label[m], res[m] * 1e3, min(t) * 1e3,
+                                                      max(t) * 1e3, gib / res[m]))
+    print()
+    print("load x4: 4 processes load it at once; memory summed over the 4 (smaps_rollup),")
+    print("  less 4 processes that only import numpy and hotmap; 'copies' = data Pss / file size")
+    print("  %-34s %8s %9s %9s %9s %9s %7s" % ("contender", "wall ms", "Pss MiB", "PssFile", "PssAnon",
+                                               "RssFile", "copies"))
+    x4 = {}
+    base = load_x4("baseline", path, sock, env)
+    for m in modes:
+        r = load_x4(m, path, sock, env)
+        for k in ("pss", "pss_file", "pss_anon", "rss_file"):
+            r[k] -= base[k]
+        x4[m] = r
+        print("  %-34s %8.0f %9.0f %9.0f %9.0f %9.0f %7.2f" % (
+            label[m], r["wall"] * 1e3, r["pss"] / MiB, r["pss_file"] / MiB, r["pss_anon"] / MiB,
+            r["rss_file"] / MiB, r["pss"] / size))
+    print("  (hotmapd maps the file too: its Pss_File was %.0f MiB during the view row, the"
+          % (x4["hotmap-view"]["daemon_pss_file"] / MiB))
+    print("   share of the one copy the 4 loaders do not hold)")
+    print()
+    print("sample: 4 worker processes read random 64 KiB records")
+    print("  %-34s %12s %10s %14s" % ("contender", "records/s", "GiB/s", "faults/worker"))
+    smp = {}
+    for m in ["hotmap-pread", "hotmap-readinto", "os.pread", "os.preadv", "numpy.memmap"]:
+        smp[m] = sample(m, path, sock, env, seconds)
+        print("  %-34s %12.0f %10.2f %14.0f" % (m, smp[m], smp[m] * REC / GiB, LAST_FAULTS[0] / 4))
+    print()
+    iters = 20000 if quick else 200000
+    rows, empty, osp = per_call(path, sock, iters)
+    print("per call: the binding against hm_pread in a C loop (direct file, best of 5 x %d)" % iters)
+    print("  %-22s %9s %9s %11s %16s" % ("call", "C us", "Python us", "binding us",
+                                         "minus loop us"))
+    for name, cc, py, over, net in rows:
+        print("  %-22s %9.3f %9.3f %11.3f %16.3f" % (name, cc, py, over, net))
+    print("  (an empty Python loop iteration: %.3f us; os.pread(fd, 1): %.3f us)" % (empty, osp))
+    print()
+    ok = lambda b: "yes" if b else "NO"
+    print("targets:")
+    print("  load via hotmap <= open+readinto:          readinto %s, view %s"
+          % (ok(res["hotmap-readinto"] <= res["read"]), ok(res["hotmap-view"] <= res["read"])))
+    print("  load via hotmap <= memmap touched in place: readinto %s, view %s"
+          % (ok(res["hotmap-readinto"] <= res["memmap-touch"]),
+             ok(res["hotmap-view"] <= res["memmap-touch"])))
+    print("  4 loaders hold one shared copy:             view %s (%.2f copies), readinto %s (%.2f)"
+          % (ok(x4["hotmap-view"]["pss"] < 1.5 * size), x4["hotmap-view"]["pss"] / size,
+             ok(x4["hotmap-readinto"]["pss"] < 1.5 * size), x4["hotmap-readinto"]["pss"] / size))
+    print("  sampler >= os.pread:                        pread %s, readinto %s"
+          % (ok(smp["hotmap-pread"] >= smp["os.pread"]), ok(smp["hotmap-readinto"] >= smp["os.pread"])))
+    print("  binding < 1 us per call over C:             %s (max %.3f us)"
+          % (ok(max(r[3] for r in rows) < 1.0), max(r[3] for r in rows)))
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "--child-load":
+        child_load(sys.argv[2], sys.argv[3], sys.argv[4])
+    elif len(sys.argv) > 1 and sys.argv[1] == "--child-sample":
+        child_sample(sys.argv[2], sys.argv[3], sys.argv[4], float(sys.argv[5]), int(sys.argv[6]))
+    else:
+        main()

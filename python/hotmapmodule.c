@@ -1,0 +1,1714 @@
+/*
+ * hotmapmodule.c - `import hotmap`: a CPython extension over libhotmap.
+ *
+ * Three types: Client (a hm_client), File (a hm_file) and View (a
+ * hm_view, exported through the buffer protocol).  Every call that can
+ * wait releases the GIL.  An object a call is using while the GIL is
+ * released cannot be freed under it: each File and Client counts the calls
+ * in flight (under the GIL), and close() of a busy one only marks it
+ * closed; the last call to finish closes it for real.  A View's bytes are
+ * given back when it is released or freed, never while a buffer exported
+ * from it is alive (Python keeps the View alive through the exporter).
+ *
+ * Errors are hotmap.Error (an OSError) or, where the errno has a builtin
+ * OSError subclass, a class deriving from both: hotmap.FileNotFoundError
+ * is a hotmap.Error and a FileNotFoundError.  Its strerror is the
+ * daemon's message (hm_last_error) when there is one.  See docs/python.md.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h>
+
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "hotmap.h"
+
+/* reads longer than this are first bounded by the file's size, so that
+ * pread(1 << 40) of a small file does not try to allocate a terabyte */
+#define CLAMP_ABOVE	(16u << 20)
+/* a read this long is split across threads (split_pread) */
+#define SPLIT_ABOVE	(64u << 20)
+#define SPLIT_MAX	4
+/* Linux 5.14; older kernels say EINVAL, which is ignored */
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22
+#endif
+/* hm_read_batch / hm_view_batch on the stack up to this many */
+#define BATCH_STACK	64
+
+static PyObject *HmError;		/* hotmap.Error */
+static PyTypeObject StatType;		/* hotmap.StatResult */
+
+/* errno -> hotmap.<Builtin>Error, made at import */
+static const struct {
+	int err;
+	const char *name;	/* the builtin's name */
+} errmap[] = {
+	{ ENOENT, "FileNotFoundError" },
+	{ EACCES, "PermissionError" },
+	{ EPERM, "PermissionError" },
+	{ EEXIST, "FileExistsError" },
+	{ EISDIR, "IsADirectoryError" },
+	{ ENOTDIR, "NotADirectoryError" },
+	{ EINTR, "InterruptedError" },
+	{ EAGAIN, "BlockingIOError" },
+	{ ECONNREFUSED, "ConnectionRefusedError" },
+	{ ECONNRESET, "ConnectionResetError" },
+	{ ECONNABORTED, "ConnectionAbortedError" },
+	{ EPIPE, "BrokenPipeError" },
+	{ ESHUTDOWN, "BrokenPipeError" },
+	{ ETIMEDOUT, "TimeoutError" },
+};
+#define NERRMAP (sizeof(errmap) / sizeof(errmap[0]))
+static PyObject *errclass[NERRMAP];
+
+/* Raises the error of a failed libhotmap call: err is its errno, msg the
+ * daemon's message (hm_last_error, read in the thread that failed) or "". */
+static PyObject *
+raise_hm(int err, const char *msg, PyObject *filename)
+{
+	PyObject *cls = HmError, *exc;
+
+	for (size_t i = 0; i < NERRMAP; i++)
+		if (errmap[i].err == err) {
+			cls = errclass[i];
+			break;
+		}
+	if (!msg || !*msg)
+		msg = strerror(err);
+	if (filename)
+		exc = PyObject_CallFunction(cls, "isO", err, msg, filename);
+	else
+		exc = PyObject_CallFunction(cls, "is", err, msg);
+	if (exc) {
+		PyErr_SetObject(cls, exc);
+		Py_DECREF(exc);
+	}
+	return NULL;
+}
+
+/* The message of the calling thread's last failure, copied before the
+ * next call can change it. */
+struct hm_err {
+	int err;
+	char msg[256];
+};
+
+static void
+save_err(struct hm_err *e)
+{
+	e->err = errno;
+	snprintf(e->msg, sizeof(e->msg), "%s", hm_last_error());
+}
+
+/*
+ * hm_pread of a long range in up to SPLIT_MAX threads, one slice each
+ * (called with the GIL released).  A directly read file is a memcpy from
+ * the mapping that takes no lock, and the copy and the destination's page
+ * faults are most of a large load: slices go in parallel.  Others are
+ * serialised by the client and cost no more than one call.  The result is
+ * hm_pread's: short only at end of file; -1 and e on the first error.
+ */
+struct slice {
+	hm_file *f;
+	char *buf;
+	size_t len;
+	uint64_t off;
+	ssize_t n;
+	struct hm_err e;
+};
+
+static void *
+slice_run(void *arg)
+{
+	struct slice *s = arg;
+
+	s->n = hm_pread(s->f, s->buf, s->len, s->off);
+	if (s->n < 0)
+		save_err(&s->e);
+	return NULL;
+}
+
+static ssize_t
+split_pread(hm_file *f, void *buf, size_t len, uint64_t off, struct hm_err *e)
+{
+	struct slice sl[SPLIT_MAX];
+	pthread_t th[SPLIT_MAX];
+	int started[SPLIT_MAX] = { 0 };
+	cpu_set_t cpus;
+	int nt = 1, k;
+	size_t per, at = 0;
+	ssize_t total = 0;
+
+	if (len >= SPLIT_ABOVE && sched_getaffinity(0, sizeof(cpus), &cpus) == 0)
+		nt = CPU_COUNT(&cpus);
+	if (nt > SPLIT_MAX)
+		nt = SPLIT_MAX;
+	if (nt < 2) {
+		ssize_t n = hm_pread(f, buf, len, off);
+
+		if (n < 0)
+			save_err(e);
+		return n;
+	}
+	per = (len / (size_t)nt + 4095) & ~(size_t)4095;
+	for (k = 0; k < nt; k++) {
+		size_t l = k == nt - 1 ? len - at : per;
+
+		sl[k] = (struct slice){ .f = f, .buf = (char *)buf + at, .len = l, .off = off + at };
+		at += l;
+	}
+	for (k = 1; k < nt; k++)
+		started[k] = pthread_create(&th[k], NULL, slice_run, &sl[k]) == 0;
+	slice_run(&sl[0]);
+	for (k = 1; k < nt; k++) {
+		if (started[k])
+			pthread_join(th[k], NULL);
+		else
+			slice_run(&sl[k]);
+	}
+	for (k = 0; k < nt; k++) {
+		if (sl[k].n < 0) {
+			*e = sl[k].e;
+			return -1;
+		}
+		total += sl[k].n;
+		if ((size_t)sl[k].n < sl[k].len)
+			break;		/* end of file */
+	}
+	return total;
+}
+
+/* ------------------------------------------------------------------ */
+
+typedef struct {
+	PyObject_HEAD
+	hm_client *c;		/* NULL once disconnected */
+	int closed;		/* close() was called */
+	unsigned busy;		/* calls in flight with the GIL released */
+	PyObject *socket;	/* str or None: for pickling */
+	PyObject *options;	/* dict: for pickling */
+	PyObject *weakrefs;
+} ClientObject;
+
+typedef struct {
+	PyObject_HEAD
+	ClientObject *client;
+	hm_file *f;		/* NULL once closed */
+	int closed;
+	unsigned busy;
+	int flags;
+	PyObject *name;		/* the path, or the fd's object */
+	int by_fd;
+	PyObject *weakrefs;
+} FileObject;
+
+typedef struct {
+	PyObject_HEAD
+	struct hm_view v;
+	int live;		/* v holds bytes */
+	Py_ssize_t exports;	/* buffers exported and not yet released */
+	PyObject *weakrefs;
+} ViewObject;
+
+static PyTypeObject ClientType, FileType, ViewType;
+
+static void
+client_finish(ClientObject *self)
+{
+	/* under the GIL, no call in flight: disconnect for real */
+	hm_client *c = self->c;
+
+	self->c = NULL;
+	if (c) {
+		Py_BEGIN_ALLOW_THREADS
+		hm_disconnect(c);
+		Py_END_ALLOW_THREADS
+	}
+}
+
+static void
+file_finish(FileObject *self, struct hm_err *e, int *rc)
+{
+	hm_file *f = self->f;
+
+	self->f = NULL;
+	/* hm_disconnect freed every file of the client */
+	if (!f || !self->client->c)
+		return;
+	Py_BEGIN_ALLOW_THREADS
+	*rc = hm_close(f);
+	if (*rc < 0)
+		save_err(e);
+	Py_END_ALLOW_THREADS
+}
+
+/* Takes f for a call: NULL and ValueError if closed. */
+static hm_file *
+file_enter(FileObject *self)
+{
+	if (self->closed || !self->f || self->client->closed || !self->client->c) {
+		PyErr_SetString(PyExc_ValueError, "I/O operation on closed hotmap file");
+		return NULL;
+	}
+	self->busy++;
+	self->client->busy++;
+	return self->f;
+}
+
+static void
+file_leave(FileObject *self)
+{
+	ClientObject *c = self->client;
+
+	if (--self->busy == 0 && self->closed && self->f) {
+		struct hm_err e;
+		int rc = 0;
+
+		file_finish(self, &e, &rc);
+	}
+	if (--c->busy == 0 && c->closed && c->c)
+		client_finish(c);
+}
+
+/* ------------------------------------------------------------------ */
+/* argument helpers */
+
+static int
+get_offset(PyObject *o, uint64_t *out)
+{
+	long long v = PyLong_AsLongLong(o);
+
+	if (v == -1 && PyErr_Occurred()) {
+		if (PyErr_ExceptionMatches(PyExc_OverflowError)) {
+			PyErr_Clear();
+			PyErr_SetString(PyExc_OverflowError, "offset too large");
+		}
+		return -1;
+	}
+	if (v < 0) {
+		PyErr_SetString(PyExc_ValueError, "negative offset");
+		return -1;
+	}
+	*out = (uint64_t)v;
+	return 0;
+}
+
+static int
+get_length(PyObject *o, Py_ssize_t *out)
+{
+	Py_ssize_t v = PyNumber_AsSsize_t(o, PyExc_OverflowError);
+
+	if (v == -1 && PyErr_Occurred())
+		return -1;
+	if (v < 0) {
+		PyErr_SetString(PyExc_ValueError, "negative length");
+		return -1;
+	}
+	*out = v;
+	return 0;
+}
+
+/* Bounds a long read by the file's size (GIL released by the caller's
+ * choice: this does it itself).  -1 with an exception set. */
+static int
+clamp_len(FileObject *self, hm_file *f, uint64_t off, Py_ssize_t *len)
+{
+	struct hm_stat st;
+	struct hm_err e;
+	int rc;
+
+	if ((size_t)*len <= CLAMP_ABOVE)
+		return 0;
+	Py_BEGIN_ALLOW_THREADS
+	rc = hm_stat(f, &st);
+	if (rc < 0)
+		save_err(&e);
+	Py_END_ALLOW_THREADS
+	if (rc < 0) {
+		raise_hm(e.err, e.msg, self->by_fd ? NULL : self->name);
+		return -1;
+	}
+	if (off >= st.size)
+		*len = 0;
+	else if (st.size - off < (uint64_t)*len)
+		*len = (Py_ssize_t)(st.size - off);
+	return 0;
+}
+
+static FileObject *
+as_file(PyObject *o)
+{
+	if (!PyObject_TypeCheck(o, &FileType)) {
+		PyErr_Format(PyExc_TypeError, "expected a hotmap.File, not %.100s",
+			     Py_TYPE(o)->tp_name);
+		return NULL;
+	}
+	return (FileObject *)o;
+}
+
+/* ------------------------------------------------------------------ */
+/* View */
+
+static ViewObject *
+view_new(void)
+{
+	ViewObject *v = PyObject_GC_New(ViewObject, &ViewType);
+
+	if (!v)
+		return NULL;
+	memset(&v->v, 0, sizeof(v->v));
+	v->live = 0;
+	v->exports = 0;
+	v->weakrefs = NULL;
+	PyObject_GC_Track(v);
+	return v;
+}
+
+static void
+view_dealloc(ViewObject *self)
+{
+	PyObject_GC_UnTrack(self);
+	if (self->weakrefs)
+		PyObject_ClearWeakRefs((PyObject *)self);
+	if (self->live)
+		hm_view_release(&self->v);
+	PyObject_GC_Del(self);
+}
+
+static int
+view_traverse(ViewObject *self, visitproc visit, void *arg)
+{
+	return 0;
+}
+
+static int
+view_getbuffer(ViewObject *self, Py_buffer *view, int flags)
+{
+	static char empty[1];
+
+	if (!self->live) {
+		PyErr_SetString(PyExc_ValueError, "operation on released hotmap view");
+		view->obj = NULL;
+		return -1;
+	}
+	if (PyBuffer_FillInfo(view, (PyObject *)self,
+			      self->v.len ? (void *)self->v.data : empty,
+			      (Py_ssize_t)self->v.len, 1, flags) < 0)
+		return -1;
+	self->exports++;
+	return 0;
+}
+
+static void
+view_releasebuffer(ViewObject *self, Py_buffer *view)
+{
+	self->exports--;
+}
+
+static PyBufferProcs view_as_buffer = {
+	(getbufferproc)view_getbuffer,
+	(releasebufferproc)view_releasebuffer,
+};
+
+static PyObject *
+view_release(ViewObject *self, PyObject *unused)
+{
+	if (self->exports > 0) {
+		PyErr_Format(PyExc_BufferError,
+			     "cannot release a hotmap view with %zd exported buffer(s)",
+			     self->exports);
+		return NULL;
+	}
+	if (self->live) {
+		self->live = 0;
+		hm_view_release(&self->v);
+	}
+	Py_RETURN_NONE;
+}
+
+static PyObject *
+view_check(ViewObject *self, PyObject *unused)
+{
+	if (!self->live) {
+		PyErr_SetString(PyExc_ValueError, "operation on released hotmap view");
+		return NULL;
+	}
+	if (hm_view_check(&self->v) < 0)
+		return raise_hm(errno, "", NULL);
+	Py_RETURN_NONE;
+}
+
+static PyObject *
+view_enter(ViewObject *self, PyObject *unused)
+{
+	Py_INCREF(self);
+	return (PyObject *)self;
+}
+
+static PyObject *
+view_exit(ViewObject *self, PyObject *args)
+{
+	return view_release(self, NULL);
+}
+
+static Py_ssize_t
+view_length(ViewObject *self)
+{
+	return self->live ? (Py_ssize_t)self->v.len : 0;
+}
+
+static PyObject *
+view_get_released(ViewObject *self, void *closure)
+{
+	return PyBool_FromLong(!self->live);
+}
+
+static PyObject *
+view_repr(ViewObject *self)
+{
+	if (!self->live)
+		return PyUnicode_FromString("<hotmap.View released>");
+	return PyUnicode_FromFormat("<hotmap.View %zu bytes>", self->v.len);
+}
+
+static PyMethodDef view_methods[] = {
+	{ "release", (PyCFunction)view_release, METH_NOARGS,
+	  "release($self)\n--\n\nGives the view's bytes back.  BufferError while a buffer\n"
+	  "exported from it (a memoryview, a numpy array) is alive.  Idempotent." },
+	{ "check", (PyCFunction)view_check, METH_NOARGS,
+	  "check($self)\n--\n\nNone while the view shows the file's bytes; raises hotmap.Error\n"
+	  "with errno ESTALE (the file was written to or evicted since) or EIO\n"
+	  "(the file shrank under the view: the lost part reads as zeros)." },
+	{ "__enter__", (PyCFunction)view_enter, METH_NOARGS, NULL },
+	{ "__exit__", (PyCFunction)view_exit, METH_VARARGS, NULL },
+	{ NULL }
+};
+
+static PyGetSetDef view_getset[] = {
+	{ "released", (getter)view_get_released, NULL, "True once released", NULL },
+	{ NULL }
+};
+
+static PySequenceMethods view_as_sequence = {
+	.sq_length = (lenfunc)view_length,
+};
+
+static PyTypeObject ViewType = {
+	PyVarObject_HEAD_INIT(NULL, 0)
+	.tp_name = "hotmap.View",
+	.tp_basicsize = sizeof(ViewObject),
+	.tp_dealloc = (destructor)view_dealloc,
+	.tp_repr = (reprfunc)view_repr,
+	.tp_as_sequence = &view_as_sequence,
+	.tp_as_buffer = &view_as_buffer,
+	.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+	.tp_traverse = (traverseproc)view_traverse,
+	.tp_weaklistoffset = offsetof(ViewObject, weakrefs),
+	.tp_methods = view_methods,
+	.tp_getset = view_getset,
+	.tp_doc = "A read-only range of a file that stays valid until released.\n\n"
+		  "Supports the buffer protocol: memoryview(v), numpy.frombuffer(v),\n"
+		  "bytes(v).  The bytes live as long as any buffer exported from it,\n"
+		  "even after its File and Client are closed.  Directly read files give\n"
+		  "views into the file's mapping (zero copies): check() says whether\n"
+		  "they still show the file.",
+};
+
+/* ------------------------------------------------------------------ */
+/* File */
+
+static PyObject *
+file_pread(FileObject *self, PyObject *args)
+{
+	PyObject *no, *oo, *res;
+	Py_ssize_t len;
+	uint64_t off;
+	struct hm_err e;
+	hm_file *f;
+	ssize_t n;
+
+	if (!PyArg_ParseTuple(args, "OO:pread", &no, &oo) ||
+	    get_length(no, &len) < 0 || get_offset(oo, &off) < 0)
+		return NULL;
+	if (!(f = file_enter(self)))
+		return NULL;
+	if (clamp_len(self, f, off, &len) < 0) {
+		file_leave(self);
+		return NULL;
+	}
+	res = PyBytes_FromStringAndSize(NULL, len);
+	if (!res) {
+		file_leave(self);
+		return NULL;
+	}
+	Py_BEGIN_ALLOW_THREADS
+	n = split_pread(f, PyBytes_AS_STRING(res), (size_t)len, off, &e);
+	Py_END_ALLOW_THREADS
+	file_leave(self);
+	if (n < 0) {
+		Py_DECREF(res);
+		return raise_hm(e.err, e.msg, self->by_fd ? NULL : self->name);
+	}
+	if (n < len && _PyBytes_Resize(&res, n) < 0)
+		return NULL;
+	return res;
+}
+
+static int
+get_writable(PyObject *o, Py_buffer *b, const char *fn)
+{
+	if (PyObject_GetBuffer(o, b, PyBUF_WRITABLE) < 0) {
+		PyErr_Clear();
+		PyErr_Format(PyExc_TypeError,
+			     "%s() needs a writable contiguous buffer (bytearray, memoryview, "
+			     "numpy array), not %.100s", fn, Py_TYPE(o)->tp_name);
+		return -1;
+	}
+	return 0;
+}
+
+static PyObject *
+file_readinto(FileObject *self, PyObject *args)
+{
+	PyObject *bo, *oo;
+	Py_buffer b;
+	uint64_t off;
+	struct hm_err e;
+	hm_file *f;
+	ssize_t n;
+
+	if (!PyArg_ParseTuple(args, "OO:readinto", &bo, &oo) || get_offset(oo, &off) < 0)
+		return NULL;
+	if (get_writable(bo, &b, "readinto") < 0)
+		return NULL;
+	if (!(f = file_enter(self))) {
+		PyBuffer_Release(&b);
+		return NULL;
+	}
+	Py_BEGIN_ALLOW_THREADS
+	n = split_pread(f, b.buf, (size_t)b.len, off, &e);
+	Py_END_ALLOW_THREADS
+	file_leave(self);
+	PyBuffer_Release(&b);
+	if (n < 0)
+		return raise_hm(e.err, e.msg, self->by_fd ? NULL : self->name);
+	return PyLong_FromSsize_t(n);
+}
+
+/*
+ * A view of a file opened with O_WARM comes with its pages in this
+ * process's page tables: one madvise instead of a fault per few pages as
+ * it is first read.  A view into the file's mapping gains; a copy is in
+ * memory already.  Pages past the end of the file fail the call (EFAULT),
+ * never raise SIGBUS; every failure is ignored: it only warms.
+ */
+static void
+populate(const struct hm_view *v)
+{
+	uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
+	uintptr_t lo = (uintptr_t)v->data & ~(pg - 1);
+	uintptr_t hi = ((uintptr_t)v->data + v->len + pg - 1) & ~(pg - 1);
+
+	if (v->len)
+		(void)madvise((void *)lo, hi - lo, MADV_POPULATE_READ);
+}
+
+static PyObject *
+file_view(FileObject *self, PyObject *args)
+{
+	PyObject *oo, *no;
+	Py_ssize_t len;
+	uint64_t off;
+	struct hm_err e;
+	ViewObject *v;
+	hm_file *f;
+	int rc;
+
+	if (!PyArg_ParseTuple(args, "OO:view", &oo, &no) ||
+	    get_offset(oo, &off) < 0 || get_length(no, &len) < 0)
+		return NULL;
+	if (!(f = file_enter(self)))
+		return NULL;
+	if (clamp_len(self, f, off, &len) < 0 || !(v = view_new())) {
+		file_leave(self);
+		return NULL;
+	}
+	Py_BEGIN_ALLOW_THREADS
+	rc = hm_view_range(f, off, (size_t)len, &v->v);
+	if (rc < 0)
+		save_err(&e);
+	else if (self->flags & HM_O_WARM)
+		populate(&v->v);
+	Py_END_ALLOW_THREADS
+	file_leave(self);
+	if (rc < 0) {
+		Py_DECREF(v);
+		return raise_hm(e.err, e.msg, self->by_fd ? NULL : self->name);
+	}
+	v->live = 1;
+	return (PyObject *)v;
+}
+
+static PyObject *
+file_stat(FileObject *self, PyObject *unused)
+{
+	struct hm_stat st;
+	struct hm_err e;
+	PyObject *r;
+	hm_file *f;
+	int rc, i = 0;
+
+	if (!(f = file_enter(self)))
+		return NULL;
+	Py_BEGIN_ALLOW_THREADS
+	rc = hm_stat(f, &st);
+	if (rc < 0)
+		save_err(&e);
+	Py_END_ALLOW_THREADS
+	file_leave(self);
+	if (rc < 0)
+		return raise_hm(e.err, e.msg, self->by_fd ? NULL : self->name);
+	if (!(r = PyStructSequence_New(&StatType)))
+		return NULL;
+#define SET(x) PyStructSequence_SET_ITEM(r, i++, (x))
+	SET(PyLong_FromUnsignedLongLong(st.size));
+	SET(PyLong_FromLong(st.backend));
+	SET(PyLong_FromLong(st.reason));
+	SET(PyUnicode_DecodeFSDefault(st.reason_text));
+	SET(PyLong_FromUnsignedLongLong(st.dev));
+	SET(PyLong_FromUnsignedLongLong(st.ino));
+	SET(PyLong_FromLongLong(st.mtime_ns));
+	SET(PyLong_FromUnsignedLong(st.mode));
+	SET(PyLong_FromUnsignedLong(st.handles));
+	SET(PyLong_FromUnsignedLongLong(st.mapped_length));
+	SET(PyLong_FromLong(st.direct));
+	SET(PyUnicode_DecodeFSDefault(st.direct_text));
+#undef SET
+	for (int k = 0; k < i; k++)
+		if (!PyStructSequence_GET_ITEM(r, k)) {
+			Py_DECREF(r);
+			return NULL;
+		}
+	return r;
+}
+
+static PyObject *
+file_warm(FileObject *self, PyObject *args, PyObject *kw)
+{
+	static char *kwlist[] = { "offset", "length", NULL };
+	PyObject *oo = NULL, *lo = Py_None;
+	uint64_t off = 0, len = UINT64_MAX;
+	struct hm_err e;
+	hm_file *f;
+	ssize_t n;
+
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "|OO:warm", kwlist, &oo, &lo))
+		return NULL;
+	if (oo && get_offset(oo, &off) < 0)
+		return NULL;
+	if (lo != Py_None) {
+		Py_ssize_t l;
+
+		if (get_length(lo, &l) < 0)
+			return NULL;
+		len = (uint64_t)l;
+	}
+	if (!(f = file_enter(self)))
+		return NULL;
+	Py_BEGIN_ALLOW_THREADS
+	n = hm_warm(f, off, len);
+	if (n < 0)
+		save_err(&e);
+	Py_END_ALLOW_THREADS
+	file_leave(self);
+	if (n < 0)
+		return raise_hm(e.err, e.msg, self->by_fd ? NULL : self->name);
+	return PyLong_FromSsize_t(n);
+}
+
+static PyObject *
+file_close(FileObject *self, PyObject *unused)
+{
+	struct hm_err e;
+	int rc = 0;
+
+	if (self->closed)
+		Py_RETURN_NONE;
+	self->closed = 1;
+	if (self->busy)		/* the last call in flight closes it */
+		Py_RETURN_NONE;
+	file_finish(self, &e, &rc);
+	if (rc < 0)
+		return raise_hm(e.err, e.msg, self->by_fd ? NULL : self->name);
+	Py_RETURN_NONE;
+}
+
+static PyObject *
+file_enter_ctx(FileObject *self, PyObject *unused)
+{
+	if (self->closed) {
+		PyErr_SetString(PyExc_ValueError, "I/O operation on closed hotmap file");
+		return NULL;
+	}
+	Py_INCREF(self);
+	return (PyObject *)self;
+}
+
+static PyObject *
+file_exit_ctx(FileObject *self, PyObject *args)
+{
+	return file_close(self, NULL);
+}
+
+static PyObject *
+file_reduce(FileObject *self, PyObject *unused)
+{
+	if (self->by_fd) {
+		PyErr_SetString(PyExc_TypeError,
+				"a hotmap.File opened from a descriptor cannot be pickled");
+		return NULL;
+	}
+	if (self->closed) {
+		PyErr_SetString(PyExc_ValueError, "cannot pickle a closed hotmap file");
+		return NULL;
+	}
+	return Py_BuildValue("(N(Oi))", PyObject_GetAttrString((PyObject *)self->client, "open"),
+			     self->name, self->flags);
+}
+
+static void
+file_dealloc(FileObject *self)
+{
+	PyObject_GC_UnTrack(self);
+	if (self->weakrefs)
+		PyObject_ClearWeakRefs((PyObject *)self);
+	/* busy is 0: a call in flight holds a reference */
+	if (self->f && self->client && self->client->c) {
+		hm_file *f = self->f;
+
+		self->f = NULL;
+		Py_BEGIN_ALLOW_THREADS
+		hm_close(f);
+		Py_END_ALLOW_THREADS
+	}
+	Py_CLEAR(self->client);
+	Py_CLEAR(self->name);
+	PyObject_GC_Del(self);
+}
+
+static int
+file_traverse(FileObject *self, visitproc visit, void *arg)
+{
+	Py_VISIT(self->client);
+	Py_VISIT(self->name);
+	return 0;
+}
+
+static PyObject *
+file_get_closed(FileObject *self, void *closure)
+{
+	return PyBool_FromLong(self->closed || !self->f || !self->client->c);
+}
+
+static PyObject *
+file_repr(FileObject *self)
+{
+	return PyUnicode_FromFormat("<hotmap.File %R%s>", self->name,
+				    self->closed ? " closed" : "");
+}
+
+static PyMethodDef file_methods[] = {
+	{ "pread", (PyCFunction)file_pread, METH_VARARGS,
+	  "pread($self, n, offset, /)\n--\n\nUp to n bytes at offset, as bytes: short only at end of file." },
+	{ "readinto", (PyCFunction)file_readinto, METH_VARARGS,
+	  "readinto($self, buffer, offset, /)\n--\n\nFills the writable buffer (bytearray, memoryview, numpy\n"
+	  "array) from offset; returns the bytes read, short only at end of file." },
+	{ "view", (PyCFunction)file_view, METH_VARARGS,
+	  "view($self, offset, length, /)\n--\n\nA read-only hotmap.View of up to length bytes at offset." },
+	{ "stat", (PyCFunction)file_stat, METH_NOARGS,
+	  "stat($self)\n--\n\nA hotmap.StatResult: size, backend, reason, direct tier, ..." },
+	{ "warm", (PyCFunction)(void (*)(void))file_warm, METH_VARARGS | METH_KEYWORDS,
+	  "warm($self, offset=0, length=None)\n--\n\nBrings the range (default: the whole file) into memory;\n"
+	  "returns its bytes inside the file." },
+	{ "close", (PyCFunction)file_close, METH_NOARGS,
+	  "close($self)\n--\n\nCloses the file; views taken from it stay valid.  Idempotent." },
+	{ "__enter__", (PyCFunction)file_enter_ctx, METH_NOARGS, NULL },
+	{ "__exit__", (PyCFunction)file_exit_ctx, METH_VARARGS, NULL },
+	{ "__reduce__", (PyCFunction)file_reduce, METH_NOARGS, NULL },
+	{ NULL }
+};
+
+static PyMemberDef file_members[] = {
+	{ "name", T_OBJECT, offsetof(FileObject, name), READONLY, "the path, or the descriptor's object" },
+	{ "flags", T_INT, offsetof(FileObject, flags), READONLY, "the HM_O_* flags it was opened with" },
+	{ "client", T_OBJECT, offsetof(FileObject, client), READONLY, "its hotmap.Client" },
+	{ NULL }
+};
+
+static PyGetSetDef file_getset[] = {
+	{ "closed", (getter)file_get_closed, NULL, "True once closed (or its client is)", NULL },
+	{ NULL }
+};
+
+static PyTypeObject FileType = {
+	PyVarObject_HEAD_INIT(NULL, 0)
+	.tp_name = "hotmap.File",
+	.tp_basicsize = sizeof(FileObject),
+	.tp_dealloc = (destructor)file_dealloc,
+	.tp_repr = (reprfunc)file_repr,
+	.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+	.tp_traverse = (traverseproc)file_traverse,
+	.tp_weaklistoffset = offsetof(FileObject, weakrefs),
+	.tp_methods = file_methods,
+	.tp_members = file_members,
+	.tp_getset = file_getset,
+	.tp_doc = "A file open through hotmapd (Client.open).  Reads by offset; no position.",
+};
+
+/* ------------------------------------------------------------------ */
+/* Client */
+
+static ClientObject *
+client_check(ClientObject *self)
+{
+	if (self->closed || !self->c) {
+		PyErr_SetString(PyExc_ValueError, "operation on closed hotmap client");
+		return NULL;
+	}
+	return self;
+}
+
+/*
+ * O_WARM and a file read directly: the daemon warms the file, and this
+ * puts it in this process's page tables too, so that reads copy from the
+ * mapping without a page fault each (which several processes sampling one
+ * file pay dearly, in parallel).  A view of the whole file is a pointer
+ * into the mapping, populated and given back; nothing is read.  Files not
+ * read directly are left alone (their view would be a copy).
+ */
+static void
+warm_mapping(hm_file *f)
+{
+	struct hm_stat st;
+	struct hm_view v;
+
+	if (hm_stat(f, &st) < 0 || st.direct != HM_DIRECT_YES || !st.size || st.size > SIZE_MAX)
+		return;
+	if (hm_view_range(f, 0, (size_t)st.size, &v) < 0)
+		return;
+	populate(&v);
+	hm_view_release(&v);
+}
+
+static PyObject *
+client_open(ClientObject *self, PyObject *args, PyObject *kw)
+{
+	static char *kwlist[] = { "file", "flags", NULL };
+	PyObject *target, *path = NULL;
+	int flags = 0, fd = -1, by_fd = 0;
+	struct hm_err e;
+	FileObject *fo;
+	hm_file *f;
+
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "O|i:open", kwlist, &target, &flags))
+		return NULL;
+	if (!client_check(self))
+		return NULL;
+	if (PyLong_Check(target) || PyObject_HasAttrString(target, "fileno")) {
+		if ((fd = PyObject_AsFileDescriptor(target)) < 0)
+			return NULL;
+		by_fd = 1;
+	} else if (!PyUnicode_FSConverter(target, &path))
+		return NULL;
+	if (!(fo = PyObject_GC_New(FileObject, &FileType))) {
+		Py_XDECREF(path);
+		return NULL;
+	}
+	fo->client = self;
+	Py_INCREF(self);
+	fo->f = NULL;
+	fo->closed = 0;
+	fo->busy = 0;
+	fo->flags = flags;
+	fo->by_fd = by_fd;
+	fo->weakrefs = NULL;
+	/* the fd's object stays referenced: the library passes the fd again
+	 * when it reconnects */
+	fo->name = by_fd ? target : PyOS_FSPath(target);
+	if (by_fd)
+		Py_INCREF(target);
+	PyObject_GC_Track(fo);
+	if (!fo->name) {
+		Py_XDECREF(path);
+		Py_DECREF(fo);
+		return NULL;
+	}
+	self->busy++;
+	Py_BEGIN_ALLOW_THREADS
+	if (by_fd)
+		f = hm_open_fd(self->c, fd, flags);
+	else
+		f = hm_open(self->c, PyBytes_AS_STRING(path), flags);
+	if (!f)
+		save_err(&e);
+	else if (flags & HM_O_WARM)
+		warm_mapping(f);
+	Py_END_ALLOW_THREADS
+	if (--self->busy == 0 && self->closed && self->c) {
+		if (f)
+			hm_close(f);	/* freed by the disconnect anyway */
+		f = NULL;
+		client_finish(self);
+		Py_XDECREF(path);
+		Py_DECREF(fo);
+		PyErr_SetString(PyExc_ValueError, "hotmap client closed during open()");
+		return NULL;
+	}
+	Py_XDECREF(path);
+	if (!f) {
+		raise_hm(e.err, e.msg, by_fd ? NULL : fo->name);
+		Py_DECREF(fo);
+		return NULL;
+	}
+	fo->f = f;
+	return (PyObject *)fo;
+}
+
+/* One (file, offset, length[, dest_offset]) of a batch; *fo is a new
+ * reference on success. */
+static int
+batch_item(PyObject *item, FileObject **fo, uint64_t *off, Py_ssize_t *len, Py_ssize_t *dst)
+{
+	PyObject *t = PySequence_Fast(item, "a batch item must be (file, offset, length)");
+	Py_ssize_t n;
+	int rc = -1;
+
+	if (!t)
+		return -1;
+	n = PySequence_Fast_GET_SIZE(t);
+	if (n != 3 && !(dst && n == 4)) {
+		PyErr_SetString(PyExc_TypeError, dst ?
+				"a batch item must be (file, offset, length[, buffer_offset])" :
+				"a batch item must be (file, offset, length)");
+		goto out;
+	}
+	if (!(*fo = as_file(PySequence_Fast_GET_ITEM(t, 0))) ||
+	    get_offset(PySequence_Fast_GET_ITEM(t, 1), off) < 0 ||
+	    get_length(PySequence_Fast_GET_ITEM(t, 2), len) < 0)
+		goto out;
+	if (dst && n == 4) {
+		uint64_t d;
+
+		if (get_offset(PySequence_Fast_GET_ITEM(t, 3), &d) < 0)
+			goto out;
+		if (d > PY_SSIZE_T_MAX) {
+			PyErr_SetString(PyExc_ValueError, "buffer offset out of range");
+			goto out;
+		}
+		*dst = (Py_ssize_t)d;
+	}
+	Py_INCREF(*fo);		/* the caller's: t may go with the list's item */
+	rc = 0;
+out:
+	Py_DECREF(t);
+	return rc;
+}
+
+/* Takes the files of a batch for the call: they are the client's and
+ * open.  Returns how many were entered (all or -1 after leaving them). */
+static int
+batch_enter(ClientObject *self, FileObject **files, Py_ssize_t n)
+{
+	for (Py_ssize_t i = 0; i < n; i++) {
+		if (files[i]->client != self) {
+			PyErr_SetString(PyExc_ValueError, "a batch file belongs to another client");
+		} else if (file_enter(files[i]))
+			continue;
+		while (i-- > 0)
+			file_leave(files[i]);
+		return -1;
+	}
+	return 0;
+}
+
+static void
+batch_leave(FileObject **files, Py_ssize_t n)
+{
+	for (Py_ssize_t i = 0; i < n; i++)
+		file_leave(files[i]);
+}
+
+/* The first failed io's error, raised. */
+static PyObject *
+raise_io(FileObject *fo, int err)
+{
+	return raise_hm(err, "", fo->by_fd ? NULL : fo->name);
+}
+
+/* read_batch(requests) -> [bytes] and read_batch_into(requests, buffer) ->
+ * [int] in one. */
+static PyObject *
+do_read_batch(ClientObject *self, PyObject *reqs, PyObject *bufobj)
+{
+	struct hm_io stack_io[BATCH_STACK], *io = stack_io;
+	FileObject *stack_f[BATCH_STACK], **files = stack_f;
+	PyObject *seq, *out = NULL, **bytes = NULL;
+	Py_buffer b = { 0 };
+	Py_ssize_t n, i, pos = 0, nheld = 0;
+	struct hm_err e;
+	int rc, entered = 0;
+
+	if (!client_check(self))
+		return NULL;
+	if (!(seq = PySequence_Fast(reqs, "requests must be a sequence of (file, offset, length)")))
+		return NULL;
+	if (bufobj && get_writable(bufobj, &b, "read_batch_into") < 0) {
+		Py_DECREF(seq);
+		return NULL;
+	}
+	n = PySequence_Fast_GET_SIZE(seq);
+	if (n > BATCH_STACK) {
+		io = PyMem_Calloc((size_t)n, sizeof(*io));
+		files = PyMem_Calloc((size_t)n, sizeof(*files));
+		if (!io || !files) {
+			PyErr_NoMemory();
+			goto fail;
+		}
+	}
+	if (!bufobj && !(bytes = PyMem_Calloc((size_t)n ? (size_t)n : 1, sizeof(*bytes)))) {
+		PyErr_NoMemory();
+		goto fail;
+	}
+	/* the files are held (the list may change while the GIL is
+	 * released) and entered before anything releases it */
+	for (i = 0; i < n; i++) {
+		Py_ssize_t len, dst = pos;
+
+		if (batch_item(PySequence_Fast_GET_ITEM(seq, i), &files[i], &io[i].offset, &len,
+			       bufobj ? &dst : NULL) < 0)
+			goto fail;
+		nheld = i + 1;
+		io[i].result = 0;
+		io[i].len = (size_t)len;
+		if (bufobj) {
+			if (dst > b.len || len > b.len - dst) {
+				PyErr_Format(PyExc_ValueError,
+					     "batch item %zd ends past the buffer's %zd bytes", i, b.len);
+				goto fail;
+			}
+			io[i].buf = (char *)b.buf + dst;
+			pos = dst + len;
+		}
+	}
+	if (batch_enter(self, files, n) < 0)
+		goto fail;
+	entered = 1;
+	for (i = 0; i < n; i++) {
+		io[i].file = files[i]->f;
+		if (!bufobj) {
+			Py_ssize_t len = (Py_ssize_t)io[i].len;
+
+			if (clamp_len(files[i], files[i]->f, io[i].offset, &len) < 0)
+				goto fail;
+			if (!(bytes[i] = PyBytes_FromStringAndSize(NULL, len)))
+				goto fail;
+			io[i].buf = PyBytes_AS_STRING(bytes[i]);
+			io[i].len = (size_t)len;
+		}
+	}
+	Py_BEGIN_ALLOW_THREADS
+	rc = n ? hm_read_batch(self->c, io, (size_t)n) : 0;
+	if (rc < 0)
+		save_err(&e);
+	Py_END_ALLOW_THREADS
+	batch_leave(files, n);
+	entered = 0;
+	if (rc < 0) {
+		raise_hm(e.err, e.msg, NULL);
+		goto fail;
+	}
+	for (i = 0; i < n; i++)
+		if (io[i].result < 0) {
+			raise_io(files[i], (int)-io[i].result);
+			goto fail;
+		}
+	if (!(out = PyList_New(n)))
+		goto fail;
+	for (i = 0; i < n; i++) {
+		PyObject *r;
+
+		if (bufobj)
+			r = PyLong_FromSsize_t(io[i].result);
+		else {
+			r = bytes[i];
+			bytes[i] = NULL;
+			if ((Py_ssize_t)io[i].len > io[i].result && _PyBytes_Resize(&r, io[i].result) < 0)
+				r = NULL;
+		}
+		if (!r) {
+			Py_CLEAR(out);
+			goto fail;
+		}
+		PyList_SET_ITEM(out, i, r);
+	}
+fail:
+	if (entered)
+		batch_leave(files, n);
+	for (i = 0; i < nheld; i++)
+		Py_DECREF(files[i]);
+	if (bytes) {
+		for (i = 0; i < n; i++)
+			Py_XDECREF(bytes[i]);
+		PyMem_Free(bytes);
+	}
+	if (io != stack_io)
+		PyMem_Free(io);
+	if (files != stack_f)
+		PyMem_Free(files);
+	if (bufobj)
+		PyBuffer_Release(&b);
+	Py_DECREF(seq);
+	return out;
+}
+
+static PyObject *
+client_read_batch(ClientObject *self, PyObject *reqs)
+{
+	return do_read_batch(self, reqs, NULL);
+}
+
+static PyObject *
+client_read_batch_into(ClientObject *self, PyObject *args)
+{
+	PyObject *reqs, *buf;
+
+	if (!PyArg_ParseTuple(args, "OO:read_batch_into", &reqs, &buf))
+		return NULL;
+	return do_read_batch(self, reqs, buf);
+}
+
+static PyObject *
+client_view_batch(ClientObject *self, PyObject *reqs)
+{
+	struct hm_view_io *io = NULL;
+	FileObject **files = NULL;
+	PyObject *seq, *out = NULL;
+	Py_ssize_t n, i, nheld = 0;
+	struct hm_err e;
+	int rc, entered = 0, left = 0;
+
+	if (!client_check(self))
+		return NULL;
+	if (!(seq = PySequence_Fast(reqs, "requests must be a sequence of (file, offset, length)")))
+		return NULL;
+	n = PySequence_Fast_GET_SIZE(seq);
+	io = PyMem_Calloc(n ? (size_t)n : 1, sizeof(*io));
+	files = PyMem_Calloc(n ? (size_t)n : 1, sizeof(*files));
+	if (!io || !files) {
+		PyErr_NoMemory();
+		goto out;
+	}
+	for (i = 0; i < n; i++) {
+		Py_ssize_t len;
+
+		if (batch_item(PySequence_Fast_GET_ITEM(seq, i), &files[i], &io[i].offset, &len, NULL) < 0)
+			goto out;
+		nheld = i + 1;
+		io[i].len = (size_t)len;
+	}
+	if (batch_enter(self, files, n) < 0)
+		goto out;
+	entered = 1;
+	for (i = 0; i < n; i++) {
+		Py_ssize_t len = (Py_ssize_t)io[i].len;
+
+		io[i].file = files[i]->f;
+		if (clamp_len(files[i], files[i]->f, io[i].offset, &len) < 0)
+			goto out;
+		io[i].len = (size_t)len;
+	}
+	Py_BEGIN_ALLOW_THREADS
+	rc = n ? hm_view_batch(self->c, io, (size_t)n) : 0;
+	if (rc < 0)
+		save_err(&e);
+	Py_END_ALLOW_THREADS
+	batch_leave(files, n);
+	left = 1;
+	if (rc < 0) {
+		raise_hm(e.err, e.msg, NULL);
+		goto out;
+	}
+	for (i = 0; i < n; i++)
+		if (io[i].error) {
+			raise_io(files[i], io[i].error);
+			goto out;
+		}
+	if (!(out = PyList_New(n)))
+		goto out;
+	for (i = 0; i < n; i++) {
+		ViewObject *v = view_new();
+
+		if (!v) {
+			Py_CLEAR(out);
+			goto out;
+		}
+		v->v = io[i].view;
+		v->live = 1;
+		memset(&io[i].view, 0, sizeof(io[i].view));
+		PyList_SET_ITEM(out, i, (PyObject *)v);
+	}
+out:
+	if (entered && !left)
+		batch_leave(files, n);
+	if (io && left)
+		for (i = 0; i < n; i++)
+			hm_view_release(&io[i].view);	/* takes empty ones */
+	for (i = 0; i < nheld; i++)
+		Py_DECREF(files[i]);
+	PyMem_Free(io);
+	PyMem_Free(files);
+	Py_DECREF(seq);
+	return out;
+}
+
+static PyObject *
+client_ping(ClientObject *self, PyObject *unused)
+{
+	struct hm_ping p;
+	struct hm_err e;
+	int rc;
+
+	if (!client_check(self))
+		return NULL;
+	self->busy++;
+	Py_BEGIN_ALLOW_THREADS
+	rc = hm_ping(self->c, &p);
+	if (rc < 0)
+		save_err(&e);
+	Py_END_ALLOW_THREADS
+	if (--self->busy == 0 && self->closed && self->c)
+		client_finish(self);
+	if (rc < 0)
+		return raise_hm(e.err, e.msg, NULL);
+	return Py_BuildValue("{s:s,s:K,s:I}", "server_version", p.server_version,
+			     "uptime_us", (unsigned long long)p.uptime_us, "pid", (unsigned)p.pid);
+}
+
+static PyObject *
+client_close(ClientObject *self, PyObject *unused)
+{
+	if (self->closed)
+		Py_RETURN_NONE;
+	self->closed = 1;
+	if (!self->busy)
+		client_finish(self);
+	Py_RETURN_NONE;
+}
+
+static PyObject *
+client_enter_ctx(ClientObject *self, PyObject *unused)
+{
+	if (!client_check(self))
+		return NULL;
+	Py_INCREF(self);
+	return (PyObject *)self;
+}
+
+static PyObject *
+client_exit_ctx(ClientObject *self, PyObject *args)
+{
+	return client_close(self, NULL);
+}
+
+static PyObject *
+client_get_closed(ClientObject *self, void *closure)
+{
+	return PyBool_FromLong(self->closed || !self->c);
+}
+
+static PyObject *
+client_reduce(ClientObject *self, PyObject *unused)
+{
+	/* a pickled client (multiprocessing's spawn and forkserver) connects
+	 * afresh, with the same socket and options */
+	return Py_BuildValue("(N(OO))", PyObject_GetAttrString(PyImport_AddModule("hotmap"),
+							      "_reconnect"),
+			     self->socket, self->options);
+}
+
+static void
+client_dealloc(ClientObject *self)
+{
+	PyObject_GC_UnTrack(self);
+	if (self->weakrefs)
+		PyObject_ClearWeakRefs((PyObject *)self);
+	if (self->c)
+		client_finish(self);
+	Py_CLEAR(self->socket);
+	Py_CLEAR(self->options);
+	PyObject_GC_Del(self);
+}
+
+static int
+client_traverse(ClientObject *self, visitproc visit, void *arg)
+{
+	Py_VISIT(self->options);
+	return 0;
+}
+
+static PyObject *
+client_repr(ClientObject *self)
+{
+	return PyUnicode_FromFormat("<hotmap.Client socket=%R%s>", self->socket,
+				    self->closed ? " closed" : "");
+}
+
+static PyMethodDef client_methods[] = {
+	{ "open", (PyCFunction)(void (*)(void))client_open, METH_VARARGS | METH_KEYWORDS,
+	  "open($self, file, flags=0)\n--\n\nOpens a path (str, bytes, os.PathLike) or the file of a descriptor\n"
+	  "(an int, or an object with fileno(), kept open until the File is closed);\n"
+	  "flags: hotmap.O_MMAP, O_PREAD, O_PATH, O_WARM, O_DIRECT.  Returns a hotmap.File." },
+	{ "read_batch", (PyCFunction)client_read_batch, METH_O,
+	  "read_batch($self, requests, /)\n--\n\nReads [(file, offset, length), ...] in one round trip per 256;\n"
+	  "returns a list of bytes.  Raises the first io's error." },
+	{ "read_batch_into", (PyCFunction)client_read_batch_into, METH_VARARGS,
+	  "read_batch_into($self, requests, buffer, /)\n--\n\nReads [(file, offset, length[, buffer_offset]), ...] into one\n"
+	  "writable buffer: each at buffer_offset, by default right after the\n"
+	  "previous one's length.  Returns the list of bytes read." },
+	{ "view_batch", (PyCFunction)client_view_batch, METH_O,
+	  "view_batch($self, requests, /)\n--\n\nViews of [(file, offset, length), ...] in one call: a list of\n"
+	  "hotmap.View.  Raises the first io's error (and releases the others)." },
+	{ "ping", (PyCFunction)client_ping, METH_NOARGS,
+	  "ping($self)\n--\n\nA round trip: {'server_version', 'uptime_us', 'pid'}." },
+	{ "close", (PyCFunction)client_close, METH_NOARGS,
+	  "close($self)\n--\n\nDisconnects; its files are closed with it, views stay valid." },
+	{ "__enter__", (PyCFunction)client_enter_ctx, METH_NOARGS, NULL },
+	{ "__exit__", (PyCFunction)client_exit_ctx, METH_VARARGS, NULL },
+	{ "__reduce__", (PyCFunction)client_reduce, METH_NOARGS, NULL },
+	{ NULL }
+};
+
+static PyMemberDef client_members[] = {
+	{ "socket", T_OBJECT, offsetof(ClientObject, socket), READONLY, "the socket path given, or None" },
+	{ NULL }
+};
+
+static PyGetSetDef client_getset[] = {
+	{ "closed", (getter)client_get_closed, NULL, "True once closed", NULL },
+	{ NULL }
+};
+
+static PyTypeObject ClientType = {
+	PyVarObject_HEAD_INIT(NULL, 0)
+	.tp_name = "hotmap.Client",
+	.tp_basicsize = sizeof(ClientObject),
+	.tp_dealloc = (destructor)client_dealloc,
+	.tp_repr = (reprfunc)client_repr,
+	.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+	.tp_traverse = (traverseproc)client_traverse,
+	.tp_weaklistoffset = offsetof(ClientObject, weakrefs),
+	.tp_methods = client_methods,
+	.tp_members = client_members,
+	.tp_getset = client_getset,
+	.tp_doc = "A connection to hotmapd (hotmap.connect).  Usable from several threads;\n"
+		  "a forked child may keep using it (its first call connects afresh).",
+};
+
+/* ------------------------------------------------------------------ */
+/* module functions */
+
+static int
+opt_int64(PyObject *opts, const char *key, int64_t *out)
+{
+	PyObject *v = PyDict_GetItemString(opts, key);
+	long long x;
+
+	if (!v || v == Py_None)
+		return 0;
+	if (PyBool_Check(v)) {
+		*out = v == Py_True;
+		return 0;
+	}
+	x = PyLong_AsLongLong(v);
+	if (x == -1 && PyErr_Occurred())
+		return -1;
+	if (x < 0) {
+		PyErr_Format(PyExc_ValueError, "option %s must not be negative", key);
+		return -1;
+	}
+	*out = x;
+	return 0;
+}
+
+static const char *const option_names[] = {
+	"shm_size", "shm_threshold", "poll", "poll_us", "reconnect_ms", "direct",
+	"direct_after", NULL
+};
+
+static PyObject *
+hotmap_connect(PyObject *mod, PyObject *args, PyObject *kw)
+{
+	PyObject *sock = Py_None, *sockb = NULL, *opts;
+	struct hm_options o = HM_OPTIONS_INIT;
+	int64_t poll = HM_DEFAULT, direct = HM_DEFAULT;
+	struct hm_err e;
+	ClientObject *co;
+	hm_client *c;
+	Py_ssize_t pos = 0;
+	PyObject *k, *v;
+
+	if (!PyArg_ParseTuple(args, "|O:connect", &sock))
+		return NULL;
+	opts = kw ? PyDict_Copy(kw) : PyDict_New();
+	if (!opts)
+		return NULL;
+	if (PyDict_GetItemString(opts, "socket")) {
+		if (sock != Py_None) {
+			PyErr_SetString(PyExc_TypeError, "connect() got socket twice");
+			goto fail;
+		}
+		sock = PyDict_GetItemString(opts, "socket");
+		PyDict_DelItemString(opts, "socket");
+	}
+	while (PyDict_Next(opts, &pos, &k, &v)) {
+		int ok = 0;
+
+		for (int i = 0; option_names[i]; i++)
+			if (PyUnicode_Check(k) && PyUnicode_CompareWithASCIIString(k, option_names[i]) == 0)
+				ok = 1;
+		if (!ok) {
+			PyErr_Format(PyExc_TypeError, "connect() got an unknown option %R", k);
+			goto fail;
+		}
+	}
+	if (opt_int64(opts, "shm_size", &o.shm_size) < 0 ||
+	    opt_int64(opts, "shm_threshold", &o.shm_threshold) < 0 ||
+	    opt_int64(opts, "poll", &poll) < 0 ||
+	    opt_int64(opts, "poll_us", &o.poll_us) < 0 ||
+	    opt_int64(opts, "reconnect_ms", &o.reconnect_ms) < 0 ||
+	    opt_int64(opts, "direct", &direct) < 0 ||
+	    opt_int64(opts, "direct_after", &o.direct_after) < 0)
+		goto fail;
+	o.poll = poll == HM_DEFAULT ? HM_DEFAULT : poll != 0;
+	o.direct = direct == HM_DEFAULT ? HM_DEFAULT : direct != 0;
+	if (sock != Py_None) {
+		if (!PyUnicode_FSConverter(sock, &sockb))
+			goto fail;
+		if (!(sock = PyOS_FSPath(sock)))
+			goto fail;
+	} else
+		Py_INCREF(sock);
+	Py_BEGIN_ALLOW_THREADS
+	c = hm_connect_opts(sockb ? PyBytes_AS_STRING(sockb) : NULL, &o);
+	if (!c)
+		save_err(&e);
+	Py_END_ALLOW_THREADS
+	if (!c) {
+		raise_hm(e.err, e.msg, sock == Py_None ? NULL : sock);
+		Py_DECREF(sock);
+		goto fail;
+	}
+	if (!(co = PyObject_GC_New(ClientObject, &ClientType))) {
+		hm_disconnect(c);
+		Py_DECREF(sock);
+		goto fail;
+	}
+	co->c = c;
+	co->closed = 0;
+	co->busy = 0;
+	co->socket = sock;
+	co->options = opts;
+	co->weakrefs = NULL;
+	PyObject_GC_Track(co);
+	Py_XDECREF(sockb);
+	return (PyObject *)co;
+fail:
+	Py_XDECREF(sockb);
+	Py_DECREF(opts);
+	return NULL;
+}
+
+/* connect(socket, **options), for unpickling */
+static PyObject *
+hotmap_reconnect(PyObject *mod, PyObject *args)
+{
+	PyObject *sock, *opts, *a, *r;
+
+	if (!PyArg_ParseTuple(args, "OO!:_reconnect", &sock, &PyDict_Type, &opts))
+		return NULL;
+	if (!(a = PyTuple_Pack(1, sock)))
+		return NULL;
+	r = hotmap_connect(mod, a, opts);
+	Py_DECREF(a);
+	return r;
+}
+
+/* _loop_pread(file, n, offset, iterations) -> seconds: hm_pread in a C
+ * loop, the library's own cost per call (bench/pybench.py compares it
+ * with File.pread's). */
+static PyObject *
+hotmap_loop_pread(PyObject *mod, PyObject *args)
+{
+	PyObject *fobj;
+	Py_ssize_t n, iters;
+	unsigned long long off;
+	struct timespec t0, t1;
+	FileObject *fo;
+	hm_file *f;
+	char *buf;
+	ssize_t r = 0;
+
+	if (!PyArg_ParseTuple(args, "OnKn:_loop_pread", &fobj, &n, &off, &iters))
+		return NULL;
+	if (!(fo = as_file(fobj)) || n < 0 || iters < 0) {
+		if (!PyErr_Occurred())
+			PyErr_SetString(PyExc_ValueError, "negative argument");
+		return NULL;
+	}
+	if (!(buf = PyMem_Malloc(n ? (size_t)n : 1)))
+		return PyErr_NoMemory();
+	if (!(f = file_enter(fo))) {
+		PyMem_Free(buf);
+		return NULL;
+	}
+	Py_BEGIN_ALLOW_THREADS
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (Py_ssize_t i = 0; i < iters && r >= 0; i++)
+		r = hm_pread(f, buf, (size_t)n, off);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	Py_END_ALLOW_THREADS
+	file_leave(fo);
+	PyMem_Free(buf);
+	if (r < 0)
+		return raise_hm(errno, hm_last_error(), NULL);
+	return PyFloat_FromDouble((double)(t1.tv_sec - t0.tv_sec) +
+				  (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
+}
+
+static PyObject *
+hotmap_version(PyObject *mod, PyObject *unused)
+{
+	return PyUnicode_FromString(hm_version());
+}
+
+static PyMethodDef module_methods[] = {
+	{ "connect", (PyCFunction)(void (*)(void))hotmap_connect, METH_VARARGS | METH_KEYWORDS,
+	  "connect($module, socket=None, **options)\n--\n\n"
+	  "Connects to hotmapd.  socket None: $HOTMAP_SOCKET, else the default\n"
+	  "path (libhotmap(3)).  Options (None: the environment's, else the\n"
+	  "library's default): shm_size, shm_threshold, poll, poll_us,\n"
+	  "reconnect_ms, direct, direct_after.  Returns a hotmap.Client." },
+	{ "_reconnect", hotmap_reconnect, METH_VARARGS, NULL },
+	{ "_loop_pread", hotmap_loop_pread, METH_VARARGS, NULL },
+	{ "library_version", hotmap_version, METH_NOARGS,
+	  "library_version($module)\n--\n\nlibhotmap's version, e.g. '0.1.0'." },
+	{ NULL }
+};
+
+static PyStructSequence_Field stat_fields[] = {
+	{ "size", "the file's size now" },
+	{ "backend", "BACKEND_MMAP or BACKEND_PREAD" },
+	{ "reason", "REASON_*: why that backend" },
+	{ "reason_text", "e.g. 'mmap-failed: Cannot allocate memory'" },
+	{ "dev", "st_dev of the file read" },
+	{ "ino", "st_ino of the file read" },
+	{ "mtime_ns", "modification time, ns since the epoch" },
+	{ "mode", "st_mode" },
+	{ "handles", "handles open on the file, all clients" },
+	{ "mapped_length", "bytes of the daemon's mapping, 0 if none" },
+	{ "direct", "DIRECT_NO, DIRECT_GRANTED or DIRECT_YES" },
+	{ "direct_text", "why not direct, when the daemon said no" },
+	{ NULL }
+};
+
+static PyStructSequence_Desc stat_desc = {
+	"hotmap.StatResult", "File.stat()'s result", stat_fields, 12
+};
+
+static struct PyModuleDef hotmap_module = {
+	PyModuleDef_HEAD_INIT,
+	.m_name = "hotmap",
+	.m_doc = "Read files through hotmapd (libhotmap): pread, readinto, zero-copy views.\n\n"
+	"    with hotmap.connect() as c, c.open('/data/x') as f:\n"
+	"        buf = bytearray(4096); f.readinto(buf, 0)\n\n"
+	"See docs/python.md and libhotmap(3).",
+	.m_size = -1,
+	.m_methods = module_methods,
+};
+
+PyMODINIT_FUNC PyInit_hotmap(void);
+
+PyMODINIT_FUNC
+PyInit_hotmap(void)
+{
+	PyObject *m = PyModule_Create(&hotmap_module), *builtins = NULL;
+
+	if (!m || !(builtins = PyImport_ImportModule("builtins"))) {
+		Py_XDECREF(m);
+		return NULL;
+	}
+	if (PyType_Ready(&ClientType) < 0 || PyType_Ready(&FileType) < 0 ||
+	    PyType_Ready(&ViewType) < 0)
+		goto fail;
+	if (!StatType.tp_name && PyStructSequence_InitType2(&StatType, &stat_desc) < 0)
+		goto fail;
+	HmError = PyErr_NewExceptionWithDoc("hotmap.Error",
+		"A failed libhotmap call: an OSError with errno and the daemon's message.",
+		PyExc_OSError, NULL);
+	if (!HmError || PyModule_AddObjectRef(m, "Error", HmError) < 0)
+		goto fail;
+	for (size_t i = 0; i < NERRMAP; i++) {
+		PyObject *builtin, *bases, *name;
+
+		/* a second errno of the same class reuses it (EPERM, ESHUTDOWN) */
+		for (size_t j = 0; j < i; j++)
+			if (strcmp(errmap[j].name, errmap[i].name) == 0)
+				errclass[i] = errclass[j];
+		if (errclass[i])
+			continue;
+		builtin = PyObject_GetAttrString(builtins, errmap[i].name);
+		if (!builtin)
+			goto fail;
+		bases = PyTuple_Pack(2, HmError, builtin);
+		Py_DECREF(builtin);
+		if (!bases)
+			goto fail;
+		name = PyUnicode_FromFormat("hotmap.%s", errmap[i].name);
+		errclass[i] = name ? PyErr_NewException(PyUnicode_AsUTF8(name), bases, NULL) : NULL;
+		Py_XDECREF(name);
+		Py_DECREF(bases);
+		if (!errclass[i] || PyModule_AddObjectRef(m, errmap[i].name, errclass[i]) < 0)
+			goto fail;
+	}
+	if (PyModule_AddObjectRef(m, "Client", (PyObject *)&ClientType) < 0 ||
+	    PyModule_AddObjectRef(m, "File", (PyObject *)&FileType) < 0 ||
+	    PyModule_AddObjectRef(m, "View", (PyObject *)&ViewType) < 0 ||
+	    PyModule_AddObjectRef(m, "StatResult", (PyObject *)&StatType) < 0 ||
+	    PyModule_AddIntConstant(m, "O_MMAP", HM_O_MMAP) < 0 ||
+	    PyModule_AddIntConstant(m, "O_PREAD", HM_O_PREAD) < 0 ||
+	    PyModule_AddIntConstant(m, "O_PATH", HM_O_PATH) < 0 ||
+	    PyModule_AddIntConstant(m, "O_WARM", HM_O_WARM) < 0 ||
+	    PyModule_AddIntConstant(m, "O_DIRECT", HM_O_DIRECT) < 0 ||
+	    PyModule_AddIntConstant(m, "BACKEND_MMAP", HM_BACKEND_MMAP) < 0 ||
+	    PyModule_AddIntConstant(m, "BACKEND_PREAD", HM_BACKEND_PREAD) < 0 ||
+	    PyModule_AddIntConstant(m, "DIRECT_NO", HM_DIRECT_NO) < 0 ||
+	    PyModule_AddIntConstant(m, "DIRECT_GRANTED", HM_DIRECT_GRANTED) < 0 ||
+	    PyModule_AddIntConstant(m, "DIRECT_YES", HM_DIRECT_YES) < 0 ||
+	    PyModule_AddStringConstant(m, "__version__", hm_version()) < 0)
+		goto fail;
+	Py_DECREF(builtins);
+	return m;
+fail:
+	Py_DECREF(builtins);
+	Py_DECREF(m);
+	return NULL;
+}
