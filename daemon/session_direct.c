@@ -31,9 +31,15 @@ session_direct_hello(struct session *s, uint32_t slots, int *accepted)
 			 peer_name(s->peer), slots, s->shm_size);
 		return;
 	}
-	s->direct_used = calloc(slots, 1);
-	if (s->direct_used == NULL)
+	s->direct_grants = calloc(slots, sizeof *s->direct_grants);
+	s->direct_handles = calloc(slots, sizeof *s->direct_handles);
+	if (s->direct_grants == NULL || s->direct_handles == NULL) {
+		free(s->direct_grants);
+		free(s->direct_handles);
+		s->direct_grants = NULL;
+		s->direct_handles = NULL;
 		return;
+	}
 	s->direct_slots = slots;
 	s->shm_size -= table;	/* READs never write the slots */
 	*accepted = 1;
@@ -75,7 +81,7 @@ session_direct_open(struct session *s, struct session_handle *sh, uint64_t handl
 		snprintf(text, textlen, "opened by path: the client has no descriptor to map");
 		return;
 	}
-	for (i = 0; i < s->direct_slots && s->direct_used[i]; i++)
+	for (i = 0; i < s->direct_slots && s->direct_grants[i] != NULL; i++)
 		;
 	if (i == s->direct_slots) {
 		snprintf(text, textlen, "all %u direct-read slots are in use", s->direct_slots);
@@ -95,9 +101,8 @@ session_direct_open(struct session *s, struct session_handle *sh, uint64_t handl
 	}
 	g->client_reads = &s->direct_reads;
 	g->client_bytes = &s->direct_bytes;
-	s->direct_used[i] = 1;
-	sh->direct = g;
-	sh->direct_slot = i;
+	s->direct_grants[i] = g;
+	s->direct_handles[i] = handle;
 	*direct = 1;
 	*slot = i;
 	*size = g->slot->size;
@@ -106,11 +111,16 @@ session_direct_open(struct session *s, struct session_handle *sh, uint64_t handl
 void
 session_direct_release(struct session *s, struct session_handle *sh)
 {
-	if (sh->direct == NULL)
+	uint64_t handle = (uint64_t)(sh - s->handles) + 1;
+	uint32_t i;
+
+	for (i = 0; i < s->direct_slots; i++) {
+		if (s->direct_grants[i] == NULL || s->direct_handles[i] != handle)
+			continue;
+		/* revoked grants are already out of the registry */
+		direct_release(&s->srv->direct, s->direct_grants[i]);
+		free(s->direct_grants[i]);
+		s->direct_grants[i] = NULL;
 		return;
-	/* revoked grants are already out of the registry */
-	direct_release(&s->srv->direct, sh->direct);
-	s->direct_used[sh->direct_slot] = 0;
-	free(sh->direct);
-	sh->direct = NULL;
+	}
 }

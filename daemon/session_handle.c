@@ -182,7 +182,8 @@ session_destroy(struct session *s)
 {
 	if (s->shm != NULL)
 		munmap(s->shm, s->shm_map_size);
-	free(s->direct_used);
+	free(s->direct_grants);
+	free(s->direct_handles);
 	free(s->groups);
 	free(s);
 }
@@ -205,9 +206,8 @@ session_clients(struct server *srv, size_t skip,
 		info.uid = peer_uid(s->peer);
 		info.name = s->client_name;
 		info.handles = (unsigned)s->used;
-		for (i = 0; i < s->nhandles; i++)
-			if (s->handles[i].used && s->handles[i].direct != NULL &&
-			    s->handles[i].direct->slot != NULL)
+		for (i = 0; i < s->direct_slots; i++)
+			if (s->direct_grants[i] != NULL && s->direct_grants[i]->slot != NULL)
 				info.direct_grants++;
 		info.direct_reads = s->direct_reads;
 		info.direct_bytes = s->direct_bytes;

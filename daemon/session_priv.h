@@ -62,8 +62,6 @@ struct session_handle {
 	uint32_t ra_window;	/* 0: not sequential (yet) */
 	uint32_t ra_max;	/* largest window: network-fs-chunk for network
 				 * files (captured at open), else SESSION_RA_MAX */
-	struct direct_grant *direct;	/* direct reads granted (session_direct.c) */
-	uint32_t direct_slot;		/* its slot, when direct is set */
 };
 
 /* A READ being streamed: one chunk at a time while the socket takes it. */
@@ -101,7 +99,11 @@ struct session {
 	/* Direct reads: the slots at the end of the region (proto/direct.h),
 	 * and which are in use. */
 	uint32_t direct_slots;
-	uint8_t *direct_used;
+	/* Per slot: its grant (NULL: free) and the handle it is on; kept
+	 * here, not in the handles, so that a client that never asked for
+	 * direct reads pays nothing per handle. */
+	struct direct_grant **direct_grants;
+	uint64_t *direct_handles;
 	char client_name[64];	/* HELLO's, for listings */
 	uint64_t connected_ns;	/* monotime when it connected */
 	uint64_t bytes_served;	/* file bytes given to it */
