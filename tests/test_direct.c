@@ -456,8 +456,10 @@ test_mapping_reused(void **state)
 	hm_disconnect(d);
 	print_message("touched after %d passes; faults on reopening: %ld, on another connection %ld\n",
 		      pass + 1, again, other);
-	assert_int_equal(again, 0);
-	assert_int_equal(other, 0);
+	/* the pages come mapped (a stray fault of the heap or stack may
+	 * count: the process's counter is all it has) */
+	assert_true(again <= 2);
+	assert_true(other <= 2);
 	close(fd);
 	hm_disconnect(c);
 }
