@@ -19,7 +19,8 @@
 #include "daemon/session_priv.h"
 #include "daemon/storage.h"
 
-/* Clients in one CLIENTS reply (about 100 bytes each on the wire). */
+/* Clients in one CLIENTS reply, at most: fewer when their packing would
+ * near the frame cap (clients_add). */
 #define ADMIN_CLIENTS_PAGE	1000
 
 /* How long STATS waits for queued closes (closer.h) before it counts. */
@@ -296,6 +297,7 @@ struct clients_page {
 	Hotmap__ClientsReply__Client *v;
 	char (*names)[64];
 	size_t n, cap;
+	size_t bytes;		/* an upper bound of the page's packing */
 	bool failed;
 };
 
@@ -305,9 +307,13 @@ clients_add(const struct session_client_info *info, void *arg)
 	struct clients_page *p = arg;
 	Hotmap__ClientsReply__Client *c;
 
-	/* about 100 bytes each: a page stays far under the frame cap */
-	if (p->n == p->cap)
+	/* eleven fields of at most 11 bytes each, the name and its framing:
+	 * the page stays under the frame cap, as files_add's does */
+	size_t cost = strnlen(info->name, 63) + 140;
+
+	if (p->n == p->cap || p->bytes + cost > HM_FRAME_MAX_MESSAGE - 1024)
 		return false;
+	p->bytes += cost;
 	c = &p->v[p->n];
 	hotmap__clients_reply__client__init(c);
 	snprintf(p->names[p->n], sizeof p->names[p->n], "%s", info->name);

@@ -239,6 +239,57 @@ test_listed_per_client(void **state)
 }
 
 static void
+count_cb(const struct hm_client_info *info, void *arg)
+{
+	(void)info;
+	(*(unsigned *)arg)++;
+}
+
+/* More clients than one reply can carry: every one is listed, a page at
+ * a time. */
+static void
+test_clients_paged(void **state)
+{
+	const struct harness *h = *state;
+	struct hm_options o = HM_OPTIONS_INIT;
+	enum { N = 1100 };
+	static char long_name[] = "a-program-whose-name-is-as-long-as-hello-keeps-sixty-three-char";
+	hm_client **cs = calloc(N, sizeof *cs), *admin;
+	char *saved_name;
+	struct rlimit old, rl;
+	unsigned listed = 0;
+	int i;
+
+	assert_non_null(cs);
+	assert_int_equal(getrlimit(RLIMIT_NOFILE, &old), 0);
+	if (old.rlim_max != RLIM_INFINITY && old.rlim_max < N + 64) {
+		free(cs);
+		skip();	/* not enough descriptors for the clients */
+	}
+	rl = old;
+	rl.rlim_cur = rl.rlim_max;
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &rl), 0);
+	o.shm_size = 0;	/* a socket each, nothing more */
+	/* the longest name HELLO keeps: a page of 1,000 would not fit a frame */
+	saved_name = program_invocation_short_name;
+	program_invocation_short_name = long_name;
+	for (i = 0; i < N; i++) {
+		cs[i] = hm_connect_opts(h->sock, &o);
+		if (cs[i] == NULL)
+			fail_msg("client %d: %s (%s)", i, strerror(errno), hm_last_error());
+	}
+	program_invocation_short_name = saved_name;
+	admin = harness_connect(h);
+	assert_int_equal(hm_clients(admin, count_cb, &listed), 0);
+	assert_int_equal(listed, N + 1);
+	hm_disconnect(admin);
+	for (i = 0; i < N; i++)
+		hm_disconnect(cs[i]);
+	free(cs);
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &old), 0);
+}
+
+static void
 test_stat_without_round_trip(void **state)
 {
 	const struct harness *h = *state;
@@ -1180,6 +1231,7 @@ main(void)
 		T(test_stat_without_round_trip, opts_default),
 		T(test_listed_per_file, opts_default),
 		T(test_listed_per_client, opts_default),
+		T(test_clients_paged, opts_default),
 		T(test_view_in_place, opts_default),
 		T(test_view_batch, opts_default),
 		T(test_mapping_reused, opts_default),
