@@ -82,6 +82,56 @@ env_poll_wanted(void)
 	return sysconf(_SC_NPROCESSORS_ONLN) >= CLIENT_POLL_MIN_CPUS;
 }
 
+/* Connects c->fd to path: 0 or -errno. */
+static int
+connect_path(hm_client *c, const char *path, struct sockaddr_un *sa)
+{
+	if (strlen(path) >= sizeof sa->sun_path)
+		return -ENAMETOOLONG;
+	memcpy(sa->sun_path, path, strlen(path) + 1);
+	if (c->fd >= 0)
+		close(c->fd);
+	c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (c->fd < 0)
+		return -errno;
+	if (connect(c->fd, (struct sockaddr *)sa, sizeof *sa) < 0)
+		return -errno;
+	return 0;
+}
+
+/*
+ * No path given: the user's own daemon (frame_default_socket), else the
+ * system's at HM_SYSTEM_SOCKET, where the systemd socket unit and a root
+ * daemon listen.  The one that answered is kept, so that a reconnect goes
+ * back to the same daemon.  The error is the own socket's when neither
+ * answers and the own one exists; else the system one's.
+ */
+static int
+connect_default(hm_client *c, struct sockaddr_un *sa)
+{
+	char path[sizeof sa->sun_path];
+	int rc, own;
+
+	own = frame_default_socket(path, sizeof path);
+	if (own == 0) {
+		rc = connect_path(c, path, sa);
+		if (rc != -ENOENT && rc != -ECONNREFUSED)
+			goto done;
+		if (strcmp(path, HM_SYSTEM_SOCKET) == 0 || getenv("HOTMAP_SOCKET") != NULL)
+			goto done;
+		own = rc;
+	}
+	rc = connect_path(c, HM_SYSTEM_SOCKET, sa);
+	if (rc < 0 && own == -ECONNREFUSED)
+		rc = own;	/* a dead daemon of one's own says more */
+	if (rc == 0)
+		snprintf(path, sizeof path, "%s", HM_SYSTEM_SOCKET);
+done:
+	if (rc == 0 && (c->socket_path = strdup(path)) == NULL)
+		rc = -ENOMEM;
+	return rc;
+}
+
 int
 client_connect(hm_client *c, const char *socket_path)
 {
@@ -89,23 +139,12 @@ client_connect(hm_client *c, const char *socket_path)
 	Hotmap__Hello hello = HOTMAP__HELLO__INIT;
 	Hotmap__HelloReply *r;
 	ProtobufCMessage *reply;
-	char path[sizeof sa.sun_path], why[512];
+	char why[512];
 	int shm_fd = -1, rc;
 
-	if (socket_path == NULL) {
-		rc = frame_default_socket(path, sizeof path);
-		if (rc < 0)
-			return rc;
-		socket_path = path;
-	}
-	if (strlen(socket_path) >= sizeof sa.sun_path)
-		return -ENAMETOOLONG;
-	memcpy(sa.sun_path, socket_path, strlen(socket_path) + 1);
-	c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (c->fd < 0)
-		return -errno;
-	if (connect(c->fd, (struct sockaddr *)&sa, sizeof sa) < 0)
-		return -errno;
+	rc = socket_path != NULL ? connect_path(c, socket_path, &sa) : connect_default(c, &sa);
+	if (rc < 0)
+		return rc;
 	/* Before HELLO: it passes the region's memfd, a descriptor too. */
 	rc = client_trust_daemon(c->fd, sa.sun_path, why, sizeof why);
 	if (rc < 0) {

@@ -12,6 +12,7 @@
 #include "config.h"
 
 #include <ctype.h>
+#include <limits.h>
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -21,6 +22,7 @@
 #include <unistd.h>
 
 #include "client/ctl.h"
+#include "proto/frame.h"
 #include "proto/size.h"
 
 enum { GLOBAL_SOCKET, GLOBAL_HELP, GLOBAL_VERSION };
@@ -509,11 +511,20 @@ connect_or_report(const char *socket_path)
 	if (c == NULL) {
 		int err = errno;
 
-		if (socket_path == NULL && err == ENOENT && getenv("HOTMAP_SOCKET") == NULL &&
-		    getenv("XDG_RUNTIME_DIR") == NULL && geteuid() != 0)
-			fprintf(stderr, "hotmapctl: no socket: give --socket, or set HOTMAP_SOCKET\n");
-		else
-			ctl_report(socket_path != NULL ? socket_path : "connect", err);
+		char own[PATH_MAX];
+
+		if (socket_path == NULL && err == ENOENT && getenv("HOTMAP_SOCKET") == NULL) {
+			if (frame_default_socket(own, sizeof own) == 0 &&
+			    strcmp(own, HM_SYSTEM_SOCKET) != 0)
+				fprintf(stderr, "hotmapctl: no hotmapd at %s nor at %s: "
+					"start one, or give --socket\n", own, HM_SYSTEM_SOCKET);
+			else
+				fprintf(stderr, "hotmapctl: no hotmapd at %s: start one, "
+					"or give --socket\n", HM_SYSTEM_SOCKET);
+		} else
+			ctl_report(socket_path != NULL ? socket_path :
+				   getenv("HOTMAP_SOCKET") != NULL ? getenv("HOTMAP_SOCKET") : "connect",
+				   err);
 	}
 	return c;
 }

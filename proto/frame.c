@@ -181,7 +181,7 @@ frame_default_socket(char *buf, size_t len)
 	if (env != NULL && env[0] != '\0')
 		n = snprintf(buf, len, "%s", env);
 	else if (geteuid() == 0)
-		n = snprintf(buf, len, "/run/hotmap/hotmapd.sock");
+		n = snprintf(buf, len, "%s", HM_SYSTEM_SOCKET);
 	else if ((xdg = getenv("XDG_RUNTIME_DIR")) != NULL && xdg[0] == '/')
 		n = snprintf(buf, len, "%s/hotmap/hotmapd.sock", xdg);
 	else

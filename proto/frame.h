@@ -132,4 +132,10 @@ int frame_decode(const struct hm_frame_header *h, const uint8_t *body, ProtobufC
  */
 int frame_default_socket(char *buf, size_t len);
 
+/* Where the system's hotmapd listens: a root daemon's default and the
+ * systemd socket unit's ListenStream.  A client without its own daemon
+ * (no $HOTMAP_SOCKET, nothing at its $XDG_RUNTIME_DIR socket) finds this
+ * one. */
+#define HM_SYSTEM_SOCKET "/run/hotmap/hotmapd.sock"
+
 #endif
