@@ -152,6 +152,8 @@ hm_files(hm_client *c, void (*cb)(const struct hm_file_info *info, void *arg), v
 				.direct_handles = f->direct_handles,
 				.direct_reads = f->direct_reads,
 				.direct_bytes = f->direct_bytes,
+				.dev = f->dev,
+				.ino = f->ino,
 			};
 
 			cb(&info, arg);

@@ -100,13 +100,14 @@ double ctl_now_us(void);
 /* ctl_cmds.c: the handlers, their options and their checks */
 extern const struct ctl_option ctl_ping_options[], ctl_stats_options[], ctl_read_options[],
 	ctl_files_options[], ctl_evict_options[], ctl_config_options[], ctl_warm_options[],
-	ctl_top_options[], ctl_clients_options[];
+	ctl_top_options[], ctl_clients_options[], ctl_stat_options[];
 enum { STATS_JSON, STATS_PROMETHEUS, STATS_RESET };
 enum { READ_BACKEND, READ_BY_PATH };
 enum { FILES_SORT, FILES_JSON };
 enum { CLIENTS_JSON };
 enum { EVICT_ALL };
 enum { CONFIG_JSON };
+enum { STAT_JSON };
 enum { WARM_BACKEND, WARM_BY_PATH, WARM_QUIET };
 enum { TOP_INTERVAL, TOP_ITERATIONS };
 extern const char *const ctl_backend_names[];	/* CTL_CHOICE of --backend */
@@ -121,6 +122,8 @@ int ctl_evict(hm_client *c, const struct ctl_cmdline *cl);
 int ctl_evict_check(const struct ctl_cmdline *cl);
 int ctl_config(hm_client *c, const struct ctl_cmdline *cl);
 int ctl_warm(hm_client *c, const struct ctl_cmdline *cl);
+/* ctl_stat.c */
+int ctl_stat(hm_client *c, const struct ctl_cmdline *cl);
 
 /* ctl_top.c */
 int ctl_top(hm_client *c, const struct ctl_cmdline *cl);

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "client/ctl.h"
+#include "proto/size.h"
 
 #define READ_BUF (1u << 20)
 
@@ -418,8 +419,10 @@ ctl_evict_check(const struct ctl_cmdline *cl)
 static void
 print_evicted(const char *what, const struct hm_evicted *ev)
 {
-	printf("%s: %u dropped (%.1f MiB unmapped)", what, ev->files,
-	       (double)ev->mapped_bytes / 1048576.0);
+	char size[SIZE_HUMAN_LEN];
+
+	printf("%s: %u dropped (%s unmapped)", what, ev->files,
+	       size_human(ev->mapped_bytes, size, sizeof size));
 	if (ev->busy > 0)
 		printf(", %u kept: open by a client", ev->busy);
 	printf("\n");

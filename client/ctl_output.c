@@ -405,6 +405,8 @@ files_print_json(const struct file_rows *rows)
 		json_uint(&j, f->idle_ms);
 		json_key(&j, "resident_pct");
 		json_int(&j, f->resident_pct);
+		json_key(&j, "resident_bytes");
+		json_uint(&j, f->resident_bytes);
 		json_key(&j, "direct_handles");
 		json_uint(&j, f->direct_handles);
 		json_key(&j, "direct_reads");

@@ -64,6 +64,7 @@ struct hm_file_info {
 	unsigned direct_handles;	/* of the handles, those read directly now */
 	uint64_t direct_reads;		/* reads clients served themselves (direct tier) */
 	uint64_t direct_bytes;		/* and their bytes: not in bytes */
+	uint64_t dev, ino;		/* the file's identity (st_dev, st_ino) */
 };
 
 /* Calls cb once per cached file.  Needs an administrator (EPERM). */

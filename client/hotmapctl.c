@@ -67,6 +67,10 @@ static const struct ctl_command commands[] = {
 	  "decimal, 0x hex, or with a K, M, G or T suffix (powers of 1024)." },
 	{ "files", ctl_files, NULL, true, ctl_files_options, NULL,
 	  "list the daemon's cached files", NULL },
+	{ "stat", ctl_stat, NULL, true, ctl_stat_options, paths_args,
+	  "what the daemon holds of files: backend, reason, size, handles, resident bytes",
+	  "A file is found by its identity (stat(2)), whatever name it has in the daemon.\n"
+	  "Exit status 1 when a file is not cached (or cannot be stat'ed)." },
 	{ "clients", ctl_clients, NULL, true, ctl_clients_options, NULL,
 	  "list the connected clients: handles, bytes, direct reads", NULL },
 	{ "evict", ctl_evict, ctl_evict_check, true, ctl_evict_options, any_paths_args,
@@ -195,7 +199,8 @@ command_help(const struct ctl_command *cmd)
 	if (cmd->help != NULL)
 		printf("%s\n", cmd->help);
 	if (cmd->needs_admin)
-		printf("Needs an administrator: root, or the user hotmapd runs as.\n");
+		printf("Needs an administrator: root, the user hotmapd runs as, or one that its\n"
+		       "admin-uid or admin-gid names (hotmapd.conf(5)).\n");
 	printf("\nOptions:\n");
 	print_options(stdout, cmd->options, NULL);
 	print_options(stdout, global_options, cmd->options);

@@ -4,6 +4,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -84,6 +85,8 @@ files_add(const struct storage_entry_info *info, void *arg)
 	f->direct_reads = info->direct_reads;
 	f->direct_bytes = info->direct_bytes;
 	f->direct_handles = info->direct_handles;
+	f->dev = info->dev;
+	f->ino = info->ino;
 	p->n++;
 	p->bytes += cost;
 	return true;
@@ -226,14 +229,38 @@ struct config_builder {
 	Hotmap__ConfigReply__Item *v;
 	size_t n, cap;
 	bool failed;
+	const struct server *srv;	/* for the values "auto" became */
 };
+
+/* "auto" is what was asked; an operator wants what it became: the value
+ * in effect, with "auto" kept in the source.  NULL: value as it is. */
+static const char *
+config_resolved(const struct config_builder *b, const char *key, const char *value,
+		char *buf, size_t len)
+{
+	if (strcmp(value, "auto") != 0)
+		return NULL;
+	if (strcmp(key, "workers") == 0)
+		snprintf(buf, len, "%u", b->srv->nworkers);
+	else if (strcmp(key, "poll-us") == 0)
+		snprintf(buf, len, "%u", b->srv->poll_us);
+	else
+		return NULL;
+	return buf;
+}
 
 static void
 config_add(const char *key, const char *value, const char *source, void *arg)
 {
 	struct config_builder *b = arg;
 	Hotmap__ConfigReply__Item *e;
+	char resolved[32], auto_source[PATH_MAX + 48];
 
+	if (config_resolved(b, key, value, resolved, sizeof resolved) != NULL) {
+		value = resolved;
+		snprintf(auto_source, sizeof auto_source, "%s: auto", source);
+		source = auto_source;
+	}
 	if (b->failed)
 		return;
 	if (b->n == b->cap) {
@@ -263,7 +290,7 @@ int
 admin_config(struct session *s, uint32_t id, ProtobufCMessage *msg)
 {
 	Hotmap__ConfigReply r = HOTMAP__CONFIG_REPLY__INIT;
-	struct config_builder b = { 0 };
+	struct config_builder b = { .srv = session_server(s) };
 	Hotmap__ConfigReply__Item **ptrs = NULL;
 	size_t i;
 	int rc;

@@ -100,6 +100,8 @@ size_t file_cache_foreach(struct file_cache *cache, size_t skip,
 		n = readlink(link, info.path, sizeof info.path - 1);
 		info.path[n > 0 ? n : 0] = '\0';
 		info.size = fstat(e->file.fd, &st) == 0 && st.st_size > 0 ? (uint64_t)st.st_size : 0;
+		info.dev = (uint64_t)e->dev;
+		info.ino = (uint64_t)e->ino;
 		info.mapped_length = e->file.map != NULL ? e->file.map_len : 0;
 		info.last_reason = e->last_reason;
 		info.handles = e->refs;

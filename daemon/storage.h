@@ -357,6 +357,7 @@ struct storage_entry_info {
 	unsigned direct_handles;	/* grants holding its read lease */
 	uint64_t direct_reads;		/* reads clients reported serving */
 	uint64_t direct_bytes;		/* themselves (storage_count_direct) */
+	uint64_t dev, ino;		/* its identity: hotmapctl stat matches it */
 };
 
 /*

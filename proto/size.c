@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <stdbool.h>
+#include <stdio.h>
 
 #include "proto/size.h"
 
@@ -64,4 +65,25 @@ size_parse(const char *s, uint64_t *out)
 		return -ERANGE;
 	*out = n << shift;
 	return 0;
+}
+
+const char *
+size_human(uint64_t n, char *buf, size_t len)
+{
+	static const char units[] = "KMGTPE";
+	double v = (double)n;
+	unsigned u = 0;
+
+	if (n < 1024) {
+		snprintf(buf, len, "%u B", (unsigned)n);
+		return buf;
+	}
+	v /= 1024.0;
+	/* 1023.96 KiB would print as "1024.0 KiB": go up a unit first */
+	while (v >= 1024.0 - 0.05 && u + 1 < sizeof units - 1) {
+		v /= 1024.0;
+		u++;
+	}
+	snprintf(buf, len, "%.1f %ciB", v, units[u]);
+	return buf;
 }

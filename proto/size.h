@@ -20,10 +20,17 @@
 #ifndef HOTMAP_SIZE_H
 #define HOTMAP_SIZE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* 0 and the size in *out; -EINVAL when s is not one (*out untouched),
  * -ERANGE when it does not fit in 64 bits. */
 int size_parse(const char *s, uint64_t *out);
+
+/* n for people: "0 B", "999 B", "2.8 KiB", "1.0 MiB", ... "16.0 EiB" (one
+ * decimal past bytes, powers of 1024, never "0.0" for a non-zero count).
+ * Returns buf; len of 16 always fits. */
+#define SIZE_HUMAN_LEN 16
+const char *size_human(uint64_t n, char *buf, size_t len);
 
 #endif

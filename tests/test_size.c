@@ -125,6 +125,32 @@ test_not_sizes(void **state)
 	check(cases, sizeof cases / sizeof cases[0]);
 }
 
+static void
+test_human(void **state)
+{
+	static const struct {
+		uint64_t n;
+		const char *want;
+	} cases[] = {
+		{ 0, "0 B" },
+		{ 1, "1 B" },
+		{ 1023, "1023 B" },
+		{ 1024, "1.0 KiB" },
+		{ 2888, "2.8 KiB" },		/* a small file evicted: not "0.0 MiB" */
+		{ 1048524, "1023.9 KiB" },
+		{ 1048540, "1.0 MiB" },		/* 1023.96 KiB would print 1024.0 */
+		{ 3 * 1048576 + 77, "3.0 MiB" },
+		{ 5ull << 30, "5.0 GiB" },
+		{ UINT64_MAX, "16.0 EiB" },
+	};
+	char buf[SIZE_HUMAN_LEN];
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof cases / sizeof cases[0]; i++)
+		assert_string_equal(size_human(cases[i].n, buf, sizeof buf), cases[i].want);
+}
+
 int
 main(void)
 {
@@ -133,6 +159,7 @@ main(void)
 		cmocka_unit_test(test_hex),
 		cmocka_unit_test(test_range),
 		cmocka_unit_test(test_not_sizes),
+		cmocka_unit_test(test_human),
 	};
 
 	return cmocka_run_group_tests_name("size", tests, NULL, NULL);
