@@ -261,15 +261,15 @@ file_rows_free(struct file_rows *rows)
 	memset(rows, 0, sizeof *rows);
 }
 
-static const char *file_sort_key;
-
 /* Largest first for numbers (the busiest files on top), A to Z for paths,
- * most recently used first for idle. */
+ * most recently used first for idle; by the key arg names (qsort_r: no
+ * global state). */
 static int
-compare_files(const void *pa, const void *pb)
+compare_files(const void *pa, const void *pb, void *arg)
 {
 	const struct hm_file_info *a = &((const struct file_row *)pa)->info;
 	const struct hm_file_info *b = &((const struct file_row *)pb)->info;
+	const char *file_sort_key = arg;
 	uint64_t x, y;
 
 	if (strcmp(file_sort_key, "path") == 0)
@@ -297,8 +297,8 @@ ctl_files(hm_client *c, const struct ctl_cmdline *cl)
 		file_rows_free(&rows);
 		return 1;
 	}
-	file_sort_key = ctl_sort_keys[cl->given[FILES_SORT] ? cl->opt[FILES_SORT].choice : 0];
-	qsort(rows.v, rows.n, sizeof *rows.v, compare_files);
+	qsort_r(rows.v, rows.n, sizeof *rows.v, compare_files,
+		(void *)ctl_sort_keys[cl->given[FILES_SORT] ? cl->opt[FILES_SORT].choice : 0]);
 	if (cl->given[FILES_JSON])
 		files_print_json(&rows);
 	else
