@@ -2,12 +2,14 @@
 # apt-get, the Debian/Ubuntu packages hotmap needs to build and test that
 # are not installed yet.  The tests need some that a minimal install
 # lacks: procps (/bin/kill, which systemd-analyze verify wants for the
-# unit's ExecReload) and util-linux (setpriv).
+# unit's ExecReload) and util-linux (setpriv); prometheus has promtool,
+# which checks stats --prometheus.
 HOTMAP_DEPS="build-essential autoconf automake libtool pkg-config
 	libevent-dev libprotobuf-c-dev protobuf-c-compiler libsystemd-dev libinih-dev
 	libcmocka-dev mandoc systemd procps util-linux python3 python3-dev python3-numpy mypy
 	clang libclang-rt-dev
-	libfuse3-dev fuse3"
+	libfuse3-dev fuse3
+	prometheus"
 
 hotmap_install_deps() {
 	missing=
