@@ -325,20 +325,19 @@ static bool
 prom_map_latency(const char *key, struct prom_metric *m)
 {
 	const char *op = key + strlen("latency_"), *end, *p;
-	char quantile[16];
+	char quantile[16] = "", opname[32];
 
 	if (strncmp(key, "latency_", strlen("latency_")) != 0)
 		return false;
 	end = strchr(op, '_');
-	if (end == NULL || end == op)
+	if (end == NULL || end == op || (size_t)(end - op) >= sizeof opname)
 		return false;
-	snprintf(m->family, sizeof m->family, "request_duration_seconds");
-	m->type = "summary";
+	snprintf(opname, sizeof opname, "%.*s", (int)(end - op), op);
 	if (strcmp(end, "_count") == 0) {
-		snprintf(m->sample, sizeof m->sample, "%s_count", m->family);
+		snprintf(m->sample, sizeof m->sample, "request_duration_seconds_count");
 		m->is_count = true;
 	} else if (strcmp(end, "_sum_ns") == 0) {
-		snprintf(m->sample, sizeof m->sample, "%s_sum", m->family);
+		snprintf(m->sample, sizeof m->sample, "request_duration_seconds_sum");
 		m->scale = 1000000000u;
 	} else {
 		/* _p99_ns is quantile 0.99; _p999_ns 0.999 */
@@ -351,14 +350,16 @@ prom_map_latency(const char *key, struct prom_metric *m)
 		snprintf(quantile, sizeof quantile, "0.%.*s", (int)(p - (end + 2)), end + 2);
 		while (ends_with(quantile, "0") && !ends_with(quantile, ".0"))
 			quantile[strlen(quantile) - 1] = '\0';
-		snprintf(m->sample, sizeof m->sample, "%s", m->family);
 		m->scale = 1000000000u;
 		m->nan_if_empty = true;
-		snprintf(m->labels, sizeof m->labels, "op=\"%.*s\",quantile=\"%s\"",
-			 (int)(end - op), op, quantile);
-		return true;
 	}
-	snprintf(m->labels, sizeof m->labels, "op=\"%.*s\"", (int)(end - op), op);
+	snprintf(m->family, sizeof m->family, "request_duration_seconds");
+	if (m->sample[0] == '\0')
+		snprintf(m->sample, sizeof m->sample, "%s", m->family);
+	m->type = "summary";
+	append_label(m->labels, sizeof m->labels, "op", opname);
+	if (quantile[0] != '\0')
+		append_label(m->labels, sizeof m->labels, "quantile", quantile);
 	return true;
 }
 
@@ -411,6 +412,16 @@ prom_map(const struct hm_stat_entry *e, struct prom_metric *m)
 	snprintf(m->sample, sizeof m->sample, "%s", m->family);
 }
 
+/* A metric name holds [a-zA-Z0-9_:]: any other byte of a key becomes _. */
+static void
+prom_name_clean(char *name)
+{
+	for (; *name != '\0'; name++)
+		if (!((*name >= 'a' && *name <= 'z') || (*name >= 'A' && *name <= 'Z') ||
+		      (*name >= '0' && *name <= '9') || *name == '_'))
+			*name = '_';
+}
+
 static void
 prom_add(struct stats_out *o, const struct hm_stat_entry *e)
 {
@@ -432,6 +443,8 @@ prom_add(struct stats_out *o, const struct hm_stat_entry *e)
 	m = &o->m[o->n];
 	memset(m, 0, sizeof *m);
 	prom_map(e, m);
+	prom_name_clean(m->family);
+	prom_name_clean(m->sample);
 	if (e->help != NULL && e->help[0] != '\0')
 		m->help = strdup(e->help);
 	else if (asprintf(&m->help, "hotmapd's %s (no description from the daemon).", e->key) < 0)

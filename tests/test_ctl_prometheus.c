@@ -137,7 +137,8 @@ test_families_whole(void **state)
 }
 
 /* Nanoseconds and microseconds to seconds, exact to the last digit and
- * with no trailing zeros; a summary never timed has NaN quantiles. */
+ * with no trailing zeros; a summary never timed has NaN quantiles; a key
+ * that is no metric name is made one. */
 static void
 test_units_exact(void **state)
 {
@@ -149,6 +150,7 @@ test_units_exact(void **state)
 		{ "latency_open_sum_ns", HM_STAT_COUNTER, UINT64_C(18446744073709551615), NULL, "L." },
 		{ "latency_open_p90_ns", HM_STAT_GAUGE, 1, NULL, "L." },
 		{ "poll_us", HM_STAT_GAUGE, 1000000, NULL, "P." },
+		{ "odd-key.x", HM_STAT_GAUGE, 5, NULL, "O." },
 	};
 	char *s = prometheus_of(in, sizeof in / sizeof in[0]);
 
@@ -164,7 +166,11 @@ test_units_exact(void **state)
 		"hotmap_request_duration_seconds{op=\"open\",quantile=\"0.9\"} 0.000000001\n"
 		"# HELP hotmap_poll_seconds P.\n"
 		"# TYPE hotmap_poll_seconds gauge\n"
-		"hotmap_poll_seconds 1\n");
+		"hotmap_poll_seconds 1\n"
+		/* a byte a name may not hold becomes _ */
+		"# HELP hotmap_odd_key_x O.\n"
+		"# TYPE hotmap_odd_key_x gauge\n"
+		"hotmap_odd_key_x 5\n");
 	free(s);
 }
 
