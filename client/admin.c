@@ -80,6 +80,7 @@ client_stats(hm_client *c, bool reset,
 		const Hotmap__StatsReply__Stat *st = r->stats[i];
 		struct hm_stat_entry e = {
 			.key = st->key, .kind = (int)st->kind, .value = st->value, .text = st->text,
+			.help = st->help,
 		};
 
 		if (cb != NULL)

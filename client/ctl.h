@@ -192,8 +192,9 @@ enum stats_format { STATS_HUMAN, STATS_FORMAT_JSON, STATS_FORMAT_PROMETHEUS };
 struct stats_out;
 struct stats_out *stats_out_new(enum stats_format format);
 void stats_out_stat(const struct hm_stat_entry *stat, void *arg);	/* hm_stats_typed's cb */
-/* Prints them (print false: drops them) and frees o. */
-void stats_out_finish(struct stats_out *o, bool print);
+/* Prints them (print false: drops them) and frees o; -ENOMEM, printing
+ * nothing, when they could not all be kept. */
+int stats_out_finish(struct stats_out *o, bool print);
 
 const char *ctl_reason_name(int reason);
 const char *ctl_backend_name(int backend);

@@ -146,7 +146,10 @@ ctl_stats(hm_client *c, const struct ctl_cmdline *cl)
 	r = hm_stats_typed(c, cl->given[STATS_RESET], stats_out_stat, out);
 	if (r < 0)
 		ctl_report("stats", errno);
-	stats_out_finish(out, r == 0);
+	if (stats_out_finish(out, r == 0) < 0 && r == 0) {
+		ctl_report("stats", ENOMEM);
+		r = -1;
+	}
 	return r < 0 ? 1 : 0;
 }
 

@@ -10,6 +10,7 @@
 #include "config.h"
 
 #include <assert.h>
+#include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -217,11 +218,69 @@ ctl_buffer_close(struct ctl_buffer *b, bool print)
 
 /* --- the daemon's counters ------------------------------------------------------ */
 
+/*
+ * Prometheus's text format, as its conventions want it (and as
+ * `promtool check metrics` checks, lint included): every family has HELP
+ * and TYPE; names end in the base unit (seconds, bytes) and counters in
+ * _total, once; the keys of one kind told apart by a suffix become one
+ * family with a label, so that a query can sum them:
+ *
+ *   requests_<type>      hotmap_requests_total{type="<type>"}
+ *   errors_<errno>       hotmap_errors_total{errno="<errno>"}
+ *   opens_<reason>       hotmap_opens_total{reason="<reason>"}
+ *   bytes_mmap, _pread   hotmap_storage_read_bytes_total{backend="mmap"|"pread"}
+ *   latency_<op>_*       hotmap_request_duration_seconds{op="<op>"}, a summary
+ *
+ * The latencies are a summary, not a histogram: the daemon's histograms
+ * have 592 buckets per operation, too many series to export, and merging
+ * them into a few coarse buckets would lose the 1/16 bound its
+ * percentiles keep.  A summary cannot be summed over hosts; its _sum and
+ * _count can, for the mean.  Every other key keeps its name, with
+ * _us or _ns turned into _seconds and the value scaled.  The text keys
+ * (versions) are labels of hotmap_info.
+ *
+ * The families are printed whole, in the order their first key came:
+ * the format wants a family's lines together, and this way does not
+ * depend on the daemon's order.
+ */
+struct prom_rule {
+	const char *key;	/* the key, or with a trailing '_' its prefix */
+	const char *family;	/* after hotmap_ */
+	const char *label;	/* takes the rest of the key (a prefix), or NULL */
+	const char *value;	/* the label's value for an exact key */
+};
+
+static const struct prom_rule prom_rules[] = {
+	{ "errors_replied", "error_replies_total", NULL, NULL },
+	{ "bytes_served", "served_bytes_total", NULL, NULL },
+	{ "bytes_shm", "served_shm_bytes_total", NULL, NULL },
+	{ "bytes_mmap", "storage_read_bytes_total", "backend", "mmap" },
+	{ "bytes_pread", "storage_read_bytes_total", "backend", "pread" },
+	{ "requests_", "requests_total", "type", NULL },
+	{ "errors_", "errors_total", "errno", NULL },
+	{ "opens_", "opens_total", "reason", NULL },
+};
+
+struct prom_metric {
+	char family[80];	/* without hotmap_ */
+	char sample[96];	/* the family, or with _sum or _count */
+	char labels[96];	/* name="value",...; "" for none */
+	const char *type;
+	uint64_t value;
+	uint64_t scale;		/* value / scale is in the base unit */
+	bool nan_if_empty;	/* a quantile: NaN while its _count is 0 */
+	bool is_count;		/* a summary's _count */
+	char *help;
+};
+
 struct stats_out {
 	enum stats_format format;
 	struct ctl_buffer buf;
 	struct json json;
 	char info[512];		/* Prometheus: the text keys, as labels */
+	struct prom_metric *m;
+	size_t n, cap;
+	bool failed;		/* out of memory: print nothing */
 };
 
 /*
@@ -252,6 +311,240 @@ append_label(char *buf, size_t size, const char *key, const char *text)
 	memcpy(buf + len, label, n + 1);
 }
 
+static bool
+ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), k = strlen(suffix);
+
+	return n >= k && strcmp(s + n - k, suffix) == 0;
+}
+
+/* latency_<op>_count, _sum_ns, _p<digits>_ns: a summary's sample.
+ * false for any other key. */
+static bool
+prom_map_latency(const char *key, struct prom_metric *m)
+{
+	const char *op = key + strlen("latency_"), *end, *p;
+	char quantile[16] = "", opname[32];
+
+	if (strncmp(key, "latency_", strlen("latency_")) != 0)
+		return false;
+	end = strchr(op, '_');
+	if (end == NULL || end == op || (size_t)(end - op) >= sizeof opname)
+		return false;
+	snprintf(opname, sizeof opname, "%.*s", (int)(end - op), op);
+	if (strcmp(end, "_count") == 0) {
+		snprintf(m->sample, sizeof m->sample, "request_duration_seconds_count");
+		m->is_count = true;
+	} else if (strcmp(end, "_sum_ns") == 0) {
+		snprintf(m->sample, sizeof m->sample, "request_duration_seconds_sum");
+		m->scale = 1000000000u;
+	} else {
+		/* _p99_ns is quantile 0.99; _p999_ns 0.999 */
+		if (end[1] != 'p')
+			return false;
+		for (p = end + 2; *p >= '0' && *p <= '9'; p++)
+			;
+		if (p == end + 2 || p - (end + 2) > 8 || strcmp(p, "_ns") != 0)
+			return false;
+		snprintf(quantile, sizeof quantile, "0.%.*s", (int)(p - (end + 2)), end + 2);
+		while (ends_with(quantile, "0") && !ends_with(quantile, ".0"))
+			quantile[strlen(quantile) - 1] = '\0';
+		m->scale = 1000000000u;
+		m->nan_if_empty = true;
+	}
+	snprintf(m->family, sizeof m->family, "request_duration_seconds");
+	if (m->sample[0] == '\0')
+		snprintf(m->sample, sizeof m->sample, "%s", m->family);
+	m->type = "summary";
+	append_label(m->labels, sizeof m->labels, "op", opname);
+	if (quantile[0] != '\0')
+		append_label(m->labels, sizeof m->labels, "quantile", quantile);
+	return true;
+}
+
+/* The family, sample name, labels and unit of one numeric key. */
+static void
+prom_map(const struct hm_stat_entry *e, struct prom_metric *m)
+{
+	size_t i, n;
+
+	m->scale = 1;
+	m->value = e->value;
+	if (prom_map_latency(e->key, m))
+		return;
+	for (i = 0; i < sizeof prom_rules / sizeof prom_rules[0]; i++) {
+		const struct prom_rule *r = &prom_rules[i];
+
+		n = strlen(r->key);
+		if (r->key[n - 1] == '_' ? strncmp(e->key, r->key, n) != 0 || e->key[n] == '\0'
+					 : strcmp(e->key, r->key) != 0)
+			continue;
+		snprintf(m->family, sizeof m->family, "%s", r->family);
+		snprintf(m->sample, sizeof m->sample, "%s", r->family);
+		m->type = "counter";
+		if (r->label != NULL)
+			append_label(m->labels, sizeof m->labels, r->label,
+				     r->value != NULL ? r->value : e->key + n);
+		return;
+	}
+	/* any other key: its own name, in base units */
+	n = strlen(e->key);
+	if (ends_with(e->key, "_us") || ends_with(e->key, "_ns")) {
+		m->scale = e->key[n - 2] == 'u' ? 1000000u : 1000000000u;
+		snprintf(m->family, sizeof m->family, "%.*s_seconds", (int)(n - 3), e->key);
+	} else {
+		snprintf(m->family, sizeof m->family, "%s", e->key);
+	}
+	switch (e->kind) {
+	case HM_STAT_COUNTER:
+		m->type = "counter";
+		if (!ends_with(m->family, "_total") && strlen(m->family) + 7 <= sizeof m->family)
+			strcat(m->family, "_total");
+		break;
+	case HM_STAT_GAUGE:
+		m->type = "gauge";
+		break;
+	default:
+		m->type = "untyped";	/* a daemon too old to say */
+		break;
+	}
+	snprintf(m->sample, sizeof m->sample, "%s", m->family);
+}
+
+/* A metric name holds [a-zA-Z0-9_:]: any other byte of a key becomes _. */
+static void
+prom_name_clean(char *name)
+{
+	for (; *name != '\0'; name++)
+		if (!((*name >= 'a' && *name <= 'z') || (*name >= 'A' && *name <= 'Z') ||
+		      (*name >= '0' && *name <= '9') || *name == '_'))
+			*name = '_';
+}
+
+static void
+prom_add(struct stats_out *o, const struct hm_stat_entry *e)
+{
+	struct prom_metric *m;
+
+	if (o->failed)
+		return;
+	if (o->n == o->cap) {
+		size_t cap = o->cap == 0 ? 128 : o->cap * 2;
+		struct prom_metric *v = realloc(o->m, cap * sizeof *v);
+
+		if (v == NULL) {
+			o->failed = true;
+			return;
+		}
+		o->m = v;
+		o->cap = cap;
+	}
+	m = &o->m[o->n];
+	memset(m, 0, sizeof *m);
+	prom_map(e, m);
+	prom_name_clean(m->family);
+	prom_name_clean(m->sample);
+	if (e->help != NULL && e->help[0] != '\0')
+		m->help = strdup(e->help);
+	else if (asprintf(&m->help, "hotmapd's %s (no description from the daemon).", e->key) < 0)
+		m->help = NULL;
+	if (m->help == NULL) {
+		o->failed = true;
+		return;
+	}
+	o->n++;
+}
+
+/* HELP text: \ and newline escaped, as the format wants. */
+static void
+prom_write_help(FILE *f, const char *family, const char *help)
+{
+	fprintf(f, "# HELP hotmap_%s ", family);
+	for (; *help != '\0'; help++) {
+		if (*help == '\\')
+			fputs("\\\\", f);
+		else if (*help == '\n')
+			fputs("\\n", f);
+		else
+			putc(*help, f);
+	}
+	putc('\n', f);
+}
+
+/* value / scale in decimal, exact: no rounding through a double. */
+static void
+prom_write_value(FILE *f, uint64_t value, uint64_t scale)
+{
+	char frac[24];
+	int w;
+
+	if (scale <= 1) {
+		fprintf(f, "%" PRIu64, value);
+		return;
+	}
+	w = scale == 1000000u ? 6 : 9;
+	snprintf(frac, sizeof frac, "%0*" PRIu64, w, value % scale);
+	while (w > 0 && frac[w - 1] == '0')
+		frac[--w] = '\0';
+	fprintf(f, "%" PRIu64 "%s%s", value / scale, w > 0 ? "." : "", frac);
+}
+
+/* A quantile of an operation never timed is NaN, not 0. */
+static bool
+prom_empty_summary(const struct stats_out *o, const struct prom_metric *q)
+{
+	const char *comma = strstr(q->labels, ",quantile=");
+	size_t i, n = comma != NULL ? (size_t)(comma - q->labels) : strlen(q->labels);
+
+	for (i = 0; i < o->n; i++) {
+		const struct prom_metric *c = &o->m[i];
+
+		if (c->is_count && strcmp(c->family, q->family) == 0 &&
+		    strlen(c->labels) == n && strncmp(c->labels, q->labels, n) == 0)
+			return c->value == 0;
+	}
+	return false;
+}
+
+static void
+prom_print(struct stats_out *o)
+{
+	FILE *f = o->buf.f;
+	size_t i, j;
+
+	for (i = 0; i < o->n; i++) {
+		bool first = true;
+
+		for (j = 0; j < i; j++)
+			if (strcmp(o->m[j].family, o->m[i].family) == 0)
+				first = false;
+		if (!first)
+			continue;	/* printed with the first of its family */
+		prom_write_help(f, o->m[i].family, o->m[i].help);
+		fprintf(f, "# TYPE hotmap_%s %s\n", o->m[i].family, o->m[i].type);
+		for (j = i; j < o->n; j++) {
+			const struct prom_metric *m = &o->m[j];
+
+			if (strcmp(m->family, o->m[i].family) != 0)
+				continue;
+			fprintf(f, "hotmap_%s", m->sample);
+			if (m->labels[0] != '\0')
+				fprintf(f, "{%s}", m->labels);
+			putc(' ', f);
+			if (m->nan_if_empty && prom_empty_summary(o, m))
+				fputs("NaN", f);
+			else
+				prom_write_value(f, m->value, m->scale);
+			putc('\n', f);
+		}
+	}
+	if (o->info[0] != '\0') {
+		prom_write_help(f, "info", "Versions of hotmapd and its libraries, as labels; always 1.");
+		fprintf(f, "# TYPE hotmap_info gauge\nhotmap_info{%s} 1\n", o->info);
+	}
+}
+
 struct stats_out *
 stats_out_new(enum stats_format format)
 {
@@ -268,30 +561,6 @@ stats_out_new(enum stats_format format)
 	if (format == STATS_FORMAT_JSON)
 		json_open(&o->json, '{', false);
 	return o;
-}
-
-/* One metric in Prometheus's text format, typed as the daemon says. */
-static void
-stats_out_prometheus(struct stats_out *o, const struct hm_stat_entry *e)
-{
-	FILE *f = o->buf.f;
-
-	switch (e->kind) {
-	case HM_STAT_GAUGE:
-		fprintf(f, "# TYPE hotmap_%s gauge\nhotmap_%s %" PRIu64 "\n", e->key, e->key,
-			e->value);
-		break;
-	case HM_STAT_COUNTER:
-		/* counters end in _total, as the exposition format wants */
-		fprintf(f, "# TYPE hotmap_%s_total counter\nhotmap_%s_total %" PRIu64 "\n", e->key,
-			e->key, e->value);
-		break;
-	default:
-		/* a daemon too old to say: untyped, the format's own word */
-		fprintf(f, "# TYPE hotmap_%s untyped\nhotmap_%s %" PRIu64 "\n", e->key, e->key,
-			e->value);
-		break;
-	}
 }
 
 void
@@ -319,20 +588,27 @@ stats_out_stat(const struct hm_stat_entry *e, void *arg)
 		if (text)
 			append_label(o->info, sizeof o->info, e->key, e->text);
 		else
-			stats_out_prometheus(o, e);
+			prom_add(o, e);
 		break;
 	}
 }
 
-void
+int
 stats_out_finish(struct stats_out *o, bool print)
 {
+	int rc = o->failed ? -ENOMEM : 0;
+	size_t i;
+
 	if (o->format == STATS_FORMAT_JSON)
 		json_close(&o->json);
-	else if (o->format == STATS_FORMAT_PROMETHEUS && o->info[0] != '\0')
-		fprintf(o->buf.f, "# TYPE hotmap_info gauge\nhotmap_info{%s} 1\n", o->info);
-	ctl_buffer_close(&o->buf, print);
+	else if (o->format == STATS_FORMAT_PROMETHEUS && !o->failed)
+		prom_print(o);
+	ctl_buffer_close(&o->buf, print && !o->failed);
+	for (i = 0; i < o->n; i++)
+		free(o->m[i].help);
+	free(o->m);
 	free(o);
+	return rc;
 }
 
 /* --- the daemon's files ---------------------------------------------------------- */

@@ -40,6 +40,7 @@ struct hm_stat_entry {
 	int kind;		/* HM_STAT_* */
 	uint64_t value;		/* 0 for text */
 	const char *text;	/* "" but for text */
+	const char *help;	/* one line saying what it counts; "" from an older daemon */
 };
 
 /* hm_stats (reset 0) or hm_stats_reset (reset 1), each stat given with

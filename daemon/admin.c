@@ -159,7 +159,8 @@ struct stats_builder {
 };
 
 static void
-stats_add(const char *key, Hotmap__StatKind kind, uint64_t value, const char *text, void *arg)
+stats_add(const char *key, Hotmap__StatKind kind, uint64_t value, const char *text,
+	  const char *help, void *arg)
 {
 	struct stats_builder *b = arg;
 	Hotmap__StatsReply__Stat *e;
@@ -183,6 +184,7 @@ stats_add(const char *key, Hotmap__StatKind kind, uint64_t value, const char *te
 	e->kind = kind;
 	e->value = value;
 	e->text = (char *)(text != NULL ? text : "");
+	e->help = (char *)(help != NULL ? help : "");
 }
 
 int

@@ -47,6 +47,7 @@ histogram_record(struct histogram *h, uint64_t ns)
 		ns = HISTOGRAM_MAX_NS;
 	h->buckets[histogram_index(ns)]++;
 	h->count++;
+	h->sum += ns;
 	if (ns > h->max)
 		h->max = ns;
 }
@@ -89,6 +90,12 @@ uint64_t
 histogram_count(const struct histogram *h)
 {
 	return h->count;
+}
+
+uint64_t
+histogram_sum(const struct histogram *h)
+{
+	return h->sum;
 }
 
 void

@@ -31,6 +31,7 @@
 struct histogram {
 	uint64_t count;		/* values recorded */
 	uint64_t max;		/* the largest, after clamping; 0 when empty */
+	uint64_t sum;		/* of the values after clamping: a mean, exact */
 	uint64_t buckets[HISTOGRAM_BUCKETS];
 };
 
@@ -42,6 +43,10 @@ void histogram_record(struct histogram *h, uint64_t ns);
  * exact (up to HISTOGRAM_MAX_NS): it is capped at max. */
 uint64_t histogram_percentile(const struct histogram *h, double p);
 uint64_t histogram_count(const struct histogram *h);
+/* The sum of the values recorded (each clamped to HISTOGRAM_MAX_NS), in
+ * nanoseconds: wraps after 2^64 ns, some 584 years of waiting, as a
+ * counter may. */
+uint64_t histogram_sum(const struct histogram *h);
 /* Forgets every value.  A zeroed struct histogram is empty too. */
 void histogram_reset(struct histogram *h);
 

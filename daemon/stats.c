@@ -34,19 +34,19 @@ static const char *const request_keys[HM_MSG__MAX + 1] = {
 	[HM_MSG_CLIENTS] = "requests_clients",
 };
 
-/* count, then p50, p90, p99 and p999 in nanoseconds, per operation */
-static const char *const latency_keys[SERVER_OP__COUNT][5] = {
-	[SERVER_OP_OPEN] = { "latency_open_count", "latency_open_p50_ns", "latency_open_p90_ns",
-		"latency_open_p99_ns", "latency_open_p999_ns" },
-	[SERVER_OP_READ] = { "latency_read_count", "latency_read_p50_ns", "latency_read_p90_ns",
-		"latency_read_p99_ns", "latency_read_p999_ns" },
-	[SERVER_OP_STAT] = { "latency_stat_count", "latency_stat_p50_ns", "latency_stat_p90_ns",
-		"latency_stat_p99_ns", "latency_stat_p999_ns" },
-	[SERVER_OP_CLOSE] = { "latency_close_count", "latency_close_p50_ns", "latency_close_p90_ns",
-		"latency_close_p99_ns", "latency_close_p999_ns" },
-	[SERVER_OP_WARM] = { "latency_warm_count", "latency_warm_p50_ns", "latency_warm_p90_ns",
-		"latency_warm_p99_ns", "latency_warm_p999_ns" },
+/* count, the sum in nanoseconds, then p50, p90, p99 and p999 in
+ * nanoseconds, per operation: a Prometheus summary in all but name */
+#define LATENCY_KEYS(op) { "latency_" op "_count", "latency_" op "_sum_ns", \
+	"latency_" op "_p50_ns", "latency_" op "_p90_ns", "latency_" op "_p99_ns", \
+	"latency_" op "_p999_ns" }
+static const char *const latency_keys[SERVER_OP__COUNT][6] = {
+	[SERVER_OP_OPEN] = LATENCY_KEYS("open"),
+	[SERVER_OP_READ] = LATENCY_KEYS("read"),
+	[SERVER_OP_STAT] = LATENCY_KEYS("stat"),
+	[SERVER_OP_CLOSE] = LATENCY_KEYS("close"),
+	[SERVER_OP_WARM] = LATENCY_KEYS("warm"),
 };
+static const double latency_quantiles[4] = { 0.5, 0.9, 0.99, 0.999 };
 
 static const char *const error_keys[SERVER_ERR__COUNT] = {
 	[SERVER_ERR_EIO] = "errors_eio",
@@ -114,77 +114,117 @@ _Static_assert(STORAGE_REASON__COUNT == HOTMAP__REASON__REASON_OVER_BUDGET + 1,
 #define GAUGE	HOTMAP__STAT_KIND__STAT_GAUGE
 #define TEXT	HOTMAP__STAT_KIND__STAT_TEXT
 
+/*
+ * Each key's help is its line in hotmapctl(1), shortened to one line: a
+ * family of keys (requests_<type>, errors_<errno>, opens_<reason>,
+ * latency_<op>_*) shares one, since Prometheus shows one HELP a family.
+ */
 void
 stats_foreach(struct server *srv, stats_cb cb, void *arg)
 {
 	const struct server_counters *c = &srv->counters;
 	struct storage_counters sc;
-	size_t i;
+	size_t i, q;
 
 	file_cache_counters(srv->cache, &sc);
-	cb("version", TEXT, 0, PACKAGE_VERSION, arg);
-	cb("libevent_version", TEXT, 0, event_get_version(), arg);
-	cb("protobuf_c_version", TEXT, 0, protobuf_c_version(), arg);
-	cb("pid", GAUGE, (uint64_t)getpid(), NULL, arg);
-	cb("uptime_us", GAUGE, stats_uptime_us(srv), NULL, arg);
-	cb("clients", GAUGE, c->clients, NULL, arg);
-	cb("clients_total", COUNTER, c->clients_total, NULL, arg);
-	cb("clients_dropped", COUNTER, c->clients_dropped, NULL, arg);
-	cb("handles", GAUGE, c->handles, NULL, arg);
+	cb("version", TEXT, 0, PACKAGE_VERSION, "Version of hotmapd.", arg);
+	cb("libevent_version", TEXT, 0, event_get_version(), "Version of libevent hotmapd runs with.",
+	   arg);
+	cb("protobuf_c_version", TEXT, 0, protobuf_c_version(),
+	   "Version of protobuf-c hotmapd runs with.", arg);
+	cb("pid", GAUGE, (uint64_t)getpid(), NULL, "Process id of hotmapd.", arg);
+	cb("uptime_us", GAUGE, stats_uptime_us(srv), NULL, "Time since hotmapd started.", arg);
+	cb("clients", GAUGE, c->clients, NULL, "Clients connected now.", arg);
+	cb("clients_total", COUNTER, c->clients_total, NULL, "Connections accepted.", arg);
+	cb("clients_dropped", COUNTER, c->clients_dropped, NULL,
+	   "Clients disconnected for a malformed frame or another protocol violation.", arg);
+	cb("handles", GAUGE, c->handles, NULL, "Files open now, over all clients.", arg);
 	for (i = 0; i <= HM_MSG__MAX; i++)
 		if (request_keys[i] != NULL)
-			cb(request_keys[i], COUNTER, c->requests[i], NULL, arg);
-	cb("errors_replied", COUNTER, c->errors_replied, NULL, arg);
+			cb(request_keys[i], COUNTER, c->requests[i], NULL,
+			   "Requests received, by type (ring reads count as read).", arg);
+	cb("errors_replied", COUNTER, c->errors_replied, NULL,
+	   "Requests answered with an error, of every errno.", arg);
 	for (i = 0; i < SERVER_ERR__COUNT; i++)
-		cb(error_keys[i], COUNTER, c->errors_by[i], NULL, arg);
-	cb("accept_backoffs", COUNTER, c->accept_backoffs, NULL, arg);
-	cb("clients_refused", COUNTER, c->clients_refused, NULL, arg);
-	cb("bytes_served", COUNTER, c->bytes_served, NULL, arg);
-	cb("bytes_shm", COUNTER, c->bytes_shm, NULL, arg);
-	cb("reads_offloaded", COUNTER, c->reads_offloaded, NULL, arg);
-	cb("warms", COUNTER, c->warms, NULL, arg);
-	cb("workers", GAUGE, srv->nworkers, NULL, arg);
-	cb("bytes_mmap", COUNTER, sc.bytes_mmap, NULL, arg);
-	cb("bytes_pread", COUNTER, sc.bytes_pread, NULL, arg);
-	cb("files", GAUGE, sc.entries, NULL, arg);
-	cb("mappings", GAUGE, sc.mappings, NULL, arg);
-	cb("mapped_bytes", GAUGE, sc.mapped_bytes, NULL, arg);
-	cb("cache_hits", COUNTER, sc.cache_hits, NULL, arg);
-	cb("cache_misses", COUNTER, sc.cache_misses, NULL, arg);
-	cb("stale_replaced", COUNTER, sc.stale_replaced, NULL, arg);
-	cb("sigbus_recoveries", COUNTER, sc.sigbus_recoveries, NULL, arg);
-	cb("evictions", COUNTER, sc.evictions, NULL, arg);
-	cb("evictions_lru", COUNTER, sc.evictions_lru, NULL, arg);
-	cb("evictions_idle", COUNTER, sc.evictions_idle, NULL, arg);
-	cb("evictions_deleted", COUNTER, sc.evictions_deleted, NULL, arg);
-	cb("budget_fallbacks", COUNTER, sc.budget_fallbacks, NULL, arg);
-	cb("files_over_budget", COUNTER, sc.files_over_budget, NULL, arg);
-	cb("mapped_over_budget", COUNTER, sc.mapped_over_budget, NULL, arg);
+		cb(error_keys[i], COUNTER, c->errors_by[i], NULL,
+		   "Requests answered with an error, by errno (other: the rest).", arg);
+	cb("accept_backoffs", COUNTER, c->accept_backoffs, NULL,
+	   "Times accepting was paused for lack of descriptors.", arg);
+	cb("clients_refused", COUNTER, c->clients_refused, NULL,
+	   "Connections refused: their user held max-connections-per-uid already.", arg);
+	cb("bytes_served", COUNTER, c->bytes_served, NULL, "File bytes given to clients.", arg);
+	cb("bytes_shm", COUNTER, c->bytes_shm, NULL,
+	   "File bytes given to clients through their shared regions, not the socket.", arg);
+	cb("reads_offloaded", COUNTER, c->reads_offloaded, NULL,
+	   "Reads handed to worker threads because they may block.", arg);
+	cb("warms", COUNTER, c->warms, NULL, "Warm requests, and opens that asked to warm.", arg);
+	cb("workers", GAUGE, srv->nworkers, NULL, "Worker threads (a setting).", arg);
+	cb("bytes_mmap", COUNTER, sc.bytes_mmap, NULL, "File bytes copied out of mappings.", arg);
+	cb("bytes_pread", COUNTER, sc.bytes_pread, NULL, "File bytes read with pread(2).", arg);
+	cb("files", GAUGE, sc.entries, NULL, "Files cached now, open or not, stale ones included.",
+	   arg);
+	cb("mappings", GAUGE, sc.mappings, NULL, "Cached files that have a mapping now.", arg);
+	cb("mapped_bytes", GAUGE, sc.mapped_bytes, NULL, "Total length of the mappings now.", arg);
+	cb("cache_hits", COUNTER, sc.cache_hits, NULL, "Opens that found the file cached.", arg);
+	cb("cache_misses", COUNTER, sc.cache_misses, NULL, "Opens that had to cache the file.",
+	   arg);
+	cb("stale_replaced", COUNTER, sc.stale_replaced, NULL,
+	   "Cached files replaced because the file changed.", arg);
+	cb("sigbus_recoveries", COUNTER, sc.sigbus_recoveries, NULL,
+	   "Faults caught copying out of a mapping, answered with pread(2) instead.", arg);
+	cb("evictions", COUNTER, sc.evictions, NULL, "Cached files dropped by evict requests.", arg);
+	cb("evictions_lru", COUNTER, sc.evictions_lru, NULL,
+	   "Unread cached files dropped to keep within max-mapped-bytes or max-open-files.", arg);
+	cb("evictions_idle", COUNTER, sc.evictions_idle, NULL,
+	   "Cached files dropped after idle-unmap seconds unused.", arg);
+	cb("evictions_deleted", COUNTER, sc.evictions_deleted, NULL,
+	   "Unread cached files dropped because they were deleted or replaced.", arg);
+	cb("budget_fallbacks", COUNTER, sc.budget_fallbacks, NULL,
+	   "Opens that got pread because the mapped bytes allowed were all being read.", arg);
+	cb("files_over_budget", COUNTER, sc.files_over_budget, NULL,
+	   "Opens past max-open-files while every cached file was in use.", arg);
+	cb("mapped_over_budget", COUNTER, sc.mapped_over_budget, NULL,
+	   "Opens that required a mapping and got one past max-mapped-bytes.", arg);
 	for (i = 0; i < STORAGE_REASON__COUNT; i++)
-		cb(vocab_reason_stat_key((unsigned)i), COUNTER, sc.opens_by_reason[i], NULL, arg);
+		cb(vocab_reason_stat_key((unsigned)i), COUNTER, sc.opens_by_reason[i], NULL,
+		   "Opens, by the reason their backend was chosen.", arg);
 	direct_sync(&srv->direct);
-	cb("direct_grants", GAUGE, srv->direct.n, NULL, arg);
-	cb("direct_granted", COUNTER, srv->direct.granted, NULL, arg);
-	cb("direct_refused", COUNTER, srv->direct.refused, NULL, arg);
-	cb("direct_revoked", COUNTER, srv->direct.revoked, NULL, arg);
-	cb("direct_reads", COUNTER, srv->direct.reads, NULL, arg);
-	cb("direct_bytes", COUNTER, srv->direct.bytes, NULL, arg);
-	cb("regions_huge", GAUGE, c->regions_huge, NULL, arg);
-	cb("clients_polling", GAUGE, srv->ring_sessions, NULL, arg);
-	cb("reads_ring", COUNTER, c->reads_ring, NULL, arg);
-	cb("poll_us", GAUGE, srv->poll_us, NULL, arg);
-	cb("reads_inflight", GAUGE, c->inflight, NULL, arg);
-	cb("inflight_waits", COUNTER, c->inflight_waits, NULL, arg);
-	cb("clients_refused_policy", COUNTER, c->refused_policy, NULL, arg);
+	cb("direct_grants", GAUGE, srv->direct.n, NULL,
+	   "Handles clients may read directly (the direct tier) now.", arg);
+	cb("direct_granted", COUNTER, srv->direct.granted, NULL, "Direct-read grants made.", arg);
+	cb("direct_refused", COUNTER, srv->direct.refused, NULL,
+	   "Opens that asked for a direct-read grant and were refused.", arg);
+	cb("direct_revoked", COUNTER, srv->direct.revoked, NULL, "Direct-read grants taken back.",
+	   arg);
+	cb("direct_reads", COUNTER, srv->direct.reads, NULL,
+	   "Reads clients served from their own mappings, as they report them.", arg);
+	cb("direct_bytes", COUNTER, srv->direct.bytes, NULL,
+	   "Bytes clients read from their own mappings, as they report them.", arg);
+	cb("regions_huge", GAUGE, c->regions_huge, NULL,
+	   "Clients connected now whose shared region asked for huge pages.", arg);
+	cb("clients_polling", GAUGE, srv->ring_sessions, NULL,
+	   "Clients connected now in polling mode (with a request ring).", arg);
+	cb("reads_ring", COUNTER, c->reads_ring, NULL, "Reads taken from clients' request rings.",
+	   arg);
+	cb("poll_us", GAUGE, srv->poll_us, NULL,
+	   "How long the loop polls the rings after a ring request (a setting).", arg);
+	cb("reads_inflight", GAUGE, c->inflight, NULL, "Reads with the worker threads now.", arg);
+	cb("inflight_waits", COUNTER, c->inflight_waits, NULL,
+	   "Times a client's requests were held back by max-inflight(-bytes).", arg);
+	cb("clients_refused_policy", COUNTER, c->refused_policy, NULL,
+	   "Connections refused by allow-uid and allow-gid.", arg);
 	for (i = 0; i < SERVER_OP__COUNT; i++) {
+		static const char help[] =
+			"Latency of requests in the daemon, by operation (percentiles: "
+			"bucket upper ends, at most 1/16 high).";
 		const struct histogram *h = &srv->latency[i];
 
 		/* keys are static strings: callers may keep the pointers */
-		cb(latency_keys[i][0], COUNTER, histogram_count(h), NULL, arg);
-		cb(latency_keys[i][1], GAUGE, histogram_percentile(h, 0.5), NULL, arg);
-		cb(latency_keys[i][2], GAUGE, histogram_percentile(h, 0.9), NULL, arg);
-		cb(latency_keys[i][3], GAUGE, histogram_percentile(h, 0.99), NULL, arg);
-		cb(latency_keys[i][4], GAUGE, histogram_percentile(h, 0.999), NULL, arg);
+		cb(latency_keys[i][0], COUNTER, histogram_count(h), NULL, help, arg);
+		cb(latency_keys[i][1], COUNTER, histogram_sum(h), NULL, help, arg);
+		for (q = 0; q < 4; q++)
+			cb(latency_keys[i][2 + q], GAUGE,
+			   histogram_percentile(h, latency_quantiles[q]), NULL, help, arg);
 	}
 }
 

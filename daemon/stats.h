@@ -74,9 +74,12 @@ void stats_reset(struct server *srv);
 
 /* Every stat, numeric or text, through one callback: all output formats
  * share this one list of keys (documented in hotmapctl(1)), each with its
- * kind (counter, gauge or text). */
+ * kind (counter, gauge or text) and a one-line description (help: the
+ * HELP of Prometheus's format; the same for every key of a family such as
+ * requests_<type>).  key, text and help are static or live until the next
+ * stats_foreach. */
 typedef void (*stats_cb)(const char *key, Hotmap__StatKind kind, uint64_t value,
-			 const char *text, void *arg);
+			 const char *text, const char *help, void *arg);
 void stats_foreach(struct server *srv, stats_cb cb, void *arg);
 
 #endif

@@ -31,6 +31,7 @@ test_empty(void **state)
 
 	(void)state;
 	assert_int_equal(histogram_count(&h), 0);
+	assert_int_equal(histogram_sum(&h), 0);
 	assert_int_equal(histogram_percentile(&h, 1.0), 0);
 	assert_int_equal(histogram_percentile(&h, 0.0), 0);
 	assert_int_equal(histogram_percentile(&h, 0.5), 0);
@@ -143,6 +144,8 @@ test_huge_values_clamped(void **state)
 	histogram_record(&h, UINT64_C(1) << 50);
 	histogram_record(&h, UINT64_MAX);
 	assert_int_equal(histogram_count(&h), 4);
+	/* the sum adds the values as counted: clamped */
+	assert_int_equal(histogram_sum(&h), 1000 + 3 * HISTOGRAM_MAX_NS);
 	assert_int_equal(histogram_percentile(&h, 1.0), HISTOGRAM_MAX_NS);
 	assert_int_equal(histogram_percentile(&h, 1.0), HISTOGRAM_MAX_NS);
 	assert_int_equal(histogram_percentile(&h, 0.5), HISTOGRAM_MAX_NS);
@@ -161,14 +164,17 @@ test_reset(void **state)
 	(void)state;
 	histogram_record(&h, 5);
 	histogram_record(&h, 500000);
+	assert_int_equal(histogram_sum(&h), 500005);
 	histogram_reset(&h);
 	assert_int_equal(histogram_count(&h), 0);
+	assert_int_equal(histogram_sum(&h), 0);
 	assert_int_equal(histogram_percentile(&h, 1.0), 0);
 	assert_int_equal(histogram_percentile(&h, 0.5), 0);
 	assert_int_equal(histogram_percentile(&h, 1.0), 0);
 	/* and it counts afresh */
 	histogram_record(&h, 77);
 	assert_int_equal(histogram_count(&h), 1);
+	assert_int_equal(histogram_sum(&h), 77);
 	assert_int_equal(histogram_percentile(&h, 0.99), 77);
 }
 

@@ -2,20 +2,29 @@
 # apt-get, the Debian/Ubuntu packages hotmap needs to build and test that
 # are not installed yet.  The tests need some that a minimal install
 # lacks: procps (/bin/kill, which systemd-analyze verify wants for the
-# unit's ExecReload) and util-linux (setpriv).
+# unit's ExecReload) and util-linux (setpriv); prometheus has promtool,
+# which checks stats --prometheus; kubernetes-client (kubectl), nodejs and
+# npm check contrib/kubernetes (tests/test_kubernetes.sh).
 HOTMAP_DEPS="build-essential autoconf automake libtool pkg-config
 	libevent-dev libprotobuf-c-dev protobuf-c-compiler libsystemd-dev libinih-dev
 	libcmocka-dev mandoc systemd procps util-linux python3 python3-dev python3-numpy mypy
 	clang libclang-rt-dev
-	libfuse3-dev fuse3"
+	libfuse3-dev fuse3
+	prometheus kubernetes-client nodejs npm"
 
 hotmap_install_deps() {
 	missing=
 	for p in $HOTMAP_DEPS; do
+		# the command from elsewhere will do, and its package may conflict
+		# with Debian's: cloud SDKs ship kubectl, NodeSource's nodejs npm
+		case $p in
+		kubernetes-client) c=kubectl ;; nodejs) c=node ;; npm) c=npm ;; *) c= ;;
+		esac
+		[ -n "$c" ] && command -v "$c" >/dev/null 2>&1 && continue
 		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
 			missing="$missing $p"
 	done
-	[ -z "$missing" ] && return 0
+	[ -z "$missing" ] && { hotmap_install_npm; return; }
 	echo "Installing:$missing"
 	sudo=
 	if [ "$(id -u)" -ne 0 ]; then
@@ -26,7 +35,20 @@ hotmap_install_deps() {
 		sudo=sudo
 	fi
 	$sudo apt-get update -qq &&
-	DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends $missing
+	DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends $missing &&
+	hotmap_install_npm
+}
+
+# npm's kubernetes-models and js-yaml, which tests/test_kubernetes.sh
+# validates manifests with: outside the source tree, where the test looks
+# (HOTMAP_K8S_MODULES names another node_modules directory).
+hotmap_install_npm() {
+	m=${HOTMAP_K8S_MODULES:-${XDG_CACHE_HOME:-$HOME/.cache}/hotmap/k8s-validate/node_modules}
+	[ -d "$m/kubernetes-models" ] && [ -d "$m/js-yaml" ] && return 0
+	echo "Installing with npm into $m: kubernetes-models js-yaml"
+	mkdir -p "$m" &&
+	npm install --prefix "$(dirname "$m")" --no-audit --no-fund --silent \
+		kubernetes-models@4 js-yaml@4
 }
 
 hotmap_build() {
