@@ -82,11 +82,16 @@ server_signal_cb(evutil_socket_t sig, short what, void *arg)
 	struct server *srv = arg;
 
 	(void)what;
-	if (sig == SIGHUP) {
+	if (sig == SIGHUP)
 		server_reload(srv);
-		return;
-	}
-	log_notice("%s: shutting down", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+	else
+		server_stop(srv, sig == SIGTERM ? "SIGTERM" : "SIGINT");
+}
+
+void
+server_stop(struct server *srv, const char *why)
+{
+	log_notice("%s: shutting down", why);
 	sd_notify(0, "STOPPING=1");
 	event_base_loopexit(srv->base, NULL);
 }
@@ -219,6 +224,7 @@ server_reload(struct server *srv)
 	conf_clear(cur);
 	*cur = next;
 	log_set_level(cur->log_level);
+	log_reopen(cur->log_file);	/* after logrotate moved it away */
 	server_apply(srv);
 	file = cur->path != NULL ? cur->path : "no file, built-in defaults";
 	log_notice("reload: configuration in use from %s", file);
