@@ -107,6 +107,12 @@ int hm_config(hm_client *c,
 	      void (*cb)(const char *key, const char *value, const char *source, void *arg),
 	      void *arg, char *path, size_t pathlen);
 
+/* Asks the daemon to shut down, as SIGTERM does: it replies (its pid,
+ * in its own pid namespace, goes to *pid unless NULL), then closes every
+ * connection, this one too, and removes its socket.  Returns once the
+ * daemon has replied, not once it is gone.  Needs an administrator. */
+int hm_stop(hm_client *c, uint32_t *pid);
+
 #ifdef __cplusplus
 }
 #endif
