@@ -68,7 +68,7 @@ static const struct key_def keys[HM_CONFIG__NKEYS] = {
 				     "stderr in the foreground, else syslog)" },
 	{ HM_KEY_PID_FILE, "pid-file", SPECIAL(conf_set_path, conf_text_path), FIELD(pid_file),
 	  .restart = true, .metavar = "FILE",
-	  .help = "write the pid to FILE once ready (locked; removed at exit)" },
+	  .help = "write the pid to FILE once ready (removed at exit)" },
 	{ HM_KEY_USER, "user", SPECIAL(conf_set_user, conf_text_id), FIELD(user), .def = (uid_t)-1,
 	  .restart = true, .metavar = "USER",
 	  .help = "run as USER once the socket is bound (root only)" },

@@ -38,7 +38,7 @@ usage(FILE *f)
 		"      --config FILE      read FILE (default: " HM_CONFIG_DEFAULT_PATH ",\n"
 		"                         if it exists); options given here win over it\n"
 		"      --check-config     check the file and the options, print the values\n"
-		"                         in effect, and exit (0: good, 1: errors)\n");
+		"                         in effect, and exit (0: good, 2: errors)\n");
 	conf_usage(f);
 	fprintf(f,
 		"  -v, --verbose          log one level more (repeatable)\n"
