@@ -283,10 +283,11 @@ hm_evict(hm_client *c, const char *path, struct hm_evicted *out)
 
 
 HM_EXPORT int
-hm_stop(hm_client *c, uint32_t *pid)
+hm_stop(hm_client *c, struct hm_stopped *out)
 {
 	Hotmap__Stop req = HOTMAP__STOP__INIT;
 	ProtobufCMessage *reply;
+	Hotmap__StopReply *r;
 	int rc;
 
 	set_last_error(NULL);
@@ -295,8 +296,11 @@ hm_stop(hm_client *c, uint32_t *pid)
 	rc = client_request(c, HM_MSG_STOP, &req.base, HM_MSG_STOP_REPLY, &reply);
 	if (rc < 0)
 		return fail(-rc);
-	if (pid != NULL)
-		*pid = ((Hotmap__StopReply *)reply)->pid;
+	r = (Hotmap__StopReply *)reply;
+	if (out != NULL) {
+		out->pid = r->pid;
+		out->socket_kept = r->socket_kept;
+	}
 	protobuf_c_message_free_unpacked(reply, NULL);
 	return 0;
 }

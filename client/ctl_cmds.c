@@ -573,17 +573,24 @@ ctl_stop(hm_client *c, const struct ctl_cmdline *cl)
 	double timeout = cl->given[STOP_TIMEOUT] ? cl->opt[STOP_TIMEOUT].seconds : 10.0;
 	const struct timespec pause = { 0, 20 * 1000 * 1000 };
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	struct hm_stopped st = { 0 };
 	double deadline;
-	uint32_t pid = 0;
 	int rc;
 
 	if (cl->socket_path != NULL)
 		snprintf(path, sizeof path, "%s", cl->socket_path);
 	else if (frame_default_socket(path, sizeof path) < 0)
 		path[0] = '\0';
-	if (hm_stop(c, &pid) < 0) {
+	if (hm_stop(c, &st) < 0) {
 		ctl_report("stop", errno);
 		return 1;
+	}
+	if (st.socket_kept) {
+		/* systemd listens on: nothing to wait for on the socket */
+		printf("hotmapd pid %" PRIu32 " stopping; systemd keeps its socket, and the next "
+		       "connection starts hotmapd again (systemctl stop hotmapd.socket stops "
+		       "that)\n", st.pid);
+		return 0;
 	}
 	/* Not the pid: in a container the daemon's pid names another process
 	 * here, or none.  The socket is what clients see. */
@@ -592,13 +599,13 @@ ctl_stop(hm_client *c, const struct ctl_cmdline *cl)
 		if (ctl_now_us() >= deadline) {
 			if (rc > 0)
 				fprintf(stderr, "hotmapctl: stop: hotmapd pid %" PRIu32 " still listens "
-					"on %s after %g s\n", pid, path, timeout);
+					"on %s after %g s\n", st.pid, path, timeout);
 			else
 				fprintf(stderr, "hotmapctl: stop: %s: %s\n", path, strerror(-rc));
 			return 1;
 		}
 		nanosleep(&pause, NULL);
 	}
-	printf("hotmapd pid %" PRIu32 " stopped\n", pid);
+	printf("hotmapd pid %" PRIu32 " stopped\n", st.pid);
 	return 0;
 }

@@ -373,6 +373,7 @@ admin_stop(struct session *s, uint32_t id, ProtobufCMessage *msg)
 
 	(void)msg;
 	r.pid = (uint32_t)getpid();
+	r.socket_kept = session_server(s)->socket_activated;
 	rc = peer_send(session_peer(s), HM_MSG_STOP_REPLY, id, &r.base);
 	if (rc < 0)
 		return rc;

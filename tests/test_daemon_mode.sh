@@ -19,7 +19,7 @@ HOTMAPCTL=${HOTMAPCTL:-client/hotmapctl}
 # Absolute: tests run hotmapd from other directories.
 case $HOTMAPD in /*) ;; *) HOTMAPD=$PWD/$HOTMAPD ;; esac
 case $HOTMAPCTL in /*) ;; *) HOTMAPCTL=$PWD/$HOTMAPCTL ;; esac
-PLAN=28
+PLAN=29
 
 . "${TESTS_SRCDIR:-$(dirname "$0")}/tap.sh"
 
@@ -177,6 +177,30 @@ if [ $rc -eq 1 ] && grep -q "^hotmapctl: " "$dir/err"; then
 	ok "hotmapctl stop with no daemon fails"
 else
 	not_ok "hotmapctl stop with no daemon fails" "exit $rc" "$(cat "$dir/out" "$dir/err")"
+fi
+
+# Under socket activation the socket is systemd's: stop says so instead of
+# waiting for it to go.
+if command -v systemd-socket-activate >/dev/null 2>&1; then
+	systemd-socket-activate -l "$dir/sa.sock" "$HOTMAPD" --foreground >"$dir/sa.log" 2>&1 &
+	pid=$!
+	pids="$pids $pid"
+	tries=0
+	until [ -S "$dir/sa.sock" ] || [ "$tries" -ge 100 ]; do
+		tries=$((tries + 1))
+		sleep 0.1
+	done
+	timeout 20 "$HOTMAPCTL" --socket "$dir/sa.sock" stop >"$dir/out" 2>"$dir/err"
+	rc=$?
+	if [ $rc -eq 0 ] && grep -q "^hotmapd pid $pid stopping; systemd keeps its socket" "$dir/out" &&
+	   gone "$pid"; then
+		ok "stop under socket activation: the daemon goes, the socket is systemd's"
+	else
+		not_ok "stop under socket activation: the daemon goes, the socket is systemd's" "exit $rc" \
+			"$(cat "$dir/out" "$dir/err" "$dir/sa.log")"
+	fi
+else
+	ok "stop under socket activation # SKIP systemd-socket-activate is not installed"
 fi
 
 # --- syslog ---------------------------------------------------------------------
