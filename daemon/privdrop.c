@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include "daemon/privdrop.h"
@@ -108,6 +109,20 @@ privdrop(uid_t user, gid_t group, char *err, size_t errlen)
 		snprintf(err, errlen, "group: gid %u: group root could be regained; refusing to go on",
 			 (unsigned)gid);
 		return -EPERM;
+	}
+	/*
+	 * Changing ids makes the kernel mark the process not dumpable, and
+	 * its /proc/self root's: the reopen of clients' files through
+	 * /proc/self/fd (file_open.c) would then fail, and every cached file
+	 * be read through a client's own descriptor, whose flags the client
+	 * controls.  Dumpable again, hotmapd is what it would be had it been
+	 * started as user, as systemd's DynamicUser= starts it: that user's
+	 * other processes may trace it, hence a user of its own.
+	 */
+	if (user != (uid_t)-1 && prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) < 0) {
+		e = errno;
+		snprintf(err, errlen, "user: cannot make /proc/self readable again: %s", strerror(e));
+		return -e;
 	}
 	return 0;
 

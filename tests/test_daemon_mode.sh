@@ -299,11 +299,13 @@ if [ "$(id -u)" -eq 0 ] && getent passwd nobody >/dev/null 2>&1; then
 	groups=$(sed -n 's/^Groups:[[:space:]]*//p' "/proc/$pid/status" 2>/dev/null | tr -d ' \t')
 	if [ $rc -eq 0 ] && [ -n "$pid" ] && [ "$uids" = "$nuid $nuid $nuid $nuid" ] &&
 	   [ "$gids" = "$ngid $ngid $ngid $ngid" ] && { [ -z "$groups" ] || [ "$groups" != 0 ]; } &&
+	   [ "$(stat -c %u "/proc/$pid/fd")" = "$nuid" ] &&
 	   [ "$(cat "$pidfile")" = "$pid" ]; then
-		ok "user nobody: every uid and gid of the daemon is nobody's, the pid file written"
+		ok "user nobody: every uid and gid is nobody's, /proc/PID too, the pid file written"
 	else
-		not_ok "user nobody: every uid and gid of the daemon is nobody's, the pid file written" \
-			"exit $rc, pid '$pid', Uid $uids, Gid $gids, Groups $groups" "$(cat "$dir/err")"
+		not_ok "user nobody: every uid and gid is nobody's, /proc/PID too, the pid file written" \
+			"exit $rc, pid '$pid', Uid $uids, Gid $gids, Groups $groups" \
+			"$(ls -ld "/proc/$pid/fd")" "$(cat "$dir/err")"
 	fi
 	# root is an administrator whoever hotmapd runs as
 	if [ -n "$pid" ] && timeout 20 "$HOTMAPCTL" --socket "$sock" stop >/dev/null 2>&1 &&
