@@ -106,6 +106,32 @@ daemonize_ready(int ready_fd)
 	}
 }
 
+void
+daemonize_stdio_open(void)
+{
+	int fd;
+
+	while (fcntl(STDERR_FILENO, F_GETFD) < 0) {
+		fd = open("/dev/null", O_RDWR | O_NOCTTY);	/* the lowest free: 0, 1 or 2 */
+		if (fd < 0 || fd > STDERR_FILENO) {
+			if (fd >= 0)
+				close(fd);
+			break;
+		}
+	}
+	/* 2 is open, but 0 or 1 may not be */
+	for (fd = STDIN_FILENO; fd < STDERR_FILENO; fd++) {
+		if (fcntl(fd, F_GETFD) < 0) {
+			int n = open("/dev/null", O_RDWR | O_NOCTTY);
+
+			if (n >= 0 && n != fd) {
+				dup2(n, fd);
+				close(n);
+			}
+		}
+	}
+}
+
 char *
 daemonize_abspath(const char *path)
 {

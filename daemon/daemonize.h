@@ -29,6 +29,11 @@ int daemonize_start(int *ready_fd, char *err, size_t errlen);
  * the caller is told and exits 0.  ready_fd is closed. */
 void daemonize_ready(int ready_fd);
 
+/* Descriptors 0, 1 and 2 open (on /dev/null when the caller closed them),
+ * before anything else opens one: a socket that landed on 2 would get
+ * every line written to stderr. */
+void daemonize_stdio_open(void);
+
 /* path made absolute against the current directory (malloc'd; NULL and
  * errno on failure).  An absolute path is copied as it is. */
 char *daemonize_abspath(const char *path);

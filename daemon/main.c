@@ -262,6 +262,16 @@ config_load(struct hm_config *cfg, const struct hm_config_args *args, bool check
 		 * that checks first sees what the start would say */
 		return rc == -ENOMEM ? 1 : 2;
 	}
+	/* The command line's paths are absolute by now; the file's and
+	 * HOTMAP_SOCKET's may not be.  An error of the configuration, so
+	 * --check-config says it too. */
+	if (!cfg->foreground && cfg->socket_path[0] != '/') {
+		fprintf(stderr, "hotmapd: socket: '%s' is a relative path, and hotmapd leaves its "
+			"directory for / when it detaches: give an absolute path, or --foreground\n",
+			cfg->socket_path);
+		conf_clear(cfg);
+		return 2;
+	}
 	if (check) {
 		print_config(cfg, args);
 		conf_clear(cfg);
@@ -271,11 +281,9 @@ config_load(struct hm_config *cfg, const struct hm_config_args *args, bool check
 }
 
 /*
- * What the configuration asks of the process that conf could not check
- * alone: where the log goes (the file opens now, as the user who started
- * us), a socket path that stays right once the daemon leaves its
- * directory, and a user it can become.  -1 to go on, or the exit status
- * after saying why.
+ * What the configuration asks of this process: where the log goes (the
+ * file opens now, as the user who started us), and a user it can become.
+ * -1 to go on, or the exit status after saying why.
  */
 static int
 process_check(const struct hm_config *cfg)
@@ -287,14 +295,6 @@ process_check(const struct hm_config *cfg)
 	if (rc < 0) {
 		fprintf(stderr, "hotmapd: log-file %s: %s\n", cfg->log_file, strerror(-rc));
 		return 1;
-	}
-	/* The command line's paths are absolute by now; the file's and
-	 * HOTMAP_SOCKET's may not be. */
-	if (!cfg->foreground && cfg->socket_path[0] != '/') {
-		log_err("socket: '%s' is a relative path, and hotmapd leaves its directory for / "
-			"when it detaches: give an absolute path, or --foreground",
-			cfg->socket_path);
-		return 2;
 	}
 	if (privdrop_check(cfg->user, cfg->group, err, sizeof err) < 0) {
 		log_err("%s", err);
@@ -407,6 +407,7 @@ main(int argc, char **argv)
 	bool check = false;
 	int ready_fd = -1, rc;
 
+	daemonize_stdio_open();
 	rc = options_parse(argc, argv, &args, &check);
 	if (rc < 0)
 		rc = config_load(&cfg, &args, check);

@@ -259,12 +259,14 @@ fi
 
 (cd "$dir" && HOTMAP_SOCKET=rel.sock timeout 20 "$HOTMAPD") >"$dir/out" 2>"$dir/err"
 rc=$?
+(cd "$dir" && HOTMAP_SOCKET=rel.sock timeout 20 "$HOTMAPD" --check-config) >"$dir/out" 2>"$dir/err2"
+rc2=$?
 if [ $rc -eq 2 ] && grep -q "socket: 'rel.sock' is a relative path" "$dir/err" &&
-   [ ! -e "$dir/rel.sock" ]; then
-	ok "a relative socket from the environment is refused in daemon mode (exit 2)"
+   [ ! -e "$dir/rel.sock" ] && [ $rc2 -eq 2 ] && cmp -s "$dir/err" "$dir/err2"; then
+	ok "a relative socket from the environment is refused in daemon mode, --check-config too (exit 2)"
 else
-	not_ok "a relative socket from the environment is refused in daemon mode (exit 2)" \
-		"exit $rc" "$(cat "$dir/err")"
+	not_ok "a relative socket from the environment is refused in daemon mode, --check-config too (exit 2)" \
+		"exit $rc and $rc2" "$(cat "$dir/err" "$dir/err2")"
 fi
 
 # --- foreground with log-file ---------------------------------------------------------
