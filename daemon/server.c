@@ -187,6 +187,7 @@ server_reload(struct server *srv)
 	snprintf(msg, sizeof msg, "RELOADING=1\nMONOTONIC_USEC=%llu",
 		 (unsigned long long)(monotime_ns() / 1000u));
 	sd_notify(0, msg);
+	log_reopen(cur->log_file);	/* logrotate's SIGHUP, whatever the file says */
 	rc = conf_load(&next, srv->cfg_args, &errs);
 	if (rc < 0) {
 		for (i = 0; i < errs.n; i++)
@@ -224,7 +225,7 @@ server_reload(struct server *srv)
 	conf_clear(cur);
 	*cur = next;
 	log_set_level(cur->log_level);
-	log_reopen(cur->log_file);	/* after logrotate moved it away */
+	log_reopen(cur->log_file);	/* the file the reload names */
 	server_apply(srv);
 	file = cur->path != NULL ? cur->path : "no file, built-in defaults";
 	log_notice("reload: configuration in use from %s", file);

@@ -19,7 +19,7 @@ HOTMAPCTL=${HOTMAPCTL:-client/hotmapctl}
 # Absolute: tests run hotmapd from other directories.
 case $HOTMAPD in /*) ;; *) HOTMAPD=$PWD/$HOTMAPD ;; esac
 case $HOTMAPCTL in /*) ;; *) HOTMAPCTL=$PWD/$HOTMAPCTL ;; esac
-PLAN=29
+PLAN=30
 
 . "${TESTS_SRCDIR:-$(dirname "$0")}/tap.sh"
 
@@ -268,6 +268,28 @@ else
 	not_ok "a relative socket from the environment is refused in daemon mode, --check-config too (exit 2)" \
 		"exit $rc and $rc2" "$(cat "$dir/err" "$dir/err2")"
 fi
+
+# A reload of a broken file still reopens the log: logrotate's SIGHUP
+# must not leave the daemon writing into the rotated file.
+printf 'socket = %s\nlog-file = %s\n' "$sock" "$logfile.conf" >"$dir/good.conf"
+timeout 20 "$HOTMAPD" --config "$dir/good.conf" >"$dir/out" 2>&1
+pid=$(daemon_pid)
+mv "$logfile.conf" "$logfile.conf.1"
+echo "workers = lots" >>"$dir/good.conf"
+[ -n "$pid" ] && kill -HUP "$pid"
+tries=0
+until grep -q "reload failed" "$logfile.conf" 2>/dev/null || [ "$tries" -ge 100 ]; do
+	tries=$((tries + 1))
+	sleep 0.1
+done
+if [ -n "$pid" ] && grep -q "error: reload: .*workers: not a number: 'lots'" "$logfile.conf" &&
+   ctl ping >/dev/null 2>&1; then
+	ok "a reload of a broken file reopens the log all the same, and serves on"
+else
+	not_ok "a reload of a broken file reopens the log all the same, and serves on" "pid '$pid'" \
+		"$(cat "$dir/out" "$logfile.conf" 2>&1)"
+fi
+[ -n "$pid" ] && ctl stop >/dev/null 2>&1
 
 # --- foreground with log-file ---------------------------------------------------------
 "$HOTMAPD" --foreground --socket "$sock" --log-file "$logfile.fg" >"$dir/out" 2>"$dir/err" &
