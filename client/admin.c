@@ -1,6 +1,6 @@
 /*
  * admin.c - the administrative calls (hm_ping, hm_stats, hm_stats_reset,
- * hm_files, hm_evict, hm_config): one request each (hm_files: one a page)
+ * hm_files, hm_clients, hm_evict, hm_config, hm_stop): one request each (hm_files: one a page)
  * and its reply turned into the caller's structures or callbacks.
  *
  * Must not: touch the socket but through client_request; hold the lock
@@ -284,3 +284,26 @@ hm_evict(hm_client *c, const char *path, struct hm_evicted *out)
 	return 0;
 }
 
+
+HM_EXPORT int
+hm_stop(hm_client *c, struct hm_stopped *out)
+{
+	Hotmap__Stop req = HOTMAP__STOP__INIT;
+	ProtobufCMessage *reply;
+	Hotmap__StopReply *r;
+	int rc;
+
+	set_last_error(NULL);
+	if (c == NULL)
+		return fail(EINVAL);
+	rc = client_request(c, HM_MSG_STOP, &req.base, HM_MSG_STOP_REPLY, &reply);
+	if (rc < 0)
+		return fail(-rc);
+	r = (Hotmap__StopReply *)reply;
+	if (out != NULL) {
+		out->pid = r->pid;
+		out->socket_kept = r->socket_kept;
+	}
+	protobuf_c_message_free_unpacked(reply, NULL);
+	return 0;
+}

@@ -75,6 +75,7 @@ struct ctl_cmdline {
 	int argc;				/* positional arguments */
 	char **argv;
 	uint64_t size[CTL_MAX_ARGS];		/* the CTL_SIZE ones among them */
+	const char *socket_path;		/* --socket; NULL: libhotmap's default */
 };
 
 struct ctl_command {
@@ -100,7 +101,8 @@ double ctl_now_us(void);
 /* ctl_cmds.c: the handlers, their options and their checks */
 extern const struct ctl_option ctl_ping_options[], ctl_stats_options[], ctl_read_options[],
 	ctl_files_options[], ctl_evict_options[], ctl_config_options[], ctl_warm_options[],
-	ctl_top_options[], ctl_clients_options[], ctl_stat_options[];
+	ctl_top_options[], ctl_clients_options[], ctl_stat_options[],
+	ctl_stop_options[];
 enum { STATS_JSON, STATS_PROMETHEUS, STATS_RESET };
 enum { READ_BACKEND, READ_BY_PATH };
 enum { FILES_SORT, FILES_JSON };
@@ -110,6 +112,7 @@ enum { CONFIG_JSON };
 enum { STAT_JSON };
 enum { WARM_BACKEND, WARM_BY_PATH, WARM_QUIET };
 enum { TOP_INTERVAL, TOP_ITERATIONS };
+enum { STOP_TIMEOUT };
 extern const char *const ctl_backend_names[];	/* CTL_CHOICE of --backend */
 extern const char *const ctl_sort_keys[];	/* CTL_CHOICE of files --sort */
 int ctl_ping(hm_client *c, const struct ctl_cmdline *cl);
@@ -122,6 +125,7 @@ int ctl_evict(hm_client *c, const struct ctl_cmdline *cl);
 int ctl_evict_check(const struct ctl_cmdline *cl);
 int ctl_config(hm_client *c, const struct ctl_cmdline *cl);
 int ctl_warm(hm_client *c, const struct ctl_cmdline *cl);
+int ctl_stop(hm_client *c, const struct ctl_cmdline *cl);
 /* ctl_stat.c */
 int ctl_stat(hm_client *c, const struct ctl_cmdline *cl);
 

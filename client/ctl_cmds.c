@@ -13,9 +13,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "client/ctl.h"
+#include "proto/frame.h"
 #include "proto/size.h"
 
 #define READ_BUF (1u << 20)
@@ -87,6 +91,12 @@ const struct ctl_option ctl_top_options[] = {
 			   "seconds between refreshes, from 0.01 to 86400 (default 1)" },
 	[TOP_ITERATIONS] = { "iterations", 'n', CTL_COUNT, "N", "iterations", NULL,
 			     "stop after N refreshes" },
+	{ NULL },
+};
+
+const struct ctl_option ctl_stop_options[] = {
+	[STOP_TIMEOUT] = { "timeout", 't', CTL_SECONDS, "SECONDS", "timeout", NULL,
+			   "how long to wait for the daemon to go (default 10)" },
 	{ NULL },
 };
 
@@ -537,4 +547,71 @@ ctl_warm(hm_client *c, const struct ctl_cmdline *cl)
 		if (warm_one(c, cl->argv[i], flags, cl->given[WARM_QUIET], tty) != 0)
 			rc = 1;
 	return rc;
+}
+
+/* Whether something listens at path: 1 yes, 0 no (nothing there, or a
+ * socket no one listens on), a negative errno when that cannot be told. */
+static int
+stop_listening(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd, rc, e;
+
+	if (strlen(path) >= sizeof sa.sun_path)
+		return -ENAMETOOLONG;
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	/* A daemon that stopped accepting but still holds its socket takes
+	 * the connection into its backlog: it is not gone yet. */
+	rc = connect(fd, (const struct sockaddr *)&sa, sizeof sa);
+	e = errno;
+	close(fd);
+	if (rc == 0)
+		return 1;
+	return e == ENOENT || e == ECONNREFUSED || e == ENOTDIR ? 0 : -e;
+}
+
+int
+ctl_stop(hm_client *c, const struct ctl_cmdline *cl)
+{
+	double timeout = cl->given[STOP_TIMEOUT] ? cl->opt[STOP_TIMEOUT].seconds : 10.0;
+	const struct timespec pause = { 0, 20 * 1000 * 1000 };
+	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	struct hm_stopped st = { 0 };
+	double deadline;
+	int rc;
+
+	if (cl->socket_path != NULL)
+		snprintf(path, sizeof path, "%s", cl->socket_path);
+	else if (frame_default_socket(path, sizeof path) < 0)
+		path[0] = '\0';
+	if (hm_stop(c, &st) < 0) {
+		ctl_report("stop", errno);
+		return 1;
+	}
+	if (st.socket_kept) {
+		/* systemd listens on: nothing to wait for on the socket */
+		printf("hotmapd pid %" PRIu32 " stopping; systemd keeps its socket, and the next "
+		       "connection starts hotmapd again (systemctl stop hotmapd.socket stops "
+		       "that)\n", st.pid);
+		return 0;
+	}
+	/* Not the pid: in a container the daemon's pid names another process
+	 * here, or none.  The socket is what clients see. */
+	deadline = ctl_now_us() + timeout * 1e6;
+	while (path[0] != '\0' && (rc = stop_listening(path)) != 0) {
+		if (ctl_now_us() >= deadline) {
+			if (rc > 0)
+				fprintf(stderr, "hotmapctl: stop: hotmapd pid %" PRIu32 " still listens "
+					"on %s after %g s\n", st.pid, path, timeout);
+			else
+				fprintf(stderr, "hotmapctl: stop: %s: %s\n", path, strerror(-rc));
+			return 1;
+		}
+		nanosleep(&pause, NULL);
+	}
+	printf("hotmapd pid %" PRIu32 " stopped\n", st.pid);
+	return 0;
 }

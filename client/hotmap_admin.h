@@ -109,6 +109,19 @@ int hm_config(hm_client *c,
 	      void (*cb)(const char *key, const char *value, const char *source, void *arg),
 	      void *arg, char *path, size_t pathlen);
 
+/* What hm_stop's daemon said. */
+struct hm_stopped {
+	uint32_t pid;		/* its pid, in its own pid namespace */
+	int socket_kept;	/* the socket is systemd's (socket activation): it
+				 * stays, and a new connection starts a daemon */
+};
+
+/* Asks the daemon to shut down, as SIGTERM does: it replies (into *out
+ * unless NULL), then closes every connection, this one too, and removes
+ * its socket (unless socket_kept).  Returns once the daemon has replied,
+ * not once it is gone.  Needs an administrator. */
+int hm_stop(hm_client *c, struct hm_stopped *out);
+
 #ifdef __cplusplus
 }
 #endif

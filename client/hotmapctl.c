@@ -80,6 +80,10 @@ static const struct ctl_command commands[] = {
 	  "print the configuration in force, and where each value came from", NULL },
 	{ "warm", ctl_warm, NULL, false, ctl_warm_options, paths_args,
 	  "bring files into the daemon's memory before they are read", NULL },
+	{ "stop", ctl_stop, NULL, true, ctl_stop_options, NULL,
+	  "shut the daemon down, as SIGTERM does, and wait until it is gone",
+	  "Gone: its socket refuses connections (the daemon closed every connection\n"
+	  "and removed the socket).  Exit 1 if it is not gone within the timeout." },
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 
@@ -548,7 +552,8 @@ run(struct parse *p)
 		rc = cmd->check(&p->cl);
 	if (rc != 0)
 		return rc;
-	c = connect_or_report(p->global_given[GLOBAL_SOCKET] ? p->global[GLOBAL_SOCKET].text : NULL);
+	p->cl.socket_path = p->global_given[GLOBAL_SOCKET] ? p->global[GLOBAL_SOCKET].text : NULL;
+	c = connect_or_report(p->cl.socket_path);
 	if (c == NULL)
 		return 1;
 	rc = cmd->run(c, &p->cl);

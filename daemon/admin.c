@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "daemon/admin.h"
 #include "daemon/closer.h"
@@ -390,4 +391,25 @@ admin_clients(struct session *s, uint32_t id, ProtobufCMessage *msg)
 	free(p.names);
 	free(p.v);
 	return rc;
+}
+
+int
+admin_stop(struct session *s, uint32_t id, ProtobufCMessage *msg)
+{
+	Hotmap__StopReply r = HOTMAP__STOP_REPLY__INIT;
+	char why[128];
+	int rc;
+
+	(void)msg;
+	r.pid = (uint32_t)getpid();
+	r.socket_kept = session_server(s)->socket_activated;
+	rc = peer_send(session_peer(s), HM_MSG_STOP_REPLY, id, &r.base);
+	if (rc < 0)
+		return rc;
+	/* The reply is written when this request's dispatch ends (peer.c
+	 * writes replies at once), before the loop stops; the sessions close
+	 * after it, in server_fini. */
+	snprintf(why, sizeof why, "STOP from %s", peer_name(session_peer(s)));
+	server_stop(session_server(s), why);
+	return 0;
 }

@@ -1,6 +1,6 @@
 /*
  * admin.h - the administrative requests: STATS (and its reset), FILES,
- * EVICT and CONFIG.  Each answers one request with one reply built from
+ * CLIENTS, EVICT, CONFIG and STOP.  Each answers one request with one reply built from
  * the server's counters, the file cache or the configuration in force.
  *
  * What it is for: keeping what an administrator may ask apart from the
@@ -28,5 +28,7 @@ int admin_files(struct session *s, uint32_t id, ProtobufCMessage *msg);
 int admin_evict(struct session *s, uint32_t id, ProtobufCMessage *msg);
 int admin_clients(struct session *s, uint32_t id, ProtobufCMessage *msg);
 int admin_config(struct session *s, uint32_t id, ProtobufCMessage *msg);
+/* Replies with the daemon's pid, then shuts down as on SIGTERM. */
+int admin_stop(struct session *s, uint32_t id, ProtobufCMessage *msg);
 
 #endif

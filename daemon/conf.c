@@ -194,6 +194,8 @@ conf_clear(struct hm_config *cfg)
 {
 	free(cfg->path);
 	free(cfg->socket_path);
+	free(cfg->log_file);
+	free(cfg->pid_file);
 	resolve_roots_clear(&cfg->roots);
 	free(cfg->root_sources);
 	free(cfg->allow_uid.v);

@@ -67,6 +67,10 @@ enum hm_config_key {
 	HM_KEY_LOG_LEVEL,
 	HM_KEY_DIRECT_READS,
 	HM_KEY_FOREGROUND,
+	HM_KEY_LOG_FILE,
+	HM_KEY_PID_FILE,
+	HM_KEY_USER,
+	HM_KEY_GROUP,
 	HM_CONFIG__NKEYS
 };
 
@@ -149,6 +153,11 @@ struct hm_config {
 					 * with 4 cores or more, else 0) */
 	int log_level;			/* log-level: LOG_ERR to LOG_DEBUG */
 	bool foreground;		/* foreground */
+	char *log_file;			/* log-file; NULL: syslog once detached,
+					 * else stderr */
+	char *pid_file;			/* pid-file; NULL: none */
+	uid_t user;			/* user; (uid_t)-1: stay who we are */
+	gid_t group;			/* group; (gid_t)-1: user's own group */
 
 	struct hm_config_source source[HM_CONFIG__NKEYS];
 };

@@ -106,6 +106,13 @@ void conf_text_socket(const struct hm_config *cfg, const struct key_def *d, char
 void conf_set_socket_group(struct load *l, const struct key_def *d, const char *value);
 void conf_text_socket_group(const struct hm_config *cfg, const struct key_def *d, char *buf,
 			    size_t len);
+/* An absolute path (log-file, pid-file) in a char * field; "" unsets. */
+void conf_set_path(struct load *l, const struct key_def *d, const char *value);
+void conf_text_path(const struct hm_config *cfg, const struct key_def *d, char *buf, size_t len);
+/* One user (user) or group (group) into a uid_t or gid_t field. */
+void conf_set_user(struct load *l, const struct key_def *d, const char *value);
+void conf_set_group(struct load *l, const struct key_def *d, const char *value);
+void conf_text_id(const struct hm_config *cfg, const struct key_def *d, char *buf, size_t len);
 void conf_set_root(struct load *l, const struct key_def *d, const char *value);
 void conf_text_root(const struct hm_config *cfg, const struct key_def *d, char *buf, size_t len);
 void conf_set_uid_list(struct load *l, const struct key_def *d, const char *value);

@@ -456,6 +456,70 @@ conf_text_socket_group(const struct hm_config *cfg, const struct key_def *d, cha
 		snprintf(buf, len, "%u", (unsigned)cfg->socket_group);
 }
 
+/* A char * field: absolute, since hotmapd leaves its directory for / when
+ * it detaches (the command line's are made absolute before they get here). */
+void
+conf_set_path(struct load *l, const struct key_def *d, const char *value)
+{
+	char **field = (char **)((char *)l->cfg + d->offset);
+	char *copy = NULL;
+
+	if (value[0] != '\0' && value[0] != '/') {
+		conf_key_error(l, d, "not an absolute path: '%s'", value);
+		return;
+	}
+	if (value[0] != '\0') {
+		copy = strdup(value);
+		if (copy == NULL) {
+			l->nomem = true;
+			return;
+		}
+	}
+	free(*field);
+	*field = copy;
+}
+
+void
+conf_text_path(const struct hm_config *cfg, const struct key_def *d, char *buf, size_t len)
+{
+	char *const *field = (char *const *)((const char *)cfg + d->offset);
+
+	snprintf(buf, len, "%s", *field != NULL ? *field : "");
+}
+
+static void
+set_one_id(struct load *l, const struct key_def *d, const char *value, bool group)
+{
+	unsigned *field = (unsigned *)((char *)l->cfg + d->offset);
+
+	if (value[0] == '\0')
+		*field = (unsigned)-1;	/* unset again */
+	else
+		lookup_id(l, d, value, group, field);
+}
+
+void
+conf_set_user(struct load *l, const struct key_def *d, const char *value)
+{
+	set_one_id(l, d, value, false);
+}
+
+void
+conf_set_group(struct load *l, const struct key_def *d, const char *value)
+{
+	set_one_id(l, d, value, true);
+}
+
+void
+conf_text_id(const struct hm_config *cfg, const struct key_def *d, char *buf, size_t len)
+{
+	unsigned id;
+
+	memcpy(&id, (const char *)cfg + d->offset, sizeof id);
+	if (id != (unsigned)-1)
+		snprintf(buf, len, "%u", id);
+}
+
 void
 conf_set_value(struct load *l, const struct key_def *d, const char *value)
 {

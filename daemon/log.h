@@ -1,17 +1,44 @@
 /*
- * log.h - hotmapd's log: one line per event on stderr.
+ * log.h - hotmapd's log: one line per event, to one of three places.
+ *
+ *   stderr  in the foreground without log-file (under systemd,
+ *           JOURNAL_STREAM set, each line carries a <N> priority prefix
+ *           so the journal keeps levels);
+ *   syslog  once detached, without log-file (ident "hotmapd", LOG_PID,
+ *           facility LOG_DAEMON);
+ *   a file  with log-file: appended, one write(2) per line, each with an
+ *           ISO 8601 timestamp; log_reopen (SIGHUP) opens the path again,
+ *           so that logrotate can move the old file away.
+ *
+ * Until log_ready, lines meant for syslog or a file also go to stderr:
+ * whoever started hotmapd sees why it failed to start.
  *
  * Only the daemon's main program and its service layer log; the storage
- * core and libhotmap never do.  Under systemd (JOURNAL_STREAM set) each
- * line carries a <N> syslog priority prefix so the journal keeps levels.
+ * core and libhotmap never do.
  */
 #ifndef HOTMAP_LOG_H
 #define HOTMAP_LOG_H
 
+#include <stdbool.h>
 #include <syslog.h>
 
 /* LOG_ERR .. LOG_DEBUG; lines above the level are dropped. */
 void log_set_level(int level);
+
+/*
+ * Where lines go from now on: the file at path (absolute; NULL: none),
+ * else syslog when detached, else stderr.  0, or a negative errno when
+ * the file cannot be opened (the log stays on stderr).
+ */
+int log_open(const char *path, bool detached);
+/* hotmapd is ready: stop copying lines to stderr. */
+void log_ready(void);
+/*
+ * SIGHUP: opens path again (the same, or a new one the reloaded
+ * configuration names; NULL: back to syslog or stderr).  On failure the
+ * log goes on where it was, with a warning, and a negative errno.
+ */
+int log_reopen(const char *path);
 
 void log_msg(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

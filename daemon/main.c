@@ -16,15 +16,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <event2/event.h>
 #include <protobuf-c/protobuf-c.h>
 
 #include "daemon/conf.h"
+#include "daemon/daemonize.h"
 #include "daemon/guard.h"
 #include "daemon/log.h"
+#include "daemon/privdrop.h"
 #include "daemon/server.h"
 
 static void
@@ -37,7 +38,7 @@ usage(FILE *f)
 		"      --config FILE      read FILE (default: " HM_CONFIG_DEFAULT_PATH ",\n"
 		"                         if it exists); options given here win over it\n"
 		"      --check-config     check the file and the options, print the values\n"
-		"                         in effect, and exit (0: good, 1: errors)\n");
+		"                         in effect, and exit (0: good, 2: errors)\n");
 	conf_usage(f);
 	fprintf(f,
 		"  -v, --verbose          log one level more (repeatable)\n"
@@ -62,48 +63,34 @@ raise_nofile_limit(void)
 }
 
 /*
- * Without --foreground: fork, and let the parent exit only when the child
- * is listening (0) or has failed (1), so that a script can use the socket
- * as soon as hotmapd returns.
+ * Paths the command line gives are the caller's, relative to the caller's
+ * directory, which the daemon leaves for / when it detaches: made absolute
+ * here, before anything reads them, and kept for reloads (args borrows
+ * them).  Freed at exit.
  */
-static int
-daemonize(int *ready_fd)
-{
-	int pipefd[2];
-	ssize_t n;
-	pid_t pid;
-	char c = 0;
+static char *owned_paths[16];
+static size_t nowned_paths;
 
-	if (pipe2(pipefd, O_CLOEXEC) < 0)
-		return -errno;
-	pid = fork();
-	if (pid < 0)
-		return -errno;
-	if (pid > 0) {
-		close(pipefd[1]);
-		do
-			n = read(pipefd[0], &c, 1);
-		while (n < 0 && errno == EINTR);
-		_exit(n == 1 && c == 'R' ? 0 : 1);
-	}
-	close(pipefd[0]);
-	if (setsid() < 0)
-		return -errno;
-	*ready_fd = pipefd[1];
-	return 0;
+static const char *
+option_path(const char *path)
+{
+	char *abs;
+
+	if (path[0] == '/' || path[0] == '\0' ||
+	    nowned_paths == sizeof owned_paths / sizeof owned_paths[0])
+		return path;
+	abs = daemonize_abspath(path);
+	if (abs == NULL)
+		return path;	/* conf says what is wrong with it, if anything */
+	owned_paths[nowned_paths++] = abs;
+	return abs;
 }
 
 static void
-detach_stdio(void)
+owned_paths_free(void)
 {
-	int fd = open("/dev/null", O_RDWR | O_CLOEXEC);
-
-	if (fd < 0)
-		return;
-	dup2(fd, STDIN_FILENO);
-	dup2(fd, STDOUT_FILENO);
-	if (fd > STDERR_FILENO)
-		close(fd);
+	while (nowned_paths > 0)
+		free(owned_paths[--nowned_paths]);
 }
 
 /* Long options without a short one: a key of the configuration each, by
@@ -141,6 +128,9 @@ options_build(struct option *opts, char *shortopts)
 {
 	size_t nshort = 0;
 	int k, nopts = 0;
+
+	/* ':' first: a missing value is told apart from an unknown option */
+	shortopts[nshort++] = ':';
 
 	for (k = 0; k < HM_CONFIG__NKEYS; k++) {
 		bool flag = conf_key_is_flag((enum hm_config_key)k);
@@ -188,17 +178,19 @@ static int
 options_parse(int argc, char **argv, struct hm_config_args *args, bool *check)
 {
 	struct option opts[HM_CONFIG__NKEYS + 8];
-	char shortopts[2 * HM_CONFIG__NKEYS + 8];
+	char shortopts[2 * HM_CONFIG__NKEYS + 9];
 	int c;
 
 	options_build(opts, shortopts);
+	opterr = 0;	/* said below, as "hotmapd: ...", not as argv[0] */
 	while ((c = getopt_long(argc, argv, shortopts, opts, NULL)) != -1) {
 		const char *value = optarg;
 		const char *key = option_key(&c, &value);
+		const char *word;
 
 		switch (c) {
 		case OPT_CONFIG:
-			args->path = optarg;
+			args->path = option_path(optarg);
 			break;
 		case OPT_CHECK_CONFIG:
 			*check = true;
@@ -218,17 +210,32 @@ options_parse(int argc, char **argv, struct hm_config_args *args, bool *check)
 		default:
 			if (key != NULL)
 				break;
-			usage(stderr);
+			/* One line, as other tools do, not the whole --help. */
+			word = argv[optind - 1];
+			if (c == ':')
+				fprintf(stderr, "hotmapd: option '%s' needs a value\n", word);
+			else if (strncmp(word, "--", 2) != 0)
+				fprintf(stderr, "hotmapd: unknown option '-%c'\n", optopt);
+			else if (optopt != 0)
+				fprintf(stderr, "hotmapd: option '%.*s' takes no value\n",
+					(int)strcspn(word, "="), word);
+			else
+				fprintf(stderr, "hotmapd: unknown option '%s'\n", word);
+			fprintf(stderr, "Try 'hotmapd --help' for more information.\n");
 			conf_args_clear(args);
 			return 2;
 		}
+		if (key != NULL && (strcmp(key, "socket") == 0 || strcmp(key, "log-file") == 0 ||
+				    strcmp(key, "pid-file") == 0))
+			value = option_path(value);
 		if (key != NULL && conf_args_add(args, key, value) < 0) {
 			fprintf(stderr, "hotmapd: out of memory\n");
 			return 1;
 		}
 	}
 	if (optind < argc) {
-		fprintf(stderr, "hotmapd: unexpected argument '%s'\n", argv[optind]);
+		fprintf(stderr, "hotmapd: unexpected argument '%s'\n"
+			"Try 'hotmapd --help' for more information.\n", argv[optind]);
 		conf_args_clear(args);
 		return 2;
 	}
@@ -251,7 +258,19 @@ config_load(struct hm_config *cfg, const struct hm_config_args *args, bool check
 		if (rc == -ENOMEM)
 			fprintf(stderr, "hotmapd: out of memory\n");
 		conf_errors_clear(&errs);
-		return check || rc == -ENOMEM ? 1 : 2;
+		/* the same status with --check-config as without: a script
+		 * that checks first sees what the start would say */
+		return rc == -ENOMEM ? 1 : 2;
+	}
+	/* The command line's paths are absolute by now; the file's and
+	 * HOTMAP_SOCKET's may not be.  An error of the configuration, so
+	 * --check-config says it too. */
+	if (!cfg->foreground && cfg->socket_path[0] != '/') {
+		fprintf(stderr, "hotmapd: socket: '%s' is a relative path, and hotmapd leaves its "
+			"directory for / when it detaches: give an absolute path, or --foreground\n",
+			cfg->socket_path);
+		conf_clear(cfg);
+		return 2;
 	}
 	if (check) {
 		print_config(cfg, args);
@@ -261,12 +280,36 @@ config_load(struct hm_config *cfg, const struct hm_config_args *args, bool check
 	return -1;
 }
 
+/*
+ * What the configuration asks of this process: where the log goes (the
+ * file opens now, as the user who started us), and a user it can become.
+ * -1 to go on, or the exit status after saying why.
+ */
+static int
+process_check(const struct hm_config *cfg)
+{
+	char err[512];
+	int rc;
+
+	rc = log_open(cfg->log_file, !cfg->foreground);
+	if (rc < 0) {
+		fprintf(stderr, "hotmapd: log-file %s: %s\n", cfg->log_file, strerror(-rc));
+		return 1;
+	}
+	if (privdrop_check(cfg->user, cfg->group, err, sizeof err) < 0) {
+		log_err("%s", err);
+		return 1;
+	}
+	return -1;
+}
+
 /* The process before the server: allocator, signals, limits, the SIGBUS
- * guard and, without --foreground, the fork (*ready_fd then tells the
- * parent).  0, or -1 after logging why. */
+ * guard and, without --foreground, detaching (*ready_fd then tells the
+ * caller).  0, or -1 after logging why. */
 static int
 process_setup(const struct hm_config *cfg, int *ready_fd)
 {
+	char err[256];
 	int rc;
 
 	/* Reply chunks (256 KiB) are allocated and freed all the time: keep
@@ -284,12 +327,42 @@ process_setup(const struct hm_config *cfg, int *ready_fd)
 		return -1;
 	}
 	if (!cfg->foreground) {
-		rc = daemonize(ready_fd);
+		rc = daemonize_start(ready_fd, err, sizeof err);
 		if (rc < 0) {
-			log_err("cannot daemonize: %s", strerror(-rc));
+			log_err("%s", err);
 			return -1;
 		}
 	}
+	return 0;
+}
+
+/* Everything that needs root is done (socket, pid file, log file): become
+ * the configured user, who is then hotmapd's own user for admin rights,
+ * and say we are ready.  0, or -1 after logging why. */
+static int
+become_ready(struct server *srv, struct pidfile *pf, int ready_fd)
+{
+	char err[512];
+	int rc;
+
+	rc = privdrop(srv->cfg.user, srv->cfg.group, err, sizeof err);
+	if (rc < 0) {
+		log_err("%s", err);
+		return -1;
+	}
+	if (srv->cfg.user != (uid_t)-1)
+		log_info("running as uid %u, gid %u", (unsigned)getuid(), (unsigned)getgid());
+	srv->uid = geteuid();
+	rc = pidfile_write(pf);
+	if (rc < 0) {
+		log_err("pid-file %s: %s", pf->path, strerror(-rc));
+		return -1;
+	}
+	if (srv->cfg.path != NULL)
+		log_info("configuration from %s", srv->cfg.path);
+	log_ready();
+	if (ready_fd >= 0)
+		daemonize_ready(ready_fd);
 	return 0;
 }
 
@@ -298,28 +371,31 @@ process_setup(const struct hm_config *cfg, int *ready_fd)
 static int
 serve(struct hm_config *cfg, const struct hm_config_args *args, int ready_fd)
 {
+	struct pidfile pf = { .fd = -1 };
 	struct server srv;
 	char err[512];
-	int rc;
+	int rc = 0;
 
+	if (cfg->pid_file != NULL)
+		rc = pidfile_open(&pf, cfg->pid_file, err, sizeof err);
+	if (rc < 0) {
+		log_err("%s", err);
+		conf_clear(cfg);
+		return 1;
+	}
 	rc = server_init(&srv, cfg, args, err, sizeof err);
 	if (rc == 0)
 		rc = server_listen(&srv, err, sizeof err);
-	if (rc < 0) {
+	if (rc < 0)
 		log_err("%s", err);
+	if (rc < 0 || become_ready(&srv, &pf, ready_fd) < 0) {
 		server_fini(&srv);
+		pidfile_close(&pf);
 		return 1;
-	}
-	if (srv.cfg.path != NULL)
-		log_info("configuration from %s", srv.cfg.path);
-	if (ready_fd >= 0) {
-		detach_stdio();
-		if (write(ready_fd, "R", 1) < 0)
-			log_warn("cannot tell the parent that hotmapd is ready: %s", strerror(errno));
-		close(ready_fd);
 	}
 	rc = server_run(&srv);
 	server_fini(&srv);
+	pidfile_close(&pf);
 	return rc < 0 ? 1 : 0;
 }
 
@@ -331,21 +407,27 @@ main(int argc, char **argv)
 	bool check = false;
 	int ready_fd = -1, rc;
 
+	daemonize_stdio_open();
 	rc = options_parse(argc, argv, &args, &check);
-	if (rc >= 0)
-		return rc;
-	rc = config_load(&cfg, &args, check);
+	if (rc < 0)
+		rc = config_load(&cfg, &args, check);
 	if (rc >= 0) {
 		conf_args_clear(&args);
+		owned_paths_free();
 		return rc;
 	}
 	log_set_level(cfg.log_level);
-	if (process_setup(&cfg, &ready_fd) < 0) {
+	rc = process_check(&cfg);
+	if (rc < 0 && process_setup(&cfg, &ready_fd) < 0)
+		rc = 1;
+	if (rc >= 0) {
 		conf_clear(&cfg);
 		conf_args_clear(&args);
-		return 1;
+		owned_paths_free();
+		return rc;
 	}
 	rc = serve(&cfg, &args, ready_fd);
 	conf_args_clear(&args);
+	owned_paths_free();
 	return rc;
 }

@@ -82,11 +82,16 @@ server_signal_cb(evutil_socket_t sig, short what, void *arg)
 	struct server *srv = arg;
 
 	(void)what;
-	if (sig == SIGHUP) {
+	if (sig == SIGHUP)
 		server_reload(srv);
-		return;
-	}
-	log_notice("%s: shutting down", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+	else
+		server_stop(srv, sig == SIGTERM ? "SIGTERM" : "SIGINT");
+}
+
+void
+server_stop(struct server *srv, const char *why)
+{
+	log_notice("%s: shutting down", why);
 	sd_notify(0, "STOPPING=1");
 	event_base_loopexit(srv->base, NULL);
 }
@@ -182,6 +187,7 @@ server_reload(struct server *srv)
 	snprintf(msg, sizeof msg, "RELOADING=1\nMONOTONIC_USEC=%llu",
 		 (unsigned long long)(monotime_ns() / 1000u));
 	sd_notify(0, msg);
+	log_reopen(cur->log_file);	/* logrotate's SIGHUP, whatever the file says */
 	rc = conf_load(&next, srv->cfg_args, &errs);
 	if (rc < 0) {
 		for (i = 0; i < errs.n; i++)
@@ -219,6 +225,7 @@ server_reload(struct server *srv)
 	conf_clear(cur);
 	*cur = next;
 	log_set_level(cur->log_level);
+	log_reopen(cur->log_file);	/* the file the reload names */
 	server_apply(srv);
 	file = cur->path != NULL ? cur->path : "no file, built-in defaults";
 	log_notice("reload: configuration in use from %s", file);

@@ -90,12 +90,16 @@ int server_init(struct server *srv, struct hm_config *cfg, const struct hm_confi
 int server_listen(struct server *srv, char *err, size_t errlen);
 /* Runs until SIGTERM or SIGINT. */
 int server_run(struct server *srv);
+/* Shuts down as on SIGTERM, why saying who asked: the loop ends once the
+ * callbacks running now are done (a reply queued now is written first). */
+void server_stop(struct server *srv, const char *why);
 /*
  * Loads the configuration again, from the same file with the same command
  * line (SIGHUP).  With errors, logs every one and keeps the configuration
  * in use (-EINVAL).  Otherwise the new one replaces it, except the values
  * that need a restart (socket, socket-mode, socket-group, workers,
- * foreground), which are logged and kept; the log level applies at once.
+ * foreground, pid-file, user, group), which are logged and kept; the log
+ * level applies at once and the log file is opened again (logrotate).
  * Tells systemd RELOADING=1 before and READY=1 after.
  */
 int server_reload(struct server *srv);

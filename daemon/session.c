@@ -77,6 +77,7 @@ static const struct session_command session_commands[] = {
 	{ HM_MSG_RING_KICK, session_ring_kick, false },
 	{ HM_MSG_CONFIG, admin_config, true },
 	{ HM_MSG_CLIENTS, admin_clients, true },
+	{ HM_MSG_STOP, admin_stop, true },
 };
 
 /* The requests timed in the latency histograms. */

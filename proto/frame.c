@@ -42,6 +42,8 @@ static const struct {
 	[HM_MSG_CONFIG_REPLY] = { "CONFIG_REPLY", &hotmap__config_reply__descriptor },
 	[HM_MSG_CLIENTS] = { "CLIENTS", &hotmap__clients__descriptor },
 	[HM_MSG_CLIENTS_REPLY] = { "CLIENTS_REPLY", &hotmap__clients_reply__descriptor },
+	[HM_MSG_STOP] = { "STOP", &hotmap__stop__descriptor },
+	[HM_MSG_STOP_REPLY] = { "STOP_REPLY", &hotmap__stop_reply__descriptor },
 };
 
 const ProtobufCMessageDescriptor *

@@ -76,7 +76,9 @@ enum hm_msg_type {
 	HM_MSG_CONFIG_REPLY = 25,
 	HM_MSG_CLIENTS = 26,
 	HM_MSG_CLIENTS_REPLY = 27,
-	HM_MSG__MAX = 27
+	HM_MSG_STOP = 28,
+	HM_MSG_STOP_REPLY = 29,
+	HM_MSG__MAX = 29
 };
 
 struct hm_frame_header {

@@ -188,6 +188,10 @@ assert_defaults(const struct hm_config *cfg)
 	assert_int_equal(cfg->poll_us, -1);
 	assert_int_equal(cfg->log_level, LOG_NOTICE);
 	assert_false(cfg->foreground);
+	assert_null(cfg->log_file);
+	assert_null(cfg->pid_file);
+	assert_int_equal(cfg->user, (uid_t)-1);
+	assert_int_equal(cfg->group, (gid_t)-1);
 	for (k = 0; k < HM_CONFIG__NKEYS; k++)
 		assert_string_equal(source(cfg, (enum hm_config_key)k), "default");
 }
@@ -278,7 +282,11 @@ test_every_key_good(void **state)
 		   "poll-us = 75\n"			/* 23 */
 		   "log-level = debug\n"		/* 24 */
 		   "direct-reads = no\n"		/* 25 */
-		   "foreground = yes\n",		/* 26 */
+		   "foreground = yes\n"		/* 26 */
+		   "log-file = %1$s/hotmapd.log\n"	/* 27 */
+		   "pid-file = %1$s/hotmapd.pid\n"	/* 28 */
+		   "user = root\n"			/* 29 */
+		   "group = %2$s\n",			/* 30 */
 		   dir, group0());
 	load_ok(&cfg, &args);
 	assert_string_equal(cfg.socket_path + strlen(dir), "/s.sock");
@@ -314,6 +322,10 @@ test_every_key_good(void **state)
 	assert_int_equal(cfg.log_level, LOG_DEBUG);
 	assert_false(cfg.direct_reads);
 	assert_true(cfg.foreground);
+	assert_string_equal(cfg.log_file + strlen(dir), "/hotmapd.log");
+	assert_string_equal(cfg.pid_file + strlen(dir), "/hotmapd.pid");
+	assert_int_equal(cfg.user, 0);
+	assert_int_equal(cfg.group, 0);
 
 	/* each from its line (root: the last one; each root has its own) */
 	for (k = 0; k < HM_CONFIG__NKEYS; k++) {
@@ -358,6 +370,10 @@ test_every_key_bad_all_errors_at_once(void **state)
 		{ "log-level = loud", "log-level: unknown value 'loud' (error, warning, notice, info, debug)" },
 		{ "direct-reads = sometimes", "direct-reads: not yes or no: 'sometimes'" },
 		{ "foreground = maybe", "foreground: not yes or no: 'maybe'" },
+		{ "log-file = hotmapd.log", "log-file: not an absolute path: 'hotmapd.log'" },
+		{ "pid-file = run/hotmapd.pid", "pid-file: not an absolute path: 'run/hotmapd.pid'" },
+		{ "user = hotmap-no-such-user", "user: unknown user 'hotmap-no-such-user'" },
+		{ "group = hotmap-no-such-group", "group: unknown group 'hotmap-no-such-group'" },
 	};
 	struct hm_config_args args = { 0 };
 	struct hm_config_errors errs = { 0 };
@@ -695,6 +711,10 @@ test_key_table(void **state)
 	assert_true(conf_key_needs_restart(HM_KEY_SOCKET_GROUP));
 	assert_true(conf_key_needs_restart(HM_KEY_WORKERS));
 	assert_true(conf_key_needs_restart(HM_KEY_FOREGROUND));
+	assert_true(conf_key_needs_restart(HM_KEY_PID_FILE));
+	assert_true(conf_key_needs_restart(HM_KEY_USER));
+	assert_true(conf_key_needs_restart(HM_KEY_GROUP));
+	assert_false(conf_key_needs_restart(HM_KEY_LOG_FILE));
 	assert_false(conf_key_needs_restart(HM_KEY_ROOT));
 	assert_false(conf_key_needs_restart(HM_KEY_LOG_LEVEL));
 	assert_false(conf_key_needs_restart(HM_KEY_MAX_INFLIGHT));

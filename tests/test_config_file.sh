@@ -121,14 +121,14 @@ network-fs-chunk = 1K
 EOF
 "$HOTMAPD" --check-config --config "$bad" >"$dir/out" 2>"$dir/err"
 rc=$?
-if [ $rc -eq 1 ] && [ "$(wc -l <"$dir/err")" -eq 3 ] &&
+if [ $rc -eq 2 ] && [ "$(wc -l <"$dir/err")" -eq 3 ] &&
    grep -qxF "hotmapd: $bad:2: unknown key 'sokcet'" "$dir/err" &&
    grep -qxF "hotmapd: $bad:4: max-inflight: not a number: 'x'" "$dir/err" &&
    grep -qF "hotmapd: $bad:5: network-fs-chunk: 1K is out of range" "$dir/err" &&
    ! grep -q "configuration OK" "$dir/out" && [ ! -e "$sock" ]; then
-	ok "--check-config of a file with 3 errors: exit 1, all three with their lines"
+	ok "--check-config of a file with 3 errors: exit 2, all three with their lines"
 else
-	not_ok "--check-config of a file with 3 errors: exit 1, all three with their lines" \
+	not_ok "--check-config of a file with 3 errors: exit 2, all three with their lines" \
 		"exit $rc" "$(cat "$dir/out" "$dir/err")"
 fi
 
@@ -142,7 +142,7 @@ fi
 
 "$HOTMAPD" --check-config --config "$dir/missing.conf" >"$dir/out" 2>"$dir/err"
 rc=$?
-if [ $rc -eq 1 ] && grep -qF "hotmapd: $dir/missing.conf: No such file or directory" "$dir/err"; then
+if [ $rc -eq 2 ] && grep -qF "hotmapd: $dir/missing.conf: No such file or directory" "$dir/err"; then
 	ok "--config of a missing file is an error"
 else
 	not_ok "--config of a missing file is an error" "exit $rc" "$(cat "$dir/err")"

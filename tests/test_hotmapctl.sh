@@ -14,7 +14,7 @@ HOTMAPCTL=${HOTMAPCTL:-client/hotmapctl}
 # Absolute: one test runs hotmapctl from another directory.
 case $HOTMAPD in /*) ;; *) HOTMAPD=$PWD/$HOTMAPD ;; esac
 case $HOTMAPCTL in /*) ;; *) HOTMAPCTL=$PWD/$HOTMAPCTL ;; esac
-PLAN=101
+PLAN=103
 
 . "${TESTS_SRCDIR:-$(dirname "$0")}/tap.sh"
 
@@ -212,7 +212,7 @@ else
 	not_ok "a command's short option wins over the global one: files -s path -j" "exit $rc" \
 		"$(cat "$dir/out" "$dir/err")"
 fi
-for cmd in ping stats top read files stat evict config warm; do
+for cmd in ping stats top read files stat clients evict config warm stop; do
 	"$HOTMAPCTL" "$cmd" --help >"$dir/out" 2>"$dir/err"
 	rc=$?
 	if [ $rc -eq 0 ] && [ ! -s "$dir/err" ] &&
