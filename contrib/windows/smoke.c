@@ -7,8 +7,9 @@
  * a HELLO over a named pipe with a security descriptor and overlapped I/O;
  * the daemon's side learning who its client is (process id, token user);
  * a handle passed by DuplicateHandle, the way a descriptor goes with
- * SCM_RIGHTS on Linux; and the guard's recovery from a fault inside a
- * guarded copy through a vectored exception handler.
+ * SCM_RIGHTS on Linux; and the guard (daemon/guard_win32.c).  With
+ * "truncated PATH" it is the guard's recovery test instead, which
+ * contrib/windows/test drives (it truncates PATH from outside wine).
  *
  * What it must not do: become the transport.  The real one goes behind
  * the transport seam (docs/windows.md); this file only shows the calls
@@ -20,7 +21,6 @@
 #include "config.h"
 
 #include <errno.h>
-#include <setjmp.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -34,6 +34,7 @@
 #define STATUS_DEVICE_DATA_ERROR ((LONG)0xC000009CL)
 #endif
 
+#include "daemon/guard.h"
 #include "proto/frame.h"
 #include "proto/vocab.h"
 
@@ -383,122 +384,122 @@ out:
 		CloseHandle(t.file);
 }
 
-/* ---- the guard ---------------------------------------------------------- */
+/* ---- the guard (daemon/guard_win32.c) ----------------------------------- */
+
+/* A temporary file of len bytes of c, mapped whole; its view, or NULL. */
+static const char *
+map_temp(wchar_t *path, size_t len, char c, HANDLE *file, HANDLE *mapping)
+{
+	wchar_t tmpdir[MAX_PATH];
+	char buf[4096];
+	DWORD n;
+	size_t done;
+
+	GetTempPathW(MAX_PATH, tmpdir);
+	GetTempFileNameW(tmpdir, L"hmg", 0, path);
+	*file = CreateFileW(path, GENERIC_READ | GENERIC_WRITE,
+			    FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE, NULL,
+			    CREATE_ALWAYS, 0, NULL);
+	if (*file == INVALID_HANDLE_VALUE)
+		return NULL;
+	memset(buf, c, sizeof buf);
+	for (done = 0; done < len; done += n)
+		if (!WriteFile(*file, buf, (DWORD)(len - done < sizeof buf ? len - done : sizeof buf), &n, NULL))
+			return NULL;
+	*mapping = CreateFileMappingW(*file, NULL, PAGE_READONLY, 0, 0, NULL);
+	return *mapping != NULL ? MapViewOfFile(*mapping, FILE_MAP_READ, 0, 0, 0) : NULL;
+}
 
 /*
- * The shape of daemon/guard_win32.c: a vectored exception handler that
- * acts only for the thread inside a guarded copy and only for a fault in
- * the range being copied.  It does not longjmp from inside the handler
- * (that would leave the exception dispatcher's frames half done); it
- * resumes the thread at guard_bail(), which leaves the copy by longjmp.
- * The jump buffer is made by _setjmp(jb, NULL): with no frame, msvcrt's
- * longjmp restores registers and does not unwind (the copy holds nothing
- * to clean up), as sigsetjmp(jb, 0) does on Linux.  mingw's __thread is
- * emulated (emutls), so the state is reached through one pointer taken
- * before _setjmp.
+ * A fault that is not a guarded copy's own must still crash: run in a
+ * child process (this program with "wild"), which copies under the guard
+ * from memory that is no view at all.  Its unhandled-exception filter
+ * exits with 3; anything else means the guard swallowed the fault.
  */
-struct guard_tls {
-	jmp_buf jb;
-	const volatile char *lo, *hi;
-	volatile DWORD code;
-	volatile int active;
-};
-static __thread struct guard_tls guard;
-
-static struct guard_tls * __attribute__((noinline))
-guard_self(void)
+static int
+wild_child(void)
 {
-	return &guard;
-}
+	char *p = VirtualAlloc(NULL, 65536, MEM_RESERVE, PAGE_NOACCESS);
+	char out[16];
 
-static void __attribute__((noreturn, noinline))
-guard_bail(void)
-{
-	longjmp(guard_self()->jb, 1);
-}
-
-static LONG CALLBACK
-guard_handler(EXCEPTION_POINTERS *ep)
-{
-	EXCEPTION_RECORD *er = ep->ExceptionRecord;
-	struct guard_tls *g = guard_self();
-	const char *addr;
-
-	if (!g->active)
-		return EXCEPTION_CONTINUE_SEARCH;
-	if (er->ExceptionCode != EXCEPTION_IN_PAGE_ERROR &&
-	    er->ExceptionCode != EXCEPTION_ACCESS_VIOLATION)
-		return EXCEPTION_CONTINUE_SEARCH;
-	if (er->NumberParameters < 2)
-		return EXCEPTION_CONTINUE_SEARCH;
-	addr = (const char *)er->ExceptionInformation[1];
-	if (addr < g->lo || addr >= g->hi)
-		return EXCEPTION_CONTINUE_SEARCH;	/* not ours: a real bug crashes */
-	g->code = er->ExceptionCode;
-	g->active = 0;
-	/* resume in guard_bail with the stack as a call would leave it */
-	ep->ContextRecord->Rsp = ((ep->ContextRecord->Rsp - 128) & ~(DWORD64)15) - 8;
-	ep->ContextRecord->Rip = (DWORD64)(uintptr_t)guard_bail;
-	return EXCEPTION_CONTINUE_EXECUTION;
-}
-
-/* 0, or -EIO when the source faulted inside [src, src + len). */
-static int __attribute__((noinline))
-guard_copy(void *dst, const volatile char *src, size_t len)
-{
-	struct guard_tls *volatile g = guard_self();
-
-	if (_setjmp(g->jb, NULL)) {
-		g->active = 0;
-		return -EIO;
-	}
-	g->lo = src;
-	g->hi = src + len;
-	g->code = 0;
-	g->active = 1;
-	memcpy(dst, (const void *)src, len);
-	g->active = 0;
+	guard_install();
+	guard_copy(out, p, sizeof out);
+	printf("guard_copy returned from a wild fault\n");
 	return 0;
 }
 
 static void
 test_guard(void)
 {
-	PVOID veh = AddVectoredExceptionHandler(1, guard_handler);
-	SYSTEM_INFO si;
-	char *p, out[64];
-	int r;
+	wchar_t self[MAX_PATH], cmd[MAX_PATH + 16], path[MAX_PATH];
+	STARTUPINFOW si = { .cb = sizeof si };
+	PROCESS_INFORMATION pi;
+	HANDLE file = INVALID_HANDLE_VALUE, mapping = NULL;
+	const char *view;
+	char out[64];
+	DWORD code = 0;
 
-	GetSystemInfo(&si);
-	/* A readable page followed by a reserved one: the copy runs off the
-	 * end, as a copy out of a view runs into a page the file lost. */
-	p = VirtualAlloc(NULL, 2 * si.dwPageSize, MEM_RESERVE, PAGE_NOACCESS);
-	VirtualAlloc(p, si.dwPageSize, MEM_COMMIT, PAGE_READWRITE);
-	memset(p, 'x', si.dwPageSize);
+	check(guard_install() == 0 && guard_install() == 0, "guard_install, twice");
+	view = map_temp(path, 100000, 'g', &file, &mapping);
+	check(view != NULL && guard_copy(out, view + 99000, sizeof out) == 0 && out[63] == 'g',
+	      "guard_copy out of a view");
+	check(guard_copy(out, view, 0) == 0, "guard_copy of nothing");
+	if (view != NULL)
+		UnmapViewOfFile(view);
+	if (mapping != NULL)
+		CloseHandle(mapping);
+	if (file != INVALID_HANDLE_VALUE)
+		CloseHandle(file);
+	DeleteFileW(path);
 
-	r = guard_copy(out, p + si.dwPageSize - 16, 16);
-	check(r == 0 && out[0] == 'x', "a guarded copy inside good memory succeeds");
-	r = guard_copy(out, p + si.dwPageSize - 16, 32);
-	check(r == -EIO && guard.code == EXCEPTION_ACCESS_VIOLATION,
-	      "a fault inside the guarded range returns -EIO (code 0x%lx)", (unsigned long)guard.code);
-	r = guard_copy(out, p + si.dwPageSize - 16, 16);
-	check(r == 0, "the thread copies again after a recovered fault");
-
-	/* The code a failed read of a mapped file raises. */
-	guard.lo = (const char *)0x1000;
-	guard.hi = (const char *)0x2000;
-	guard.active = 1;
-	if (_setjmp(guard_self()->jb, NULL) == 0) {
-		ULONG_PTR info[3] = { 0, 0x1800, (ULONG_PTR)STATUS_DEVICE_DATA_ERROR };
-
-		RaiseException(EXCEPTION_IN_PAGE_ERROR, 0, 3, info);
-		guard.code = 0;
+	GetModuleFileNameW(NULL, self, MAX_PATH);
+	swprintf(cmd, MAX_PATH + 16, L"\"%ls\" wild", self);
+	if (CreateProcessW(self, cmd, NULL, NULL, FALSE, 0, NULL, NULL, &si, &pi)) {
+		WaitForSingleObject(pi.hProcess, 60000);
+		GetExitCodeProcess(pi.hProcess, &code);
+		CloseHandle(pi.hThread);
+		CloseHandle(pi.hProcess);
 	}
-	guard.active = 0;
-	check(guard.code == EXCEPTION_IN_PAGE_ERROR, "EXCEPTION_IN_PAGE_ERROR is recovered the same way");
+	check(code == 3, "a fault outside any view still crashes under the guard (exit %lu)", code);
+}
 
-	VirtualFree(p, 0, MEM_RELEASE);
-	RemoveVectoredExceptionHandler(veh);
+/*
+ * "truncated PATH": the recovery itself.  PATH is mapped, then this waits
+ * for a line on stdin, while contrib/windows/test truncates the file from
+ * outside wine (Windows itself would refuse); every guarded copy out of
+ * the lost pages must then come back as -EFAULT, and the thread go on.
+ */
+static int
+truncated_child(const char *path)
+{
+	HANDLE f, m;
+	const char *view;
+	LARGE_INTEGER size;
+	char line[16], *out;
+	int r1, r2;
+
+	f = CreateFileA(path, GENERIC_READ, FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE,
+			NULL, OPEN_EXISTING, 0, NULL);
+	m = f != INVALID_HANDLE_VALUE ? CreateFileMappingW(f, NULL, PAGE_READONLY, 0, 0, NULL) : NULL;
+	view = m != NULL ? MapViewOfFile(m, FILE_MAP_READ, 0, 0, 0) : NULL;
+	if (view == NULL || !GetFileSizeEx(f, &size) || guard_install() != 0) {
+		printf("not ok 1 - map %s\n", path);
+		return 1;
+	}
+	out = malloc((size_t)size.QuadPart);
+	r1 = guard_copy(out, view, (size_t)size.QuadPart);
+	check(r1 == 0, "guard_copy of the whole view before the truncation");
+	printf("# mapped\n");
+	fflush(stdout);
+	if (fgets(line, sizeof line, stdin) == NULL)
+		return 1;
+	r1 = guard_copy(out, view, (size_t)size.QuadPart);
+	r2 = guard_copy(out, view + size.QuadPart / 2, 4096);
+	check(r1 == -EFAULT, "a copy from pages the file lost returns -EFAULT (%d)", r1);
+	check(r2 == -EFAULT, "and again on the same thread (%d)", r2);
+	printf("1..%d\n", passed + failed);
+	free(out);
+	return failed == 0 ? 0 : 1;
 }
 
 /* ---- a mapped file's size -------------------------------------------------- */
@@ -551,9 +552,13 @@ test_mapping_blocks_truncate(void)
 
 /* A crash is a failure with its code, never a debugger waiting for a
  * person (wine starts winedbg, Windows a dialog). */
+static int crash_quietly;	/* the "wild" child: its crash is expected */
+
 static LONG CALLBACK
 smoke_crash(EXCEPTION_POINTERS *ep)
 {
+	if (crash_quietly)
+		ExitProcess(3);
 	printf("not ok - crashed: exception 0x%lx at %p\n",
 	       (unsigned long)ep->ExceptionRecord->ExceptionCode, ep->ExceptionRecord->ExceptionAddress);
 	printf("smoke: %d passed, %d failed\n", passed, failed + 1);
@@ -562,11 +567,17 @@ smoke_crash(EXCEPTION_POINTERS *ep)
 }
 
 int
-main(void)
+main(int argc, char **argv)
 {
 	SetErrorMode(SEM_FAILCRITICALERRORS | SEM_NOGPFAULTERRORBOX);
 	SetUnhandledExceptionFilter(smoke_crash);
 	setvbuf(stdout, NULL, _IONBF, 0);
+	if (argc == 2 && strcmp(argv[1], "wild") == 0) {
+		crash_quietly = 1;
+		return wild_child();
+	}
+	if (argc == 3 && strcmp(argv[1], "truncated") == 0)
+		return truncated_child(argv[2]);
 	test_frame();
 	test_pipe();
 	test_guard();
