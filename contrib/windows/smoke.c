@@ -1,5 +1,5 @@
 /*
- * smoke.c - the first Windows pieces of hotmap, end to end, in one process.
+ * smoke.c - the first Windows pieces of hotmap, end to end, in one program.
  *
  * What it is for: proving on Windows (and under wine) the mechanisms the
  * port is built on, before the daemon is: hotmap's own framing code
@@ -7,9 +7,12 @@
  * a HELLO over a named pipe with a security descriptor and overlapped I/O;
  * the daemon's side learning who its client is (process id, token user);
  * a handle passed by DuplicateHandle, the way a descriptor goes with
- * SCM_RIGHTS on Linux; and the guard (daemon/guard_win32.c).  With
- * "truncated PATH" it is the guard's recovery test instead, which
- * contrib/windows/test drives (it truncates PATH from outside wine).
+ * SCM_RIGHTS on Linux; libevent's loop woken from another thread, as
+ * pipe completions will wake it; and the guard (daemon/guard_win32.c),
+ * which must let a fault that is not its own crash (checked in a child
+ * process of this program, "wild").  With "truncated PATH" it is the
+ * guard's recovery test instead, which contrib/windows/test drives (it
+ * truncates PATH from outside wine).
  *
  * What it must not do: become the transport.  The real one goes behind
  * the transport seam (docs/windows.md); this file only shows the calls
@@ -30,10 +33,6 @@
 #include <winsock2.h>
 #include <windows.h>
 #include <sddl.h>
-
-#ifndef STATUS_DEVICE_DATA_ERROR
-#define STATUS_DEVICE_DATA_ERROR ((LONG)0xC000009CL)
-#endif
 
 #include <event2/event.h>
 #include <event2/thread.h>
