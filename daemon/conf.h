@@ -218,6 +218,14 @@ void conf_foreach(const struct hm_config *cfg, hm_config_cb cb, void *arg);
 
 /* The command line's part of --help: every key's option and text. */
 void conf_usage(FILE *f);
+/* hotmapd.conf.example: every key with its --help text and its default,
+ * commented out (--print-example-config).  The socket shown is the system
+ * service's, whoever runs it.  0, or -ENOMEM. */
+int conf_print_example(FILE *f);
+/* hotmapd.conf.example: every key, in --help's order, with its --help
+ * text and its default, commented out (--print-example-config).  The
+ * socket shown is the system service's, whoever runs it.  0, or -ENOMEM. */
+int conf_print_example(FILE *f);
 /* key's short option (0: none), and whether it takes no value (a flag
  * means "yes"). */
 int conf_key_short(enum hm_config_key key);
