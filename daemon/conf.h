@@ -14,7 +14,7 @@
  * Adding a key: its field in struct hm_config and its name in enum
  * hm_config_key (the declaration), one row in keys[] (all the rest: a
  * type with a handler only for what no type covers), its line in
- * man/hotmapd.conf.5, and its good and bad values in tests/test_config.c
+ * man/hotmapd.conf.5.in, and its good and bad values in tests/test_config.c
  * (test_every_key_good and test_every_key_bad_all_errors_at_once fail
  * until they have one per key).  Nothing else: main.c, server.c and
  * hotmapctl config take it from the table.
