@@ -272,3 +272,81 @@ conf_foreach(const struct hm_config *cfg, hm_config_cb cb, void *arg)
 		   conf_source_text(cfg, cfg->source[k], source, sizeof source), arg);
 	}
 }
+
+/* A key's --help text as comment lines. */
+static void
+example_help(FILE *f, const char *p)
+{
+	const char *nl;
+
+	p += *p == '\n';
+	while ((nl = strchr(p, '\n')) != NULL) {
+		fprintf(f, "# %.*s\n", (int)(nl - p), p);
+		p = nl + 1;
+	}
+	fprintf(f, "# %s\n", p);
+}
+
+/* "# key = METAVAR" for key and the keys told with it ("yes|no" for a
+ * flag, which a file sets like any boolean). */
+static void
+example_synopsis(FILE *f, int k)
+{
+	const struct key_def *d = conf_key_def(k);
+	const char *m;
+
+	do {
+		m = d->metavar != NULL ? d->metavar : "yes|no";
+		fprintf(f, "# %s = %.*s\n", d->name, (int)strcspn(m, ","), m);
+		d = ++k < HM_CONFIG__NKEYS ? conf_key_def(k) : NULL;
+	} while (d != NULL && d->help == NULL);
+}
+
+/*
+ * Made from the key table alone, as --help is, so that the example that
+ * make install puts with the docs lists a key as soon as the table has
+ * it and shows the defaults that conf_set_defaults sets.  A key without
+ * text is told with the key before it (allow-gid with allow-uid): one
+ * comment over both.
+ */
+int
+conf_print_example(FILE *f)
+{
+	struct hm_config cfg;
+	char value[8192];
+	char *sock;
+	int k;
+
+	if (conf_set_defaults(&cfg) < 0) {
+		conf_clear(&cfg);
+		return -ENOMEM;
+	}
+	/* The file is the system service's: its socket, not the one that the
+	 * environment of whoever makes the example would give. */
+	sock = strdup("/run/hotmap/hotmapd.sock");
+	if (sock == NULL) {
+		conf_clear(&cfg);
+		return -ENOMEM;
+	}
+	free(cfg.socket_path);
+	cfg.socket_path = sock;
+	fprintf(f, "# hotmapd.conf: every key with its default, commented out.\n"
+		   "# hotmapd reads " HM_CONFIG_DEFAULT_PATH " (hotmapd.conf(5));\n"
+		   "# uncomment a line to change it.  The command line wins over the file.\n"
+		   "# Made by hotmapd --print-example-config (hotmap " PACKAGE_VERSION ").\n");
+	for (k = 0; k < HM_CONFIG__NKEYS; k++) {
+		const struct key_def *d = conf_key_def(k);
+
+		if (d->help != NULL) {
+			fprintf(f, "\n");
+			example_synopsis(f, k);
+			example_help(f, d->help);
+		}
+		if (d->restart)
+			fprintf(f, "# (a reload keeps the old value: restart hotmapd)\n");
+		conf_value_text(&cfg, (enum hm_config_key)k, value, sizeof value);
+		fprintf(f, "#%s =%s%s\n", d->name, value[0] != '\0' ? " " : "", value);
+	}
+	conf_clear(&cfg);
+	return 0;
+}

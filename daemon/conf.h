@@ -14,7 +14,7 @@
  * Adding a key: its field in struct hm_config and its name in enum
  * hm_config_key (the declaration), one row in keys[] (all the rest: a
  * type with a handler only for what no type covers), its line in
- * man/hotmapd.conf.5, and its good and bad values in tests/test_config.c
+ * man/hotmapd.conf.5.in, and its good and bad values in tests/test_config.c
  * (test_every_key_good and test_every_key_bad_all_errors_at_once fail
  * until they have one per key).  Nothing else: main.c, server.c and
  * hotmapctl config take it from the table.
@@ -227,6 +227,14 @@ void conf_foreach(const struct hm_config *cfg, hm_config_cb cb, void *arg);
 
 /* The command line's part of --help: every key's option and text. */
 void conf_usage(FILE *f);
+/* hotmapd.conf.example: every key with its --help text and its default,
+ * commented out (--print-example-config).  The socket shown is the system
+ * service's, whoever runs it.  0, or -ENOMEM. */
+int conf_print_example(FILE *f);
+/* hotmapd.conf.example: every key, in --help's order, with its --help
+ * text and its default, commented out (--print-example-config).  The
+ * socket shown is the system service's, whoever runs it.  0, or -ENOMEM. */
+int conf_print_example(FILE *f);
 /* key's short option (0: none), and whether it takes no value (a flag
  * means "yes"). */
 int conf_key_short(enum hm_config_key key);

@@ -38,7 +38,11 @@ usage(FILE *f)
 		"      --config FILE      read FILE (default: " HM_CONFIG_DEFAULT_PATH ",\n"
 		"                         if it exists); options given here win over it\n"
 		"      --check-config     check the file and the options, print the values\n"
-		"                         in effect, and exit (0: good, 2: errors)\n");
+		"                         in effect, and exit (0: good, 2: errors)\n"
+		"      --quiet            with --check-config: print only the errors\n"
+		"      --print-example-config\n"
+		"                         print every key with its default, commented\n"
+		"                         out, as hotmapd.conf reads it, and exit\n");
 	conf_usage(f);
 	fprintf(f,
 		"  -v, --verbose          log one level more (repeatable)\n"
@@ -98,6 +102,8 @@ owned_paths_free(void)
 enum {
 	OPT_CONFIG = 256,
 	OPT_CHECK_CONFIG,
+	OPT_QUIET,
+	OPT_PRINT_EXAMPLE,
 	OPT_KEY = 512,
 };
 
@@ -148,6 +154,9 @@ options_build(struct option *opts, char *shortopts)
 	memcpy(shortopts + nshort, "vhV", sizeof "vhV");
 	opts[nopts++] = (struct option){ "config", required_argument, NULL, OPT_CONFIG };
 	opts[nopts++] = (struct option){ "check-config", no_argument, NULL, OPT_CHECK_CONFIG };
+	opts[nopts++] = (struct option){ "quiet", no_argument, NULL, OPT_QUIET };
+	opts[nopts++] = (struct option){ "print-example-config", no_argument, NULL,
+					 OPT_PRINT_EXAMPLE };
 	opts[nopts++] = (struct option){ "verbose", no_argument, NULL, 'v' };
 	opts[nopts++] = (struct option){ "help", no_argument, NULL, 'h' };
 	opts[nopts++] = (struct option){ "version", no_argument, NULL, 'V' };
@@ -172,12 +181,13 @@ option_key(int *c, const char **value)
 	return conf_key_name((enum hm_config_key)(*c - OPT_KEY));
 }
 
-/* The command line into args and *check: -1 to go on, or the status to
- * exit with (--help, --version, a usage error). */
+/* The command line into args, *check and *quiet: -1 to go on, or the
+ * status to exit with (--help, --version, --print-example-config, a usage
+ * error). */
 static int
-options_parse(int argc, char **argv, struct hm_config_args *args, bool *check)
+options_parse(int argc, char **argv, struct hm_config_args *args, bool *check, bool *quiet)
 {
-	struct option opts[HM_CONFIG__NKEYS + 8];
+	struct option opts[HM_CONFIG__NKEYS + 10];
 	char shortopts[2 * HM_CONFIG__NKEYS + 9];
 	int c;
 
@@ -195,6 +205,16 @@ options_parse(int argc, char **argv, struct hm_config_args *args, bool *check)
 		case OPT_CHECK_CONFIG:
 			*check = true;
 			break;
+		case OPT_QUIET:
+			*quiet = true;
+			break;
+		case OPT_PRINT_EXAMPLE:
+			conf_args_clear(args);
+			if (conf_print_example(stdout) < 0) {
+				fprintf(stderr, "hotmapd: out of memory\n");
+				return 1;
+			}
+			return fflush(stdout) == 0 && !ferror(stdout) ? 0 : 1;
 		case 'v':
 			args->verbose++;
 			break;
@@ -243,9 +263,11 @@ options_parse(int argc, char **argv, struct hm_config_args *args, bool *check)
 }
 
 /* Loads the configuration into cfg: -1 to go on, or the status to exit
- * with (errors, or --check-config done; cfg is then cleared). */
+ * with (errors, or --check-config done; cfg is then cleared).  quiet:
+ * --check-config prints only errors (ExecStartPre= and ExecReload= of
+ * hotmapd.service, where the values would fill the journal). */
 static int
-config_load(struct hm_config *cfg, const struct hm_config_args *args, bool check)
+config_load(struct hm_config *cfg, const struct hm_config_args *args, bool check, bool quiet)
 {
 	struct hm_config_errors errs = { 0 };
 	size_t i;
@@ -273,7 +295,8 @@ config_load(struct hm_config *cfg, const struct hm_config_args *args, bool check
 		return 2;
 	}
 	if (check) {
-		print_config(cfg, args);
+		if (!quiet)
+			print_config(cfg, args);
 		conf_clear(cfg);
 		return 0;
 	}
@@ -404,13 +427,13 @@ main(int argc, char **argv)
 {
 	struct hm_config_args args = { 0 };
 	struct hm_config cfg;
-	bool check = false;
+	bool check = false, quiet = false;
 	int ready_fd = -1, rc;
 
 	daemonize_stdio_open();
-	rc = options_parse(argc, argv, &args, &check);
+	rc = options_parse(argc, argv, &args, &check, &quiet);
 	if (rc < 0)
-		rc = config_load(&cfg, &args, check);
+		rc = config_load(&cfg, &args, check, quiet);
 	if (rc >= 0) {
 		conf_args_clear(&args);
 		owned_paths_free();

@@ -1,6 +1,8 @@
 #!/bin/sh
 # Every man page is mandoc -Tlint clean at warning level (TAP).
 srcdir=${TESTS_SRCDIR:-$(dirname "$0")}/..
+# hotmapd.8 and hotmapd.conf.5 are made from their .in in the build tree
+builddir=${TESTS_BUILDDIR:-$(dirname "$0")}/..
 pages="man/hotmapd.8 man/hotmapd.conf.5 man/hotmapctl.1 man/libhotmap.3"
 set -- $pages
 echo "1..$(($# + 1))"
@@ -41,7 +43,9 @@ status=${status:-0}
 for p in $pages; do
 	i=$((i + 1))
 	# the mandoc.db notes are about this machine's index, not the page
-	out=$(mandoc -Tlint -Wwarning "$srcdir/$p" 2>&1 | grep -v 'mandoc.db')
+	f=$builddir/$p
+	[ -f "$f" ] || f=$srcdir/$p
+	out=$(mandoc -Tlint -Wwarning "$f" 2>&1 | grep -v 'mandoc.db')
 	if [ -z "$out" ]; then
 		echo "ok $i - $p lints clean"
 	else
