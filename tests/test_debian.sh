@@ -140,7 +140,7 @@ for p in hotmapd libhotmap0 libhotmap-dev hotmap-tools; do
 		lines=$(awk '
 			/^# Automatically added by dh_/ { inside = 1; next }
 			/^# End automatically added section/ { inside = 0; next }
-			!inside && !/^#!\/bin\/sh$/ && !/^set -e$/ && !/^$/ { print FILENAME ": " $0 }
+			!inside && !/^#!\/bin\/sh$/ && !/^set -e$/ && !/^$/ { print }
 		' "$f")
 		[ -z "$lines" ] || extra="$extra
 $p $s: $lines"
