@@ -50,10 +50,11 @@ mkdir "$root"
 echo "1..$PLAN"
 
 # --- the build ---------------------------------------------------------------
-# the working tree, so that make check tests the packaging being worked on;
-# make check's own DEB_BUILD_OPTIONS, if any, are not the package build's
+# the source package as well (native: a tarball of the tree); the working
+# tree, so that make check tests the packaging being worked on; make
+# check's own DEB_BUILD_OPTIONS, if any, are not the package build's
 unset DEB_BUILD_OPTIONS
-if "$top/contrib/debian/build-debs" --worktree "$out" >"$dir/build-debs.log" 2>&1; then
+if "$top/contrib/debian/build-debs" --worktree --source "$out" >"$dir/build-debs.log" 2>&1; then
 	ok "contrib/debian/build-debs builds the packages and lintian passes them"
 else
 	not_ok "contrib/debian/build-debs builds the packages and lintian passes them" \
@@ -67,10 +68,11 @@ missing=
 for p in hotmapd libhotmap0 libhotmap-dev hotmap-tools; do
 	[ -f "$out/${p}_${version}_$arch.deb" ] || missing="$missing $p"
 done
+[ -f "$out/hotmap_$version.dsc" ] || missing="$missing hotmap_$version.dsc"
 if [ -z "$missing" ]; then
-	ok "the four packages: hotmapd, libhotmap0, libhotmap-dev, hotmap-tools"
+	ok "the four packages: hotmapd, libhotmap0, libhotmap-dev, hotmap-tools, and the source"
 else
-	not_ok "the four packages: hotmapd, libhotmap0, libhotmap-dev, hotmap-tools" \
+	not_ok "the four packages: hotmapd, libhotmap0, libhotmap-dev, hotmap-tools, and the source" \
 		"missing:$missing" "$(ls "$out" 2>&1)"
 	bail "no packages to look into"
 fi
