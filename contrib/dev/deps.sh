@@ -4,13 +4,16 @@
 # lacks: procps (/bin/kill, which systemd-analyze verify wants for the
 # unit's ExecReload) and util-linux (setpriv); prometheus has promtool,
 # which checks stats --prometheus; kubernetes-client (kubectl), nodejs and
-# npm check contrib/kubernetes (tests/test_kubernetes.sh).
+# npm check contrib/kubernetes (tests/test_kubernetes.sh); dpkg-dev,
+# debhelper (with dh-autoreconf) and lintian build and check the Debian
+# packages (contrib/debian, tests/test_debian.sh).
 HOTMAP_DEPS="build-essential autoconf automake libtool pkg-config
 	libevent-dev libprotobuf-c-dev protobuf-c-compiler libsystemd-dev libinih-dev
 	libcmocka-dev mandoc systemd procps util-linux python3 python3-dev python3-numpy mypy
 	clang libclang-rt-dev
 	libfuse3-dev fuse3
-	prometheus kubernetes-client nodejs npm"
+	prometheus kubernetes-client nodejs npm
+	dpkg-dev debhelper lintian"
 
 hotmap_install_deps() {
 	missing=
