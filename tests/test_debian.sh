@@ -25,6 +25,12 @@ skip_all() {
 	exit 0
 }
 
+# CI's sanitizer pass: the packages build from the sources with their own
+# configure, so a second build in the same run would tell nothing new
+if [ "${HOTMAP_SKIP_DEB:-0}" = 1 ]; then
+	echo "1..0 # SKIP HOTMAP_SKIP_DEB=1: the packages were built and checked already"
+	exit 0
+fi
 for tool in dpkg-buildpackage dpkg-deb dpkg-checkbuilddeps dh lintian git; do
 	command -v "$tool" >/dev/null 2>&1 ||
 		skip_all "$tool is not installed (dpkg-dev, debhelper, lintian, git)"

@@ -1,23 +1,31 @@
 # Sourced by contrib/dev/quickstart and contrib/dev/test: installs, with
-# apt-get, the Debian/Ubuntu packages hotmap needs to build and test that
-# are not installed yet.  The tests need some that a minimal install
-# lacks: procps (/bin/kill, which systemd-analyze verify wants for the
-# unit's ExecReload) and util-linux (setpriv); prometheus has promtool,
-# which checks stats --prometheus; kubernetes-client (kubectl), nodejs and
-# npm check contrib/kubernetes (tests/test_kubernetes.sh); dpkg-dev,
-# debhelper (with dh-autoreconf) and lintian build and check the Debian
-# packages (contrib/debian, tests/test_debian.sh).
+# apt-get, the Debian/Ubuntu packages hotmap needs that are not installed
+# yet.  HOTMAP_DEPS builds hotmap and runs it (the quickstart);
+# HOTMAP_TEST_DEPS runs every test (contrib/dev/test, CI): procps
+# (/bin/kill, which systemd-analyze verify wants for the unit's
+# ExecReload) and util-linux (setpriv), which a minimal install lacks;
+# systemd (systemd-analyze); libfuse3-dev and fuse3 (the fault tests'
+# file system); clang (the fuzzers); prometheus has promtool, which checks
+# stats --prometheus; kubernetes-client (kubectl), nodejs and npm check
+# contrib/kubernetes (tests/test_kubernetes.sh); dpkg-dev, debhelper
+# (with dh-autoreconf) and lintian build and check the Debian packages
+# (contrib/debian, tests/test_debian.sh).
 HOTMAP_DEPS="build-essential autoconf automake libtool pkg-config
 	libevent-dev libprotobuf-c-dev protobuf-c-compiler libsystemd-dev libinih-dev
-	libcmocka-dev mandoc systemd procps util-linux python3 python3-dev python3-numpy mypy
+	libcmocka-dev python3 python3-dev"
+HOTMAP_TEST_DEPS="mandoc systemd procps util-linux python3-numpy mypy
 	clang libclang-rt-dev
 	libfuse3-dev fuse3
 	prometheus kubernetes-client nodejs npm
 	dpkg-dev debhelper lintian"
 
+# hotmap_install_deps [--tests]: the build's packages, and with --tests
+# the tests' too (and npm's modules for tests/test_kubernetes.sh).
 hotmap_install_deps() {
+	tests=
+	[ "${1:-}" = --tests ] && tests=yes
 	missing=
-	for p in $HOTMAP_DEPS; do
+	for p in $HOTMAP_DEPS ${tests:+$HOTMAP_TEST_DEPS}; do
 		# the command from elsewhere will do, and its package may conflict
 		# with Debian's: cloud SDKs ship kubectl, NodeSource's nodejs npm
 		case $p in
@@ -27,7 +35,10 @@ hotmap_install_deps() {
 		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
 			missing="$missing $p"
 	done
-	[ -z "$missing" ] && { hotmap_install_npm; return; }
+	if [ -z "$missing" ]; then
+		[ -z "$tests" ] || hotmap_install_npm
+		return
+	fi
 	echo "Installing:$missing"
 	sudo=
 	if [ "$(id -u)" -ne 0 ]; then
@@ -38,8 +49,12 @@ hotmap_install_deps() {
 		sudo=sudo
 	fi
 	$sudo apt-get update -qq &&
-	DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends $missing &&
-	hotmap_install_npm
+	DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends $missing ||
+		return
+	# configure again: it looks for some of them (libfuse3 builds the
+	# fault tests' file system)
+	[ ! -f configure ] || touch configure
+	[ -z "$tests" ] || hotmap_install_npm
 }
 
 # npm's kubernetes-models and js-yaml, which tests/test_kubernetes.sh
