@@ -129,6 +129,19 @@ client_open_granted(hm_file *f, const Hotmap__OpenReply *r)
 	f->dsize = r->size;
 }
 
+/* A descriptor the daemon sent with an open by path: read-only and of the
+ * file the reply describes, or it is not taken. */
+static bool
+path_descriptor_ok(int fd, const Hotmap__OpenReply *r)
+{
+	struct stat st;
+	int fl = fcntl(fd, F_GETFL);
+
+	return fl >= 0 && (fl & O_ACCMODE) == O_RDONLY && fstat(fd, &st) == 0 &&
+	       S_ISREG(st.st_mode) && (uint64_t)st.st_dev == r->dev &&
+	       (uint64_t)st.st_ino == r->ino;
+}
+
 /*
  * OPEN of f with flags (checked by the caller): by path (HM_O_PATH), by
  * the caller's descriptor (hm_open_fd), or by a descriptor opened here
@@ -142,7 +155,7 @@ client_open(hm_client *c, hm_file *f, int flags)
 	ProtobufCMessage *reply = NULL;
 	Hotmap__OpenReply *r;
 	struct stat st;
-	int fd = -1, rc;
+	int fd = -1, given, rc;
 
 	pthread_mutex_lock(c->lock);
 	direct_drop(f);	/* a reopen: the old connection's grant means nothing */
@@ -165,14 +178,22 @@ client_open(hm_client *c, hm_file *f, int flags)
 		if (fd < 0)
 			return -errno;
 	}
-	rc = client_call(c, HM_MSG_OPEN, &req.base, f->fd >= 0 ? f->fd : fd, HM_MSG_OPEN_REPLY,
-			 &reply);
+	rc = client_call_fd(c, HM_MSG_OPEN, &req.base, f->fd >= 0 ? f->fd : fd, HM_MSG_OPEN_REPLY,
+			    &reply, &given);
 	if (rc < 0) {
 		if (fd >= 0)
 			close(fd);
 		return rc;
 	}
 	r = (Hotmap__OpenReply *)reply;
+	if (given >= 0 && (!req.by_path || !path_descriptor_ok(given, r))) {
+		close(given);
+		given = -1;
+	}
+	if (req.by_path && r->direct && given < 0)
+		r->direct = 0;	/* granted, but nothing to map it with */
+	if (given >= 0)
+		fd = given;	/* path-descriptors: the daemon's, read-only */
 	/* under the lock: another thread may promote a file (direct_heat) */
 	pthread_mutex_lock(c->lock);
 	f->handle = r->handle;

@@ -88,6 +88,8 @@ struct hm_region {
  * next RING_WAKE.  On c->waits while linked; the thread that reads the
  * socket fills it in and signals cond.  Lives on its owner's stack.
  */
+#define CLIENT_RX_FDS	8	/* descriptors received, not yet claimed */
+
 struct wire_wait {
 	uint32_t first_id, count;
 	struct read_op *ops;	/* count of them; NULL: one reply frame */
@@ -95,6 +97,7 @@ struct wire_wait {
 	bool ring_wake;		/* waits for a RING_WAKE after wakes */
 	uint32_t wakes;
 	ProtobufCMessage *reply;	/* ops NULL: the frame, once here */
+	int reply_fd;		/* a descriptor that came with it, or -1 */
 	uint16_t reply_type_got;
 	int result;		/* ops NULL: 0, or the daemon's -errno */
 	int err;		/* the connection failed with it (positive) */
@@ -149,6 +152,15 @@ struct hm_client {
 	uint32_t ring_wakes;	/* RING_WAKE frames read */
 	uint8_t *in;		/* received, not yet consumed: in[start, end) */
 	size_t start, end, cap;
+	/* Descriptors the daemon sent (path-descriptors), each with the place
+	 * in the stream of the byte it came on: a frame's first.  The reader's,
+	 * as in is. */
+	uint64_t rx_end;	/* bytes received on this connection */
+	struct {
+		uint64_t at;
+		int fd;
+	} rx_fds[CLIENT_RX_FDS];
+	unsigned rx_nfds;
 	hm_file *files;		/* open files, for hm_disconnect */
 	struct hm_region *region;	/* NULL: every byte comes over the socket */
 	/* region's size, or 0: read (atomic) by hm_pread before it is a
@@ -277,6 +289,9 @@ int client_send(hm_client *c, uint16_t type, uint32_t id, const ProtobufCMessage
 		int pass_fd);
 int client_fill(hm_client *c, size_t need);
 int client_recv_raw(hm_client *c, uint8_t *dst, size_t n);
+/* client_call, and *fd the descriptor that came with the reply (or -1). */
+int client_call_fd(hm_client *c, uint16_t type, const ProtobufCMessage *req, int pass_fd,
+		   uint16_t reply_type, ProtobufCMessage **reply, int *fd);
 int client_call(hm_client *c, uint16_t type, const ProtobufCMessage *req, int pass_fd,
 		uint16_t reply_type, ProtobufCMessage **reply);
 int wire_begin(hm_client *c, struct wire_wait *w, struct read_op *ops, uint32_t count,

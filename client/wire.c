@@ -134,6 +134,69 @@ client_send(hm_client *c, uint16_t type, uint32_t id, const ProtobufCMessage *ms
 	return rc;
 }
 
+/*
+ * recv, keeping any descriptor that comes with the bytes: the kernel ends
+ * a recvmsg with the segment that carried descriptors, and the daemon
+ * sends one alone on a frame's first byte (daemon/peer_fds.h), so it
+ * belongs to the frame that starts at the last byte read.
+ */
+static ssize_t
+wire_recv(hm_client *c, uint8_t *buf, size_t len)
+{
+	union {
+		struct cmsghdr align;
+		char buf[CMSG_SPACE(4 * sizeof(int))];
+	} ctl;
+	struct iovec iov = { .iov_base = buf, .iov_len = len };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1,
+			      .msg_control = ctl.buf, .msg_controllen = sizeof ctl.buf };
+	struct cmsghdr *cm;
+	ssize_t r;
+
+	r = recvmsg(c->fd, &msg, MSG_CMSG_CLOEXEC);
+	if (r <= 0)
+		return r;
+	c->rx_end += (uint64_t)r;
+	for (cm = CMSG_FIRSTHDR(&msg); cm != NULL; cm = CMSG_NXTHDR(&msg, cm)) {
+		size_t i, n;
+
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+			continue;
+		n = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (i = 0; i < n; i++) {
+			int fd;
+
+			memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof fd);
+			if (i > 0 || c->rx_nfds == CLIENT_RX_FDS) {
+				close(fd);	/* one a frame; none past the queue */
+				continue;
+			}
+			c->rx_fds[c->rx_nfds].at = c->rx_end - 1;
+			c->rx_fds[c->rx_nfds].fd = fd;
+			c->rx_nfds++;
+		}
+	}
+	return r;
+}
+
+/* The descriptor that came on the frame starting at stream byte at, or -1;
+ * any from before it (unclaimed) are closed. */
+static int
+wire_take_fd(hm_client *c, uint64_t at)
+{
+	int fd = -1;
+
+	while (c->rx_nfds > 0 && c->rx_fds[0].at <= at) {
+		if (c->rx_fds[0].at == at)
+			fd = c->rx_fds[0].fd;
+		else
+			close(c->rx_fds[0].fd);
+		c->rx_nfds--;
+		memmove(&c->rx_fds[0], &c->rx_fds[1], c->rx_nfds * sizeof c->rx_fds[0]);
+	}
+	return fd;
+}
+
 /* Makes at least need bytes available at c->in + c->start. */
 int
 client_fill(hm_client *c, size_t need)
@@ -154,7 +217,7 @@ client_fill(hm_client *c, size_t need)
 			c->in = p;
 			c->cap = CLIENT_BUF_MAX;
 		}
-		r = recv(c->fd, c->in + c->end, c->cap - c->end, 0);
+		r = wire_recv(c, c->in + c->end, c->cap - c->end);
 		if (r == 0)
 			return client_break(c, ECONNRESET);
 		if (r < 0) {
@@ -190,6 +253,7 @@ client_recv_raw(hm_client *c, uint8_t *dst, size_t n)
 				continue;
 			return client_break(c, errno);
 		}
+		c->rx_end += (uint64_t)r;
 		dst += r;
 		n -= (size_t)r;
 	}
@@ -308,8 +372,8 @@ wire_read_frame(hm_client *c)
 	ProtobufCMessage *msg = NULL;
 	struct wire_wait *w;
 	struct read_op *op;
-	uint64_t total;
-	int rc;
+	uint64_t total, frame_at;
+	int rc, fd = -1;
 
 	rc = client_fill(c, HM_FRAME_HEADER_SIZE);
 	if (rc < 0)
@@ -330,10 +394,17 @@ wire_read_frame(hm_client *c)
 	rc = client_fill(c, HM_FRAME_HEADER_SIZE + h.length);
 	if (rc < 0)
 		return rc;
+	frame_at = c->rx_end - (c->end - c->start);
 	rc = frame_decode(&h, c->in + c->start + HM_FRAME_HEADER_SIZE, &msg);
 	c->start += HM_FRAME_HEADER_SIZE + h.length;
 	if (rc < 0)
 		return -EPROTO;
+	if (c->rx_nfds > 0)
+		fd = wire_take_fd(c, frame_at);
+	if (fd >= 0 && (h.type != HM_MSG_OPEN_REPLY || !((Hotmap__OpenReply *)msg)->descriptor)) {
+		close(fd);	/* not a frame that carries one */
+		fd = -1;
+	}
 
 	pthread_mutex_lock(c->lock);
 	/* an ERROR with id 0 is about the connection (refused at accept) */
@@ -356,6 +427,8 @@ wire_read_frame(hm_client *c)
 		} else {
 			w->reply = msg;
 			w->reply_type_got = h.type;
+			w->reply_fd = fd;
+			fd = -1;
 			msg = NULL;
 		}
 		wait_answered(w);
@@ -401,6 +474,8 @@ out:
 	pthread_mutex_unlock(c->lock);
 	if (msg != NULL)
 		protobuf_c_message_free_unpacked(msg, NULL);
+	if (fd >= 0)
+		close(fd);
 	return rc;
 }
 
@@ -454,6 +529,7 @@ wire_begin(hm_client *c, struct wire_wait *w, struct read_op *ops, uint32_t n, u
 	uint32_t i;
 
 	memset(w, 0, sizeof *w);
+	w->reply_fd = -1;
 	w->ops = ops;
 	w->count = n;
 	w->left = left;
@@ -552,6 +628,10 @@ out:
 		protobuf_c_message_free_unpacked(w->reply, NULL);
 		w->reply = NULL;
 	}
+	if ((rc < 0 || w->result < 0) && w->reply_fd >= 0) {
+		close(w->reply_fd);
+		w->reply_fd = -1;
+	}
 	if (w->why[0] != '\0')
 		set_last_error(w->why);
 	return rc;
@@ -603,6 +683,9 @@ wire_reset(hm_client *c)
 {
 	c->waits = NULL;
 	c->reading = false;
+	c->rx_end = 0;
+	while (c->rx_nfds > 0)
+		close(c->rx_fds[--c->rx_nfds].fd);
 }
 
 /* One request and its one-frame reply of reply_type.  Pipelined with
@@ -611,10 +694,23 @@ int
 client_call(hm_client *c, uint16_t type, const ProtobufCMessage *req, int pass_fd,
 	    uint16_t reply_type, ProtobufCMessage **reply)
 {
+	int fd, rc;
+
+	rc = client_call_fd(c, type, req, pass_fd, reply_type, reply, &fd);
+	if (fd >= 0)
+		close(fd);
+	return rc;
+}
+
+int
+client_call_fd(hm_client *c, uint16_t type, const ProtobufCMessage *req, int pass_fd,
+	       uint16_t reply_type, ProtobufCMessage **reply, int *fd)
+{
 	struct wire_wait w;
 	int rc;
 
 	*reply = NULL;
+	*fd = -1;
 	rc = wire_begin(c, &w, NULL, 1, 1);
 	if (rc < 0)
 		return rc;
@@ -626,9 +722,12 @@ client_call(hm_client *c, uint16_t type, const ProtobufCMessage *req, int pass_f
 		return w.result;
 	if (w.reply_type_got != reply_type) {
 		protobuf_c_message_free_unpacked(w.reply, NULL);
+		if (w.reply_fd >= 0)
+			close(w.reply_fd);
 		return client_break(c, EPROTO);
 	}
 	*reply = w.reply;
+	*fd = w.reply_fd;
 	return 0;
 }
 

@@ -66,6 +66,7 @@ enum hm_config_key {
 	HM_KEY_POLL_US,
 	HM_KEY_LOG_LEVEL,
 	HM_KEY_DIRECT_READS,
+	HM_KEY_PATH_DESCRIPTORS,
 	HM_KEY_FOREGROUND,
 	HM_KEY_LOG_FILE,
 	HM_KEY_PID_FILE,
@@ -131,6 +132,9 @@ struct hm_config {
 	struct hm_config_source *root_sources;	/* one per root */
 	bool direct_reads;		/* direct-reads: clients may read granted
 					 * files from their own mappings */
+	bool path_descriptors;		/* path-descriptors: a client that opens
+					 * by path gets a read-only descriptor,
+					 * to read the file directly */
 	bool cross_mounts;		/* cross-mounts: open by path may cross
 					 * a mount point beneath a root */
 	struct hm_uid_list allow_uid;	/* allow-uid  } both empty: anyone */

@@ -133,6 +133,11 @@ static const struct key_def keys[HM_CONFIG__NKEYS] = {
 	{ HM_KEY_DIRECT_READS, "direct-reads", KEY_BOOL, FIELD(direct_reads), .def = true,
 	  .metavar = "yes|no", .help = "let clients read hot local files from their own\n"
 				       "mappings, under a lease (default yes)" },
+	{ HM_KEY_PATH_DESCRIPTORS, "path-descriptors", KEY_BOOL, FIELD(path_descriptors),
+	  .def = false, .metavar = "yes|no",
+	  .help = "give a client that opens a file by path beneath\n"
+		  "a root a read-only descriptor of it, so that it\n"
+		  "reads the file directly (default no)" },
 	{ HM_KEY_LOG_LEVEL, "log-level", KEY_ENUM, FIELD(log_level), CHOICES(log_level_names),
 	  .def = LOG_NOTICE, .metavar = "LEVEL",
 	  .help = "error, warning, notice (default), info or debug" },

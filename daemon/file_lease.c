@@ -16,6 +16,7 @@
 #include <fcntl.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "daemon/file_cache_priv.h"
 
@@ -66,4 +67,18 @@ storage_count_direct(struct storage_handle *h, uint64_t reads, uint64_t bytes)
 		return;
 	h->entry->direct_reads += reads;
 	h->entry->direct_bytes += bytes;
+}
+
+int
+storage_reopen(const struct storage_handle *h)
+{
+	char link[64];
+	int fd;
+
+	if (h->entry == NULL)
+		return -EBADF;
+	/* through /proc: the same file even when renamed or deleted */
+	snprintf(link, sizeof link, "/proc/self/fd/%d", h->entry->file.fd);
+	fd = open(link, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	return fd < 0 ? -errno : fd;
 }

@@ -19,6 +19,7 @@
 
 #include "daemon/closer.h"
 #include "daemon/peer.h"
+#include "daemon/peer_fds.h"
 
 #define PEER_READ_CHUNK		(64u * 1024u)
 #define PEER_FLUSH_TIMEOUT_S	5
@@ -42,6 +43,7 @@ struct peer {
 	struct ucred cred;
 	char name[64];
 
+	struct peer_fds out_fds;	/* descriptors going with frames */
 	int fds[PEER_MAX_FDS];		/* ring of unclaimed descriptors */
 	unsigned fd_head;
 	unsigned fd_count;
@@ -322,8 +324,18 @@ out:
 static void
 peer_write(struct peer *p)
 {
-	int n = evbuffer_write(p->out, p->fd);
+	int n = 0;
 
+	if (p->out_fds.n > 0) {
+		n = peer_fds_write(&p->out_fds, p->out, p->fd);
+		if (n < 0) {
+			peer_fail(p, "write: %s", strerror(-n));
+			return;
+		}
+	}
+	/* n 0: a descriptor's frame waits for room: nothing past it goes */
+	if (p->out_fds.n == 0)
+		n = evbuffer_write(p->out, p->fd);
 	if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
 		peer_fail(p, "write: %s", strerror(errno));
 		return;
@@ -566,6 +578,7 @@ peer_free(struct peer *p)
 		evbuffer_free(p->in);
 	if (p->out != NULL)
 		evbuffer_free(p->out);
+	peer_fds_clear(&p->out_fds);
 	while (p->fd_count > 0) {
 		int fd = peer_take_fd(p);
 
@@ -610,6 +623,20 @@ peer_send(struct peer *p, uint16_t type, uint32_t id, const ProtobufCMessage *ms
 	if (evbuffer_commit_space(p->out, &vec, 1) < 0)
 		return -ENOMEM;
 	return 0;
+}
+
+int
+peer_send_fd(struct peer *p, uint16_t type, uint32_t id, const ProtobufCMessage *msg, int fd)
+{
+	size_t at = evbuffer_get_length(p->out);
+	int rc;
+
+	if (p->out_fds.n == PEER_OUT_FDS_MAX)
+		return -EAGAIN;
+	rc = peer_send(p, type, id, msg);
+	if (rc < 0)
+		return rc;
+	return peer_fds_push(&p->out_fds, at, fd);
 }
 
 int

@@ -84,6 +84,11 @@ const char *peer_name(const struct peer *p);
 
 /* Queues a frame carrying msg.  0 or negative errno. */
 int peer_send(struct peer *p, uint16_t type, uint32_t id, const ProtobufCMessage *msg);
+/* peer_send, with fd (a descriptor the peer owns from then on: sent with
+ * the frame's first byte, then closed).  -EAGAIN, before anything is
+ * queued, when PEER_OUT_FDS_MAX frames with one wait already: fd stays the
+ * caller's. */
+int peer_send_fd(struct peer *p, uint16_t type, uint32_t id, const ProtobufCMessage *msg, int fd);
 /* Queues an ERROR frame. */
 int peer_send_error(struct peer *p, uint32_t id, int error, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));

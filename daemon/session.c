@@ -289,6 +289,39 @@ session_open_fd(struct session *s, uint32_t id, const Hotmap__Open *m, const cha
 	return 1;
 }
 
+/*
+ * path-descriptors: an open by path granted direct reads gets a read-only
+ * descriptor of its own with the reply: a new open file description
+ * (through /proc/self/fd), so that nothing the client does to it (flags,
+ * locks, close) touches the daemon's.  Without one, the grant is taken
+ * back: the client has nothing to map.
+ */
+static int
+session_open_reply_fd(struct session *s, uint32_t id, struct session_handle *sh,
+		      Hotmap__OpenReply *r)
+{
+	int fd, rc;
+
+	fd = storage_reopen(&sh->h);
+	if (fd >= 0) {
+		r->descriptor = true;
+		rc = peer_send_fd(s->peer, HM_MSG_OPEN_REPLY, id, &r->base, fd);
+		if (rc != -EAGAIN) {
+			if (rc < 0)
+				closer_close(fd);
+			return rc;
+		}
+		closer_close(fd);
+	}
+	log_info("client %s: no descriptor for a path open (%s): read through the daemon",
+		 peer_name(s->peer), fd < 0 ? strerror(-fd) : "too many in flight");
+	session_direct_release(s, sh);
+	r->descriptor = false;
+	r->direct = 0;
+	r->direct_text = (char *)"path-descriptors: the descriptor could not be sent";
+	return peer_send(s->peer, HM_MSG_OPEN_REPLY, id, &r->base);
+}
+
 /* The OPEN_REPLY for the handle just opened in slot, behind the warm its
  * open asks for. */
 static int
@@ -319,6 +352,8 @@ session_open_reply(struct session *s, uint32_t id, const Hotmap__Open *m, const 
 	session_direct_open(s, sh, (uint64_t)slot, m->by_path, &r.direct, &r.direct_slot,
 			    &r.direct_gen, &r.size, direct_text, sizeof direct_text);
 	r.direct_text = direct_text;
+	if (m->by_path && r.direct)
+		return session_open_reply_fd(s, id, sh, &r);
 	return peer_send(s->peer, HM_MSG_OPEN_REPLY, id, &r.base);
 }
 

@@ -77,8 +77,9 @@ session_direct_open(struct session *s, struct session_handle *sh, uint64_t handl
 		snprintf(text, textlen, "direct-reads is off");
 		return;
 	}
-	if (by_path) {
-		snprintf(text, textlen, "opened by path: the client has no descriptor to map");
+	if (by_path && !s->srv->cfg.path_descriptors) {
+		snprintf(text, textlen, "opened by path: the client has no descriptor to map "
+			 "(path-descriptors is no)");
 		return;
 	}
 	for (i = 0; i < s->direct_slots && s->direct_grants[i] != NULL; i++)

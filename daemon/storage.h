@@ -337,6 +337,9 @@ int file_cache_evict_path(struct file_cache *cache, const char *path,
 int storage_lease(struct storage_handle *h, int sig);
 void storage_unlease(struct storage_handle *h);
 bool storage_lease_breaking(const struct storage_handle *h);
+/* A new read-only descriptor of h's file, an open file description of its
+ * own (path-descriptors): the descriptor, or -errno. */
+int storage_reopen(const struct storage_handle *h);
 /* What a client reported reading through a grant on h, for listings. */
 void storage_count_direct(struct storage_handle *h, uint64_t reads, uint64_t bytes);
 

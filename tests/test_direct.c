@@ -43,6 +43,9 @@
 
 static const struct harness_opts opts_default = { .backend = NULL };
 static const struct harness_opts opts_off = { .extra = { "--direct-reads", "no", NULL } };
+static const struct harness_opts opts_root = { .with_root = true };
+static const struct harness_opts opts_path_fds = {
+	.with_root = true, .extra = { "--path-descriptors", "yes", NULL } };
 
 static int
 setup(void **state)
@@ -1221,6 +1224,111 @@ test_options(void **state)
 	close(fd);
 }
 
+/* --- opens by path: a descriptor back only where configuration says ---- */
+
+/* The descriptors open in this process. */
+static int
+count_own_fds(void)
+{
+	return harness_count_fds(getpid(), NULL);
+}
+
+/* path-descriptors no (the default): an open by path is read through the
+ * daemon, and no descriptor reaches the client. */
+static void
+test_path_open_no_descriptor(void **state)
+{
+	const struct harness *h = *state;
+	hm_client *c = connect_direct(h, 0);
+	char path[PATH_MAX];
+	struct hm_stat st;
+	hm_file *f;
+	int fd, fds0;
+
+	make_file(h, "root/bypath", 3 * MiB + 5, 21, path);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fds0 = count_own_fds();
+	f = open_ok(c, path, HM_O_PATH | HM_O_DIRECT);
+	assert_int_equal(count_own_fds(), fds0);
+	assert_int_equal(hm_stat(f, &st), 0);
+	assert_int_equal(st.direct, HM_DIRECT_NO);
+	assert_non_null(strstr(st.direct_text, "path-descriptors is no"));
+	expect_no_direct_reads(c, f, fd);
+	assert_int_equal(hm_close(f), 0);
+	close(fd);
+	hm_disconnect(c);
+}
+
+/* path-descriptors yes: the reply brings a read-only descriptor, and the
+ * file is read directly, byte for byte, with no round trip. */
+static void
+test_path_open_descriptor(void **state)
+{
+	const struct harness *h = *state;
+	hm_client *c = connect_direct(h, 0);
+	char path[PATH_MAX], other[PATH_MAX];
+	uint64_t reads0;
+	struct hm_stat st;
+	hm_file *f, *g;
+	int fd, ofd, fds0, i;
+
+	make_file(h, "root/bypath", 3 * MiB + 5, 22, path);
+	make_file(h, "root/bypath2", 100 * KiB + 1, 23, other);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	ofd = open(other, O_RDONLY | O_CLOEXEC);
+	fds0 = count_own_fds();
+	f = open_ok(c, path, HM_O_PATH | HM_O_DIRECT);
+	assert_int_equal(hm_stat(f, &st), 0);
+	if (count_own_fds() != fds0 + 1)
+		fail_msg("no descriptor: direct %d (%s)", st.direct, st.direct_text);
+	assert_int_equal(st.direct, HM_DIRECT_YES);
+	/* two in flight on one connection: each reply brings its own */
+	g = open_ok(c, other, HM_O_PATH | HM_O_DIRECT);
+	reads0 = harness_stat(c, "requests_read");
+	for (i = 0; i < 40; i++) {
+		uint64_t off = (uint64_t)i * 77777;
+
+		assert_int_equal(harness_check_read(f, fd, off, 5000), 5000);
+		assert_int_equal(harness_check_read(g, ofd, off % (100 * KiB), 3000),
+				 off % (100 * KiB) + 3000 <= 100 * KiB + 1 ?
+				 3000 : (int)(100 * KiB + 1 - off % (100 * KiB)));
+	}
+	/* past the end: short, as pread */
+	assert_int_equal(harness_check_read(f, fd, 3 * MiB, 100), 5);
+	assert_int_equal(harness_stat(c, "requests_read"), reads0);
+	assert_int_equal(hm_close(g), 0);
+	assert_int_equal(hm_close(f), 0);
+	assert_int_equal(count_own_fds(), fds0);	/* closed with their handles */
+	hm_disconnect(c);
+	close(ofd);
+	close(fd);
+}
+
+/* A client that did not ask for direct reads gets no descriptor either. */
+static void
+test_path_open_descriptor_not_asked(void **state)
+{
+	const struct harness *h = *state;
+	struct hm_options o = HM_OPTIONS_INIT;
+	char path[PATH_MAX];
+	hm_client *c;
+	hm_file *f;
+	int fd, fds0;
+
+	make_file(h, "root/bypath", MiB, 24, path);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	o.direct = 0;
+	c = hm_connect_opts(h->sock, &o);
+	assert_non_null(c);
+	fds0 = count_own_fds();
+	f = open_ok(c, path, HM_O_PATH);
+	assert_int_equal(count_own_fds(), fds0);
+	expect_no_direct_reads(c, f, fd);
+	assert_int_equal(hm_close(f), 0);
+	hm_disconnect(c);
+	close(fd);
+}
+
 #define T(f, opts) cmocka_unit_test_prestate_setup_teardown(f, setup, teardown, (void *)&opts)
 
 int
@@ -1249,6 +1357,9 @@ main(void)
 		T(test_options, opts_default),
 		T(test_large_read_split, opts_default),
 		T(test_region_huge_pages, opts_default),
+		T(test_path_open_no_descriptor, opts_root),
+		T(test_path_open_descriptor, opts_path_fds),
+		T(test_path_open_descriptor_not_asked, opts_path_fds),
 	};
 
 	return cmocka_run_group_tests_name("direct", tests, NULL, NULL);
