@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "client/ctl.h"
+#include "client/platform.h"
 #include "proto/frame.h"
 #include "proto/size.h"
 
@@ -275,8 +276,8 @@ file_rows_free(struct file_rows *rows)
 }
 
 /* Largest first for numbers (the busiest files on top), A to Z for paths,
- * most recently used first for idle; by the key arg names (qsort_r: no
- * global state). */
+ * most recently used first for idle; by the key arg names
+ * (platform_qsort_r: no global state). */
 static int
 compare_files(const void *pa, const void *pb, void *arg)
 {
@@ -310,7 +311,7 @@ ctl_files(hm_client *c, const struct ctl_cmdline *cl)
 		file_rows_free(&rows);
 		return 1;
 	}
-	qsort_r(rows.v, rows.n, sizeof *rows.v, compare_files,
+	platform_qsort_r(rows.v, rows.n, sizeof *rows.v, compare_files,
 		(void *)ctl_sort_keys[cl->given[FILES_SORT] ? cl->opt[FILES_SORT].choice : 0]);
 	if (cl->given[FILES_JSON])
 		files_print_json(&rows);
