@@ -8,10 +8,16 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "proto/endpoint.h"
 #include "proto/frame.h"
+
+_Static_assert(sizeof(((struct sockaddr_un *)0)->sun_path) <= ENDPOINT_MAX,
+	       "ENDPOINT_MAX holds every socket path");
 
 int
 endpoint_default(char *buf, size_t len)
@@ -28,4 +34,26 @@ endpoint_default(char *buf, size_t len)
 	if (n < 0 || (size_t)n >= len)
 		return -ENAMETOOLONG;
 	return 0;
+}
+
+int
+endpoint_listening(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd, rc, e;
+
+	if (strlen(path) >= sizeof sa.sun_path)
+		return -ENAMETOOLONG;
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	/* A daemon that stopped accepting but still holds its socket takes
+	 * the connection into its backlog: it is not gone yet. */
+	rc = connect(fd, (const struct sockaddr *)&sa, sizeof sa);
+	e = errno;
+	close(fd);
+	if (rc == 0)
+		return 1;
+	return e == ENOENT || e == ECONNREFUSED || e == ENOTDIR ? 0 : -e;
 }

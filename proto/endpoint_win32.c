@@ -8,6 +8,8 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <string.h>
+#include <windows.h>
 
 #include "proto/endpoint.h"
 
@@ -21,4 +23,27 @@ endpoint_default(char *buf, size_t len)
 	if (n < 0 || (size_t)n >= len)
 		return -ENAMETOOLONG;
 	return 0;
+}
+
+int
+endpoint_listening(const char *path)
+{
+	if (strlen(path) >= ENDPOINT_MAX)
+		return -ENAMETOOLONG;
+	/* 1 ms: 0 would mean the pipe's own default wait.  Instances that are
+	 * all busy (a daemon that stopped accepting) still listen. */
+	if (WaitNamedPipeA(path, 1))
+		return 1;
+	switch (GetLastError()) {
+	case ERROR_SEM_TIMEOUT:
+		return 1;
+	case ERROR_FILE_NOT_FOUND:
+	case ERROR_PATH_NOT_FOUND:
+		return 0;
+	case ERROR_BAD_PATHNAME:
+	case ERROR_INVALID_NAME:
+		return -EINVAL;
+	default:
+		return -EIO;
+	}
 }
