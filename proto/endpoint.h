@@ -1,6 +1,7 @@
 /*
- * endpoint.h - where a hotmapd listens by default on this platform, for
- * frame_default_socket() once $HOTMAP_SOCKET is not set.
+ * endpoint.h - where a hotmapd listens by default on this platform (for
+ * frame_default_socket() once $HOTMAP_SOCKET is not set), and whether
+ * anyone listens at a given endpoint (for hotmapctl stop).
  *
  * What it is for: the platform-specific parts of naming an endpoint (a
  * Unix socket path on Linux, a named pipe on Windows) and of telling

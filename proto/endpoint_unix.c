@@ -1,7 +1,7 @@
 /*
  * endpoint_unix.c - the default endpoint on Linux and other POSIX systems
  * (see endpoint.h): the system's socket for root, else the user's own
- * under $XDG_RUNTIME_DIR.
+ * under $XDG_RUNTIME_DIR; a connect() tells whether anyone listens.
  */
 #include "config.h"
 
