@@ -13,12 +13,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "client/ctl.h"
+#include "client/platform.h"
+#include "proto/endpoint.h"
 #include "proto/frame.h"
 #include "proto/size.h"
 
@@ -275,8 +275,8 @@ file_rows_free(struct file_rows *rows)
 }
 
 /* Largest first for numbers (the busiest files on top), A to Z for paths,
- * most recently used first for idle; by the key arg names (qsort_r: no
- * global state). */
+ * most recently used first for idle; by the key arg names
+ * (platform_qsort_r: no global state). */
 static int
 compare_files(const void *pa, const void *pb, void *arg)
 {
@@ -310,7 +310,7 @@ ctl_files(hm_client *c, const struct ctl_cmdline *cl)
 		file_rows_free(&rows);
 		return 1;
 	}
-	qsort_r(rows.v, rows.n, sizeof *rows.v, compare_files,
+	platform_qsort_r(rows.v, rows.n, sizeof *rows.v, compare_files,
 		(void *)ctl_sort_keys[cl->given[FILES_SORT] ? cl->opt[FILES_SORT].choice : 0]);
 	if (cl->given[FILES_JSON])
 		files_print_json(&rows);
@@ -549,36 +549,12 @@ ctl_warm(hm_client *c, const struct ctl_cmdline *cl)
 	return rc;
 }
 
-/* Whether something listens at path: 1 yes, 0 no (nothing there, or a
- * socket no one listens on), a negative errno when that cannot be told. */
-static int
-stop_listening(const char *path)
-{
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	int fd, rc, e;
-
-	if (strlen(path) >= sizeof sa.sun_path)
-		return -ENAMETOOLONG;
-	memcpy(sa.sun_path, path, strlen(path) + 1);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	/* A daemon that stopped accepting but still holds its socket takes
-	 * the connection into its backlog: it is not gone yet. */
-	rc = connect(fd, (const struct sockaddr *)&sa, sizeof sa);
-	e = errno;
-	close(fd);
-	if (rc == 0)
-		return 1;
-	return e == ENOENT || e == ECONNREFUSED || e == ENOTDIR ? 0 : -e;
-}
-
 int
 ctl_stop(hm_client *c, const struct ctl_cmdline *cl)
 {
 	double timeout = cl->given[STOP_TIMEOUT] ? cl->opt[STOP_TIMEOUT].seconds : 10.0;
 	const struct timespec pause = { 0, 20 * 1000 * 1000 };
-	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	char path[ENDPOINT_MAX];
 	struct hm_stopped st = { 0 };
 	double deadline;
 	int rc;
@@ -601,7 +577,7 @@ ctl_stop(hm_client *c, const struct ctl_cmdline *cl)
 	/* Not the pid: in a container the daemon's pid names another process
 	 * here, or none.  The socket is what clients see. */
 	deadline = ctl_now_us() + timeout * 1e6;
-	while (path[0] != '\0' && (rc = stop_listening(path)) != 0) {
+	while (path[0] != '\0' && (rc = endpoint_listening(path)) != 0) {
 		if (ctl_now_us() >= deadline) {
 			if (rc > 0)
 				fprintf(stderr, "hotmapctl: stop: hotmapd pid %" PRIu32 " still listens "

@@ -20,12 +20,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <syslog.h>
 
 #include <ini.h>
 
 #include "daemon/conf.h"
 #include "daemon/conf_priv.h"
+#include "daemon/log.h"	/* the LOG_* levels only: conf does not log */
 #include "proto/frame.h"
 
 /* --- the file --------------------------------------------------------------- */

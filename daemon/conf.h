@@ -29,8 +29,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
-#include <sys/types.h>
 
+#include "daemon/platform.h"	/* uid_t, gid_t */
 #include "daemon/resolve.h"
 #include "daemon/storage.h"
 

@@ -14,10 +14,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <syslog.h>
 
 #include "daemon/conf.h"
 #include "daemon/conf_priv.h"
+#include "daemon/log.h"	/* the LOG_* levels only: conf does not log */
 #include "proto/frame.h"
 
 #define SECONDS_MAX	(86400u * 365u)

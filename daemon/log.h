@@ -20,7 +20,24 @@
 #define HOTMAP_LOG_H
 
 #include <stdbool.h>
+
+#ifdef _WIN32
+/*
+ * Windows has no syslog.h.  The levels keep syslog's values (RFC 5424):
+ * log-level, the <N> prefixes and conf_keys.c's name table index by them,
+ * so they must mean the same number on every platform.
+ */
+#define LOG_EMERG	0
+#define LOG_ALERT	1
+#define LOG_CRIT	2
+#define LOG_ERR		3
+#define LOG_WARNING	4
+#define LOG_NOTICE	5
+#define LOG_INFO	6
+#define LOG_DEBUG	7
+#else
 #include <syslog.h>
+#endif
 
 /* LOG_ERR .. LOG_DEBUG; lines above the level are dropped. */
 void log_set_level(int level);

@@ -22,8 +22,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <sys/types.h>
 
+#include "daemon/platform.h"	/* uid_t, gid_t */
 #include "proto/frame.h"
 
 struct event_base;

@@ -14,7 +14,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <sys/types.h>
+
+#include "daemon/platform.h"	/* uid_t, gid_t */
 
 struct server;
 

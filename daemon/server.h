@@ -18,9 +18,9 @@
 
 #include <stdbool.h>
 #include <stdint.h>
-#include <sys/types.h>
 #include <time.h>
 
+#include "daemon/platform.h"	/* uid_t, gid_t */
 #include "daemon/conf.h"
 #include "daemon/histogram.h"
 #include "daemon/policy.h"

@@ -25,8 +25,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <sys/types.h>
 
+#include "daemon/platform.h"	/* uid_t, gid_t */
 #include "daemon/storage.h"
 #include "daemon/workers.h"
 #include "proto/frame.h"

@@ -7,8 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
+#include "proto/endpoint.h"
 #include "proto/frame.h"
 
 static const struct {
@@ -177,17 +177,11 @@ int
 frame_default_socket(char *buf, size_t len)
 {
 	const char *env = getenv("HOTMAP_SOCKET");
-	const char *xdg;
 	int n;
 
-	if (env != NULL && env[0] != '\0')
-		n = snprintf(buf, len, "%s", env);
-	else if (geteuid() == 0)
-		n = snprintf(buf, len, "%s", HM_SYSTEM_SOCKET);
-	else if ((xdg = getenv("XDG_RUNTIME_DIR")) != NULL && xdg[0] == '/')
-		n = snprintf(buf, len, "%s/hotmap/hotmapd.sock", xdg);
-	else
-		return -ENOENT;
+	if (env == NULL || env[0] == '\0')
+		return endpoint_default(buf, len);
+	n = snprintf(buf, len, "%s", env);
 	if (n < 0 || (size_t)n >= len)
 		return -ENAMETOOLONG;
 	return 0;

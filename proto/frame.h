@@ -128,9 +128,11 @@ int frame_decode(const struct hm_frame_header *h, const uint8_t *body, ProtobufC
 
 /*
  * The default socket path, the same for hotmapd and its clients:
- * $HOTMAP_SOCKET, else /run/hotmap/hotmapd.sock for root, else
- * $XDG_RUNTIME_DIR/hotmap/hotmapd.sock.  0, -ENOENT when none applies (not
- * root and no XDG_RUNTIME_DIR), -ENAMETOOLONG when buf is too small.
+ * $HOTMAP_SOCKET, else the platform's default (endpoint.h): on Linux
+ * /run/hotmap/hotmapd.sock for root, else
+ * $XDG_RUNTIME_DIR/hotmap/hotmapd.sock; on Windows \\.\pipe\hotmap.
+ * 0, -ENOENT when none applies (not root and no XDG_RUNTIME_DIR),
+ * -ENAMETOOLONG when buf is too small.
  */
 int frame_default_socket(char *buf, size_t len);
 

@@ -35,7 +35,9 @@ for tool in dpkg-buildpackage dpkg-deb dpkg-checkbuilddeps dh lintian git; do
 	command -v "$tool" >/dev/null 2>&1 ||
 		skip_all "$tool is not installed (dpkg-dev, debhelper, lintian, git)"
 done
-git -C "$top" rev-parse --is-inside-work-tree >/dev/null 2>&1 ||
+# the tree's own checkout, not a directory inside another one (make
+# distcheck unpacks the tarball beneath the checkout)
+[ "$(git -C "$top" rev-parse --show-toplevel 2>/dev/null)" = "$(cd "$top" && pwd -P)" ] ||
 	skip_all "the source tree is not a git work tree"
 if ! out=$(cd "$top" && dpkg-checkbuilddeps contrib/debian/control 2>&1); then
 	skip_all "$(printf '%s' "$out" | tr '\n' ' ')"

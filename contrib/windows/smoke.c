@@ -5,6 +5,8 @@
  * port is built on, before the daemon is: hotmap's own framing code
  * (proto/frame.c, the generated protobuf-c code, proto/vocab.c) exchanging
  * a HELLO over a named pipe with a security descriptor and overlapped I/O;
+ * the portable files' Windows halves (the default endpoint, the probe
+ * hotmapctl stop uses, platform_qsort_r);
  * the daemon's side learning who its client is (process id, token user);
  * a handle passed by DuplicateHandle, the way a descriptor goes with
  * SCM_RIGHTS on Linux; libevent's loop woken from another thread, as
@@ -37,7 +39,9 @@
 #include <event2/event.h>
 #include <event2/thread.h>
 
+#include "client/platform.h"
 #include "daemon/guard.h"
+#include "proto/endpoint.h"
 #include "proto/frame.h"
 #include "proto/vocab.h"
 
@@ -98,6 +102,42 @@ test_frame(void)
 	h.version = HM_PROTO_VERSION + 1;
 	check(frame_header_check(&h) == -EPROTO, "a wrong version is -EPROTO");
 	check(strcmp(vocab_reason_name(4), "network-fs") == 0, "vocab (pthread_once on winpthreads)");
+}
+
+/* ---- the portable files' platform halves ------------------------------- */
+
+/* ascending, or descending when *arg says so: the context must arrive */
+static int
+compare_ints(const void *a, const void *b, void *arg)
+{
+	int x = *(const int *)a, y = *(const int *)b, c = (x > y) - (x < y);
+
+	return *(const int *)arg ? -c : c;
+}
+
+static void
+test_platform(void)
+{
+	char path[ENDPOINT_MAX], name[ENDPOINT_MAX];
+	int v[5] = { 3, 1, 4, 1, 5 }, descending = 1;
+	HANDLE pipe;
+
+	_putenv("HOTMAP_SOCKET=");
+	check(frame_default_socket(path, sizeof path) == 0 &&
+	      strcmp(path, "\\\\.\\pipe\\hotmap") == 0,
+	      "frame_default_socket without $HOTMAP_SOCKET is the pipe (%s)", path);
+	snprintf(name, sizeof name, "\\\\.\\pipe\\hotmap-smoke-none-%lu", GetCurrentProcessId());
+	check(endpoint_listening(name) == 0, "endpoint_listening: no pipe of that name is nobody");
+	snprintf(name, sizeof name, "\\\\.\\pipe\\hotmap-smoke-ep-%lu", GetCurrentProcessId());
+	pipe = CreateNamedPipeA(name, PIPE_ACCESS_DUPLEX | FILE_FLAG_OVERLAPPED,
+				PIPE_TYPE_BYTE | PIPE_REJECT_REMOTE_CLIENTS, 1, 4096, 4096, 0, NULL);
+	check(pipe != INVALID_HANDLE_VALUE && endpoint_listening(name) == 1,
+	      "endpoint_listening: an instance of the pipe is someone");
+	if (pipe != INVALID_HANDLE_VALUE)
+		CloseHandle(pipe);
+	platform_qsort_r(v, 5, sizeof *v, compare_ints, &descending);
+	check(v[0] == 5 && v[1] == 4 && v[2] == 3 && v[3] == 1 && v[4] == 1,
+	      "platform_qsort_r (qsort_s) passes the context through");
 }
 
 /* ---- the named pipe ---------------------------------------------------- */
@@ -649,6 +689,7 @@ main(int argc, char **argv)
 	if (argc == 3 && strcmp(argv[1], "truncated") == 0)
 		return truncated_child(argv[2]);
 	test_frame();
+	test_platform();
 	test_pipe();
 	test_libevent();
 	test_guard();

@@ -1,0 +1,51 @@
+/*
+ * platform.h - the few libc differences the client side (libhotmap and
+ * hotmapctl) meets between its platforms, so that the files using them
+ * carry no #ifdef (docs/windows.md, section 4).
+ *
+ * What it must not do: grow into an emulation of POSIX on Windows.  An
+ * entry belongs here when both platforms have the thing under another
+ * name; what Windows does not have at all goes behind a seam instead.
+ */
+#ifndef HOTMAP_CLIENT_PLATFORM_H
+#define HOTMAP_CLIENT_PLATFORM_H
+
+#include <stdlib.h>
+
+typedef int (*platform_compare_fn)(const void *a, const void *b, void *arg);
+
+#ifdef _WIN32
+/*
+ * The CRT's qsort_s is glibc's qsort_r with the context passed first to
+ * the compare function instead of last: a trampoline swaps it back.
+ */
+struct platform_qsort_ctx {
+	platform_compare_fn compare;
+	void *arg;
+};
+
+static inline int
+platform_qsort_trampoline(void *ctx, const void *a, const void *b)
+{
+	const struct platform_qsort_ctx *q = ctx;
+
+	return q->compare(a, b, q->arg);
+}
+
+static inline void
+platform_qsort_r(void *base, size_t n, size_t size, platform_compare_fn compare, void *arg)
+{
+	struct platform_qsort_ctx q = { compare, arg };
+
+	qsort_s(base, n, size, platform_qsort_trampoline, &q);
+}
+#else
+/* glibc's qsort_r: compare(a, b, arg), no global state. */
+static inline void
+platform_qsort_r(void *base, size_t n, size_t size, platform_compare_fn compare, void *arg)
+{
+	qsort_r(base, n, size, compare, arg);
+}
+#endif
+
+#endif

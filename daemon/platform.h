@@ -1,0 +1,27 @@
+/*
+ * platform.h - the few types the daemon's portable files need that one of
+ * its platforms lacks, so that those files and their headers carry no
+ * #ifdef (docs/windows.md, section 4).
+ *
+ * On Linux it is <sys/types.h> and nothing else.  What it must not do:
+ * grow into an emulation of POSIX on Windows.  Each Windows entry is
+ * there only until the seam that replaces it exists, and says which.
+ */
+#ifndef HOTMAP_DAEMON_PLATFORM_H
+#define HOTMAP_DAEMON_PLATFORM_H
+
+#include <sys/types.h>
+
+#ifdef _WIN32
+/*
+ * uid_t and gid_t are carried through conf.h, policy.h, peer.h and
+ * server.h into most daemon files.  On Windows no value of these is ever
+ * an identity: a peer is a token's SID and groups there.  Until the peer
+ * identity type replaces them (docs/windows.md, section 10, step 3), the
+ * types exist so that the files compile; nothing may admit by them.
+ */
+typedef unsigned int uid_t;
+typedef unsigned int gid_t;
+#endif
+
+#endif
