@@ -281,7 +281,6 @@ hm_evict(hm_client *c, const char *path, struct hm_evicted *out)
 	return 0;
 }
 
-
 HM_EXPORT int
 hm_stop(hm_client *c, struct hm_stopped *out)
 {

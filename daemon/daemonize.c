@@ -29,23 +29,27 @@ daemonize_wait(int fd)
 	_exit(n == 1 && c == 'R' ? 0 : 1);
 }
 
+/* "cannot daemonize: STEP: why" into err; -errno. */
+static int
+daemonize_fail(const char *step, char *err, size_t errlen)
+{
+	int e = errno;
+
+	snprintf(err, errlen, "cannot daemonize: %s: %s", step, strerror(e));
+	return -e;
+}
+
 int
 daemonize_start(int *ready_fd, char *err, size_t errlen)
 {
-	int pipefd[2], e;
+	int pipefd[2];
 	pid_t pid;
 
-	if (pipe2(pipefd, O_CLOEXEC) < 0) {
-		e = errno;
-		snprintf(err, errlen, "cannot daemonize: pipe: %s", strerror(e));
-		return -e;
-	}
+	if (pipe2(pipefd, O_CLOEXEC) < 0)
+		return daemonize_fail("pipe", err, errlen);
 	pid = fork();
-	if (pid < 0) {
-		e = errno;
-		snprintf(err, errlen, "cannot daemonize: fork: %s", strerror(e));
-		return -e;
-	}
+	if (pid < 0)
+		return daemonize_fail("fork", err, errlen);
 	if (pid > 0) {
 		close(pipefd[1]);
 		daemonize_wait(pipefd[0]);
@@ -53,29 +57,20 @@ daemonize_start(int *ready_fd, char *err, size_t errlen)
 	close(pipefd[0]);
 	/* A session of our own: no controlling terminal, no signals from the
 	 * caller's terminal or process group. */
-	if (setsid() < 0) {
-		e = errno;
-		snprintf(err, errlen, "cannot daemonize: setsid: %s", strerror(e));
-		return -e;
-	}
+	if (setsid() < 0)
+		return daemonize_fail("setsid", err, errlen);
 	/* Once more, so that the daemon is not a session leader and can never
 	 * acquire a terminal by opening one.  This middle process exits at
 	 * once; the caller still waits on the pipe, which the daemon holds. */
 	pid = fork();
-	if (pid < 0) {
-		e = errno;
-		snprintf(err, errlen, "cannot daemonize: fork: %s", strerror(e));
-		return -e;
-	}
+	if (pid < 0)
+		return daemonize_fail("fork", err, errlen);
 	if (pid > 0)
 		_exit(0);
 	/* Hold no directory busy (an unmount of the caller's would fail);
 	 * every path in the configuration is absolute by now. */
-	if (chdir("/") < 0) {
-		e = errno;
-		snprintf(err, errlen, "cannot daemonize: chdir /: %s", strerror(e));
-		return -e;
-	}
+	if (chdir("/") < 0)
+		return daemonize_fail("chdir /", err, errlen);
 	/* Files hotmapd creates (socket directory, pid file, log file) get
 	 * the modes it asks for, never group- or world-writable whatever the
 	 * caller's umask was. */
