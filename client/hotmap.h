@@ -20,6 +20,23 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#ifdef _WIN32
+/*
+ * errno values libhotmap reports that mingw-w64's <errno.h> lacks; the
+ * same numbers as proto/hm_errno.h, which the daemon and library use.
+ */
+#include <errno.h>
+#ifndef ESTALE
+#define ESTALE 180
+#endif
+#ifndef EUSERS
+#define EUSERS 181
+#endif
+#ifndef ESHUTDOWN
+#define ESHUTDOWN 182
+#endif
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif

@@ -12,6 +12,8 @@
 
 #include <stdlib.h>
 
+#include "proto/hm_errno.h"
+
 typedef int (*platform_compare_fn)(const void *a, const void *b, void *arg);
 
 #ifdef _WIN32

@@ -24,6 +24,7 @@
 #include "client/client_priv.h"
 #include "client/trust.h"
 #include "proto/direct.h"
+#include "proto/hm_errno.h"
 #include "proto/ring.h"
 #include "proto/size.h"
 

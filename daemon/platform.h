@@ -12,6 +12,8 @@
 
 #include <sys/types.h>
 
+#include "proto/hm_errno.h"
+
 #ifdef _WIN32
 /*
  * uid_t and gid_t are carried through conf.h, policy.h, peer.h and
