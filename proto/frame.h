@@ -41,6 +41,10 @@
 #define HM_FEATURE_FD_PASSING	(1ull << 0)
 #define HM_FEATURE_OPEN_BY_PATH	(1ull << 1)
 #define HM_FEATURE_SHM		(1ull << 2)	/* shared-memory read replies */
+/* Windows: handles are pulled from the client by DuplicateHandle (Open.
+ * handle_value, Hello.region_handle) instead of passed with SCM_RIGHTS.
+ * A Linux daemon never offers it. */
+#define HM_FEATURE_HANDLE_PULL	(1ull << 3)
 #define HM_FEATURES_ALL		(HM_FEATURE_FD_PASSING | HM_FEATURE_OPEN_BY_PATH | HM_FEATURE_SHM)
 
 /* Largest shared region a client may register. */
