@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "client/page_state.h"
 
@@ -70,7 +71,10 @@ page_at(struct page_state *s, size_t p)
 		c = *slot;
 		if (c == NULL) {
 			if (s->arena_used + PAGE_STATE_CHUNK > ARENA_BYTES) {
-				struct page_arena *a = calloc(1, sizeof *a + ARENA_BYTES);
+				/* not calloc: it would clear the whole arena
+				 * now, a page fault per page; each block is
+				 * cleared as it is handed out */
+				struct page_arena *a = malloc(sizeof *a + ARENA_BYTES);
 
 				if (a != NULL) {
 					a->next = s->arenas;
@@ -81,6 +85,7 @@ page_at(struct page_state *s, size_t p)
 			if (s->arena_used + PAGE_STATE_CHUNK <= ARENA_BYTES) {
 				c = s->arenas->bytes + s->arena_used;
 				s->arena_used += PAGE_STATE_CHUNK;
+				memset(c, 0, PAGE_STATE_CHUNK);
 				__atomic_store_n(slot, c, __ATOMIC_RELEASE);
 			}
 		}
