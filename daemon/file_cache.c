@@ -123,6 +123,14 @@ void file_cache_close(struct file_cache *cache, struct storage_handle *h)
 		file_cache_entry_free(cache, e);
 		return;
 	}
+	/* Where a mapping would keep writers from truncating the file
+	 * (Windows), an idle entry keeps its handle, not its view: the next
+	 * open maps the file again. */
+	if (!FPLAT_KEEP_IDLE_MAPPINGS && e->file.map != NULL) {
+		cache->ctr.mappings--;
+		cache->ctr.mapped_bytes -= e->file.map_len;
+		backend_get(STORAGE_BACKEND_MMAP)->detach(&e->file);
+	}
 	/* Idle now, and the most recently used of the idle; watched from
 	 * here on, so that checking the link count after idle_push misses
 	 * no deletion. */

@@ -34,9 +34,14 @@
 #define FPLAT_OFF_MAX ((uint64_t)INT64_MAX)
 /* File ids are 128 bits (ReFS uses all of them; NTFS the low 64). */
 #define FPLAT_ID_WIDE 1
+/* A view keeps other programs from shrinking the file
+ * (ERROR_USER_MAPPED_FILE): an entry keeps its mapping only while a
+ * handle holds it (docs/windows.md, section 5). */
+#define FPLAT_KEEP_IDLE_MAPPINGS 0
 #else
 #define FPLAT_OFF_MAX ((uint64_t)(((uint64_t)1 << (sizeof(off_t) * CHAR_BIT - 1)) - 1))
 #define FPLAT_ID_WIDE 0
+#define FPLAT_KEEP_IDLE_MAPPINGS 1
 #endif
 
 /* A file's identity: what the cache is keyed by. */
