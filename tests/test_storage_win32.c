@@ -16,6 +16,7 @@
  */
 #include "config.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -450,6 +451,7 @@ static void test_listing_names_file(void **state)
 	const char *base = strrchr(p, '\\') + 1;
 	struct storage_handle h;
 	struct seen s = { .n = 0 };
+	struct storage_evicted ev;
 	char err[256];
 
 	assert_int_equal(open_handle(c, p, STORAGE_POLICY_AUTO, &h, err, sizeof err), 0);
@@ -458,7 +460,19 @@ static void test_listing_names_file(void **state)
 	assert_int_equal(s.size, 3000);
 	assert_non_null(strstr(s.path, base));
 	assert_true(strncmp(s.path, "\\\\?\\", 4) != 0);
+
+	/* evicted by that name, in another case (NTFS ignores it), once idle */
+	assert_int_equal(file_cache_evict_path(c, s.path, &ev), 0);
+	assert_int_equal(ev.busy, 1);
+	assert_int_equal(ev.files, 0);
 	file_cache_close(c, &h);
+	for (char *q = s.path; *q != '\0'; q++)
+		*q = (char)toupper((unsigned char)*q);
+	assert_int_equal(file_cache_evict_path(c, s.path, &ev), 0);
+	assert_int_equal(ev.files, 1);
+	assert_int_equal(counters(c).entries, 0);
+	assert_int_equal(file_cache_evict_path(c, s.path, &ev), -ENOENT);
+	assert_int_equal(file_cache_evict_path(c, "listed", &ev), -EINVAL);
 }
 
 /*
