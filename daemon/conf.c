@@ -6,12 +6,12 @@
  * What it must not do: check a value (conf_value.c does, by the type in
  * its row of keys[], conf_keys.c), or stop at the first error.
  *
- * inih does the parsing; this file only feeds it lines and hands each
- * key's value on.  The reader hands inih one whole line at a time, with its indentation
- * removed (so an indented key is a key, never a continuation of the one
- * before) and counts lines itself, so every error can name its line: the
- * inih that distributions ship calls handlers without line numbers and
- * stops reporting syntax errors after the first.
+ * The file's syntax is hotmapd.conf(5)'s: one "key = value" (or "key:
+ * value") a line, comments, a [hotmapd] section.  It is parsed here, a
+ * line at a time, so that every error names its line and all of them are
+ * reported at once; it used to go through inih, which Debian's mirror
+ * does not carry the source of for the Windows build, and which took
+ * lines of at most 198 bytes.
  */
 #include "config.h"
 
@@ -20,8 +20,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include <ini.h>
 
 #include "daemon/conf.h"
 #include "daemon/conf_platform.h"
@@ -35,95 +33,137 @@ static void
 syntax_error(struct load *l, const char *expected)
 {
 	conf_file_error(l, l->line, "syntax error: %s", expected);
-	if (l->first_syntax_error == 0)
-		l->first_syntax_error = l->line;
 }
 
-/* The line inih had last is done: a line that should have been a key but
- * never reached the handler is one inih could not parse. */
-static void
-reader_finish_line(struct load *l)
+/* Space as the file format has it (isspace without the locale). */
+static bool
+is_space(char c)
 {
-	if (l->candidate && !l->handled)
-		syntax_error(l, "expected 'key = value'");
-	l->candidate = false;
+	return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\v' || c == '\f';
 }
 
-/* fgets for inih: one whole line at a time, without its indentation. */
+/* s without its trailing space (in place). */
 static char *
-reader(char *str, int num, void *stream)
+rstrip(char *s)
 {
-	struct load *l = stream;
-	size_t len;
-	char *p;
+	size_t n = strlen(s);
 
-	reader_finish_line(l);
-	errno = 0;
-	if (conf_platform_getline(&l->buf, &l->cap, l->f) < 0) {
-		if (ferror(l->f))
-			conf_file_error(l, 0, "%s: %s", l->cfg->path, strerror(errno != 0 ? errno : EIO));
-		return NULL;
-	}
-	l->line++;
-	l->handled = false;
-	p = l->buf;
-	if (l->line == 1 && strncmp(p, "\xEF\xBB\xBF", 3) == 0)
-		p += 3;		/* a UTF-8 byte order mark */
-	p += strspn(p, " \t");
-	l->candidate = *p != '\0' && *p != '\r' && *p != '\n' && *p != ';' && *p != '#' &&
-		       *p != '[';
-	if (*p == '[' && strchr(p, ']') == NULL)
-		syntax_error(l, "expected '[section]'");	/* inih keeps the section it had */
-	else if (*p == '[')
-		l->section_line = l->line;
-	/* Always with its newline: inih takes a line that fills its buffer
-	 * without one for a long line and reads on to drop the rest. */
-	len = strcspn(p, "\n");
-	if (len + 2 > (size_t)num) {
-		conf_file_error(l, l->line, "line too long (at most %d bytes)", num - 2);
-		l->candidate = false;
-		len = 0;
-	}
-	memcpy(str, p, len);
-	str[len] = '\n';
-	str[len + 1] = '\0';
-	return str;
+	while (n > 0 && is_space(s[n - 1]))
+		s[--n] = '\0';
+	return s;
 }
 
-static int
-handler(void *user, const char *section, const char *name, const char *value)
+/* The first of chars in s, or the ';' of an inline comment (one after a
+ * space), or the end of s. */
+static char *
+find_or_comment(char *s, const char *chars)
 {
-	struct load *l = user;
+	bool after_space = false;
+
+	for (; *s != '\0'; s++) {
+		if ((chars != NULL && strchr(chars, *s) != NULL) || (after_space && *s == ';'))
+			break;
+		after_space = is_space(*s);
+	}
+	return s;
+}
+
+/* "[name]": the section from here on.  Text after the ']' is ignored; a
+ * line without one is an error, and the section stays what it was. */
+static void
+parse_section(struct load *l, char *p)
+{
+	char *end = find_or_comment(p + 1, "]");
+
+	if (*end != ']') {
+		syntax_error(l, "expected '[section]'");
+		return;
+	}
+	*end = '\0';
+	l->section_ok = strcmp(p + 1, "hotmapd") == 0;
+	snprintf(l->section, sizeof l->section, "%s", p + 1);
+	l->section_line = l->line;
+	l->section_reported = false;
+}
+
+/* "key = value" or "key: value", both sides stripped, the value up to an
+ * inline comment; into the configuration unless the section is another
+ * program's. */
+static void
+parse_key(struct load *l, char *p)
+{
+	char *end = find_or_comment(p, "=:"), *value;
 	int key;
 
-	l->handled = true;
-	if (name == NULL)
-		return 1;
-	if (section != NULL && section[0] != '\0' && strcmp(section, "hotmapd") != 0) {
-		/* Once per section, and none of its keys: they are not ours. */
-		if (l->section_reported != l->section_line) {
-			l->section_reported = l->section_line;
-			conf_file_error(l, l->section_line,
-				   "unknown section [%s] (keys go before any section or in [hotmapd])",
-				   section);
-		}
-		return 1;
+	if (*end != '=' && *end != ':') {
+		syntax_error(l, "expected 'key = value'");
+		return;
 	}
-	key = conf_key_lookup(name);
+	*end = '\0';
+	rstrip(p);
+	value = end + 1;
+	value += strspn(value, " \t\r\n\v\f");
+	*find_or_comment(value, NULL) = '\0';
+	rstrip(value);
+	if (!l->section_ok) {
+		/* Once per section, and none of its keys: they are not ours. */
+		if (!l->section_reported) {
+			l->section_reported = true;
+			conf_file_error(l, l->section_line,
+					"unknown section [%s] (keys go before any section or in [hotmapd])",
+					l->section);
+		}
+		return;
+	}
+	key = conf_key_lookup(p);
 	if (key < 0) {
-		conf_file_error(l, l->line, "unknown key '%s'", name);
-		return 1;
+		conf_file_error(l, l->line, "unknown key '%s'", p);
+		return;
 	}
 	l->src = (struct hm_config_source){ HM_ORIGIN_FILE, l->line };
-	conf_set_value(l, conf_key_def(key), value != NULL ? value : "");
-	return 1;
+	conf_set_value(l, conf_key_def(key), value);
+}
+
+/* Every line of l->f. */
+static void
+parse_file(struct load *l)
+{
+	ssize_t n;
+
+	l->section_ok = true;	/* keys before any section are ours */
+	l->section[0] = '\0';
+	errno = 0;
+	while ((n = conf_platform_getline(&l->buf, &l->cap, l->f)) >= 0) {
+		char *p = l->buf;
+
+		l->line++;
+		if (memchr(p, '\0', (size_t)n) != NULL) {
+			conf_file_error(l, l->line, "a NUL byte in the line");
+			continue;
+		}
+		if ((size_t)n > CONF_LINE_MAX + 1 ||
+		    ((size_t)n == CONF_LINE_MAX + 1 && p[n - 1] != '\n')) {
+			conf_file_error(l, l->line, "line too long (at most %u bytes)", CONF_LINE_MAX);
+			continue;
+		}
+		if (l->line == 1 && strncmp(p, "\xEF\xBB\xBF", 3) == 0)
+			p += 3;		/* a UTF-8 byte order mark */
+		p += strspn(p, " \t\r\n\v\f");
+		if (*p == '\0' || *p == ';' || *p == '#')
+			continue;
+		if (*p == '[')
+			parse_section(l, p);
+		else
+			parse_key(l, p);
+		errno = 0;
+	}
+	if (ferror(l->f))
+		conf_file_error(l, 0, "%s: %s", l->cfg->path, strerror(errno != 0 ? errno : EIO));
 }
 
 static void
 load_file(struct load *l, const char *path, bool given)
 {
-	int rc;
-
 	l->f = conf_platform_fopen(path);
 	if (l->f == NULL) {
 		int e = errno;
@@ -143,13 +183,7 @@ load_file(struct load *l, const char *path, bool given)
 		fclose(l->f);
 		return;
 	}
-	rc = ini_parse_stream(reader, l, handler, l);
-	/* inih reports its first error only; every line it could not parse
-	 * is found by the reader, so this is one that was missed. */
-	if (rc > 0 && (unsigned)rc != l->first_syntax_error)
-		conf_file_error(l, (unsigned)rc, "syntax error");
-	else if (rc < 0)
-		l->nomem = true;
+	parse_file(l);
 	fclose(l->f);
 	l->f = NULL;
 	free(l->buf);

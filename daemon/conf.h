@@ -1,6 +1,6 @@
 /*
  * conf.h - hotmapd's configuration: built-in defaults, the file
- * (hotmapd.conf, parsed with inih), the command line over both, and where
+ * (hotmapd.conf, parsed in conf.c), the command line over both, and where
  * each value came from.
  *
  * What it is for: one struct hm_config that the server holds and its

@@ -2,7 +2,7 @@
  * conf_priv.h - what the rooms of the configuration share, and nothing
  * else includes.  They call one another in one direction only:
  *
- *   conf.c        the file (inih), the command line, loading, conf_foreach
+ *   conf.c        the file (its own parser), the command line, loading, conf_foreach
  *   conf_keys.c   the key table (keys[]), its lookups, defaults and --help
  *   conf_value.c  the value types: checking, storing and showing a value
  *   conf_error.c  the errors of a load, each naming its file and line
@@ -75,17 +75,20 @@ struct load {
 	bool replaced[HM_CONFIG__NKEYS];	/* repeatable key given on the command line */
 	bool nomem;
 
-	/* the reader */
+	/* the file's parser (conf.c) */
 	FILE *f;
 	char *buf;
 	size_t cap;
-	unsigned line;			/* of the line inih has now */
-	bool candidate;			/* the line must reach the handler */
-	bool handled;			/* it did */
-	unsigned first_syntax_error;	/* line; 0: none reported yet */
+	unsigned line;			/* of the line being parsed */
+	bool section_ok;		/* keys here are ours: none or [hotmapd] */
+	char section[64];		/* the last [section]'s name, for its error */
 	unsigned section_line;		/* of the last [section] */
-	unsigned section_reported;	/* section_line of the last error about one */
+	bool section_reported;		/* its keys were reported as not ours */
 };
+
+/* The longest line of hotmapd.conf, not counting its end: room for a
+ * root of PATH_MAX bytes. */
+#define CONF_LINE_MAX	8192u
 
 /* The row of key (conf_keys.c); row 0 for a key out of range. */
 const struct key_def *conf_key_def(int key);

@@ -4,7 +4,7 @@
  * paths, no users or groups) and what conf_value.c makes of it for the
  * keys that differ on Windows (users and groups refused, roots, pipe
  * names, drive paths).  It sets values as the command line does, so
- * it needs no inih; tests/test_config.c is the Linux suite and covers the
+ * it needs no file; tests/test_config.c is the Linux suite and covers the
  * file format.
  *
  * Windows builds only (contrib/windows/build).

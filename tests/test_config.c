@@ -439,7 +439,7 @@ test_syntax_errors_and_lines(void **state)
 {
 	struct hm_config_args args = { 0 };
 	struct hm_config_errors errs = { 0 };
-	char long_line[512];
+	char long_line[8300];	/* past the 8192 bytes a line may have */
 
 	(void)state;
 	memset(long_line, 'x', sizeof long_line - 1);
@@ -465,9 +465,29 @@ test_syntax_errors_and_lines(void **state)
 	assert_error(&errs, 4, 7, "workers: 999 is out of range (1 to 256)");
 	assert_error(&errs, 5, 8, "unknown section [other]");
 	assert_error(&errs, 6, 11, "syntax error: expected '[section]'");
-	/* after a broken header, inih stays in [other] */
+	/* after a broken header, the section stays [other] */
 	assert_int_equal(errs.n, 7);
 	conf_errors_clear(&errs);
+}
+
+/* Lines are not held to inih's 198 bytes any more: a path of 4000 bytes
+ * is read whole, with space and an inline comment after it. */
+static void
+test_long_line(void **state)
+{
+	struct hm_config_args args = { 0 };
+	struct hm_config cfg;
+	char path[4001];
+
+	(void)state;
+	memset(path, 'p', sizeof path - 1);
+	path[0] = '/';
+	path[sizeof path - 1] = '\0';
+	write_conf("log-file = %s   ; a comment\n", path);
+	load_ok(&cfg, &args);
+	assert_non_null(cfg.log_file);
+	assert_string_equal(cfg.log_file, path);
+	conf_clear(&cfg);
 }
 
 static void
@@ -960,6 +980,7 @@ main(void)
 		cmocka_unit_test(test_every_key_bad_all_errors_at_once),
 		cmocka_unit_test(test_values_spelled_otherwise),
 		cmocka_unit_test(test_syntax_errors_and_lines),
+		cmocka_unit_test(test_long_line),
 		cmocka_unit_test(test_sections_comments_crlf_bom),
 		cmocka_unit_test(test_repeated_keys),
 		cmocka_unit_test(test_command_line_wins),

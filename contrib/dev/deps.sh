@@ -11,7 +11,7 @@
 # (with dh-autoreconf) and lintian build and check the Debian packages
 # (contrib/debian, tests/test_debian.sh).
 HOTMAP_DEPS="build-essential autoconf automake libtool pkg-config
-	libevent-dev libprotobuf-c-dev protobuf-c-compiler libsystemd-dev libinih-dev
+	libevent-dev libprotobuf-c-dev protobuf-c-compiler libsystemd-dev
 	libcmocka-dev python3 python3-dev"
 HOTMAP_TEST_DEPS="mandoc systemd procps util-linux python3-numpy mypy
 	clang libclang-rt-dev

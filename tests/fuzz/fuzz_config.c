@@ -1,6 +1,6 @@
 /*
  * fuzz_config.c - libFuzzer target: hotmapd.conf and the command line
- * through conf_load (daemon/conf.c, over inih).
+ * through conf_load (daemon/conf.c and its parser).
  *
  * The input up to its first NUL byte is the file; it is written to a memfd
  * and loaded through /proc/self/fd, so no file is left behind and each run
