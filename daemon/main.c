@@ -375,7 +375,7 @@ become_ready(struct server *srv, struct pidfile *pf, int ready_fd)
 	}
 	if (srv->cfg.user != (uid_t)-1)
 		log_info("running as uid %u, gid %u", (unsigned)getuid(), (unsigned)getgid());
-	srv->uid = geteuid();
+	server_self(srv);
 	rc = pidfile_write(pf);
 	if (rc < 0) {
 		log_err("pid-file %s: %s", pf->path, strerror(-rc));

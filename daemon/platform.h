@@ -26,4 +26,18 @@ typedef unsigned int uid_t;
 typedef unsigned int gid_t;
 #endif
 
+/* --- transport (branch s18-win-transport) --- */
+/*
+ * hm_fd: a file the daemon holds, as the platform names it: a descriptor
+ * on POSIX, a HANDLE on Windows (used natively, not through CRT
+ * descriptors: docs/windows.md, section 4).  The storage side defines the
+ * same type; an identical typedef twice is valid C11.
+ */
+#ifdef _WIN32
+typedef void *hm_fd;
+#else
+typedef int hm_fd;
+#endif
+/* --- end transport --- */
+
 #endif

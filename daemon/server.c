@@ -89,6 +89,18 @@ server_signal_cb(evutil_socket_t sig, short what, void *arg)
 }
 
 void
+server_self(struct server *srv)
+{
+	struct peer_ident self;
+
+	if (peer_ident_self(&self) == 0) {
+		srv->uid = self.uid;
+		memcpy(srv->self_user, self.user, sizeof self.user);
+	}
+	peer_ident_clear(&self);
+}
+
+void
 server_stop(struct server *srv, const char *why)
 {
 	log_notice("%s: shutting down", why);
@@ -245,7 +257,7 @@ server_init(struct server *srv, struct hm_config *cfg, const struct hm_config_ar
 	srv->cfg = *cfg;
 	memset(cfg, 0, sizeof *cfg);
 	srv->cfg_args = args;
-	srv->uid = geteuid();
+	server_self(srv);
 	srv->started_ns = monotime_ns();
 	srv->base = event_base_new();
 	srv->cache = file_cache_new();
