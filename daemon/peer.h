@@ -102,7 +102,7 @@ int peer_send(struct peer *p, uint16_t type, uint32_t id, const ProtobufCMessage
 int peer_send_fd(struct peer *p, uint16_t type, uint32_t id, const ProtobufCMessage *msg, int fd);
 /* Queues an ERROR frame. */
 int peer_send_error(struct peer *p, uint32_t id, int error, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
+	HM_PRINTF(4, 5);
 
 /*
  * Queues one READ_DATA frame with HM_FLAG_MORE and an empty message whose

@@ -73,7 +73,7 @@ int peer_io_write(struct peer *p);
 
 /* The peer is done for (why is printf-like); the next peer_finish calls
  * closed().  Only the first reason counts. */
-void peer_fail(struct peer *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void peer_fail(struct peer *p, const char *fmt, ...) HM_PRINTF(2, 3);
 /* Bytes were appended to p->in: restart the idle timer, dispatch, write. */
 void peer_input(struct peer *p);
 /* The client closed its end (clean between frames, else truncated). */

@@ -38,6 +38,17 @@ typedef void *hm_fd;
 #else
 typedef int hm_fd;
 #endif
+/*
+ * HM_PRINTF(f, a): printf-like arguments, checked as the C library the
+ * program uses formats them: mingw's own stdio (with _GNU_SOURCE, %zu
+ * and %llu work) is gnu_printf there, where plain "printf" would check
+ * against msvcrt's formats.
+ */
+#ifdef __MINGW_PRINTF_FORMAT
+#define HM_PRINTF(f, a)	__attribute__((format(__MINGW_PRINTF_FORMAT, f, a)))
+#else
+#define HM_PRINTF(f, a)	__attribute__((format(printf, f, a)))
+#endif
 /* --- end transport --- */
 
 #endif
