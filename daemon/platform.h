@@ -26,18 +26,25 @@ typedef unsigned int uid_t;
 typedef unsigned int gid_t;
 #endif
 
-/* --- transport (branch s18-win-transport) --- */
 /*
- * hm_fd: a file the daemon holds, as the platform names it: a descriptor
- * on POSIX, a HANDLE on Windows (used natively, not through CRT
- * descriptors: docs/windows.md, section 4).  The storage side defines the
- * same type; an identical typedef twice is valid C11.
+ * --- storage (branch s18-win-storage) -------------------------------------
+ * hm_fd: what the storage core holds a file by.  A descriptor on POSIX; a
+ * HANDLE on Windows, used natively (no CRT descriptor: the CRT caps them
+ * below the open-files budget).  HM_FD_INVALID is the "none" value.
+ * void * is HANDLE's own type, so this header needs no <windows.h>.
  */
+#include <stdint.h>
+
 #ifdef _WIN32
 typedef void *hm_fd;
+#define HM_FD_INVALID ((hm_fd)(intptr_t)-1)
 #else
 typedef int hm_fd;
+#define HM_FD_INVALID (-1)
 #endif
+/* --- end storage ----------------------------------------------------------- */
+
+/* --- transport (branch s18-win-transport) --- */
 /*
  * HM_PRINTF(f, a): printf-like arguments, checked as the C library the
  * program uses formats them: mingw's own stdio (with _GNU_SOURCE, %zu
