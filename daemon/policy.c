@@ -8,12 +8,12 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 
 #include "daemon/log.h"
 #include "daemon/monotime.h"
 #include "daemon/policy.h"
 #include "daemon/server.h"
+#include "daemon/server_platform.h"
 
 unsigned
 policy_count_connections(struct server *srv, const struct peer_ident *id, int delta)
@@ -46,12 +46,10 @@ policy_count_connections(struct server *srv, const struct peer_ident *id, int de
 uint64_t
 policy_connection_cap(const struct server *srv)
 {
-	struct rlimit rl;
-	uint64_t nofile, reserve;
+	uint64_t nofile = server_descriptor_limit(), reserve;
 
-	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY)
+	if (nofile == UINT64_MAX)
 		return UINT64_MAX;
-	nofile = (uint64_t)rl.rlim_cur;
 	/* the cache's files, at most half the table, and a few for the
 	 * daemon itself (listener, workers, logs, passed descriptors) */
 	reserve = srv->cfg.max_open_files > 0 ? srv->cfg.max_open_files : nofile / 2;

@@ -34,6 +34,7 @@
 struct event_base;
 struct server;
 struct event;
+struct pipe_listener;
 struct session;
 
 struct server {
@@ -50,6 +51,7 @@ struct server {
 	struct event *ev_lease[2];	/* the lease signal, and SIGIO */
 
 	int listen_fd;
+	struct pipe_listener *pipes;	/* Windows: the named pipe's listener */
 	bool socket_activated;		/* from systemd: never unlinked */
 	bool socket_bound;		/* bound by us: unlinked at exit */
 	struct event *ev_accept;

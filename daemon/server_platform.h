@@ -14,6 +14,7 @@
 #define HOTMAP_SERVER_PLATFORM_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 struct server;
 
@@ -30,5 +31,8 @@ void server_signals_stop(struct server *srv);
 
 /* Processors online, at least 1. */
 unsigned server_cpus(void);
+/* How many descriptors the process may hold (RLIMIT_NOFILE now), or
+ * UINT64_MAX for no limit (as on Windows, whose handles have none). */
+uint64_t server_descriptor_limit(void);
 
 #endif
