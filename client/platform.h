@@ -80,6 +80,23 @@ platform_localtime_r(const time_t *t, struct tm *tm)
 	return localtime_r(t, tm);
 #endif
 }
+
+/* Standard output as bytes: the CRT's text mode would turn each \n of a
+ * file hotmapctl read copies into \r\n.  Nothing to do on POSIX. */
+#ifdef _WIN32
+#include <fcntl.h>
+#include <io.h>
+static inline void
+platform_binary_stdout(void)
+{
+	_setmode(1, _O_BINARY);
+}
+#else
+static inline void
+platform_binary_stdout(void)
+{
+}
+#endif
 /* --- end s18-win-client --- */
 
 #endif

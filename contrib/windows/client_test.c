@@ -9,6 +9,10 @@
  * errno and hm_last_error, and a server that hangs up in the middle of a
  * reply (an error, not a hang).  Built by contrib/windows/build as
  * hotmap-client.exe; run by contrib/windows/test.
+ *
+ * "hotmap-client.exe serve NAME SECONDS" only serves \\.\pipe\NAME for
+ * that long (reads of any file whose handle it can pull), for
+ * contrib/windows/test to run hotmapctl.exe read against it.
  */
 #include "config.h"
 
@@ -340,8 +344,27 @@ read_within(struct read_job *j)
 	return true;
 }
 
+/* serve NAME SECONDS */
+static int
+serve_only(const char *name, const char *seconds)
+{
+	HANDLE first;
+
+	snprintf(pipe_a, sizeof pipe_a, "\\\\.\\pipe\\%s", name);
+	MultiByteToWideChar(CP_UTF8, 0, pipe_a, -1, pipe_w, 96);
+	first = new_instance(true);
+	if (first == INVALID_HANDLE_VALUE || CreateThread(NULL, 0, server_thread, first, 0, NULL) == NULL) {
+		printf("# cannot serve %s (error %lu)\n", pipe_a, GetLastError());
+		return 1;
+	}
+	printf("# serving %s\n", pipe_a);
+	fflush(stdout);
+	Sleep((DWORD)atoi(seconds) * 1000u);
+	return 0;
+}
+
 int
-main(void)
+main(int argc, char **argv)
 {
 	static uint8_t buf[FILE_BYTES];
 	struct read_job jobs[4];
@@ -353,6 +376,8 @@ main(void)
 	int fd, i;
 	bool all;
 
+	if (argc == 4 && strcmp(argv[1], "serve") == 0)
+		return serve_only(argv[2], argv[3]);
 	printf("1..22\n");
 	snprintf(pipe_a, sizeof pipe_a, "\\\\.\\pipe\\hotmap-client-test-%lu", GetCurrentProcessId());
 	MultiByteToWideChar(CP_UTF8, 0, pipe_a, -1, pipe_w, 96);
