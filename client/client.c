@@ -141,7 +141,8 @@ client_open(hm_client *c, hm_file *f, int flags)
 		f->own_fd = fd;	/* the direct tier's preads use it */
 	else
 		os_file_close(fd);	/* ours, not the caller's: the daemon has its own copy */
-	if (f->direct_ok && ((flags & (HM_O_DIRECT | HM_O_WARM)) || !os_file_plenty(f->own_fd)))
+	if (f->direct_ok && ((flags & (HM_O_DIRECT | HM_O_WARM)) || c->direct_after == 0 ||
+			    !os_file_plenty(f->own_fd)))
 		(void)direct_promote(f);
 	if (f->own_fd != HM_OSFILE_NONE && !os_file_plenty(f->own_fd)) {
 		/* many files open: read them through their mappings only, so

@@ -55,9 +55,12 @@ struct hm_direct_slot;
 #define CLIENT_POLL_US_MAX	10000u		/* as hotmapd's poll-us */
 /* Direct reads: slots asked for at HELLO (a whole number of pages), and
  * reads through the daemon before a granted file is mapped (see direct.c;
- * HOTMAP_DIRECT=0 asks for none, HOTMAP_DIRECT_AFTER sets the reads). */
+ * HOTMAP_DIRECT=0 asks for none, HOTMAP_DIRECT_AFTER sets the reads).
+ * 0: mapped at open.  An untouched mapping costs one mmap, less than the
+ * round trip a read through the daemon would take, and its pages are
+ * read with pread until they are hot (direct_read). */
 #define CLIENT_DIRECT_SLOTS	256u
-#define CLIENT_DIRECT_AFTER	1u
+#define CLIENT_DIRECT_AFTER	0u
 /* HOTMAP_RECONNECT_MS: at most an hour */
 #define CLIENT_RECONNECT_MS_MAX	3600000u
 
