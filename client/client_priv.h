@@ -315,13 +315,13 @@ void wire_reset(hm_client *c);
 
 /* region_unix.c, region_win32.c: the memory of region r (r->size bytes,
  * then slots direct-read slots of table bytes), shared with the daemon:
- * maps r->base (and r->slots), sets r->huge; *fd: what HELLO passes.  0 or
- * -errno.  region_unmap undoes it. */
-int region_map(struct hm_region *r, size_t table, uint32_t slots, int *fd);
+ * maps r->base (and r->slots), sets r->huge; *fd: what HELLO passes (a
+ * memfd, or a section's handle).  0 or -errno.  region_unmap undoes it. */
+int region_map(struct hm_region *r, size_t table, uint32_t slots, hm_osfile *fd);
 void region_unmap(struct hm_region *r);
 
 /* region.c: the shared region's blocks. */
-struct hm_region *region_new(size_t size, uint32_t slots, int *fd);
+struct hm_region *region_new(size_t size, uint32_t slots, hm_osfile *fd);
 void region_unref(struct hm_region *r);
 bool region_block_used(const struct hm_region *r, size_t i);
 void region_mark(struct hm_region *r, size_t first, size_t n, bool used);

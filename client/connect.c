@@ -82,7 +82,7 @@ env_poll_wanted(void)
 
 /*
  * No path given: the user's own daemon (frame_default_socket), else the
- * platform's fallback (transport_fallback_endpoint: on POSIX the system's
+ * platform's fallback (endpoint_fallback: on POSIX the system's
  * at HM_SYSTEM_SOCKET, where the systemd socket unit and a root daemon
  * listen).  The one that answered is kept, so that a reconnect goes back
  * to the same daemon.  The error is the own endpoint's when neither
@@ -91,7 +91,7 @@ env_poll_wanted(void)
 static int
 connect_default(hm_client *c, char *path, size_t len)
 {
-	const char *fallback = transport_fallback_endpoint();
+	const char *fallback = endpoint_fallback();
 	int rc, own;
 
 	own = frame_default_socket(path, len);
@@ -125,7 +125,8 @@ client_connect(hm_client *c, const char *socket_path)
 	Hotmap__HelloReply *r;
 	ProtobufCMessage *reply;
 	char why[512];
-	int shm_fd = -1, rc;
+	hm_osfile shm_fd = HM_OSFILE_NONE;
+	int pass = -1, rc;
 
 	if (socket_path != NULL) {
 		snprintf(path, sizeof path, "%s", socket_path);
@@ -145,9 +146,10 @@ client_connect(hm_client *c, const char *socket_path)
 	hello.version = HM_PROTO_VERSION;
 	hello.features = transport_features();
 	hello.client_name = (char *)os_program_name();
-	if (c->shm_size > 0)
+	if (c->shm_size > 0 && (transport_features() & HM_FEATURE_SHM))
 		c->region = region_new(c->shm_size, c->direct_slots, &shm_fd);
 	if (c->region != NULL) {
+		pass = transport_attach(shm_fd, &hello.region_handle);
 		hello.shm_size = c->region->size + (uint64_t)c->region->nslots * HM_DIRECT_SLOT_BYTES;
 		hello.direct_slots = c->region->nslots;
 		hello.region_huge = c->region->huge;
@@ -157,9 +159,8 @@ client_connect(hm_client *c, const char *socket_path)
 		region_mark(c->region, 0, 1, true);
 		hello.ring_entries = HM_RING_ENTRIES;
 	}
-	rc = client_call(c, HM_MSG_HELLO, &hello.base, shm_fd, HM_MSG_HELLO_REPLY, &reply);
-	if (shm_fd >= 0)
-		close(shm_fd);
+	rc = client_call(c, HM_MSG_HELLO, &hello.base, pass, HM_MSG_HELLO_REPLY, &reply);
+	os_file_close(shm_fd);	/* the daemon has its own (passed, or pulled) */
 	if (rc < 0)
 		return rc;
 	r = (Hotmap__HelloReply *)reply;

@@ -114,12 +114,12 @@ region_free(struct hm_region *r, size_t off, size_t len)
 /* The region of size bytes and then slots direct-read slots (a whole
  * number of pages), mapped (region_map); what HELLO passes in *fd. */
 struct hm_region *
-region_new(size_t size, uint32_t slots, int *fd)
+region_new(size_t size, uint32_t slots, hm_osfile *fd)
 {
 	size_t table = (size_t)slots * HM_DIRECT_SLOT_BYTES;
 	struct hm_region *r;
 
-	*fd = -1;
+	*fd = HM_OSFILE_NONE;
 	size = (size + REGION_BLOCK - 1) / REGION_BLOCK * REGION_BLOCK;
 	r = calloc(1, sizeof *r);
 	if (r == NULL)

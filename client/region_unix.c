@@ -42,7 +42,7 @@ region_thp_available(void)
 }
 
 int
-region_map(struct hm_region *r, size_t table, uint32_t slots, int *fd)
+region_map(struct hm_region *r, size_t table, uint32_t slots, hm_osfile *fd)
 {
 	size_t size = r->size;
 	int err;

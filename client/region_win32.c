@@ -1,30 +1,53 @@
 /*
- * region_win32.c - the shared region on Windows: not offered yet.  It
- * would be a pagefile-backed section (CreateFileMappingW of
- * INVALID_HANDLE_VALUE, which can neither grow nor shrink, as the memfd's
- * seals promise on Linux) whose handle the daemon pulls (Hello
- * region_handle); the daemon does not map one yet, so HELLO offers no
- * region (transport_win32.c leaves HM_FEATURE_SHM out), views are
- * filled over the pipe, and no region is made.
+ * region_win32.c - the shared region's memory on Windows: a section backed
+ * by the paging file (CreateFileMappingW of INVALID_HANDLE_VALUE), mapped
+ * whole, blocks then direct-read slots, in one view.  A section keeps the
+ * size it was made with (it can neither grow nor shrink, which is what the
+ * memfd's seals promise on Linux), so the daemon's view of it never
+ * faults.  HELLO carries the section handle's value (Hello.region_handle)
+ * for the daemon to pull with DuplicateHandle (docs/windows.md, section
+ * 6); a daemon that does not map it answers shm_accepted false and every
+ * byte comes over the pipe.
  */
 #include "config.h"
 
 #include <errno.h>
+#include <windows.h>
 
 #include "client/client_priv.h"
+#include "client/win32.h"
 
 int
-region_map(struct hm_region *r, size_t table, uint32_t slots, int *fd)
+region_map(struct hm_region *r, size_t table, uint32_t slots, hm_osfile *fd)
 {
-	(void)r;
-	(void)table;
-	(void)slots;
-	*fd = -1;
-	return -ENOTSUP;
+	uint64_t total = (uint64_t)r->size + table;
+	HANDLE section;
+	void *view;
+
+	*fd = HM_OSFILE_NONE;
+	section = CreateFileMappingW(INVALID_HANDLE_VALUE, NULL, PAGE_READWRITE,
+				     (DWORD)(total >> 32), (DWORD)total, NULL);
+	if (section == NULL)
+		return -win32_errno(GetLastError());
+	view = MapViewOfFile(section, FILE_MAP_READ | FILE_MAP_WRITE, 0, 0, (SIZE_T)total);
+	if (view == NULL) {
+		int err = win32_errno(GetLastError());
+
+		CloseHandle(section);
+		return -err;
+	}
+	r->base = view;
+	r->huge = false;	/* large pages need SeLockMemoryPrivilege */
+	if (table > 0) {
+		r->slots = (struct hm_direct_slot *)((uint8_t *)view + r->size);
+		r->nslots = slots;
+	}
+	*fd = (hm_osfile)section;
+	return 0;
 }
 
 void
 region_unmap(struct hm_region *r)
 {
-	(void)r;
+	UnmapViewOfFile(r->base);	/* the slots are in the same view */
 }

@@ -57,7 +57,4 @@ int transport_attach(hm_osfile f, uint64_t *handle_value);
 /* The features a HELLO offers on this platform (proto/frame.h). */
 uint64_t transport_features(void);
 
-/* The endpoint to try when the default one has no daemon, or NULL. */
-const char *transport_fallback_endpoint(void);
-
 #endif

@@ -162,9 +162,3 @@ transport_features(void)
 {
 	return HM_FEATURES_ALL;
 }
-
-const char *
-transport_fallback_endpoint(void)
-{
-	return HM_SYSTEM_SOCKET;
-}

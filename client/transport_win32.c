@@ -48,6 +48,10 @@ transport_connect(hm_client *c, const char *path)
 
 	if (strlen(path) >= ENDPOINT_MAX)
 		return -ENAMETOOLONG;
+	/* a local pipe's name, never a file that CreateFileW would open in
+	 * its place (the daemon refuses remote clients anyway) */
+	if (_strnicmp(path, "\\\\.\\pipe\\", 9) != 0 || path[9] == '\0')
+		return -EINVAL;
 	transport_close(c);
 	wpath = win32_wide(path);
 	if (wpath == NULL)
@@ -201,12 +205,6 @@ transport_attach(hm_osfile f, uint64_t *handle_value)
 uint64_t
 transport_features(void)
 {
-	/* no shared region yet (region_win32.c): every byte over the pipe */
-	return HM_FEATURE_OPEN_BY_PATH | HM_FEATURE_HANDLE_PULL;
-}
-
-const char *
-transport_fallback_endpoint(void)
-{
-	return NULL;	/* one pipe for everyone: nothing else to try */
+	/* the region is a section whose handle the daemon pulls, as files */
+	return HM_FEATURE_OPEN_BY_PATH | HM_FEATURE_HANDLE_PULL | HM_FEATURE_SHM;
 }

@@ -6,8 +6,9 @@
  * HOTMAP_SOCKET, HM_FEATURE_HANDLE_PULL with a handle value the server
  * duplicates (DuplicateHandle from the client's process) and reads, a
  * read split over several READ_DATA frames, an ERROR reply turned into
- * errno and hm_last_error, and a server that hangs up in the middle of a
- * reply (an error, not a hang).  Built by contrib/windows/build as
+ * errno and hm_last_error, a server that hangs up in the middle of a
+ * reply (an error, not a hang), and the shared region: a section whose
+ * handle the server pulls and maps, reads and views copied into it.  Built by contrib/windows/build as
  * hotmap-client.exe; run by contrib/windows/test.
  *
  * "hotmap-client.exe serve NAME SECONDS" only serves \\.\pipe\NAME for
@@ -40,7 +41,9 @@ static char pipe_a[96];
 static volatile LONG mode = SERVE;
 /* What the server saw (read by the tests once a call returned). */
 static volatile LONG connections, hellos;
-static uint64_t hello_features, hello_shm;
+static uint64_t hello_features, hello_shm, hello_region;
+static volatile LONG regions_mapped;	/* HELLOs whose section was pulled and mapped */
+static volatile LONG shm_reads;		/* READs answered through the region */
 static char hello_name[64];
 static uint64_t open_value;
 static bool open_by_path;
@@ -62,6 +65,8 @@ struct conn {
 	HANDLE pipe;
 	uint8_t *file;		/* the client's file, read through the pulled handle */
 	size_t size;
+	uint8_t *region;	/* the client's section, pulled and mapped */
+	size_t region_size;
 };
 
 static bool
@@ -116,25 +121,51 @@ send_error(HANDLE h, uint32_t id, int err, const char *text)
 	return send_frame(h, HM_MSG_ERROR, id, 0, &e.base, NULL, 0);
 }
 
-/* The pull: the client's handle value, duplicated from its process, read
- * whole from offset 0. */
+/* The client's handle value, duplicated from its process into *dup. */
 static bool
-pull_file(struct conn *c, uint64_t value)
+pull_handle(struct conn *c, uint64_t value, HANDLE *dup)
 {
 	ULONG pid = 0;
-	HANDLE proc, dup = NULL;
-	LARGE_INTEGER size;
-	OVERLAPPED ov;
-	DWORD got = 0;
-	bool good = false;
+	HANDLE proc;
+	bool good;
 
 	if (!GetNamedPipeClientProcessId(c->pipe, &pid))
 		return false;
 	proc = OpenProcess(PROCESS_DUP_HANDLE, FALSE, pid);
 	if (proc == NULL)
 		return false;
-	if (DuplicateHandle(proc, (HANDLE)(uintptr_t)value, GetCurrentProcess(), &dup, 0, FALSE,
-			    DUPLICATE_SAME_ACCESS) &&
+	good = DuplicateHandle(proc, (HANDLE)(uintptr_t)value, GetCurrentProcess(), dup, 0, FALSE,
+			       DUPLICATE_SAME_ACCESS);
+	CloseHandle(proc);
+	return good;
+}
+
+/* The region: the section pulled and mapped whole. */
+static bool
+pull_region(struct conn *c, uint64_t value, uint64_t size)
+{
+	HANDLE section;
+
+	if (value == 0 || size == 0 || size > HM_SHM_MAX || !pull_handle(c, value, &section))
+		return false;
+	c->region = MapViewOfFile(section, FILE_MAP_READ | FILE_MAP_WRITE, 0, 0, (SIZE_T)size);
+	CloseHandle(section);	/* the view keeps the section */
+	c->region_size = c->region != NULL ? (size_t)size : 0;
+	return c->region != NULL;
+}
+
+/* The pull: the client's handle value, duplicated from its process, read
+ * whole from offset 0. */
+static bool
+pull_file(struct conn *c, uint64_t value)
+{
+	HANDLE dup = NULL;
+	LARGE_INTEGER size;
+	OVERLAPPED ov;
+	DWORD got = 0;
+	bool good = false;
+
+	if (pull_handle(c, value, &dup) &&
 	    GetFileSizeEx(dup, &size) && size.QuadPart > 0 && size.QuadPart <= 16 << 20) {
 		free(c->file);
 		c->size = (size_t)size.QuadPart;
@@ -145,7 +176,6 @@ pull_file(struct conn *c, uint64_t value)
 	}
 	if (dup != NULL)
 		CloseHandle(dup);
-	CloseHandle(proc);
 	return good;
 }
 
@@ -175,10 +205,16 @@ serve(struct conn *c)
 
 			hello_features = m->features;
 			hello_shm = m->shm_size;
+			hello_region = m->region_handle;
 			snprintf(hello_name, sizeof hello_name, "%s", m->client_name);
+			r.shm_accepted = m->shm_size > 0 &&
+					 pull_region(c, m->region_handle, m->shm_size);
+			if (r.shm_accepted)
+				InterlockedIncrement(&regions_mapped);
 			InterlockedIncrement(&hellos);
 			r.version = HM_PROTO_VERSION;
-			r.features = m->features & (HM_FEATURE_OPEN_BY_PATH | HM_FEATURE_HANDLE_PULL);
+			r.features = m->features & (HM_FEATURE_OPEN_BY_PATH | HM_FEATURE_HANDLE_PULL |
+						    (r.shm_accepted ? HM_FEATURE_SHM : 0));
 			r.server_version = "client_test";
 			alive = send_frame(c->pipe, HM_MSG_HELLO_REPLY, h.id, 0, &r.base, NULL, 0);
 			break;
@@ -218,6 +254,18 @@ serve(struct conn *c)
 				off = c->size;
 			if (len > c->size - off)
 				len = c->size - off;
+			if (m->to_shm) {
+				if (c->region == NULL || m->shm_offset > c->region_size ||
+				    m->length > c->region_size - m->shm_offset) {
+					alive = send_error(c->pipe, h.id, EINVAL, "client_test: outside the region");
+					break;
+				}
+				memcpy(c->region + m->shm_offset, c->file + off, len);
+				InterlockedIncrement(&shm_reads);
+				last.total = len;
+				alive = send_frame(c->pipe, HM_MSG_READ_DATA, h.id, 0, &last.base, NULL, 0);
+				break;
+			}
 			step = (len + READ_FRAMES - 1) / READ_FRAMES;
 			for (i = 0; alive && sent < len; i++) {
 				size_t n = len - sent < step ? len - sent : step;
@@ -280,6 +328,8 @@ server_thread(void *arg)
 		DisconnectNamedPipe(c.pipe);
 		CloseHandle(c.pipe);
 		free(c.file);
+		if (c.region != NULL)
+			UnmapViewOfFile(c.region);
 		if (next == INVALID_HANDLE_VALUE)
 			return 1;
 	}
@@ -367,6 +417,8 @@ int
 main(int argc, char **argv)
 {
 	static uint8_t buf[FILE_BYTES];
+	struct hm_options no_region = HM_OPTIONS_INIT;
+	struct hm_view v = { 0 };
 	struct read_job jobs[4];
 	HANDLE first, threads[4], own;
 	hm_client *c;
@@ -378,7 +430,8 @@ main(int argc, char **argv)
 
 	if (argc == 4 && strcmp(argv[1], "serve") == 0)
 		return serve_only(argv[2], argv[3]);
-	printf("1..22\n");
+	printf("1..28\n");
+	no_region.shm_size = 0;
 	snprintf(pipe_a, sizeof pipe_a, "\\\\.\\pipe\\hotmap-client-test-%lu", GetCurrentProcessId());
 	MultiByteToWideChar(CP_UTF8, 0, pipe_a, -1, pipe_w, 96);
 	if (!make_file()) {
@@ -391,16 +444,16 @@ main(int argc, char **argv)
 		return 1;
 	}
 
-	/* by the pipe's name */
-	c = hm_connect(pipe_a);
+	/* by the pipe's name; no region: every byte comes over the pipe */
+	c = hm_connect_opts(pipe_a, &no_region);
 	ok(c != NULL, "hm_connect by pipe name");
 	if (c == NULL) {
 		printf("# errno %d: %s\n", errno, hm_last_error());
 		return 1;
 	}
-	ok((hello_features & HM_FEATURE_HANDLE_PULL) && !(hello_features & HM_FEATURE_FD_PASSING) &&
-	   !(hello_features & HM_FEATURE_SHM) && hello_shm == 0,
-	   "HELLO offers HANDLE_PULL, neither FD_PASSING nor a region");
+	ok((hello_features & HM_FEATURE_HANDLE_PULL) && (hello_features & HM_FEATURE_SHM) &&
+	   !(hello_features & HM_FEATURE_FD_PASSING) && hello_shm == 0 && hello_region == 0,
+	   "HELLO offers HANDLE_PULL and SHM, not FD_PASSING; shm_size 0: no section");
 	ok(strcmp(hello_name, "hotmap-client") == 0, "HELLO names the program (GetModuleFileNameW)");
 
 	/* hm_open: the library opens the file, the server pulls the handle */
@@ -475,7 +528,7 @@ main(int argc, char **argv)
 	snprintf(env, sizeof env, "HOTMAP_SOCKET=%s", pipe_a);
 	_putenv(env);
 	i = hellos;
-	c = hm_connect(NULL);
+	c = hm_connect_opts(NULL, &no_region);
 	ok(c != NULL && hellos == i + 1, "hm_connect(NULL) takes the pipe from HOTMAP_SOCKET");
 	_putenv("HOTMAP_SOCKET=");
 
@@ -491,11 +544,35 @@ main(int argc, char **argv)
 	ok(n == -1, "the broken client fails its next call too");
 	hm_disconnect(c);
 
+	/* the shared region: a section the server pulls and maps */
+	c = hm_connect(pipe_a);
+	ok(c != NULL && hello_shm > 0 && hello_region != 0 && regions_mapped == 1,
+	   "HELLO carries a section handle the server pulls and maps");
+	f = c != NULL ? hm_open(c, path, 0) : NULL;
+	i = shm_reads;
+	memset(buf, 0, sizeof buf);
+	n = f != NULL ? hm_pread(f, buf, FILE_BYTES, 0) : -1;
+	ok(n == FILE_BYTES && memcmp(buf, expect, FILE_BYTES) == 0 && shm_reads == i + 1,
+	   "hm_pread of 300000 bytes through the region");
+	n = f != NULL ? hm_pread(f, buf, 100, 5) : -1;
+	ok(n == 100 && memcmp(buf, expect + 5, 100) == 0 && shm_reads == i + 1,
+	   "a read under the threshold comes over the pipe");
+	ok(f != NULL && hm_view_range(f, 1000, 50000, &v) == 0 && v.len == 50000 &&
+	   memcmp(v.data, expect + 1000, 50000) == 0 && shm_reads == i + 2,
+	   "hm_view_range: a view into the region");
+	hm_disconnect(c);	/* the view holds the region: still mapped */
+	ok(v.data != NULL && memcmp(v.data, expect + 1000, 50000) == 0,
+	   "the view keeps its bytes after hm_disconnect");
+	hm_view_release(&v);
+	c = hm_connect(pipe_a);
+	ok(c != NULL && regions_mapped == 2, "a second client gets a region of its own");
+	hm_disconnect(c);
+
 	/* nobody at the name */
 	c = hm_connect("\\\\.\\pipe\\hotmap-client-test-nobody");
 	ok(c == NULL && errno == ENOENT, "nobody at the pipe name: ENOENT");
 	c = hm_connect("not-a-pipe\\at all");
-	ok(c == NULL && errno != 0, "a name that is no pipe fails");
+	ok(c == NULL && errno == EINVAL, "a name that is no pipe's: EINVAL");
 
 	DeleteFileA(path);
 	return 0;
