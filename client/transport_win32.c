@@ -9,6 +9,12 @@
  * SECURITY_SQOS_PRESENT | SECURITY_IDENTIFICATION: the daemon may learn
  * who we are, never act as us.
  *
+ * Each thread has one event for its I/O (a thread has one ReadFile or
+ * WriteFile in flight at a time, and starting one resets the event),
+ * kept in fiber-local storage, whose callback closes it when the thread
+ * ends: a CreateEvent and a CloseHandle per I/O would be two more system
+ * calls on every read.
+ *
  * hm_conn is the pipe's HANDLE.  A shutdown (client_break) cancels every
  * I/O in flight on it (CancelIoEx); an I/O started after the client broke
  * cancels itself, since the breaker sets c->broken before it cancels and
@@ -21,6 +27,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <windows.h>
@@ -31,6 +38,58 @@
 
 /* How long a connect waits for a free pipe instance (ERROR_PIPE_BUSY). */
 #define PIPE_BUSY_WAIT_MS	5000u
+
+static DWORD io_event_slot = FLS_OUT_OF_INDEXES;
+static pthread_once_t io_event_once = PTHREAD_ONCE_INIT;
+
+static void WINAPI
+io_event_free(void *event)
+{
+	if (event != NULL)
+		CloseHandle(event);
+}
+
+static void
+io_event_init(void)
+{
+	io_event_slot = FlsAlloc(io_event_free);
+}
+
+/* hotmap.dll unloaded by FreeLibrary (reserved NULL; not at the
+ * process's exit): the slot goes, its callback run for every thread now,
+ * so that no thread ends later calling into the unloaded DLL. */
+BOOL WINAPI DllMain(HINSTANCE dll, DWORD reason, LPVOID reserved);
+BOOL WINAPI
+DllMain(HINSTANCE dll, DWORD reason, LPVOID reserved)
+{
+	(void)dll;
+	if (reason == DLL_PROCESS_DETACH && reserved == NULL &&
+	    io_event_slot != FLS_OUT_OF_INDEXES) {
+		FlsFree(io_event_slot);
+		io_event_slot = FLS_OUT_OF_INDEXES;
+	}
+	return TRUE;
+}
+
+/* The calling thread's I/O event, or NULL. */
+static HANDLE
+io_event(void)
+{
+	HANDLE ev;
+
+	pthread_once(&io_event_once, io_event_init);
+	if (io_event_slot == FLS_OUT_OF_INDEXES)
+		return NULL;
+	ev = FlsGetValue(io_event_slot);
+	if (ev == NULL) {
+		ev = CreateEventW(NULL, TRUE, FALSE, NULL);
+		if (ev != NULL && !FlsSetValue(io_event_slot, ev)) {
+			CloseHandle(ev);
+			ev = NULL;
+		}
+	}
+	return ev;
+}
 
 static HANDLE
 conn_pipe(const hm_client *c)
@@ -104,7 +163,7 @@ transport_shutdown(hm_client *c)
 
 /*
  * One overlapped ReadFile or WriteFile of len bytes, waited for: bytes
- * moved, or -(Windows error) as a negative DWORD-sized int.  A client
+ * moved, or minus the Windows error.  A client
  * broken meanwhile cancels it (ERROR_OPERATION_ABORTED).
  */
 static long long
@@ -115,9 +174,9 @@ pipe_io(hm_client *c, bool write, void *buf, size_t len)
 	BOOL ok;
 
 	memset(&ov, 0, sizeof ov);
-	ov.hEvent = CreateEventW(NULL, TRUE, FALSE, NULL);
+	ov.hEvent = io_event();
 	if (ov.hEvent == NULL)
-		return -(long long)GetLastError();
+		return -(long long)ERROR_NOT_ENOUGH_MEMORY;
 	ok = write ? WriteFile(conn_pipe(c), buf, chunk, NULL, &ov) :
 		     ReadFile(conn_pipe(c), buf, chunk, NULL, &ov);
 	if (!ok && GetLastError() == ERROR_IO_PENDING) {
@@ -127,13 +186,8 @@ pipe_io(hm_client *c, bool write, void *buf, size_t len)
 	} else if (ok) {
 		ok = GetOverlappedResult(conn_pipe(c), &ov, &n, FALSE);
 	}
-	if (!ok) {
-		DWORD err = GetLastError();
-
-		CloseHandle(ov.hEvent);
-		return -(long long)err;
-	}
-	CloseHandle(ov.hEvent);
+	if (!ok)
+		return -(long long)GetLastError();
 	return (long long)n;
 }
 
