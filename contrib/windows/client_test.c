@@ -34,7 +34,7 @@
 #define FILE_BYTES	300000u
 #define READ_FRAMES	3	/* READ_DATA frames with bytes per read */
 
-enum server_mode { SERVE, SERVE_ERROR, SERVE_HANG_UP };
+enum server_mode { SERVE, SERVE_ERROR, SERVE_HANG_UP, SERVE_HANG_UP_ONCE };
 
 static wchar_t pipe_w[96];
 static char pipe_a[96];
@@ -273,7 +273,9 @@ serve(struct conn *c)
 				alive = send_frame(c->pipe, HM_MSG_READ_DATA, h.id, HM_FLAG_MORE, &more.base,
 						   c->file + off + sent, (uint32_t)n);
 				sent += n;
-				if (mode == SERVE_HANG_UP) {
+				if (mode == SERVE_HANG_UP ||
+				    InterlockedCompareExchange(&mode, SERVE, SERVE_HANG_UP_ONCE) ==
+				    SERVE_HANG_UP_ONCE) {
 					FlushFileBuffers(c->pipe);
 					alive = false;	/* in the middle of the reply */
 				}
@@ -430,7 +432,7 @@ main(int argc, char **argv)
 
 	if (argc == 4 && strcmp(argv[1], "serve") == 0)
 		return serve_only(argv[2], argv[3]);
-	printf("1..28\n");
+	printf("1..29\n");
 	no_region.shm_size = 0;
 	snprintf(pipe_a, sizeof pipe_a, "\\\\.\\pipe\\hotmap-client-test-%lu", GetCurrentProcessId());
 	MultiByteToWideChar(CP_UTF8, 0, pipe_a, -1, pipe_w, 96);
@@ -566,6 +568,22 @@ main(int argc, char **argv)
 	hm_view_release(&v);
 	c = hm_connect(pipe_a);
 	ok(c != NULL && regions_mapped == 2, "a second client gets a region of its own");
+	hm_disconnect(c);
+
+	/* the reconnect policy: a hang-up, then the same read on a new
+	 * connection with the file reopened (its handle pulled again) */
+	no_region.reconnect_ms = 5000;
+	c = hm_connect_opts(pipe_a, &no_region);
+	no_region.reconnect_ms = HM_DEFAULT;
+	f = c != NULL ? hm_open(c, path, 0) : NULL;
+	i = opens_pulled;
+	InterlockedExchange(&mode, SERVE_HANG_UP_ONCE);
+	jobs[0] = (struct read_job){ .f = f, .buf = buf, .len = FILE_BYTES };
+	memset(buf, 0, sizeof buf);
+	ok(f != NULL && read_within(&jobs[0]) && jobs[0].got == FILE_BYTES &&
+	   memcmp(buf, expect, FILE_BYTES) == 0 && opens_pulled == i + 1 && mode == SERVE,
+	   "reconnect policy: a read cut by a hang-up runs again on a new connection");
+	InterlockedExchange(&mode, SERVE);
 	hm_disconnect(c);
 
 	/* nobody at the name */
