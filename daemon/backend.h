@@ -4,9 +4,14 @@
  *
  * What it is for: the file cache (file_open.c) decides which backend a
  * handle gets; a backend only knows how to prepare a file for reading
- * (attach), undo that (detach) and read from it.  A Windows file-mapping
- * backend would be a third struct backend_ops over the same
- * struct backend_file.
+ * (attach), undo that (detach) and read from it.
+ *
+ * Platforms: backend_mmap.c (the mapping backend's reads) is portable; it
+ * maps through the backend_map_* calls below, which backend_unix.c
+ * (mmap, fstat, mincore) and backend_win32.c (CreateFileMapping,
+ * MapViewOfFile, GetFileSizeEx, QueryWorkingSetEx) implement.  The pread
+ * backend is backend_pread.c (pread, preadv2) or backend_win32.c (ReadFile
+ * at an OVERLAPPED offset).
  *
  * What it must not do: know about the cache, handles, policies or
  * counters beyond struct storage_io; log; retry a failed attach.
@@ -14,16 +19,18 @@
 #ifndef HOTMAP_BACKEND_H
 #define HOTMAP_BACKEND_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/types.h>
 
+#include "platform.h"
 #include "storage.h"
 
 /* The part of a cache entry that backends see. */
 struct backend_file {
-	int fd;			/* readable descriptor, owned by the entry */
+	hm_fd fd;		/* readable descriptor, owned by the entry */
 	void *map;		/* NULL when not mapped */
 	size_t map_len;		/* st_size when the mapping was made */
 };
@@ -56,8 +63,21 @@ extern const struct backend_ops backend_pread_ops;
 
 /* The pread loop itself; the mmap backend answers with it what it cannot
  * (or, after a fault, must not) copy from the mapping. */
-ssize_t backend_pread_full(int fd, void *dst, size_t len, uint64_t offset,
+ssize_t backend_pread_full(hm_fd fd, void *dst, size_t len, uint64_t offset,
 			   struct storage_io *io);
+
+/*
+ * The platform's mapping, for backend_mmap.c.  backend_map: a read-only,
+ * shared mapping of the first len bytes of fd (len > 0) in *out, or
+ * -errno.  backend_unmap undoes it.  backend_file_size: the file's size
+ * now (fstat), or -errno.  backend_resident: whether every page of
+ * [addr, addr + len) of a mapping is in memory, so that copying it cannot
+ * wait for the disk (false when it cannot be told).
+ */
+int backend_map(hm_fd fd, size_t len, void **out);
+void backend_unmap(void *map, size_t len);
+int backend_file_size(hm_fd fd, uint64_t *size);
+bool backend_resident(const void *addr, size_t len);
 
 static inline const struct backend_ops *backend_get(enum storage_backend kind)
 {

@@ -9,6 +9,11 @@
  * of the last page reads as zeros) or extended (bytes past the mapping).
  * Each read therefore asks fstat(2) for the current size first, so that
  * what it returns is what pread(2) would return.
+ *
+ * Portable: the platform's mapping calls are backend_map_* (backend.h),
+ * in backend_unix.c or backend_win32.c.  On Windows a view keeps the file
+ * from shrinking (ERROR_USER_MAPPED_FILE), but the guard stays: an I/O
+ * error under a view is EXCEPTION_IN_PAGE_ERROR there.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -17,9 +22,6 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
-#include <unistd.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
 
 #include "backend.h"
 #include "guard.h"
@@ -27,6 +29,7 @@
 static int mmap_attach(struct backend_file *f, uint64_t size)
 {
 	void *p;
+	int r;
 
 	if (f->map != NULL)
 		return 0;
@@ -36,9 +39,9 @@ static int mmap_attach(struct backend_file *f, uint64_t size)
 	if (size > SIZE_MAX)
 		return -EFBIG;
 #endif
-	p = mmap(NULL, (size_t)size, PROT_READ, MAP_SHARED, f->fd, 0);
-	if (p == MAP_FAILED)
-		return -errno;
+	r = backend_map(f->fd, (size_t)size, &p);
+	if (r < 0)
+		return r;
 	f->map = p;
 	f->map_len = (size_t)size;
 	return 0;
@@ -47,35 +50,13 @@ static int mmap_attach(struct backend_file *f, uint64_t size)
 static void mmap_detach(struct backend_file *f)
 {
 	if (f->map != NULL)
-		(void)munmap(f->map, f->map_len);
+		backend_unmap(f->map, f->map_len);
 	f->map = NULL;
 	f->map_len = 0;
 }
 
 /* Reads of at least this many bytes use pread (see mmap_read). */
 #define MMAP_PREAD_MIN (256u * 1024u)
-
-/* Largest range whose residency is checked before an inline copy; larger
- * ones are left to a worker. */
-#define MMAP_NOWAIT_MAX_PAGES 1024
-
-/* Whether every page of [offset, offset + len) of the mapping is in the
- * page cache, so that copying it cannot wait for the disk. */
-static bool mmap_resident(const struct backend_file *f, uint64_t offset, size_t len)
-{
-	unsigned char vec[MMAP_NOWAIT_MAX_PAGES];
-	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
-	uintptr_t start = ((uintptr_t)f->map + offset) & ~(page - 1);
-	uintptr_t end = (uintptr_t)f->map + offset + len;
-	size_t n = (end - start + page - 1) / page, i;
-
-	if (n > MMAP_NOWAIT_MAX_PAGES || mincore((void *)start, end - start, vec) < 0)
-		return false;
-	for (i = 0; i < n; i++)
-		if (!(vec[i] & 1))
-			return false;
-	return true;
-}
 
 /* The file grew past the mapping: in_map of the n bytes at offset came
  * from it, and pread reads the rest. */
@@ -101,8 +82,8 @@ static ssize_t mmap_read_past_map(struct backend_file *f, void *dst, size_t in_m
 static ssize_t mmap_read(struct backend_file *f, void *dst, size_t len,
 			 uint64_t offset, struct storage_io *io)
 {
-	struct stat st;
 	uint64_t size, end;
+	int r;
 	size_t in_map = 0, n;
 
 	if (len == 0)
@@ -114,9 +95,9 @@ static ssize_t mmap_read(struct backend_file *f, void *dst, size_t len,
 	 * The current size bounds the answer: a truncated file must give a
 	 * short read, not the zeros of the mapping's last page nor a fault.
 	 */
-	if (fstat(f->fd, &st) < 0)
-		return -errno;
-	size = st.st_size < 0 ? 0 : (uint64_t)st.st_size;
+	r = backend_file_size(f->fd, &size);
+	if (r < 0)
+		return r;
 	if (offset >= size)
 		return 0;
 	/* offset < size <= INT64_MAX and len <= SSIZE_MAX: no wrap below. */
@@ -137,7 +118,7 @@ static ssize_t mmap_read(struct backend_file *f, void *dst, size_t len,
 	 */
 	if (n >= MMAP_PREAD_MIN)
 		return backend_pread_full(f->fd, dst, n, offset, io);
-	if (in_map > 0 && io->nowait && !mmap_resident(f, offset, in_map))
+	if (in_map > 0 && io->nowait && !backend_resident((const char *)f->map + offset, in_map))
 		return -EAGAIN;
 	if (in_map > 0) {
 		int g = guard_copy(dst, (const char *)f->map + offset, in_map);

@@ -1,6 +1,7 @@
 /*
  * backend_pread.c - the pread backend: every byte comes from pread(2) on
- * the entry's descriptor.  Used for what should not or cannot be mapped
+ * the entry's descriptor (POSIX; backend_win32.c is the Windows one).
+ * Used for what should not or cannot be mapped
  * (network and pseudo file systems, pipes and devices, empty files) and
  * when the opener asked for it.
  */
@@ -14,7 +15,7 @@
 
 #include "backend.h"
 
-ssize_t backend_pread_full(int fd, void *dst, size_t len, uint64_t offset,
+ssize_t backend_pread_full(hm_fd fd, void *dst, size_t len, uint64_t offset,
 			   struct storage_io *io)
 {
 	char *p = dst;

@@ -24,6 +24,7 @@
 #include <ini.h>
 
 #include "daemon/conf.h"
+#include "daemon/conf_platform.h"
 #include "daemon/conf_priv.h"
 #include "daemon/log.h"	/* the LOG_* levels only: conf does not log */
 #include "proto/frame.h"
@@ -58,7 +59,7 @@ reader(char *str, int num, void *stream)
 
 	reader_finish_line(l);
 	errno = 0;
-	if (getline(&l->buf, &l->cap, l->f) < 0) {
+	if (conf_platform_getline(&l->buf, &l->cap, l->f) < 0) {
 		if (ferror(l->f))
 			conf_file_error(l, 0, "%s: %s", l->cfg->path, strerror(errno != 0 ? errno : EIO));
 		return NULL;
@@ -123,7 +124,7 @@ load_file(struct load *l, const char *path, bool given)
 {
 	int rc;
 
-	l->f = fopen(path, "re");
+	l->f = conf_platform_fopen(path);
 	if (l->f == NULL) {
 		int e = errno;
 

@@ -12,16 +12,13 @@
 
 #include <ctype.h>
 #include <errno.h>
-#include <grp.h>
 #include <limits.h>
-#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/un.h>
 
 #include "daemon/conf.h"
+#include "daemon/conf_platform.h"
 #include "proto/size.h"
 #include "daemon/conf_priv.h"
 
@@ -214,18 +211,22 @@ _Static_assert(sizeof(uid_t) == sizeof(unsigned) && sizeof(gid_t) == sizeof(unsi
 
 /*
  * A user, or with group a group (name or number), into *out: 0, or -1
- * after an error.  The buffer grows while the entry does not fit: a group
- * of a directory service may have thousands of members.
+ * after an error.  Where users and groups mean nothing (Windows), every
+ * one is an error.
  */
 static int
 lookup_id(struct load *l, const struct key_def *d, const char *name, bool group, unsigned *out)
 {
 	const char *what = group ? "group" : "user";
-	size_t len = 4096;
-	char *buf = NULL, *b;
+	const char *none = conf_platform_no_ids();
 	uint64_t n;
-	int rc = parse_uint64(name, &n);
+	int rc;
 
+	if (none != NULL) {
+		conf_key_error(l, d, "%s '%s': %s", what, name, none);
+		return -1;
+	}
+	rc = parse_uint64(name, &n);
 	if (rc != -EINVAL) {
 		/* (uid_t)-1 is chown's "unchanged" and nobody's id */
 		if (rc < 0 || n >= (unsigned)-1) {
@@ -235,31 +236,13 @@ lookup_id(struct load *l, const struct key_def *d, const char *name, bool group,
 		*out = (unsigned)n;
 		return 0;
 	}
-	for (;;) {
-		struct passwd pw, *pres = NULL;
-		struct group gr, *gres = NULL;
-
-		b = realloc(buf, len);
-		if (b == NULL) {
-			free(buf);
-			l->nomem = true;
-			return -1;
-		}
-		buf = b;
-		rc = group ? getgrnam_r(name, &gr, buf, len, &gres) :
-			     getpwnam_r(name, &pw, buf, len, &pres);
-		if (gres != NULL || pres != NULL) {
-			*out = gres != NULL ? gres->gr_gid : pres->pw_uid;
-			free(buf);
-			return 0;
-		}
-		if (rc != ERANGE || len >= (16u << 20))
-			break;
-		len *= 4;
-	}
-	free(buf);
-	if (rc != 0 && rc != ENOENT && rc != ESRCH)
-		conf_key_error(l, d, "cannot look up %s '%s': %s", what, name, strerror(rc));
+	rc = conf_platform_lookup_id(name, group, out);
+	if (rc == 0)
+		return 0;
+	if (rc == -ENOMEM)
+		l->nomem = true;
+	else if (rc != -ENOENT)
+		conf_key_error(l, d, "cannot look up %s '%s': %s", what, name, strerror(-rc));
 	else
 		conf_key_error(l, d, "unknown %s '%s'", what, name);
 	return -1;
@@ -386,6 +369,9 @@ conf_set_root(struct load *l, const struct key_def *d, const char *value)
 	rc = resolve_roots_add(&cfg->roots, value);
 	if (rc == -EINVAL)
 		conf_key_error(l, d, "not an absolute path: '%s'", value);
+	else if (rc == -EOPNOTSUPP)
+		conf_key_error(l, d, "opening files by path is not supported on this platform: '%s'",
+			       value);
 	else if (rc < 0)
 		conf_key_error(l, d, "%s: %s", value, strerror(-rc));
 	else
@@ -411,16 +397,16 @@ conf_text_root(const struct hm_config *cfg, const struct key_def *d, char *buf, 
 void
 conf_set_socket(struct load *l, const struct key_def *d, const char *value)
 {
-	struct sockaddr_un sa;
 	char *copy;
 
 	if (value[0] == '\0') {
 		conf_key_error(l, d, "empty path");
 		return;
 	}
-	if (strlen(value) >= sizeof sa.sun_path) {
-		conf_key_error(l, d, "path too long (%zu bytes, at most %zu): '%s'",
-			  strlen(value), sizeof sa.sun_path - 1, value);
+	if (strlen(value) > conf_platform_socket_max()) {
+		conf_key_error(l, d, "path too long (%llu bytes, at most %llu): '%s'",
+			  (unsigned long long)strlen(value),
+			  (unsigned long long)conf_platform_socket_max(), value);
 		return;
 	}
 	copy = strdup(value);
@@ -464,7 +450,7 @@ conf_set_path(struct load *l, const struct key_def *d, const char *value)
 	char **field = (char **)((char *)l->cfg + d->offset);
 	char *copy = NULL;
 
-	if (value[0] != '\0' && value[0] != '/') {
+	if (value[0] != '\0' && !conf_platform_path_absolute(value)) {
 		conf_key_error(l, d, "not an absolute path: '%s'", value);
 		return;
 	}

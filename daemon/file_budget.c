@@ -18,8 +18,6 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <sys/inotify.h>
-#include <unistd.h>
 
 #include "file_cache_priv.h"
 #include "storage.h"
@@ -162,26 +160,20 @@ int file_cache_watch_fd(const struct file_cache *cache)
 	return cache != NULL ? cache->watch_fd : -1;
 }
 
+/* A watch says its file's links changed. */
+static void notice_one(int wd, void *arg)
+{
+	struct file_cache *cache = arg;
+
+	drop_unlinked(cache, &cache->idle_mapped, false, wd);
+	drop_unlinked(cache, &cache->idle_unmapped, false, wd);
+}
+
 void file_cache_notice(struct file_cache *cache)
 {
-	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
-	ssize_t n;
-
 	if (cache == NULL || cache->watch_fd < 0)
 		return;
-	while ((n = read(cache->watch_fd, buf, sizeof buf)) > 0) {
-		const char *p = buf;
-
-		while (p < buf + n) {
-			const struct inotify_event *ev = (const struct inotify_event *)(const void *)p;
-
-			if (ev->mask & IN_ATTRIB) {
-				drop_unlinked(cache, &cache->idle_mapped, false, ev->wd);
-				drop_unlinked(cache, &cache->idle_unmapped, false, ev->wd);
-			}
-			p += sizeof *ev + ev->len;
-		}
-	}
+	fplat_watch_read(cache->watch_fd, notice_one, cache);
 }
 
 void file_cache_sweep(struct file_cache *cache, uint64_t now_ms)

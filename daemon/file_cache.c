@@ -21,7 +21,6 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
-#include <sys/inotify.h>
 
 #include "backend.h"
 #include "guard.h"
@@ -81,7 +80,7 @@ struct file_cache *file_cache_new(void)
 	};
 	file_cache_idle_init(&cache->idle_mapped);
 	file_cache_idle_init(&cache->idle_unmapped);
-	cache->watch_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	cache->watch_fd = fplat_watch_new();
 	return cache;
 }
 
@@ -91,7 +90,8 @@ struct file_cache *file_cache_free(struct file_cache *cache)
 		return NULL;
 	while (cache->all != NULL)
 		file_cache_entry_free(cache, cache->all);
-	safe_close(cache->watch_fd);
+	if (cache->watch_fd >= 0)
+		fplat_watch_free(cache->watch_fd);
 	free(cache->buckets);
 	free(cache);
 	return NULL;
@@ -122,6 +122,14 @@ void file_cache_close(struct file_cache *cache, struct storage_handle *h)
 	if (!e->hashed || e->unkept) {
 		file_cache_entry_free(cache, e);
 		return;
+	}
+	/* Where a mapping would keep writers from truncating the file
+	 * (Windows), an idle entry keeps its handle, not its view: the next
+	 * open maps the file again. */
+	if (!FPLAT_KEEP_IDLE_MAPPINGS && e->file.map != NULL) {
+		cache->ctr.mappings--;
+		cache->ctr.mapped_bytes -= e->file.map_len;
+		backend_get(STORAGE_BACKEND_MMAP)->detach(&e->file);
 	}
 	/* Idle now, and the most recently used of the idle; watched from
 	 * here on, so that checking the link count after idle_push misses

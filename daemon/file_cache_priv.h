@@ -25,18 +25,15 @@
 #include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
-#include <time.h>
-#include <sys/stat.h>
 #include <sys/types.h>
 
 #include "backend.h"
-#include "closer.h"
+#include "file_platform.h"
 #include "monotime.h"
 #include "storage.h"
 
-/* Largest off_t, without assuming its width (32-bit builds without
- * large-file support have a 32-bit off_t). */
-#define CACHE_OFF_MAX ((uint64_t)(((uint64_t)1 << (sizeof(off_t) * CHAR_BIT - 1)) - 1))
+/* Largest offset a read may reach (file_platform.h). */
+#define CACHE_OFF_MAX FPLAT_OFF_MAX
 
 #define CACHE_MIN_BUCKETS 64
 
@@ -47,23 +44,17 @@ struct lru_node {
 	struct lru_node *next;
 };
 
-enum fs_class {
-	FS_LOCAL,
-	FS_NETWORK,	/* mmap works but faults page by page over the wire */
-	FS_PSEUDO,	/* st_size is not the length of the content */
-};
-
 struct file_entry {
 	struct backend_file file;	/* descriptor and mapping */
 
 	/* Identity and the validators an open compares against. */
-	dev_t dev;
-	ino_t ino;
-	off_t size;
-	struct timespec mtime;
-	struct timespec ctime;
+	struct file_id id;
+	uint64_t size;
+	int64_t mtime_ns;
+	int64_t ctime_ns;
 	enum fs_class fs;		/* meaningful for regular files */
 	uint32_t fs_type;		/* statfs f_type, for messages */
+	bool fs_data;			/* a data file system (fplat_fs) */
 
 	unsigned refs;			/* open handles */
 	bool hashed;			/* cached: reachable from the hash */
@@ -113,12 +104,13 @@ struct file_cache {
 	 * its last close checks.  Without inotify (or a watch), the sweep
 	 * checks each second.
 	 */
-	int watch_fd;			/* inotify, -1 when there is none */
+	int watch_fd;			/* inotify (fplat_watch_new), -1 when
+					 * there is none */
 	unsigned unwatched_idle;	/* idle entries with unwatched set */
 };
 
-/* The hashed entry of (dev, ino); NULL when there is none. */
-struct file_entry *file_cache_find(struct file_cache *cache, dev_t dev, ino_t ino);
+/* The hashed entry of a file; NULL when there is none. */
+struct file_entry *file_cache_find(struct file_cache *cache, const struct file_id *id);
 
 /* Takes e out of the hash (a no-op when it is not hashed): the next open
  * of its file makes a new entry.  e itself lives on while it has handles. */
@@ -130,15 +122,16 @@ void file_cache_entry_free(struct file_cache *cache, struct file_entry *e);
 
 /* Makes an entry for fd (which it takes) and puts it on the list of all
  * entries; not hashed, no handle.  NULL when out of memory. */
-struct file_entry *file_cache_entry_new(struct file_cache *cache, int fd, const struct stat *st,
-					enum fs_class fs, uint32_t fs_type);
+struct file_entry *file_cache_entry_new(struct file_cache *cache, hm_fd fd,
+					const struct file_stat *st, enum fs_class fs,
+					uint32_t fs_type, bool fs_data);
 /* Hashes e: the next open of its file finds it. */
 void file_cache_insert(struct file_cache *cache, struct file_entry *e);
 /* Unhashes e, and frees it now unless it has handles (its last close
  * frees it then). */
 void file_cache_entry_retire(struct file_cache *cache, struct file_entry *e);
 /* Whether st is the file e was made for, unchanged. */
-bool file_cache_entry_matches(const struct file_entry *e, const struct stat *st);
+bool file_cache_entry_matches(const struct file_entry *e, const struct file_stat *st);
 /* Whether nothing names e's file any more (deleted, or replaced by
  * rename): -1 when fstat fails. */
 int file_cache_entry_unlinked(const struct file_entry *e);
@@ -165,11 +158,12 @@ void file_cache_trim(struct file_cache *cache);
 /*
  * Every descriptor here came from a client, or reads a client's file: its
  * last close may block (a FUSE flush, NFS), so it goes to the closer
- * thread, never straight to close(2) on the caller's (the loop's) thread.
+ * thread, never straight to close(2) on the caller's (the loop's) thread
+ * (fplat_close).
  */
-static inline void safe_close(int fd)
+static inline void safe_close(hm_fd fd)
 {
-	closer_close(fd);
+	fplat_close(fd);
 }
 
 #endif

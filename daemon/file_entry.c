@@ -47,8 +47,6 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/inotify.h>
-#include <sys/stat.h>
 
 #include "backend.h"
 #include "file_cache_priv.h"
@@ -56,10 +54,11 @@
 
 /* --- hash table: open hashing on (dev, ino) ------------------------------ */
 
-static size_t cache_hash(dev_t dev, ino_t ino)
+static size_t cache_hash(const struct file_id *id)
 {
 	/* splitmix64's finalizer: inode numbers are often sequential. */
-	uint64_t x = (uint64_t)ino ^ ((uint64_t)dev * 0x9e3779b97f4a7c15ULL);
+	uint64_t x = id->ino ^ (id->dev * 0x9e3779b97f4a7c15ULL) ^
+		     (id->ino_hi * 0xc2b2ae3d27d4eb4fULL);
 
 	x ^= x >> 30;
 	x *= 0xbf58476d1ce4e5b9ULL;
@@ -69,12 +68,12 @@ static size_t cache_hash(dev_t dev, ino_t ino)
 	return (size_t)x;
 }
 
-struct file_entry *file_cache_find(struct file_cache *cache, dev_t dev, ino_t ino)
+struct file_entry *file_cache_find(struct file_cache *cache, const struct file_id *id)
 {
-	struct file_entry *e = cache->buckets[cache_hash(dev, ino) & (cache->nbuckets - 1)];
+	struct file_entry *e = cache->buckets[cache_hash(id) & (cache->nbuckets - 1)];
 
 	for (; e != NULL; e = e->hash_next)
-		if (e->dev == dev && e->ino == ino)
+		if (e->id.dev == id->dev && e->id.ino == id->ino && e->id.ino_hi == id->ino_hi)
 			return e;
 	return NULL;
 }
@@ -93,7 +92,7 @@ static void cache_grow(struct file_cache *cache)
 		struct file_entry *e = cache->buckets[i], *next;
 
 		for (; e != NULL; e = next) {
-			size_t k = cache_hash(e->dev, e->ino) & (n - 1);
+			size_t k = cache_hash(&e->id) & (n - 1);
 
 			next = e->hash_next;
 			e->hash_next = b[k];
@@ -113,7 +112,7 @@ void file_cache_insert(struct file_cache *cache, struct file_entry *e)
 
 	if (cache->nhashed >= cache->nbuckets)
 		cache_grow(cache);
-	k = cache_hash(e->dev, e->ino) & (cache->nbuckets - 1);
+	k = cache_hash(&e->id) & (cache->nbuckets - 1);
 	e->hash_next = cache->buckets[k];
 	cache->buckets[k] = e;
 	e->hashed = true;
@@ -128,7 +127,7 @@ void file_cache_unhash(struct file_cache *cache, struct file_entry *e)
 
 	if (!e->hashed)
 		return;
-	p = &cache->buckets[cache_hash(e->dev, e->ino) & (cache->nbuckets - 1)];
+	p = &cache->buckets[cache_hash(&e->id) & (cache->nbuckets - 1)];
 	for (; *p != NULL; p = &(*p)->hash_next) {
 		if (*p == e) {
 			*p = e->hash_next;
@@ -169,12 +168,8 @@ struct file_entry *file_cache_idle_tail(struct lru_node *list)
 /* e has just lost its last handle: the most recently used idle entry. */
 static void entry_watch(struct file_cache *cache, struct file_entry *e)
 {
-	char path[64];
-
-	if (cache->watch_fd >= 0) {
-		snprintf(path, sizeof path, "/proc/self/fd/%d", e->file.fd);
-		e->wd = inotify_add_watch(cache->watch_fd, path, IN_ATTRIB);
-	}
+	if (cache->watch_fd >= 0)
+		e->wd = fplat_watch_add(cache->watch_fd, e->file.fd);
 	if (e->wd < 0) {
 		e->unwatched = true;
 		cache->unwatched_idle++;
@@ -184,7 +179,7 @@ static void entry_watch(struct file_cache *cache, struct file_entry *e)
 static void entry_unwatch(struct file_cache *cache, struct file_entry *e)
 {
 	if (e->wd >= 0)
-		(void)inotify_rm_watch(cache->watch_fd, e->wd);
+		fplat_watch_rm(cache->watch_fd, e->wd);
 	e->wd = -1;
 	if (e->unwatched)
 		cache->unwatched_idle--;
@@ -195,11 +190,11 @@ static void entry_unwatch(struct file_cache *cache, struct file_entry *e)
  * rename): -1 when fstat fails. */
 int file_cache_entry_unlinked(const struct file_entry *e)
 {
-	struct stat st;
+	struct file_stat st;
 
-	if (fstat(e->file.fd, &st) < 0)
+	if (fplat_stat(e->file.fd, &st) < 0)
 		return -1;
-	return st.st_nlink == 0;
+	return st.nlink == 0;
 }
 
 void file_cache_idle_push(struct file_cache *cache, struct file_entry *e)
@@ -249,9 +244,9 @@ struct file_entry *file_cache_idle_oldest(struct file_cache *cache)
 
 /* --- entries ----------------------------------------------------------- */
 
-struct file_entry *file_cache_entry_new(struct file_cache *cache, int fd,
-				    const struct stat *st, enum fs_class fs,
-				    uint32_t fs_type)
+struct file_entry *file_cache_entry_new(struct file_cache *cache, hm_fd fd,
+					const struct file_stat *st, enum fs_class fs,
+					uint32_t fs_type, bool fs_data)
 {
 	struct file_entry *e = calloc(1, sizeof(*e));
 
@@ -259,13 +254,13 @@ struct file_entry *file_cache_entry_new(struct file_cache *cache, int fd,
 		return NULL;
 	e->file.fd = fd;
 	e->wd = -1;
-	e->dev = st->st_dev;
-	e->ino = st->st_ino;
-	e->size = st->st_size;
-	e->mtime = st->st_mtim;
-	e->ctime = st->st_ctim;
+	e->id = st->id;
+	e->size = st->size;
+	e->mtime_ns = st->mtime_ns;
+	e->ctime_ns = st->ctime_ns;
 	e->fs = fs;
 	e->fs_type = fs_type;
+	e->fs_data = fs_data;
 
 	e->all_next = cache->all;
 	if (cache->all != NULL)
@@ -312,11 +307,8 @@ void file_cache_entry_retire(struct file_cache *cache, struct file_entry *e)
 		file_cache_entry_free(cache, e);
 }
 
-bool file_cache_entry_matches(const struct file_entry *e, const struct stat *st)
+bool file_cache_entry_matches(const struct file_entry *e, const struct file_stat *st)
 {
-	return e->size == st->st_size &&
-	       e->mtime.tv_sec == st->st_mtim.tv_sec &&
-	       e->mtime.tv_nsec == st->st_mtim.tv_nsec &&
-	       e->ctime.tv_sec == st->st_ctim.tv_sec &&
-	       e->ctime.tv_nsec == st->st_ctim.tv_nsec;
+	return e->size == st->size && e->mtime_ns == st->mtime_ns &&
+	       e->ctime_ns == st->ctime_ns;
 }

@@ -20,15 +20,11 @@
 #endif
 
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "backend.h"
 #include "file_cache_priv.h"
@@ -106,24 +102,24 @@ ssize_t storage_warm_detached(const struct storage_handle *h, uint64_t offset, u
 	const struct backend_file *f;
 	size_t scratch_len = 1 << 20;
 	char *scratch;
-	struct stat st;
 	uint64_t size, end, pos;
+	int r;
 
 	if (h == NULL || h->entry == NULL)
 		return -EBADF;
 	f = &h->entry->file;
-	if (fstat(f->fd, &st) < 0)
-		return -errno;
-	size = st.st_size < 0 ? 0 : (uint64_t)st.st_size;
+	r = backend_file_size(f->fd, &size);
+	if (r < 0)
+		return r;
 	if (offset >= size)
 		return 0;
 	end = len > size - offset ? size : offset + len;
 	if (h->backend == STORAGE_BACKEND_MMAP && f->map != NULL && offset < f->map_len) {
 		uint64_t mend = end < f->map_len ? end : f->map_len;
-		uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+		uintptr_t page = (uintptr_t)fplat_page_size();
 		uintptr_t start = ((uintptr_t)f->map + offset) & ~(page - 1);
 
-		if (madvise((void *)start, (uintptr_t)f->map + mend - start, MADV_POPULATE_READ) == 0)
+		if (fplat_populate((const char *)f->map + offset, (size_t)(mend - offset)) == 0)
 			return (ssize_t)(end - offset);
 		/* Older kernels: touch each page.  A fault (the file shrank)
 		 * ends the warm early; it is only a hint. */
@@ -146,26 +142,14 @@ ssize_t storage_warm_detached(const struct storage_handle *h, uint64_t offset, u
 	for (pos = offset; pos < end;) {
 		size_t n = end - pos < scratch_len ? (size_t)(end - pos) : scratch_len;
 		struct storage_io unserved = { 0 };
-		ssize_t r = backend_pread_full(f->fd, scratch, n, pos, &unserved);
+		ssize_t got = backend_pread_full(f->fd, scratch, n, pos, &unserved);
 
-		if (r <= 0)
+		if (got <= 0)
 			break;
-		pos += (uint64_t)r;
+		pos += (uint64_t)got;
 	}
 	free(scratch);
 	return (ssize_t)(end - offset);
-}
-
-static int64_t timespec_to_ns(const struct timespec *ts)
-{
-	int64_t ns;
-
-	/* mtime is set by users (utimensat): saturate instead of wrapping. */
-	if (__builtin_mul_overflow((int64_t)ts->tv_sec, (int64_t)1000000000, &ns))
-		return ts->tv_sec < 0 ? INT64_MIN : INT64_MAX;
-	if (__builtin_add_overflow(ns, (int64_t)ts->tv_nsec, &ns))
-		return INT64_MAX;
-	return ns;
 }
 
 int storage_willneed(struct storage_handle *h, uint64_t offset, uint64_t len)
@@ -174,26 +158,27 @@ int storage_willneed(struct storage_handle *h, uint64_t offset, uint64_t len)
 		return -EBADF;
 	if (offset > CACHE_OFF_MAX || len > CACHE_OFF_MAX - offset)
 		return -EINVAL;
-	/* posix_fadvise returns the error number rather than setting errno */
-	return -posix_fadvise(h->entry->file.fd, (off_t)offset, (off_t)len, POSIX_FADV_WILLNEED);
+	return fplat_willneed(h->entry->file.fd, offset, len);
 }
 
 int storage_stat(struct storage_handle *h, struct storage_stat *out)
 {
 	struct file_entry *e;
-	struct stat st;
+	struct file_stat st;
+	int r;
 
 	if (h == NULL || h->entry == NULL || out == NULL)
 		return -EBADF;
 	e = h->entry;
-	if (fstat(e->file.fd, &st) < 0)
-		return -errno;
+	r = fplat_stat(e->file.fd, &st);
+	if (r < 0)
+		return r;
 	*out = (struct storage_stat){
-		.size = st.st_size < 0 ? 0 : (uint64_t)st.st_size,
-		.dev = (uint64_t)st.st_dev,
-		.ino = (uint64_t)st.st_ino,
-		.mtime_ns = timespec_to_ns(&st.st_mtim),
-		.mode = (uint32_t)st.st_mode,
+		.size = st.size,
+		.dev = st.id.dev,
+		.ino = st.id.ino,
+		.mtime_ns = st.mtime_ns,
+		.mode = st.mode,
 		.mapped_length = e->file.map != NULL ? e->file.map_len : 0,
 		.handles = e->refs,
 	};

@@ -13,7 +13,6 @@
 #include "config.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -28,13 +27,13 @@ storage_lease(struct storage_handle *h, int sig)
 	if (e == NULL || !e->hashed || e->fs != FS_LOCAL || e->file.map == NULL ||
 	    h->backend != STORAGE_BACKEND_MMAP)
 		return -ENODEV;
-	if (e->lease_refs > 0 && fcntl(e->file.fd, F_GETLEASE) != F_RDLCK)
+	if (e->lease_refs > 0 && !fplat_lease_held(e->file.fd))
 		return -EAGAIN;	/* breaking: a writer waits for it */
 	if (e->lease_refs == 0) {
-		if (fcntl(e->file.fd, F_SETSIG, sig) < 0)
-			return -errno;
-		if (fcntl(e->file.fd, F_SETLEASE, F_RDLCK) < 0)
-			return errno == EWOULDBLOCK ? -EAGAIN : -errno;
+		int r = fplat_lease(e->file.fd, sig);
+
+		if (r < 0)
+			return r;
 	}
 	e->lease_refs++;
 	return 0;
@@ -48,7 +47,7 @@ storage_unlease(struct storage_handle *h)
 	if (e == NULL || e->lease_refs == 0)
 		return;
 	if (--e->lease_refs == 0)
-		(void)fcntl(e->file.fd, F_SETLEASE, F_UNLCK);
+		fplat_unlease(e->file.fd);
 }
 
 bool
@@ -56,8 +55,7 @@ storage_lease_breaking(const struct storage_handle *h)
 {
 	const struct file_entry *e = h->entry;
 
-	/* during a break, F_GETLEASE answers the type it is breaking to */
-	return e != NULL && e->lease_refs > 0 && fcntl(e->file.fd, F_GETLEASE) != F_RDLCK;
+	return e != NULL && e->lease_refs > 0 && !fplat_lease_held(e->file.fd);
 }
 
 void
@@ -72,13 +70,7 @@ storage_count_direct(struct storage_handle *h, uint64_t reads, uint64_t bytes)
 int
 storage_reopen(const struct storage_handle *h)
 {
-	char link[64];
-	int fd;
-
 	if (h->entry == NULL)
 		return -EBADF;
-	/* through /proc: the same file even when renamed or deleted */
-	snprintf(link, sizeof link, "/proc/self/fd/%d", h->entry->file.fd);
-	fd = open(link, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-	return fd < 0 ? -errno : fd;
+	return fplat_reopen_fd(h->entry->file.fd);
 }

@@ -24,59 +24,9 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "file_cache_priv.h"
 #include "storage.h"
-
-/* Percent of the file's pages in memory: the mapping's when there is one
- * (what a read would copy without waiting), else the page cache's through
- * a mapping made for the question.  -1 when it cannot be told.  *bytes:
- * the bytes of the file on those pages, 0 when it cannot be told. */
-static int entry_resident_percent(const struct file_entry *e, uint64_t size, uint64_t *bytes)
-{
-	size_t page = (size_t)sysconf(_SC_PAGESIZE), len, n, i, k, chunk, in = 0;
-	unsigned char vec[1024];	/* pages per mincore call: bounded memory */
-	void *map = e->file.map;
-	bool own = false;
-	int rc = 0;
-
-	*bytes = 0;
-	if (size == 0)
-		return 100;
-	if (map != NULL) {
-		len = e->file.map_len;
-	} else {
-		if (size > SIZE_MAX)
-			return -1;
-		len = (size_t)size;
-		map = mmap(NULL, len, PROT_READ, MAP_SHARED, e->file.fd, 0);
-		if (map == MAP_FAILED)
-			return -1;
-		own = true;
-	}
-	n = (len + page - 1) / page;
-	for (i = 0; i < n && rc == 0; i += chunk) {
-		chunk = n - i < sizeof vec ? n - i : sizeof vec;
-		rc = mincore((char *)map + i * page, chunk * page, vec);
-		for (k = 0; rc == 0 && k < chunk; k++)
-			in += vec[k] & 1;
-	}
-	if (own)
-		munmap(map, len);
-	if (rc != 0 || n == 0)
-		return -1;
-	/* Whole pages, but the last one may hold less of the file (and the
-	 * mapping may be longer than a file that has shrunk since). */
-	*bytes = (uint64_t)in * page;
-	if (*bytes > len)
-		*bytes = len;
-	if (*bytes > size)
-		*bytes = size;
-	return (int)(in * 100 / n);
-}
 
 size_t file_cache_foreach(struct file_cache *cache, size_t skip,
 			  bool (*cb)(const struct storage_entry_info *info, void *arg), void *arg)
@@ -90,18 +40,14 @@ size_t file_cache_foreach(struct file_cache *cache, size_t skip,
 		return 0;
 	for (e = cache->all; e != NULL; e = e->all_next) {
 		struct storage_entry_info info = { 0 };
-		struct stat st = { 0 };
-		char link[64];
-		ssize_t n;
+		struct file_stat st = { .size = 0 };
 
 		if (total++ < skip || !more)
 			continue;	/* counted, not described */
-		snprintf(link, sizeof link, "/proc/self/fd/%d", e->file.fd);
-		n = readlink(link, info.path, sizeof info.path - 1);
-		info.path[n > 0 ? n : 0] = '\0';
-		info.size = fstat(e->file.fd, &st) == 0 && st.st_size > 0 ? (uint64_t)st.st_size : 0;
-		info.dev = (uint64_t)e->dev;
-		info.ino = (uint64_t)e->ino;
+		(void)fplat_path(e->file.fd, info.path, sizeof info.path);
+		info.size = fplat_stat(e->file.fd, &st) == 0 ? st.size : 0;
+		info.dev = e->id.dev;
+		info.ino = e->id.ino;
 		info.mapped_length = e->file.map != NULL ? e->file.map_len : 0;
 		info.last_reason = e->last_reason;
 		info.handles = e->refs;
@@ -112,8 +58,9 @@ size_t file_cache_foreach(struct file_cache *cache, size_t skip,
 		info.direct_reads = e->direct_reads;
 		info.direct_bytes = e->direct_bytes;
 		info.idle_ms = now > e->last_use_ns ? (now - e->last_use_ns) / 1000000u : 0;
-		info.resident_pct = S_ISREG(st.st_mode) && e->fs != FS_PSEUDO ?
-				    entry_resident_percent(e, info.size, &info.resident_bytes) : -1;
+		info.resident_pct = S_ISREG(st.mode) && e->fs != FS_PSEUDO ?
+				    fplat_resident(e->file.fd, e->file.map, e->file.map_len,
+						   info.size, &info.resident_bytes) : -1;
 		more = cb(&info, arg);
 	}
 	return total;
@@ -140,7 +87,16 @@ int file_cache_evict(struct file_cache *cache, bool all, uint64_t dev, uint64_t 
 	if (cache == NULL)
 		return -EINVAL;
 	if (!all) {
-		e = file_cache_find(cache, (dev_t)dev, (ino_t)ino);
+		struct file_id id = { .dev = dev, .ino = ino, .ino_hi = 0 };
+
+		e = file_cache_find(cache, &id);
+		if (e == NULL && FPLAT_ID_WIDE) {
+			/* File ids wider than 64 bits (ReFS): the low 64
+			 * bits, which listings show, name the file. */
+			for (e = cache->all; e != NULL; e = e->all_next)
+				if (e->hashed && e->id.dev == dev && e->id.ino == ino)
+					break;
+		}
 		if (e == NULL)
 			return -ENOENT;
 		evict_one(cache, e, out);
@@ -161,15 +117,13 @@ int file_cache_evict(struct file_cache *cache, bool all, uint64_t dev, uint64_t 
 static bool entry_named(const struct file_entry *e, const char *path)
 {
 	static const char deleted[] = " (deleted)";
-	char link[64], name[PATH_MAX + sizeof deleted];
+	char name[4096 + sizeof deleted];	/* PATH_MAX on Linux */
 	size_t plen = strlen(path);
-	ssize_t n;
+	int n;
 
-	snprintf(link, sizeof link, "/proc/self/fd/%d", e->file.fd);
-	n = readlink(link, name, sizeof name - 1);
+	n = fplat_path(e->file.fd, name, sizeof name);
 	if (n < 0)
 		return false;
-	name[n] = '\0';
 	if (strcmp(name, path) == 0)
 		return true;
 	return (size_t)n == plen + sizeof deleted - 1 && strncmp(name, path, plen) == 0 &&

@@ -11,12 +11,8 @@
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
-#ifndef _GNU_SOURCE
-#define _GNU_SOURCE 1	/* O_PATH; config.h defines it under autotools */
-#endif
 
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -25,8 +21,6 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/statfs.h>
-#include <unistd.h>
 
 #include "backend.h"
 #include "file_cache_priv.h"
@@ -46,103 +40,12 @@ static void set_err(char *err, size_t errlen, const char *fmt, ...)
 	va_end(ap);
 }
 
-/* --- file system classification ------------------------------------- */
-
-static enum fs_class fs_classify(uint32_t f_type)
-{
-	switch (f_type) {
-	case 0x6969:		/* NFS */
-	case 0x517B:		/* SMB */
-	case 0xFF534D42:	/* CIFS */
-	case 0xFE534D42:	/* SMB2 */
-	case 0x01021997:	/* 9P */
-	case 0x65735546:	/* FUSE */
-	case 0x0BD00BD0:	/* Lustre */
-	case 0x00C36400:	/* Ceph */
-	case 0x5346414F:	/* AFS (OpenAFS) */
-	case 0x6B414653:	/* AFS (kAFS) */
-	case 0x01161970:	/* GFS2 */
-	case 0x7461636f:	/* OCFS2 */
-	case 0x73757245:	/* CODA */
-	case 0x564c:		/* NCP */
-		return FS_NETWORK;
-	case 0x9fa0:		/* proc */
-	case 0x62656572:	/* sysfs */
-	case 0x64626720:	/* debugfs */
-	case 0x74726163:	/* tracefs */
-	case 0x27e0eb:		/* cgroup */
-	case 0x63677270:	/* cgroup2 */
-	case 0x73636673:	/* securityfs */
-	case 0x62656570:	/* configfs */
-	case 0xcafe4a11:	/* bpf */
-	case 0xde5e81e4:	/* efivarfs */
-	case 0x6165676C:	/* pstore */
-		return FS_PSEUDO;
-	default:
-		return FS_LOCAL;
-	}
-}
-
-/*
- * Whether files of this file system read the same, and admit the same
- * readers, whoever opened them: only then may an entry be reopened with
- * the daemon's credentials (reopen_private) or shared between clients.
- * Everything else (procfs: /proc/kallsyms shows kernel addresses to a
- * privileged opener only; sysfs, debugfs, tracefs, securityfs, configfs,
- * cgroupfs; FUSE, whose server sees the opener; file systems not listed)
- * is read through the client's own descriptor, privately.  An allowlist:
- * a file system this list does not know costs a shared entry, never a
- * leak.
- */
-static bool fs_is_data(uint32_t f_type)
-{
-	switch (f_type) {
-	case 0xEF53:		/* ext2, ext3, ext4 */
-	case 0x58465342:	/* XFS */
-	case 0x9123683E:	/* btrfs */
-	case 0x01021994:	/* tmpfs */
-	case 0x858458f6:	/* ramfs */
-	case 0x958458f6:	/* hugetlbfs */
-	case 0xF2F52010:	/* F2FS */
-	case 0x2FC12FC1:	/* ZFS */
-	case 0xCA451A4E:	/* bcachefs */
-	case 0x794c7630:	/* overlayfs */
-	case 0x73717368:	/* squashfs */
-	case 0xE0F5E1E2:	/* EROFS */
-	case 0x9660:		/* ISO 9660 */
-	case 0x15013346:	/* UDF */
-	case 0x4d44:		/* FAT */
-	case 0x2011BAB0:	/* exFAT */
-	case 0x5346544e:	/* NTFS (ntfs-3g is FUSE) */
-	case 0x7366746e:	/* ntfs3 */
-	case 0x3153464a:	/* JFS */
-	case 0x52654973:	/* ReiserFS */
-	case 0x3434:		/* NILFS */
-	case 0x6969:		/* NFS: the server checks access, the */
-	case 0x517B:		/* client's descriptor proved it; */
-	case 0xFF534D42:	/* content is the same for every reader */
-	case 0xFE534D42:
-	case 0x01021997:	/* 9P */
-	case 0x0BD00BD0:	/* Lustre */
-	case 0x00C36400:	/* Ceph */
-	case 0x5346414F:	/* AFS */
-	case 0x6B414653:
-	case 0x01161970:	/* GFS2 */
-	case 0x7461636f:	/* OCFS2 */
-	case 0x73757245:	/* CODA */
-	case 0x564c:		/* NCP */
-		return true;
-	default:
-		return false;
-	}
-}
-
 /*
  * The backend a policy gives this file, before any mapping is tried.
  * MMAP here may still become PREAD (MMAP_FAILED) or an error when mmap(2)
  * itself fails.
  */
-static int select_backend(enum storage_policy policy, const struct stat *st,
+static int select_backend(enum storage_policy policy, const struct file_stat *st,
 			  enum fs_class fs, uint32_t fs_type, bool network_fs_mmap,
 			  enum storage_backend *backend, enum storage_reason *reason,
 			  char *err, size_t errlen)
@@ -150,7 +53,7 @@ static int select_backend(enum storage_policy policy, const struct stat *st,
 	bool too_large = false;
 
 #if SIZE_MAX < INT64_MAX
-	too_large = (uint64_t)st->st_size > SIZE_MAX;
+	too_large = st->size > SIZE_MAX;
 #endif
 
 	switch (policy) {
@@ -161,7 +64,7 @@ static int select_backend(enum storage_policy policy, const struct stat *st,
 
 	case STORAGE_POLICY_MMAP:
 		/* The opener insists: say why it cannot be done. */
-		if (!S_ISREG(st->st_mode)) {
+		if (!S_ISREG(st->mode)) {
 			set_err(err, errlen, "mmap required but the file is not a regular file");
 			return -ENODEV;
 		}
@@ -171,7 +74,7 @@ static int select_backend(enum storage_policy policy, const struct stat *st,
 				fs_type);
 			return -ENODEV;
 		}
-		if (st->st_size == 0) {
+		if (st->size == 0) {
 			set_err(err, errlen, "mmap required but the file is empty");
 			return -EINVAL;
 		}
@@ -190,13 +93,13 @@ static int select_backend(enum storage_policy policy, const struct stat *st,
 		 * The file system goes before the size: sysfs attributes
 		 * claim 4096 bytes whatever they hold, procfs files claim 0.
 		 */
-		if (!S_ISREG(st->st_mode))
+		if (!S_ISREG(st->mode))
 			*reason = STORAGE_REASON_NOT_REGULAR;
 		else if (fs == FS_PSEUDO)
 			*reason = STORAGE_REASON_PSEUDO_FS;
 		else if (fs == FS_NETWORK && !network_fs_mmap)
 			*reason = STORAGE_REASON_NETWORK_FS;
-		else if (st->st_size == 0)
+		else if (st->size == 0)
 			*reason = STORAGE_REASON_EMPTY;
 		else if (too_large)
 			*reason = STORAGE_REASON_TOO_LARGE;
@@ -213,53 +116,14 @@ static int select_backend(enum storage_policy policy, const struct stat *st,
 	return -EINVAL;
 }
 
-/*
- * A passed descriptor shares its open file description with the client,
- * which may change its flags at any time under every reader of the entry
- * (O_DIRECT would make the daemon's preads fail for all of them).  So the
- * entry reads through a description of its own when the daemon may open
- * the file itself: through /proc/self/fd, which reaches the same inode
- * whatever its name is now.  When it may not (permissions, no /proc), the
- * client's descriptor serves, and that limit is documented
- * (docs/security.md).  Only for shared entries (a regular file on a data
- * file system, fs_is_data): reopening anything else would read it with
- * the daemon's credentials.  Returns the descriptor the entry keeps.
- */
-static int
-reopen_private(int fd, const struct stat *st)
-{
-	char path[64];
-	struct stat st2;
-	int nfd;
-
-	/*
-	 * O_NONBLOCK: a client holding a lease on the file (F_SETLEASE)
-	 * would otherwise make this open wait for the lease break, up to
-	 * lease-break-time (45 s), on the event loop, at every OPEN.  With
-	 * it the open fails at once (EWOULDBLOCK) and the client's
-	 * descriptor serves.  The flag means nothing to reads of a regular
-	 * file; it is cleared all the same.
-	 */
-	snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
-	nfd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-	if (nfd < 0)
-		return fd;
-	(void)fcntl(nfd, F_SETFL, 0);
-	if (fstat(nfd, &st2) < 0 || st2.st_dev != st->st_dev || st2.st_ino != st->st_ino) {
-		safe_close(nfd);
-		return fd;
-	}
-	safe_close(fd);
-	return nfd;
-}
-
 /* What file_cache_open has learnt so far, step by step. */
 struct open_req {
-	int fd;				/* the client's; the entry's or closed after open_take_entry */
+	hm_fd fd;			/* the client's; the entry's or closed after open_take_entry */
 	enum storage_policy policy;
-	struct stat st;
+	struct file_stat st;
 	enum fs_class fs;
 	uint32_t fs_type;
+	bool fs_data;			/* a data file system (file_platform.h) */
 	bool shared;			/* may be cached and read by other openers */
 	struct file_entry *e;
 	enum storage_backend backend;
@@ -274,33 +138,22 @@ struct open_req {
 
 /*
  * A passed descriptor proves read access only if it was opened for
- * reading: O_PATH and write-only descriptors can be had without read
- * permission, and must not open (or reuse) an entry.
+ * reading (fplat_check_readable): it must not open (or reuse) an entry
+ * otherwise.
  */
 static int open_check_fd(struct open_req *o)
 {
-	int fl, r;
+	int r;
 
-	fl = fcntl(o->fd, F_GETFL);
-	if (fl < 0) {
-		r = -errno;
-		set_err(o->err, o->errlen, "not a valid descriptor");
+	r = fplat_check_readable(o->fd, o->err, o->errlen);
+	if (r < 0)
 		return r;
-	}
-	if (fl & O_PATH) {
-		set_err(o->err, o->errlen, "descriptor opened with O_PATH cannot be read");
-		return -EBADF;
-	}
-	if ((fl & O_ACCMODE) != O_RDONLY && (fl & O_ACCMODE) != O_RDWR) {
-		set_err(o->err, o->errlen, "descriptor is not open for reading");
-		return -EBADF;
-	}
-	if (fstat(o->fd, &o->st) < 0) {
-		r = -errno;
+	r = fplat_stat(o->fd, &o->st);
+	if (r < 0) {
 		set_err(o->err, o->errlen, "fstat failed: %s", strerror(-r));
 		return r;
 	}
-	if (S_ISDIR(o->st.st_mode)) {
+	if (S_ISDIR(o->st.mode)) {
 		set_err(o->err, o->errlen, "is a directory");
 		return -EISDIR;
 	}
@@ -310,27 +163,26 @@ static int open_check_fd(struct open_req *o)
 /* The cached entry of a regular file, if any, and its file system. */
 static int open_find_entry(struct file_cache *cache, struct open_req *o)
 {
-	struct statfs sfs;
 	int r;
 
-	if (S_ISREG(o->st.st_mode)) {
-		o->e = file_cache_find(cache, o->st.st_dev, o->st.st_ino);
+	if (S_ISREG(o->st.mode)) {
+		o->e = file_cache_find(cache, &o->st.id);
 		if (o->e != NULL) {
 			o->fs = o->e->fs;	/* same st_dev, same file system */
 			o->fs_type = o->e->fs_type;
+			o->fs_data = o->e->fs_data;
 		} else {
-			if (fstatfs(o->fd, &sfs) < 0) {
-				r = -errno;
+			r = fplat_fs(o->fd, &o->fs_type, &o->fs, &o->fs_data);
+			if (r < 0) {
 				set_err(o->err, o->errlen, "fstatfs failed: %s", strerror(-r));
 				return r;
 			}
-			o->fs_type = (uint32_t)sfs.f_type;
-			o->fs = fs_classify(o->fs_type);
 		}
 	}
 	/* Not shared, not reopened: the client's descriptor is the entry's,
-	 * and only this handle reads through it (see fs_is_data). */
-	o->shared = S_ISREG(o->st.st_mode) && o->fs != FS_PSEUDO && fs_is_data(o->fs_type);
+	 * and only this handle reads through it (see fplat_fs: a data file
+	 * system, not a pseudo one). */
+	o->shared = S_ISREG(o->st.mode) && o->fs != FS_PSEUDO && o->fs_data;
 	return 0;
 }
 
@@ -364,8 +216,8 @@ static int open_take_entry(struct file_cache *cache, struct open_req *o)
 	if (o->shared && !file_cache_trim_files(cache, 1))
 		o->over_files = true;
 	if (o->shared)
-		o->fd = reopen_private(o->fd, &o->st);
-	o->e = file_cache_entry_new(cache, o->fd, &o->st, o->fs, o->fs_type);
+		o->fd = fplat_reopen_private(o->fd, &o->st);
+	o->e = file_cache_entry_new(cache, o->fd, &o->st, o->fs, o->fs_type, o->fs_data);
 	if (o->e == NULL) {
 		set_err(o->err, o->errlen, "out of memory");
 		safe_close(o->fd);
@@ -388,7 +240,7 @@ static void open_fit_budget(struct file_cache *cache, struct open_req *o)
 
 	if (o->backend != STORAGE_BACKEND_MMAP || e->file.map != NULL || e->map_errno != 0)
 		return;
-	if (file_cache_make_room_mapped(cache, (uint64_t)o->st.st_size, o->policy == STORAGE_POLICY_MMAP))
+	if (file_cache_make_room_mapped(cache, o->st.size, o->policy == STORAGE_POLICY_MMAP))
 		return;
 	if (o->policy == STORAGE_POLICY_MMAP) {
 		o->over_mapped = true;
@@ -415,7 +267,7 @@ static int open_attach(struct file_cache *cache, struct open_req *o)
 	 * mapping's length.  A failed mmap is never tried again for
 	 * this entry (it would fail the same way, at a syscall each). */
 	if (e->map_errno == 0) {
-		r = backend_get(o->backend)->attach(&e->file, (uint64_t)o->st.st_size);
+		r = backend_get(o->backend)->attach(&e->file, o->st.size);
 		if (r < 0) {
 			e->map_errno = -r;
 		} else {
@@ -447,7 +299,7 @@ static int open_attach(struct file_cache *cache, struct open_req *o)
 	return 0;
 }
 
-int file_cache_open(struct file_cache *cache, int fd, enum storage_policy policy,
+int file_cache_open(struct file_cache *cache, hm_fd fd, enum storage_policy policy,
 		    struct storage_handle *out, char *err, size_t errlen)
 {
 	struct open_req o = {

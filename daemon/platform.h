@@ -26,4 +26,36 @@ typedef unsigned int uid_t;
 typedef unsigned int gid_t;
 #endif
 
+/*
+ * --- storage (branch s18-win-storage) -------------------------------------
+ * hm_fd: what the storage core holds a file by.  A descriptor on POSIX; a
+ * HANDLE on Windows, used natively (no CRT descriptor: the CRT caps them
+ * below the open-files budget).  HM_FD_INVALID is the "none" value.
+ * void * is HANDLE's own type, so this header needs no <windows.h>.
+ */
+#include <stdint.h>
+
+#ifdef _WIN32
+typedef void *hm_fd;
+#define HM_FD_INVALID ((hm_fd)(intptr_t)-1)
+#else
+typedef int hm_fd;
+#define HM_FD_INVALID (-1)
+#endif
+/* --- end storage ----------------------------------------------------------- */
+
+/* --- transport (branch s18-win-transport) --- */
+/*
+ * HM_PRINTF(f, a): printf-like arguments, checked as the C library the
+ * program uses formats them: mingw's own stdio (with _GNU_SOURCE, %zu
+ * and %llu work) is gnu_printf there, where plain "printf" would check
+ * against msvcrt's formats.
+ */
+#ifdef __MINGW_PRINTF_FORMAT
+#define HM_PRINTF(f, a)	__attribute__((format(__MINGW_PRINTF_FORMAT, f, a)))
+#else
+#define HM_PRINTF(f, a)	__attribute__((format(printf, f, a)))
+#endif
+/* --- end transport --- */
+
 #endif

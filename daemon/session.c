@@ -188,18 +188,18 @@ session_hello(struct session *s, uint32_t id, ProtobufCMessage *msg)
 		/* answered, so that the client learns why, then closed; no
 		 * file was touched */
 		s->srv->counters.refused_policy++;
-		session_error(s, id, EACCES, "uid %ld (gid %ld) may not connect to hotmapd "
-			      "(allow-uid, allow-gid in hotmapd.conf)", (long)peer_uid(s->peer),
-			      (long)s->gid);
+		session_error(s, id, EACCES, "%s (gid %ld) may not connect to hotmapd "
+			      "(allow-uid, allow-gid in hotmapd.conf)", peer_ident(s->peer)->user,
+			      (long)peer_ident(s->peer)->gid);
 		peer_close_after_flush(s->peer, "not allowed to connect by allow-uid/allow-gid");
 		return 0;
 	}
-	n = policy_count_connections(s->srv, peer_uid(s->peer), 0);
+	n = policy_count_connections(s->srv, peer_ident(s->peer), 0);
 	if (s->srv->cfg.max_per_uid > 0 && n > s->srv->cfg.max_per_uid) {
 		/* answered, so that the client learns why, then closed */
 		s->srv->counters.clients_refused++;
-		session_error(s, id, EUSERS, "uid %ld has %u connections, the most hotmapd allows "
-			      "(--max-connections-per-uid %u)", (long)peer_uid(s->peer), n - 1,
+		session_error(s, id, EUSERS, "%s has %u connections, the most hotmapd allows "
+			      "(--max-connections-per-uid %u)", peer_ident(s->peer)->user, n - 1,
 			      s->srv->cfg.max_per_uid);
 		peer_close_after_flush(s->peer, "too many connections for its uid");
 		return 0;
@@ -467,8 +467,7 @@ session_dispatch(struct peer *p, const struct peer_frame *f, void *arg)
 		session_error(s, f->hdr.id, EPROTO, "%s before HELLO", frame_type_name(f->hdr.type));
 		peer_close_after_flush(s->peer, "request before HELLO");
 		rc = 0;
-	} else if (cmd->needs_admin && !policy_is_admin(s->srv, peer_uid(s->peer), s->gid,
-							 s->groups, s->ngroups)) {
+	} else if (cmd->needs_admin && !policy_ident_is_admin(s->srv, peer_ident(s->peer))) {
 		rc = session_error(s, f->hdr.id, EPERM,
 				   "%s needs an administrator (uid 0, hotmapd's uid %ld, or one "
 				   "that admin-uid or admin-gid in hotmapd.conf names)",
@@ -554,62 +553,23 @@ static const struct peer_ops session_peer_ops = {
 };
 
 /*
- * The peer's uid, gid and groups (SO_PEERCRED, SO_PEERGROUPS), and
- * whether allow-uid and allow-gid, as configured now, let it in: decided
- * at connect, told at HELLO.  0, or -ENOMEM.
- */
-static int
-session_creds(struct session *s, int fd)
-{
-	gid_t small[64];
-	size_t n = sizeof small / sizeof small[0];
-	uid_t uid = (uid_t)-1;
-	int rc;
-
-	s->gid = (gid_t)-1;
-	rc = policy_peer_creds(fd, &uid, &s->gid, small, &n);
-	if (rc == -ERANGE) {
-		s->groups = calloc(n, sizeof *s->groups);
-		if (s->groups == NULL)
-			return -ENOMEM;
-		rc = policy_peer_creds(fd, &uid, &s->gid, s->groups, &n);
-	} else if (rc == 0 && n > 0) {
-		s->groups = calloc(n, sizeof *s->groups);
-		if (s->groups == NULL)
-			return -ENOMEM;
-		memcpy(s->groups, small, n * sizeof *small);
-	}
-	if (rc < 0) {
-		/* no credentials: only an open policy lets it in */
-		log_warn("cannot read a client's credentials: %s", strerror(-rc));
-		free(s->groups);
-		s->groups = NULL;
-		n = 0;
-	}
-	s->ngroups = n;
-	s->admitted = rc == 0 ? policy_may_connect(s->srv, uid, s->gid, s->groups, n) :
-				s->srv->cfg.allow_uid.n == 0 && s->srv->cfg.allow_gid.n == 0;
-	return 0;
-}
-
-/*
- * Whether a connection from uid may be kept at accept.  max-connections-
- * per-uid is answered at HELLO (EUSERS and the reason), but a client that
- * never says HELLO must not hold more: past the limit and a few refusals
- * in flight, its connections are closed at once.  And the connections of
- * all users together leave the cache its descriptors (max-open-files,
- * within RLIMIT_NOFILE), so that another user's OPEN never finds the
- * daemon out of them.
+ * Whether a connection from id's user may be kept at accept.  max-
+ * connections-per-uid is answered at HELLO (EUSERS and the reason), but a
+ * client that never says HELLO must not hold more: past the limit and a
+ * few refusals in flight, its connections are closed at once.  And the
+ * connections of all users together leave the cache its descriptors
+ * (max-open-files, within RLIMIT_NOFILE), so that another user's OPEN
+ * never finds the daemon out of them.
  */
 static bool
-session_admit_at_accept(struct server *srv, uid_t uid, char *why, size_t whylen)
+session_admit_at_accept(struct server *srv, const struct peer_ident *id, char *why, size_t whylen)
 {
-	unsigned n = policy_count_connections(srv, uid, 0);
+	unsigned n = policy_count_connections(srv, id, 0);
 	uint64_t cap = policy_connection_cap(srv);
 
 	if (srv->cfg.max_per_uid > 0 && n >= srv->cfg.max_per_uid + SESSION_REFUSALS_IN_FLIGHT) {
-		snprintf(why, whylen, "uid %ld has %u connections (max-connections-per-uid %u)",
-			 (long)uid, n, srv->cfg.max_per_uid);
+		snprintf(why, whylen, "%s has %u connections (max-connections-per-uid %u)",
+			 id->user, n, srv->cfg.max_per_uid);
 		return false;
 	}
 	if (srv->counters.clients >= cap) {
@@ -621,38 +581,47 @@ session_admit_at_accept(struct server *srv, uid_t uid, char *why, size_t whylen)
 }
 
 int
-session_new(struct server *srv, int fd)
+session_new(struct server *srv, hm_conn conn)
 {
-	struct ucred cred;
-	socklen_t len = sizeof cred;
+	struct peer_ident id;
 	struct session *s;
-	char why[160];
+	char why[PEER_IDENT_USER_MAX + 96];
+	int rc;
 
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 &&
-	    !session_admit_at_accept(srv, cred.uid, why, sizeof why)) {
+	/* who it is (uid, gid and groups; a token's user on Windows), and
+	 * whether allow-uid and allow-gid, as configured now, let it in:
+	 * decided at connect, told at HELLO */
+	rc = peer_ident_of(conn, &id);
+	if (rc == 0 && !session_admit_at_accept(srv, &id, why, sizeof why)) {
 		srv->counters.clients_refused++;
-		policy_log_refusal(srv, cred.pid, cred.uid, why);
-		peer_refuse(fd, EUSERS, why);
+		policy_log_refusal(srv, &id, why);
+		peer_ident_clear(&id);
+		peer_refuse(conn, EUSERS, why);
 		return 0;
+	}
+	if (rc < 0) {
+		/* no credentials: only an open policy lets it in */
+		log_warn("cannot read a client's credentials: %s", strerror(-rc));
+		if (rc == -ENOMEM) {
+			peer_refuse(conn, ENOMEM, "out of memory");
+			return -ENOMEM;
+		}
 	}
 	s = calloc(1, sizeof *s);
 	if (s == NULL) {
-		close(fd);
+		peer_ident_clear(&id);
+		peer_refuse(conn, ENOMEM, "out of memory");
 		return -ENOMEM;
 	}
 	s->srv = srv;
 	s->max_inflight = srv->cfg.max_inflight;
 	s->max_inflight_bytes = srv->cfg.max_inflight_bytes;
-	if (session_creds(s, fd) < 0) {
-		close(fd);
-		free(s->groups);
-		free(s);
-		return -ENOMEM;
-	}
-	s->peer = peer_new(srv->base, fd, &session_peer_ops, s);
+	s->admitted = id.known ? policy_ident_may_connect(srv, &id) :
+				 srv->cfg.allow_uid.n == 0 && srv->cfg.allow_gid.n == 0;
+	s->peer = peer_new_as(srv->base, conn, &id, &session_peer_ops, s);
 	if (s->peer == NULL) {
-		close(fd);
-		free(s->groups);
+		peer_ident_clear(&id);
+		peer_refuse(conn, ENOMEM, "out of memory");
 		free(s);
 		return -ENOMEM;
 	}
@@ -665,7 +634,7 @@ session_new(struct server *srv, int fd)
 		s->next->prev = s;
 	srv->sessions = s;
 	srv->counters.clients++;
-	policy_count_connections(srv, peer_uid(s->peer), 1);
+	policy_count_connections(srv, peer_ident(s->peer), 1);
 	srv->counters.clients_total++;
 	s->connected_ns = monotime_ns();
 	log_info("client %s: connected", peer_name(s->peer));
@@ -690,7 +659,7 @@ session_free(struct session *s)
 	s->srv->counters.clients--;
 	if (s->region_huge)
 		s->srv->counters.regions_huge--;
-	policy_count_connections(s->srv, peer_uid(s->peer), -1);
+	policy_count_connections(s->srv, peer_ident(s->peer), -1);
 	peer_free(s->peer);
 	s->peer = NULL;
 	if (s->inflight > 0) {

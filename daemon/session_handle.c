@@ -184,7 +184,6 @@ session_destroy(struct session *s)
 		munmap(s->shm, s->shm_map_size);
 	free(s->direct_grants);
 	free(s->direct_handles);
-	free(s->groups);
 	free(s);
 }
 

@@ -128,9 +128,6 @@ struct session {
 	unsigned max_inflight;		/* max-inflight */
 	uint64_t max_inflight_bytes;	/* max-inflight-bytes */
 	bool admitted;			/* allow-uid / allow-gid let it in */
-	gid_t gid;			/* the peer's credentials, for policy */
-	gid_t *groups;
-	size_t ngroups;
 
 	uint64_t req_t0;	/* when the request being dispatched came */
 	bool req_deferred;	/* its reply comes later: time it then */

@@ -2,8 +2,10 @@
  * storage.h - the storage core of hotmapd: the file cache, the backends
  * (mmap, pread) and the SIGBUS-guarded copy.
  *
- * What it is for: turn a readable descriptor into a shared cache entry keyed
- * by (st_dev, st_ino), pick a backend for each handle at open time, and
+ * What it is for: turn a readable descriptor (hm_fd: a descriptor, or a
+ * HANDLE on Windows) into a shared cache entry keyed by the file's
+ * identity ((st_dev, st_ino); on Windows the volume serial and the 128-bit
+ * file id), pick a backend for each handle at open time, and
  * answer reads with exactly the bytes pread(2) on that descriptor would
  * return at that moment.
  *
@@ -26,6 +28,9 @@
  * eviction; backend_mmap.c and backend_pread.c the backends (backend.h),
  * guard.c the guarded copy.  file_cache_priv.h is what the cache files
  * share; this header is the only contract for the rest of the daemon.
+ * What they ask of the operating system is file_platform.h
+ * (file_platform_unix.c, file_platform_win32.c) and backend.h's mapping
+ * calls (backend_unix.c, backend_win32.c).
  */
 #ifndef HOTMAP_STORAGE_H
 #define HOTMAP_STORAGE_H
@@ -34,6 +39,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+
+#include "platform.h"
 
 /* Values match HM_BACKEND_* in client/hotmap.h and the wire protocol. */
 enum storage_backend {
@@ -192,7 +199,7 @@ struct file_cache *file_cache_free(struct file_cache *cache);
  *    clients hold at that moment.  The overrun lasts until readers close:
  *    each last close drops idle entries down to the budget again.
  */
-int file_cache_open(struct file_cache *cache, int fd, enum storage_policy policy,
+int file_cache_open(struct file_cache *cache, hm_fd fd, enum storage_policy policy,
 		    struct storage_handle *out, char *err, size_t errlen);
 
 /* Drops the handle's reference.  An unchanged entry stays cached (and
