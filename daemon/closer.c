@@ -25,6 +25,7 @@ static struct {
 	hm_fd q[CLOSER_MAX_QUEUED];
 	unsigned head, count;
 	unsigned busy;		/* 1 while the thread is inside close() */
+	bool waiting;		/* the thread sleeps on `work` */
 	bool running;		/* closer_close queues */
 	bool stopping;
 	bool ended;		/* the thread returned */
@@ -42,8 +43,11 @@ static void *closer_main(void *arg)
 	for (;;) {
 		hm_fd fd;
 
-		while (closer.count == 0 && !closer.stopping)
+		while (closer.count == 0 && !closer.stopping) {
+			closer.waiting = true;
 			pthread_cond_wait(&closer.work, &closer.lock);
+			closer.waiting = false;
+		}
 		if (closer.count == 0)
 			break;	/* stopping, and everything is closed */
 		fd = closer.q[closer.head];
@@ -152,10 +156,21 @@ void closer_close(hm_fd fd)
 	closer_fd_prepare(fd);
 	pthread_mutex_lock(&closer.lock);
 	if (closer.running && !closer.stopping && closer.count < CLOSER_MAX_QUEUED) {
+		/*
+		 * Wake the thread only when it sleeps (awake, it takes this
+		 * descriptor before it sleeps again), and after the unlock:
+		 * woken under the lock, it would run only to block on the
+		 * lock the event loop still holds, a futex round each way on
+		 * every OPEN and HELLO that hands a descriptor over.
+		 */
+		bool wake = closer.waiting;
+
 		closer.q[(closer.head + closer.count) % CLOSER_MAX_QUEUED] = fd;
 		closer.count++;
-		pthread_cond_signal(&closer.work);
+		closer.waiting = false;	/* one wake-up is enough */
 		pthread_mutex_unlock(&closer.lock);
+		if (wake)
+			pthread_cond_signal(&closer.work);
 		return;
 	}
 	if (closer.running)
