@@ -22,6 +22,7 @@
 
 #include "client/client_priv.h"
 #include "client/hotmap_admin.h"
+#include "client/os.h"
 
 HM_EXPORT int
 hm_ping(hm_client *c, struct hm_ping *out)

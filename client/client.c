@@ -27,15 +27,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/resource.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "client/client_priv.h"
+#include "client/os.h"
+#include "client/transport.h"
 #include "client/trust.h"
 #include "proto/direct.h"
 #include "proto/ring.h"
@@ -55,52 +52,6 @@ SAME_REASON(PSEUDO_FS);
 SAME_REASON(MMAP_FAILED);
 SAME_REASON(TOO_LARGE);
 SAME_REASON(OVER_BUDGET);
-
-static int
-open_locally(const char *path)
-{
-	/* O_NONBLOCK: opening a FIFO must not wait for a writer. */
-	return open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-}
-
-/*
- * path, made absolute against the working directory now (malloced): the
- * daemon's working directory is not ours, and a reconnect reopens the
- * same file whatever chdir(2) happened since.  NULL and errno.
- */
-char *
-absolute_path(const char *path)
-{
-	char cwd[PATH_MAX], *abs;
-
-	if (path[0] == '/')
-		return strdup(path);
-	if (getcwd(cwd, sizeof cwd) == NULL)
-		return NULL;
-	if (asprintf(&abs, "%s/%s", cwd, path) < 0)
-		return NULL;
-	if (strlen(abs) >= PATH_MAX) {
-		free(abs);
-		errno = ENAMETOOLONG;
-		return NULL;
-	}
-	return abs;
-}
-
-/* Whether the process may keep descriptor fd for a granted file: it sits
- * in the lower half of RLIMIT_NOFILE (descriptors are handed out lowest
- * first, so its number tells how many are open). */
-static bool
-fd_plenty(int fd)
-{
-	struct rlimit rl;
-
-	if (fd < 0)
-		return true;
-	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY)
-		return true;
-	return (rlim_t)fd < rl.rlim_cur / 2;
-}
 
 /* What the OPEN reply r says of f: the file as opened, and its grant. */
 static void
@@ -129,19 +80,6 @@ client_open_granted(hm_file *f, const Hotmap__OpenReply *r)
 	f->dsize = r->size;
 }
 
-/* A descriptor the daemon sent with an open by path: read-only and of the
- * file the reply describes, or it is not taken. */
-static bool
-path_descriptor_ok(int fd, const Hotmap__OpenReply *r)
-{
-	struct stat st;
-	int fl = fcntl(fd, F_GETFL);
-
-	return fl >= 0 && (fl & O_ACCMODE) == O_RDONLY && fstat(fd, &st) == 0 &&
-	       S_ISREG(st.st_mode) && (uint64_t)st.st_dev == r->dev &&
-	       (uint64_t)st.st_ino == r->ino;
-}
-
 /*
  * OPEN of f with flags (checked by the caller): by path (HM_O_PATH), by
  * the caller's descriptor (hm_open_fd), or by a descriptor opened here
@@ -154,8 +92,9 @@ client_open(hm_client *c, hm_file *f, int flags)
 	Hotmap__Open req = HOTMAP__OPEN__INIT;
 	ProtobufCMessage *reply = NULL;
 	Hotmap__OpenReply *r;
-	struct stat st;
-	int fd = -1, given, rc;
+	hm_osfile fd = HM_OSFILE_NONE;
+	uint64_t dev, ino;
+	int given, pass = -1, rc;
 
 	pthread_mutex_lock(c->lock);
 	direct_drop(f);	/* a reopen: the old connection's grant means nothing */
@@ -163,30 +102,30 @@ client_open(hm_client *c, hm_file *f, int flags)
 	req.policy = flags & HM_O_MMAP ? 1 : flags & HM_O_PREAD ? 2 : 0;
 	req.warm = (flags & HM_O_WARM) != 0;
 	req.path = f->path;
-	if (f->fd >= 0) {
+	if (f->fd != HM_OSFILE_NONE) {
 		/* A descriptor that is gone must not break the connection
 		 * (sendmsg refuses it) and one that names another file now
 		 * must not be read in its place. */
-		if (fstat(f->fd, &st) < 0)
+		if (os_file_id(f->fd, &dev, &ino) < 0)
 			return -EBADF;
-		if (st.st_dev != f->dev || st.st_ino != f->ino)
+		if (dev != f->dev || ino != f->ino)
 			return -ESTALE;
+		pass = transport_attach(f->fd, &req.handle_value);
 	} else if (flags & HM_O_PATH) {
 		req.by_path = true;
 	} else {
-		fd = open_locally(f->path);
-		if (fd < 0)
-			return -errno;
+		rc = os_file_open(f->path, &fd);
+		if (rc < 0)
+			return rc;
+		pass = transport_attach(fd, &req.handle_value);
 	}
-	rc = client_call_fd(c, HM_MSG_OPEN, &req.base, f->fd >= 0 ? f->fd : fd, HM_MSG_OPEN_REPLY,
-			    &reply, &given);
+	rc = client_call_fd(c, HM_MSG_OPEN, &req.base, pass, HM_MSG_OPEN_REPLY, &reply, &given);
 	if (rc < 0) {
-		if (fd >= 0)
-			close(fd);
+		os_file_close(fd);
 		return rc;
 	}
 	r = (Hotmap__OpenReply *)reply;
-	if (given >= 0 && (!req.by_path || !path_descriptor_ok(given, r))) {
+	if (given >= 0 && (!req.by_path || !os_file_from_daemon_ok(given, r->dev, r->ino))) {
 		close(given);
 		given = -1;
 	}
@@ -198,18 +137,18 @@ client_open(hm_client *c, hm_file *f, int flags)
 	pthread_mutex_lock(c->lock);
 	f->handle = r->handle;
 	client_open_granted(f, r);
-	if (fd >= 0 && f->direct_ok)
+	if (fd != HM_OSFILE_NONE && f->direct_ok)
 		f->own_fd = fd;	/* the direct tier's preads use it */
-	else if (fd >= 0)
-		close(fd);	/* ours, not the caller's: the daemon has its own copy */
+	else
+		os_file_close(fd);	/* ours, not the caller's: the daemon has its own copy */
 	if (f->direct_ok && ((flags & (HM_O_DIRECT | HM_O_WARM)) || c->direct_after == 0 ||
-			    !fd_plenty(f->own_fd)))
+			    !os_file_plenty(f->own_fd)))
 		(void)direct_promote(f);
-	if (f->own_fd >= 0 && !fd_plenty(f->own_fd)) {
+	if (f->own_fd != HM_OSFILE_NONE && !os_file_plenty(f->own_fd)) {
 		/* many files open: read them through their mappings only, so
 		 * that the library does not take the process's descriptors */
-		close(f->own_fd);
-		f->own_fd = -1;
+		os_file_close(f->own_fd);
+		f->own_fd = HM_OSFILE_NONE;
 	}
 	pthread_mutex_unlock(c->lock);
 	protobuf_c_message_free_unpacked(reply, NULL);
@@ -300,10 +239,8 @@ client_reconnect(hm_client *c)
 	c->gen++;	/* the calls that failed run again after it, whatever it gives */
 	pthread_mutex_unlock(c->lock);
 	for (;;) {
-		if (c->fd >= 0)
-			close(c->fd);
+		transport_close(c);
 		pthread_mutex_lock(c->lock);
-		c->fd = -1;
 		c->start = c->end = 0;
 		old = c->region;
 		c->region = NULL;
@@ -562,8 +499,8 @@ hm_open(hm_client *c, const char *path, int flags)
 		errno = ENOMEM;
 		return NULL;
 	}
-	f->fd = -1;
-	f->own_fd = -1;
+	f->fd = HM_OSFILE_NONE;
+	f->own_fd = HM_OSFILE_NONE;
 	f->path = absolute_path(path);
 	if (f->path == NULL) {
 		rc = errno;
@@ -574,11 +511,12 @@ hm_open(hm_client *c, const char *path, int flags)
 	return client_add_file(c, f, flags);
 }
 
-HM_EXPORT hm_file *
-hm_open_fd(hm_client *c, int fd, int flags)
+/* hm_open_fd, or Windows' hm_open_handle: the caller's file f. */
+hm_file *
+client_open_osfile(hm_client *c, hm_osfile f, int flags)
 {
-	struct stat st;
-	hm_file *f;
+	hm_file *file;
+	uint64_t dev, ino;
 
 	set_last_error(NULL);
 	if (c == NULL || (flags & ~(HM_O_MMAP | HM_O_PREAD | HM_O_WARM | HM_O_DIRECT)) != 0 ||
@@ -586,20 +524,30 @@ hm_open_fd(hm_client *c, int fd, int flags)
 		errno = EINVAL;
 		return NULL;
 	}
-	if (fd < 0 || fstat(fd, &st) < 0) {
+	if (f == HM_OSFILE_NONE || os_file_id(f, &dev, &ino) < 0) {
 		errno = EBADF;
 		return NULL;
 	}
-	f = calloc(1, sizeof *f);
-	if (f == NULL) {
+	file = calloc(1, sizeof *file);
+	if (file == NULL) {
 		errno = ENOMEM;
 		return NULL;
 	}
-	f->fd = fd;
-	f->own_fd = -1;
-	f->dev = st.st_dev;
-	f->ino = st.st_ino;
-	return client_add_file(c, f, flags);
+	file->fd = f;
+	file->own_fd = HM_OSFILE_NONE;
+	file->dev = dev;
+	file->ino = ino;
+	return client_add_file(c, file, flags);
+}
+
+HM_EXPORT hm_file *
+hm_open_fd(hm_client *c, int fd, int flags)
+{
+	hm_osfile f = HM_OSFILE_NONE;
+
+	if (fd >= 0 && os_file_of_fd(fd, &f) < 0)
+		f = HM_OSFILE_NONE;	/* EBADF, after the flags are checked */
+	return client_open_osfile(c, f, flags);
 }
 
 HM_EXPORT int

@@ -20,12 +20,18 @@
 #include <sys/types.h>
 
 #include "client/hotmap.h"
+#include "client/platform.h"
 #include "proto/frame.h"
 
 struct direct_map;
 struct hm_direct_slot;
 
+#ifdef _WIN32
+/* the DLL exports what its .def lists: hm_*, as libhotmap.sym says */
+#define HM_EXPORT
+#else
 #define HM_EXPORT __attribute__((visibility("default")))
+#endif
 
 #define CLIENT_RECV_CHUNK	(64u * 1024u)
 #define CLIENT_BUF_MAX		(HM_FRAME_HEADER_SIZE + HM_FRAME_MAX_MESSAGE + CLIENT_RECV_CHUNK)
@@ -130,7 +136,7 @@ struct wire_wait {
  * pipeline.
  */
 struct hm_client {
-	int fd;
+	hm_conn conn;		/* transport.h */
 	/* The client's state lock, held only for short steps, never across
 	 * a system call that waits for the daemon: it guards next_id,
 	 * broken, waits, reading, users, exclusive, gen, ring_wakes, the
@@ -254,10 +260,12 @@ struct hm_file {
 	 * process holds on it.  dev and ino are the file it named at
 	 * hm_open_fd, so that a descriptor number the caller closed and
 	 * reused for another file is not passed in its place.  -1: hm_open.
+	 * (Windows: the caller's HANDLE, of hm_open_handle or of hm_open_fd's
+	 * CRT descriptor; dev and ino its volume serial and file index.)
 	 */
-	int fd;
-	dev_t dev;
-	ino_t ino;
+	hm_osfile fd;
+	uint64_t dev;
+	uint64_t ino;
 	int flags;
 	hm_file *prev, *next;
 	/* Direct reads: the grant the OPEN reply carried (dslot, dgen,
@@ -268,7 +276,7 @@ struct hm_file {
 	uint64_t dgen;
 	uint64_t dsize;
 	struct direct_map *dm;
-	int own_fd;
+	hm_osfile own_fd;
 	unsigned heat_reads;
 	struct hm_stat st;	/* as opened, for hm_stat of a granted file */
 };
@@ -312,8 +320,15 @@ int wire_wait_ring(hm_client *c, uint32_t wakes);
 void wire_reset(hm_client *c);
 int client_post(hm_client *c, uint16_t type, const ProtobufCMessage *req, uint16_t reply_type);
 
+/* region_unix.c, region_win32.c: the memory of region r (r->size bytes,
+ * then slots direct-read slots of table bytes), shared with the daemon:
+ * maps r->base (and r->slots), sets r->huge; *fd: what HELLO passes (a
+ * memfd, or a section's handle).  0 or -errno.  region_unmap undoes it. */
+int region_map(struct hm_region *r, size_t table, uint32_t slots, hm_osfile *fd);
+void region_unmap(struct hm_region *r);
+
 /* region.c: the shared region's blocks. */
-struct hm_region *region_new(size_t size, uint32_t slots, int *fd);
+struct hm_region *region_new(size_t size, uint32_t slots, hm_osfile *fd);
 void region_unref(struct hm_region *r);
 bool region_block_used(const struct hm_region *r, size_t i);
 void region_mark(struct hm_region *r, size_t first, size_t n, bool used);
@@ -332,8 +347,8 @@ void client_unlist(hm_client *c);
 void client_after_fork(hm_client *c);
 
 /* client.c */
+hm_file *client_open_osfile(hm_client *c, hm_osfile f, int flags);
 uint64_t now_us(void);
-char *absolute_path(const char *path);
 int client_connect(hm_client *c, const char *socket_path);
 int client_reopen(hm_client *c);
 int client_do_reads(hm_client *c, struct read_op *ops, size_t n);

@@ -17,17 +17,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/resource.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "client/client_priv.h"
+#include "client/os.h"
+#include "client/transport.h"
 #include "client/trust.h"
 #include "proto/direct.h"
+#include "proto/endpoint.h"
 #include "proto/ring.h"
 #include "proto/size.h"
 
@@ -79,53 +77,40 @@ env_poll_wanted(void)
 		return true;
 	if (v != NULL && (!strcmp(v, "0") || !strcmp(v, "no") || !strcmp(v, "off")))
 		return false;
-	return sysconf(_SC_NPROCESSORS_ONLN) >= CLIENT_POLL_MIN_CPUS;
-}
-
-/* Connects c->fd to path: 0 or -errno. */
-static int
-connect_path(hm_client *c, const char *path, struct sockaddr_un *sa)
-{
-	if (strlen(path) >= sizeof sa->sun_path)
-		return -ENAMETOOLONG;
-	memcpy(sa->sun_path, path, strlen(path) + 1);
-	if (c->fd >= 0)
-		close(c->fd);
-	c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (c->fd < 0)
-		return -errno;
-	if (connect(c->fd, (struct sockaddr *)sa, sizeof *sa) < 0)
-		return -errno;
-	return 0;
+	return os_cpu_count() >= CLIENT_POLL_MIN_CPUS;
 }
 
 /*
  * No path given: the user's own daemon (frame_default_socket), else the
- * system's at HM_SYSTEM_SOCKET, where the systemd socket unit and a root
- * daemon listen.  The one that answered is kept, so that a reconnect goes
- * back to the same daemon.  The error is the own socket's when neither
- * answers and the own one exists; else the system one's.
+ * platform's fallback (endpoint_fallback: on POSIX the system's
+ * at HM_SYSTEM_SOCKET, where the systemd socket unit and a root daemon
+ * listen).  The one that answered is kept, so that a reconnect goes back
+ * to the same daemon.  The error is the own endpoint's when neither
+ * answers and the own one exists; else the fallback's.
  */
 static int
-connect_default(hm_client *c, struct sockaddr_un *sa)
+connect_default(hm_client *c, char *path, size_t len)
 {
-	char path[sizeof sa->sun_path];
+	const char *fallback = endpoint_fallback();
 	int rc, own;
 
-	own = frame_default_socket(path, sizeof path);
+	own = frame_default_socket(path, len);
 	if (own == 0) {
-		rc = connect_path(c, path, sa);
+		rc = transport_connect(c, path);
 		if (rc != -ENOENT && rc != -ECONNREFUSED)
 			goto done;
-		if (strcmp(path, HM_SYSTEM_SOCKET) == 0 || getenv("HOTMAP_SOCKET") != NULL)
+		if (fallback == NULL || strcmp(path, fallback) == 0 ||
+		    getenv("HOTMAP_SOCKET") != NULL)
 			goto done;
 		own = rc;
+	} else if (fallback == NULL) {
+		return own;
 	}
-	rc = connect_path(c, HM_SYSTEM_SOCKET, sa);
+	rc = transport_connect(c, fallback);
 	if (rc < 0 && own == -ECONNREFUSED)
 		rc = own;	/* a dead daemon of one's own says more */
 	if (rc == 0)
-		snprintf(path, sizeof path, "%s", HM_SYSTEM_SOCKET);
+		snprintf(path, len, "%s", fallback);
 done:
 	if (rc == 0 && (c->socket_path = strdup(path)) == NULL)
 		rc = -ENOMEM;
@@ -135,28 +120,36 @@ done:
 int
 client_connect(hm_client *c, const char *socket_path)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	char path[ENDPOINT_MAX];
 	Hotmap__Hello hello = HOTMAP__HELLO__INIT;
 	Hotmap__HelloReply *r;
 	ProtobufCMessage *reply;
 	char why[512];
-	int shm_fd = -1, rc;
+	hm_osfile shm_fd = HM_OSFILE_NONE;
+	int pass = -1, rc;
 
-	rc = socket_path != NULL ? connect_path(c, socket_path, &sa) : connect_default(c, &sa);
+	if (socket_path != NULL) {
+		snprintf(path, sizeof path, "%s", socket_path);
+		rc = strlen(socket_path) >= sizeof path ? -ENAMETOOLONG :
+		     transport_connect(c, socket_path);
+	} else {
+		rc = connect_default(c, path, sizeof path);
+	}
 	if (rc < 0)
 		return rc;
 	/* Before HELLO: it passes the region's memfd, a descriptor too. */
-	rc = client_trust_daemon(c->fd, sa.sun_path, why, sizeof why);
+	rc = client_trust_daemon(c->conn, path, why, sizeof why);
 	if (rc < 0) {
 		set_last_error(why);
 		return rc;
 	}
 	hello.version = HM_PROTO_VERSION;
-	hello.features = HM_FEATURES_ALL;
-	hello.client_name = (char *)program_invocation_short_name;
-	if (c->shm_size > 0)
+	hello.features = transport_features();
+	hello.client_name = (char *)os_program_name();
+	if (c->shm_size > 0 && (transport_features() & HM_FEATURE_SHM))
 		c->region = region_new(c->shm_size, c->direct_slots, &shm_fd);
 	if (c->region != NULL) {
+		pass = transport_attach(shm_fd, &hello.region_handle);
 		hello.shm_size = c->region->size + (uint64_t)c->region->nslots * HM_DIRECT_SLOT_BYTES;
 		hello.direct_slots = c->region->nslots;
 		hello.region_huge = c->region->huge;
@@ -166,9 +159,8 @@ client_connect(hm_client *c, const char *socket_path)
 		region_mark(c->region, 0, 1, true);
 		hello.ring_entries = HM_RING_ENTRIES;
 	}
-	rc = client_call(c, HM_MSG_HELLO, &hello.base, shm_fd, HM_MSG_HELLO_REPLY, &reply);
-	if (shm_fd >= 0)
-		close(shm_fd);
+	rc = client_call(c, HM_MSG_HELLO, &hello.base, pass, HM_MSG_HELLO_REPLY, &reply);
+	os_file_close(shm_fd);	/* the daemon has its own (passed, or pulled) */
 	if (rc < 0)
 		return rc;
 	r = (Hotmap__HelloReply *)reply;
@@ -240,7 +232,7 @@ hm_connect_opts(const char *socket_path, const struct hm_options *opts)
 	c = calloc(1, sizeof *c);
 	if (c == NULL)
 		return NULL;
-	c->fd = -1;
+	c->conn = HM_CONN_NONE;
 	c->next_id = 1;
 	c->pid = fork_pid();
 	if (client_options(c, opts) < 0) {
@@ -288,8 +280,7 @@ hm_disconnect(hm_client *c)
 	}
 	free(c->socket_path);
 	if (!c->fork_busy) {
-		if (c->fd >= 0)
-			close(c->fd);	/* the daemon closes the handles with the
+		transport_close(c);	/* the daemon closes the handles with the
 					 * session; in a child, only its copy closes */
 		region_unref(c->region);	/* views may keep it mapped */
 		free(c->in);

@@ -153,13 +153,34 @@ void file_rows_free(struct file_rows *rows);
 
 /*
  * The one JSON emitter.  Strings are escaped by one rule (see
- * json_string): whatever bytes a path holds, the output is valid JSON.
- * Containers are printed one member a line, or all on one line when
- * opened "inline".  Writes to a FILE: callers that must not print half a
- * document on failure give it a memory stream.
+ * json_write_string): whatever bytes a path holds, the output is valid
+ * JSON.  Containers are printed one member a line, or all on one line when
+ * opened "inline".  Writes to a FILE (json_init) or, for callers that must
+ * not print half a document on failure, to a ctl_buffer (json_init_buffer).
  */
-struct json {
+
+/*
+ * Output printed only once complete: a growable buffer of its own (not
+ * open_memstream, which Windows lacks), or, with f set, a FILE written at
+ * once.  failed: memory ran out; nothing is printed then.
+ */
+struct ctl_buffer {
 	FILE *f;
+	char *data;
+	size_t len, cap;
+	bool failed;
+};
+int ctl_buffer_open(struct ctl_buffer *b);
+/* Prints what it holds to stdout if print (and nothing failed); frees it. */
+void ctl_buffer_close(struct ctl_buffer *b, bool print);
+void ctl_write(struct ctl_buffer *b, const void *p, size_t n);
+void ctl_puts(struct ctl_buffer *b, const char *s);
+void ctl_putc(struct ctl_buffer *b, int c);
+void ctl_printf(struct ctl_buffer *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+struct json {
+	struct ctl_buffer *f;		/* where it writes: direct, or the caller's */
+	struct ctl_buffer direct;	/* json_init's FILE */
 	unsigned depth;
 	bool after_key;			/* a value completes "key": */
 	bool members[16];		/* by depth: something printed inside */
@@ -168,6 +189,7 @@ struct json {
 };
 
 void json_init(struct json *j, FILE *f);
+void json_init_buffer(struct json *j, struct ctl_buffer *b);
 /* Containers nest 15 deep at most: hotmapctl's documents need 3. */
 void json_open(struct json *j, char brace, bool inline_);	/* '{' or '[' */
 void json_close(struct json *j);	/* after the outermost, a newline */
@@ -177,18 +199,6 @@ void json_uint(struct json *j, uint64_t v);
 void json_int(struct json *j, int64_t v);
 void json_bool(struct json *j, bool v);
 void json_null(struct json *j);
-/* s as a JSON string, quotes included, to f: the escaping rule itself */
-void json_write_string(FILE *f, const char *s);
-
-/* A memory stream for output printed only once complete. */
-struct ctl_buffer {
-	FILE *f;
-	char *data;
-	size_t len;
-};
-int ctl_buffer_open(struct ctl_buffer *b);
-/* Closes the stream; prints what it holds to stdout if print. */
-void ctl_buffer_close(struct ctl_buffer *b, bool print);
 
 enum stats_format { STATS_HUMAN, STATS_FORMAT_JSON, STATS_FORMAT_PROMETHEUS };
 

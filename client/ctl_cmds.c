@@ -223,6 +223,7 @@ ctl_read(hm_client *c, const struct ctl_cmdline *cl)
 		ctl_report("read", ENOMEM);
 		return 1;
 	}
+	platform_binary_stdout();
 	f = hm_open(c, path, open_flags(cl, READ_BACKEND, READ_BY_PATH));
 	if (f == NULL) {
 		ctl_report(path, errno);

@@ -12,6 +12,9 @@
 #include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -56,43 +59,51 @@ utf8_sequence(const unsigned char *s)
  * each byte that is not part of valid UTF-8 (a path may hold any byte but
  * NUL) is written \u00XX with the byte's value, as if it were Latin-1.
  */
-void
-json_write_string(FILE *f, const char *str)
+static void
+json_write_string(struct ctl_buffer *f, const char *str)
 {
 	const unsigned char *s = (const unsigned char *)str;
 
-	putc('"', f);
+	ctl_putc(f, '"');
 	while (*s != '\0') {
 		size_t n = utf8_sequence(s);
 
 		switch (*s) {
-		case '"': fputs("\\\"", f); break;
-		case '\\': fputs("\\\\", f); break;
-		case '\b': fputs("\\b", f); break;
-		case '\f': fputs("\\f", f); break;
-		case '\n': fputs("\\n", f); break;
-		case '\r': fputs("\\r", f); break;
-		case '\t': fputs("\\t", f); break;
+		case '"': ctl_puts(f, "\\\""); break;
+		case '\\': ctl_puts(f, "\\\\"); break;
+		case '\b': ctl_puts(f, "\\b"); break;
+		case '\f': ctl_puts(f, "\\f"); break;
+		case '\n': ctl_puts(f, "\\n"); break;
+		case '\r': ctl_puts(f, "\\r"); break;
+		case '\t': ctl_puts(f, "\\t"); break;
 		default:
 			if (n == 0 || *s < 0x20 || *s == 0x7f) {
-				fprintf(f, "\\u%04x", *s);
+				ctl_printf(f, "\\u%04x", *s);
 				n = 1;
 			} else {
-				fwrite(s, 1, n, f);
+				ctl_write(f, s, n);
 			}
 			s += n;
 			continue;
 		}
 		s++;
 	}
-	putc('"', f);
+	ctl_putc(f, '"');
 }
 
 void
 json_init(struct json *j, FILE *f)
 {
 	memset(j, 0, sizeof *j);
-	j->f = f;
+	j->direct.f = f;
+	j->f = &j->direct;
+}
+
+void
+json_init_buffer(struct json *j, struct ctl_buffer *b)
+{
+	memset(j, 0, sizeof *j);
+	j->f = b;
 }
 
 static void
@@ -100,9 +111,9 @@ json_indent(struct json *j, unsigned depth)
 {
 	unsigned i;
 
-	putc('\n', j->f);
+	ctl_putc(j->f, '\n');
 	for (i = 0; i < depth; i++)
-		fputs("  ", j->f);
+		ctl_puts(j->f, "  ");
 }
 
 /* Before a value or a key: the separator its container wants. */
@@ -116,10 +127,10 @@ json_before(struct json *j)
 	if (j->depth == 0)
 		return;
 	if (j->members[j->depth])
-		putc(',', j->f);
+		ctl_putc(j->f, ',');
 	if (j->inline_[j->depth]) {
 		if (j->members[j->depth])
-			putc(' ', j->f);
+			ctl_putc(j->f, ' ');
 	} else {
 		json_indent(j, j->depth);
 	}
@@ -132,7 +143,7 @@ json_open(struct json *j, char brace, bool inline_)
 	/* hotmapctl's documents nest 3 deep: deeper is a bug here */
 	assert(j->depth + 1 < sizeof j->members / sizeof j->members[0]);
 	json_before(j);
-	putc(brace, j->f);
+	ctl_putc(j->f, brace);
 	j->depth++;
 	j->members[j->depth] = false;
 	/* inside an inline container, everything is inline */
@@ -147,10 +158,10 @@ json_close(struct json *j)
 		return;
 	if (j->members[j->depth] && !j->inline_[j->depth])
 		json_indent(j, j->depth - 1);
-	putc(j->closer[j->depth], j->f);
+	ctl_putc(j->f, j->closer[j->depth]);
 	j->depth--;
 	if (j->depth == 0)
-		putc('\n', j->f);
+		ctl_putc(j->f, '\n');
 }
 
 void
@@ -158,7 +169,7 @@ json_key(struct json *j, const char *key)
 {
 	json_before(j);
 	json_write_string(j->f, key);
-	fputs(": ", j->f);
+	ctl_puts(j->f, ": ");
 	j->after_key = true;
 }
 
@@ -173,28 +184,28 @@ void
 json_uint(struct json *j, uint64_t v)
 {
 	json_before(j);
-	fprintf(j->f, "%" PRIu64, v);
+	ctl_printf(j->f, "%" PRIu64, v);
 }
 
 void
 json_int(struct json *j, int64_t v)
 {
 	json_before(j);
-	fprintf(j->f, "%" PRId64, v);
+	ctl_printf(j->f, "%" PRId64, v);
 }
 
 void
 json_bool(struct json *j, bool v)
 {
 	json_before(j);
-	fputs(v ? "true" : "false", j->f);
+	ctl_puts(j->f, v ? "true" : "false");
 }
 
 void
 json_null(struct json *j)
 {
 	json_before(j);
-	fputs("null", j->f);
+	ctl_puts(j->f, "null");
 }
 
 /* --- output printed once complete --------------------------------------------- */
@@ -203,14 +214,89 @@ int
 ctl_buffer_open(struct ctl_buffer *b)
 {
 	memset(b, 0, sizeof *b);
-	b->f = open_memstream(&b->data, &b->len);
-	return b->f != NULL ? 0 : -1;
+	return 0;
+}
+
+void
+ctl_write(struct ctl_buffer *b, const void *p, size_t n)
+{
+	if (b->f != NULL) {
+		fwrite(p, 1, n, b->f);
+		return;
+	}
+	if (b->failed)
+		return;
+	if (n > b->cap - b->len) {
+		size_t cap = b->cap == 0 ? 4096 : b->cap;
+		char *d;
+
+		while (cap - b->len < n) {
+			if (cap > SIZE_MAX / 2) {
+				b->failed = true;
+				return;
+			}
+			cap *= 2;
+		}
+		d = realloc(b->data, cap);
+		if (d == NULL) {
+			b->failed = true;
+			return;
+		}
+		b->data = d;
+		b->cap = cap;
+	}
+	memcpy(b->data + b->len, p, n);
+	b->len += n;
+}
+
+void
+ctl_puts(struct ctl_buffer *b, const char *s)
+{
+	ctl_write(b, s, strlen(s));
+}
+
+void
+ctl_putc(struct ctl_buffer *b, int c)
+{
+	char ch = (char)c;
+
+	ctl_write(b, &ch, 1);
+}
+
+void
+ctl_printf(struct ctl_buffer *b, const char *fmt, ...)
+{
+	char small[256], *big;
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(small, sizeof small, fmt, ap);
+	va_end(ap);
+	if (n < 0) {
+		b->failed = true;
+		return;
+	}
+	if ((size_t)n < sizeof small) {
+		ctl_write(b, small, (size_t)n);
+		return;
+	}
+	big = malloc((size_t)n + 1);
+	if (big == NULL) {
+		b->failed = true;
+		return;
+	}
+	va_start(ap, fmt);
+	vsnprintf(big, (size_t)n + 1, fmt, ap);
+	va_end(ap);
+	ctl_write(b, big, (size_t)n);
+	free(big);
 }
 
 void
 ctl_buffer_close(struct ctl_buffer *b, bool print)
 {
-	if (b->f != NULL && fclose(b->f) == 0 && print)
+	if (b->f == NULL && !b->failed && print)
 		fwrite(b->data, 1, b->len, stdout);
 	free(b->data);
 	memset(b, 0, sizeof *b);
@@ -458,36 +544,36 @@ prom_add(struct stats_out *o, const struct hm_stat_entry *e)
 
 /* HELP text: \ and newline escaped, as the format wants. */
 static void
-prom_write_help(FILE *f, const char *family, const char *help)
+prom_write_help(struct ctl_buffer *f, const char *family, const char *help)
 {
-	fprintf(f, "# HELP hotmap_%s ", family);
+	ctl_printf(f, "# HELP hotmap_%s ", family);
 	for (; *help != '\0'; help++) {
 		if (*help == '\\')
-			fputs("\\\\", f);
+			ctl_puts(f, "\\\\");
 		else if (*help == '\n')
-			fputs("\\n", f);
+			ctl_puts(f, "\\n");
 		else
-			putc(*help, f);
+			ctl_putc(f, *help);
 	}
-	putc('\n', f);
+	ctl_putc(f, '\n');
 }
 
 /* value / scale in decimal, exact: no rounding through a double. */
 static void
-prom_write_value(FILE *f, uint64_t value, uint64_t scale)
+prom_write_value(struct ctl_buffer *f, uint64_t value, uint64_t scale)
 {
 	char frac[24];
 	int w;
 
 	if (scale <= 1) {
-		fprintf(f, "%" PRIu64, value);
+		ctl_printf(f, "%" PRIu64, value);
 		return;
 	}
 	w = scale == 1000000u ? 6 : 9;
 	snprintf(frac, sizeof frac, "%0*" PRIu64, w, value % scale);
 	while (w > 0 && frac[w - 1] == '0')
 		frac[--w] = '\0';
-	fprintf(f, "%" PRIu64 "%s%s", value / scale, w > 0 ? "." : "", frac);
+	ctl_printf(f, "%" PRIu64 "%s%s", value / scale, w > 0 ? "." : "", frac);
 }
 
 /* A quantile of an operation never timed is NaN, not 0. */
@@ -510,7 +596,7 @@ prom_empty_summary(const struct stats_out *o, const struct prom_metric *q)
 static void
 prom_print(struct stats_out *o)
 {
-	FILE *f = o->buf.f;
+	struct ctl_buffer *f = &o->buf;
 	size_t i, j;
 
 	for (i = 0; i < o->n; i++) {
@@ -522,26 +608,26 @@ prom_print(struct stats_out *o)
 		if (!first)
 			continue;	/* printed with the first of its family */
 		prom_write_help(f, o->m[i].family, o->m[i].help);
-		fprintf(f, "# TYPE hotmap_%s %s\n", o->m[i].family, o->m[i].type);
+		ctl_printf(f, "# TYPE hotmap_%s %s\n", o->m[i].family, o->m[i].type);
 		for (j = i; j < o->n; j++) {
 			const struct prom_metric *m = &o->m[j];
 
 			if (strcmp(m->family, o->m[i].family) != 0)
 				continue;
-			fprintf(f, "hotmap_%s", m->sample);
+			ctl_printf(f, "hotmap_%s", m->sample);
 			if (m->labels[0] != '\0')
-				fprintf(f, "{%s}", m->labels);
-			putc(' ', f);
+				ctl_printf(f, "{%s}", m->labels);
+			ctl_putc(f, ' ');
 			if (m->nan_if_empty && prom_empty_summary(o, m))
-				fputs("NaN", f);
+				ctl_puts(f, "NaN");
 			else
 				prom_write_value(f, m->value, m->scale);
-			putc('\n', f);
+			ctl_putc(f, '\n');
 		}
 	}
 	if (o->info[0] != '\0') {
 		prom_write_help(f, "info", "Versions of hotmapd and its libraries, as labels; always 1.");
-		fprintf(f, "# TYPE hotmap_info gauge\nhotmap_info{%s} 1\n", o->info);
+		ctl_printf(f, "# TYPE hotmap_info gauge\nhotmap_info{%s} 1\n", o->info);
 	}
 }
 
@@ -557,7 +643,7 @@ stats_out_new(enum stats_format format)
 		return NULL;
 	}
 	o->format = format;
-	json_init(&o->json, o->buf.f);
+	json_init_buffer(&o->json, &o->buf);
 	if (format == STATS_FORMAT_JSON)
 		json_open(&o->json, '{', false);
 	return o;
@@ -572,9 +658,9 @@ stats_out_stat(const struct hm_stat_entry *e, void *arg)
 	switch (o->format) {
 	case STATS_HUMAN:
 		if (text)
-			fprintf(o->buf.f, "%-24s %s\n", e->key, e->text);
+			ctl_printf(&o->buf, "%-24s %s\n", e->key, e->text);
 		else
-			fprintf(o->buf.f, "%-24s %" PRIu64 "\n", e->key, e->value);
+			ctl_printf(&o->buf, "%-24s %" PRIu64 "\n", e->key, e->value);
 		break;
 	case STATS_FORMAT_JSON:
 		json_key(&o->json, e->key);
@@ -714,7 +800,7 @@ config_out_new(bool json)
 		return NULL;
 	}
 	o->json = json;
-	json_init(&o->j, o->buf.f);
+	json_init_buffer(&o->j, &o->buf);
 	if (json) {
 		json_open(&o->j, '{', false);
 		json_key(&o->j, "items");
@@ -729,7 +815,7 @@ config_out_item(const char *key, const char *value, const char *source, void *ar
 	struct config_out *o = arg;
 
 	if (!o->json) {
-		fprintf(o->buf.f, "%-24s = %-24s # %s\n", key, value, source);
+		ctl_printf(&o->buf, "%-24s = %-24s # %s\n", key, value, source);
 		return;
 	}
 	json_open(&o->j, '{', true);
@@ -754,7 +840,7 @@ config_out_finish(struct config_out *o, const char *path, bool print)
 			json_null(&o->j);
 		json_close(&o->j);
 	} else {
-		fprintf(o->buf.f, "# file: %s\n", path[0] != '\0' ? path : "none (built-in defaults)");
+		ctl_printf(&o->buf, "# file: %s\n", path[0] != '\0' ? path : "none (built-in defaults)");
 	}
 	ctl_buffer_close(&o->buf, print);
 	free(o);

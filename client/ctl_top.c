@@ -4,23 +4,21 @@
  * Each refresh takes one look (hm_stats and hm_files) and shows the
  * rates between it and the look before.  On a terminal the view takes the
  * whole screen, keys are read raw and signals restore the terminal; off
- * one, each refresh is a plain block of lines.
+ * one, each refresh is a plain block of lines.  The terminal itself is the
+ * platform's (ctl_term.h: ctl_top_unix.c, ctl_top_win32.c).
  */
 #include "config.h"
 
 #include <errno.h>
 #include <inttypes.h>
-#include <poll.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
-#include <termios.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "client/ctl.h"
+#include "client/ctl_term.h"
+#include "client/platform.h"
 
 /* The request types top shows apart; every other requests_* key (hello,
  * ping, stats, files, ... and top's own) is summed into "other". */
@@ -348,7 +346,7 @@ top_render(struct top_screen *sc, const struct top_sample *prev, const struct to
 	time_t t = time(NULL);
 	size_t i;
 
-	if (localtime_r(&t, &tm) == NULL ||
+	if (platform_localtime_r(&t, &tm) == NULL ||
 	    strftime(when, sizeof when, sc->tty ? "%H:%M:%S" : "%Y-%m-%d %H:%M:%S", &tm) == 0)
 		snprintf(when, sizeof when, "?");
 	if (sc->tty)
@@ -398,131 +396,19 @@ top_render(struct top_screen *sc, const struct top_sample *prev, const struct to
 	fflush(stdout);
 }
 
-/*
- * The terminal.  Keys are read one at a time without echo (ICANON and
- * ECHO off), but ISIG stays on so that Ctrl-C and Ctrl-Z still make
- * signals.  The state is global for the signal handler's sake: the mode
- * must be restored however top ends.
- */
-static struct {
-	bool screen;		/* stdout is a terminal: full-screen redraws */
-	bool keys;		/* stdin is one too, its mode saved in saved */
-	volatile sig_atomic_t entered;	/* alternate screen and key mode in use */
-	struct termios saved;
-} top_term;
-
-#define TOP_SCREEN_ENTER	"\033[?1049h\033[?25l\033[H\033[2J"
-#define TOP_SCREEN_LEAVE	"\033[?25h\033[?1049l"
-
-static volatile sig_atomic_t top_stop;		/* SIGINT, SIGTERM or SIGHUP came */
-static volatile sig_atomic_t top_redraw;	/* SIGWINCH or SIGCONT */
-static volatile sig_atomic_t top_suspend;	/* SIGTSTP */
-
-static void
-top_term_enter(void)
-{
-	if (!top_term.screen)
-		return;
-	if (top_term.keys) {
-		struct termios raw = top_term.saved;
-
-		raw.c_lflag &= ~(tcflag_t)(ICANON | ECHO);
-		raw.c_cc[VMIN] = 1;
-		raw.c_cc[VTIME] = 0;
-		tcsetattr(STDIN_FILENO, TCSANOW, &raw);
-	}
-	fputs(TOP_SCREEN_ENTER, stdout);
-	fflush(stdout);
-	top_term.entered = 1;
-}
-
-static void
-top_term_leave(void)
-{
-	if (!top_term.entered)
-		return;
-	fputs(TOP_SCREEN_LEAVE, stdout);
-	fflush(stdout);
-	if (top_term.keys)
-		tcsetattr(STDIN_FILENO, TCSANOW, &top_term.saved);
-	top_term.entered = 0;
-}
-
-static void
-top_on_signal(int sig)
-{
-	switch (sig) {
-	case SIGWINCH:
-	case SIGCONT:
-		top_redraw = 1;
-		break;
-	case SIGTSTP:
-		top_suspend = 1;
-		break;
-	default:
-		if (top_stop != 0) {
-			/* Asked twice: the daemon is not answering and the
-			 * loop cannot see the first.  Async-signal-safe calls
-			 * only. */
-			static const char msg[] = "hotmapctl: top: interrupted\n";
-
-			if (top_term.entered) {
-				if (write(STDOUT_FILENO, TOP_SCREEN_LEAVE, sizeof TOP_SCREEN_LEAVE - 1) < 0) {
-				}
-				if (top_term.keys)
-					tcsetattr(STDIN_FILENO, TCSANOW, &top_term.saved);
-			}
-			if (write(STDERR_FILENO, msg, sizeof msg - 1) < 0) {
-			}
-			_exit(1);
-		}
-		top_stop = sig;
-		break;
-	}
-}
-
-/* The first TOP_STOP_SIGNALS stop top; the others concern the screen. */
-static const int top_signals[] = { SIGINT, SIGTERM, SIGHUP, SIGWINCH, SIGCONT, SIGTSTP };
-#define TOP_NSIGNALS		(sizeof top_signals / sizeof top_signals[0])
-#define TOP_STOP_SIGNALS	3
-
 struct top {
 	hm_client *c;
 	struct top_screen sc;
 	struct top_sample samples[2];
 	struct top_sample *prev, *cur;	/* the last frame's; prev NULL before the second look */
-	bool watch_keys;
-	sigset_t mask, orig_mask;	/* top_signals; the mask before */
-	struct sigaction old[TOP_NSIGNALS];
 };
 
 static void
 top_screen_size(struct top *t)
 {
-	struct winsize ws;
-
 	t->sc.rows = 24;
 	t->sc.cols = 80;
-	if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_row > 0 && ws.ws_col > 0) {
-		t->sc.rows = ws.ws_row;
-		t->sc.cols = ws.ws_col;
-	}
-}
-
-/* Ctrl-Z: give the terminal back, stop as SIGTSTP would have, and take
- * it again when continued. */
-static void
-top_stop_for_tstp(void)
-{
-	struct sigaction dfl = { .sa_handler = SIG_DFL }, mine;
-
-	top_term_leave();
-	sigemptyset(&dfl.sa_mask);
-	sigaction(SIGTSTP, &dfl, &mine);
-	raise(SIGTSTP);
-	/* continued */
-	sigaction(SIGTSTP, &mine, NULL);
-	top_term_enter();
+	top_term_size(&t->sc.rows, &t->sc.cols);
 }
 
 /* Waits for deadline (a ctl_now_us() time): true then, false when told to
@@ -531,53 +417,16 @@ static bool
 top_wait(struct top *t, double deadline)
 {
 	for (;;) {
-		struct pollfd pfd = { .fd = STDIN_FILENO, .events = POLLIN };
-		struct timespec ts;
-		char keys[64];
-		double left;
-		ssize_t r;
-		int n;
-
-		/* Signals are blocked from the check of their flags until
-		 * ppoll, which lets them in: none slips between the two. */
-		sigprocmask(SIG_BLOCK, &t->mask, NULL);
-		if (top_stop != 0 || top_suspend || top_redraw) {
-			sigprocmask(SIG_SETMASK, &t->orig_mask, NULL);
-			if (top_stop != 0)
-				return false;
-			if (top_suspend) {
-				top_suspend = 0;
-				top_stop_for_tstp();
-			}
-			top_redraw = 0;
+		switch (top_term_wait(deadline)) {
+		case TOP_TERM_TIME:
+			return true;
+		case TOP_TERM_STOP:
+			return false;
+		case TOP_TERM_REDRAW:
 			top_screen_size(t);
 			top_render(&t->sc, t->prev, t->cur, 0);
-			continue;
+			break;
 		}
-		left = deadline - ctl_now_us();
-		if (left <= 0) {
-			sigprocmask(SIG_SETMASK, &t->orig_mask, NULL);
-			return true;
-		}
-		ts.tv_sec = (time_t)(left / 1e6);
-		ts.tv_nsec = (long)((left - (double)ts.tv_sec * 1e6) * 1e3);
-		n = ppoll(&pfd, t->watch_keys ? 1 : 0, &ts, &t->orig_mask);
-		sigprocmask(SIG_SETMASK, &t->orig_mask, NULL);
-		if (n <= 0 || !t->watch_keys)
-			continue;
-		if (pfd.revents & POLLIN) {
-			r = read(STDIN_FILENO, keys, sizeof keys);
-			if (r > 0) {
-				if (memchr(keys, 'q', (size_t)r) != NULL ||
-				    memchr(keys, 'Q', (size_t)r) != NULL)
-					return false;
-				continue;
-			}
-			if (r < 0 && (errno == EINTR || errno == EAGAIN))
-				continue;
-		}
-		/* end of input or a hung-up terminal: signals only, from now */
-		t->watch_keys = false;
 	}
 }
 
@@ -589,32 +438,6 @@ top_lost_daemon(int err)
 }
 
 /* A number of seconds, decimals allowed: 0.01 up to a day. */
-
-/* Catches top_signals (off a terminal, only those that stop top: Ctrl-Z
- * and the rest keep their usual effect); or gives them back. */
-static void
-top_signals_catch(struct top *t, bool catch)
-{
-	struct sigaction sa = { .sa_handler = top_on_signal };
-	size_t i;
-
-	if (catch) {
-		top_stop = top_redraw = top_suspend = 0;
-		sigemptyset(&t->mask);
-		for (i = 0; i < TOP_NSIGNALS; i++)
-			sigaddset(&t->mask, top_signals[i]);
-		sigprocmask(SIG_BLOCK, NULL, &t->orig_mask);
-		sa.sa_mask = t->mask;
-	}
-	for (i = 0; i < TOP_NSIGNALS; i++) {
-		if (!top_term.screen && i >= TOP_STOP_SIGNALS)
-			continue;
-		if (catch)
-			sigaction(top_signals[i], &sa, &t->old[i]);
-		else
-			sigaction(top_signals[i], &t->old[i], NULL);
-	}
-}
 
 /* Refreshes every interval seconds, iterations times (0: until told to
  * stop): the exit status. */
@@ -679,20 +502,15 @@ ctl_top(hm_client *c, const struct ctl_cmdline *cl)
 	}
 	t.cur = &t.samples[0];
 
-	top_term.screen = isatty(STDOUT_FILENO);
-	top_term.keys = top_term.screen && isatty(STDIN_FILENO) &&
-			tcgetattr(STDIN_FILENO, &top_term.saved) == 0;
-	t.watch_keys = top_term.keys;
-	t.sc.tty = top_term.screen;
-	top_signals_catch(&t, true);
-	if (top_term.screen) {
+	t.sc.tty = top_term_start();
+	if (t.sc.tty) {
 		top_term_enter();
 		top_screen_size(&t);
 		top_render(&t.sc, NULL, t.cur, 0);
 	}
 	rc = top_run(&t, interval, iterations);
 	top_term_leave();
-	top_signals_catch(&t, false);
+	top_term_end();
 	if (t.prev != NULL)
 		top_sample_free(t.prev);
 	top_sample_free(t.cur);

@@ -131,6 +131,16 @@ hm_file *hm_open(hm_client *c, const char *path, int flags);
  * caller's fcntl locks hold.  A reconnect passes fd again: keep it open
  * until hm_close.  flags as hm_open's, without HM_O_PATH (EINVAL). */
 hm_file *hm_open_fd(hm_client *c, int fd, int flags);
+#ifdef _WIN32
+/* Windows: opens the file of the caller's HANDLE (a file opened with
+ * GENERIC_READ or FILE_READ_DATA, a disk file): the daemon duplicates it
+ * from this process (DuplicateHandle) and the library never closes it.
+ * A reconnect passes it again: keep it open until hm_close.  hm_open_fd
+ * works too, with a CRT descriptor (its _get_osfhandle handle); hm_open
+ * opens the file itself, sharing read, write and delete, and closes its
+ * handle once the daemon has its copy.  flags as hm_open_fd's. */
+hm_file *hm_open_handle(hm_client *c, void *handle, int flags);
+#endif
 /* pread(2) on the file: bytes read, short only at end of file, 0 at or
  * past it; -1 and errno on error. */
 ssize_t hm_pread(hm_file *f, void *buf, size_t len, uint64_t offset);

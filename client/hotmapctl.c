@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "client/ctl.h"
+#include "proto/endpoint.h"
 #include "proto/frame.h"
 #include "proto/size.h"
 
@@ -523,13 +524,15 @@ connect_or_report(const char *socket_path)
 		char own[PATH_MAX];
 
 		if (socket_path == NULL && err == ENOENT && getenv("HOTMAP_SOCKET") == NULL) {
-			if (frame_default_socket(own, sizeof own) == 0 &&
-			    strcmp(own, HM_SYSTEM_SOCKET) != 0)
+			const char *fallback = endpoint_fallback();
+			int have_own = frame_default_socket(own, sizeof own) == 0;
+
+			if (have_own && fallback != NULL && strcmp(own, fallback) != 0)
 				fprintf(stderr, "hotmapctl: no hotmapd at %s nor at %s: "
-					"start one, or give --socket\n", own, HM_SYSTEM_SOCKET);
+					"start one, or give --socket\n", own, fallback);
 			else
 				fprintf(stderr, "hotmapctl: no hotmapd at %s: start one, "
-					"or give --socket\n", HM_SYSTEM_SOCKET);
+					"or give --socket\n", fallback != NULL ? fallback : own);
 		} else
 			ctl_report(socket_path != NULL ? socket_path :
 				   getenv("HOTMAP_SOCKET") != NULL ? getenv("HOTMAP_SOCKET") : "connect",

@@ -50,4 +50,53 @@ platform_qsort_r(void *base, size_t n, size_t size, platform_compare_fn compare,
 }
 #endif
 
+/* --- s18-win-client: the client's handle types ----------------------------
+ * hm_conn: the connection to hotmapd, as transport.h's platform file keeps
+ * it (the socket on POSIX; on Windows transport_win32.c's connection
+ * object as a number).  hm_osfile: a file the process holds (a descriptor
+ * on POSIX, a HANDLE on Windows).  -1 is "none" for both on both
+ * platforms (INVALID_HANDLE_VALUE is (HANDLE)-1).
+ */
+#include <stdint.h>
+#ifdef _WIN32
+typedef intptr_t hm_conn;
+typedef intptr_t hm_osfile;
+#else
+typedef int hm_conn;
+typedef int hm_osfile;
+#endif
+#define HM_CONN_NONE	((hm_conn)-1)
+#define HM_OSFILE_NONE	((hm_osfile)-1)
+
+/* localtime_r: the CRT's localtime_s takes its arguments the other way
+ * round and returns an errno. */
+#include <time.h>
+static inline struct tm *
+platform_localtime_r(const time_t *t, struct tm *tm)
+{
+#ifdef _WIN32
+	return localtime_s(tm, t) == 0 ? tm : NULL;
+#else
+	return localtime_r(t, tm);
+#endif
+}
+
+/* Standard output as bytes: the CRT's text mode would turn each \n of a
+ * file hotmapctl read copies into \r\n.  Nothing to do on POSIX. */
+#ifdef _WIN32
+#include <fcntl.h>
+#include <io.h>
+static inline void
+platform_binary_stdout(void)
+{
+	_setmode(1, _O_BINARY);
+}
+#else
+static inline void
+platform_binary_stdout(void)
+{
+}
+#endif
+/* --- end s18-win-client --- */
+
 #endif

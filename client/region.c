@@ -20,10 +20,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -55,9 +51,7 @@ region_unref(struct hm_region *r)
 	pthread_mutex_unlock(&regions_lock);
 	if (left > 0)
 		return;
-	munmap(r->base, r->size);
-	if (r->slots != NULL)
-		munmap(r->slots, (size_t)r->nslots * HM_DIRECT_SLOT_BYTES);
+	region_unmap(r);
 	pthread_mutex_destroy(&r->lock);
 	free(r->used);
 	free(r);
@@ -117,41 +111,15 @@ region_free(struct hm_region *r, size_t off, size_t len)
 	pthread_mutex_unlock(&r->lock);
 }
 
-/*
- * Whether shared memory gets transparent huge pages when asked
- * (MADV_HUGEPAGE): the kernel's shmem_enabled is always, within_size,
- * advise or force.  A region of 2 MiB pages costs one page fault per
- * 2 MiB, in the daemon and in the client, instead of 512.  Not hugetlbfs
- * (MFD_HUGETLB): its pages come from a pool that can run dry under a copy,
- * and hotmapd refuses such a region.
- */
-static bool
-region_thp_available(void)
-{
-	char buf[128];
-	ssize_t n;
-	int fd = open("/sys/kernel/mm/transparent_hugepage/shmem_enabled", O_RDONLY | O_CLOEXEC);
-
-	if (fd < 0)
-		return false;
-	n = read(fd, buf, sizeof buf - 1);
-	close(fd);
-	if (n <= 0)
-		return false;
-	buf[n] = '\0';
-	return strstr(buf, "[always]") != NULL || strstr(buf, "[within_size]") != NULL ||
-	       strstr(buf, "[advise]") != NULL || strstr(buf, "[force]") != NULL;
-}
-
-/* A sealed memfd of size bytes and then slots direct-read slots (a whole
- * number of pages), mapped; its descriptor in *fd. */
+/* The region of size bytes and then slots direct-read slots (a whole
+ * number of pages), mapped (region_map); what HELLO passes in *fd. */
 struct hm_region *
-region_new(size_t size, uint32_t slots, int *fd)
+region_new(size_t size, uint32_t slots, hm_osfile *fd)
 {
 	size_t table = (size_t)slots * HM_DIRECT_SLOT_BYTES;
 	struct hm_region *r;
 
-	*fd = -1;
+	*fd = HM_OSFILE_NONE;
 	size = (size + REGION_BLOCK - 1) / REGION_BLOCK * REGION_BLOCK;
 	r = calloc(1, sizeof *r);
 	if (r == NULL)
@@ -159,27 +127,8 @@ region_new(size_t size, uint32_t slots, int *fd)
 	r->size = size;
 	r->nblocks = size / REGION_BLOCK;
 	r->used = calloc((r->nblocks + 63) / 64, sizeof *r->used);
-	*fd = memfd_create("hotmap-region", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-	if (r->used == NULL || *fd < 0 || ftruncate(*fd, (off_t)(size + table)) < 0 ||
-	    fcntl(*fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0)
+	if (r->used == NULL || region_map(r, table, slots, fd) < 0)
 		goto fail;
-	r->base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, *fd, 0);
-	if (r->base == MAP_FAILED)
-		goto fail;
-	/* huge pages where the system gives them to shared memory; the
-	 * daemon asks for them on its mapping too (Hello region_huge) */
-	r->huge = size >= REGION_HUGE && region_thp_available() &&
-		  madvise(r->base, size, MADV_HUGEPAGE) == 0;
-	if (table > 0) {
-		void *t = mmap(NULL, table, PROT_READ | PROT_WRITE, MAP_SHARED, *fd, (off_t)size);
-
-		if (t == MAP_FAILED) {
-			munmap(r->base, size);
-			goto fail;
-		}
-		r->slots = t;
-		r->nslots = slots;
-	}
 	pthread_mutex_init(&r->lock, NULL);
 	r->refs = 1;
 	r->shared = true;
@@ -191,9 +140,6 @@ region_new(size_t size, uint32_t slots, int *fd)
 	pthread_mutex_unlock(&regions_lock);
 	return r;
 fail:
-	if (*fd >= 0)
-		close(*fd);
-	*fd = -1;
 	free(r->used);
 	free(r);
 	return NULL;

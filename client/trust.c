@@ -68,7 +68,7 @@ user_uid(const char *user, uid_t *uid)
 }
 
 int
-client_trust_daemon(int fd, const char *path, char *why, size_t whylen)
+client_trust_daemon(hm_conn fd, const char *path, char *why, size_t whylen)
 {
 	struct ucred cred;
 	socklen_t len = sizeof cred;

@@ -31,14 +31,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "client/client_priv.h"
+#include "client/os.h"
+#include "client/transport.h"
 
 static _Thread_local char last_error[512];
 
@@ -67,49 +65,22 @@ client_break(hm_client *c, int err)
 	int none = 0;
 
 	if (__atomic_compare_exchange_n(&c->broken, &none, err, false, __ATOMIC_ACQ_REL,
-					__ATOMIC_ACQUIRE) && c->fd >= 0)
-		shutdown(c->fd, SHUT_RDWR);
+					__ATOMIC_ACQUIRE))
+		transport_shutdown(c);
 	return -err;
 }
 
-/* Writes len bytes, the first sendmsg carrying pass_fd when >= 0. */
+/* Writes len bytes, the first write carrying pass_fd when >= 0. */
 int
 client_write(hm_client *c, const uint8_t *buf, size_t len, int pass_fd)
 {
-	union {
-		char buf[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} control;
-	struct msghdr mh;
-	struct iovec iov;
 	size_t off = 0;
 
 	while (off < len) {
-		ssize_t w;
+		ssize_t w = transport_send(c, buf + off, len - off, off == 0 ? pass_fd : -1);
 
-		iov.iov_base = (void *)(buf + off);
-		iov.iov_len = len - off;
-		memset(&mh, 0, sizeof mh);
-		mh.msg_iov = &iov;
-		mh.msg_iovlen = 1;
-		if (pass_fd >= 0 && off == 0) {
-			struct cmsghdr *cm;
-
-			memset(&control, 0, sizeof control);
-			mh.msg_control = control.buf;
-			mh.msg_controllen = sizeof control.buf;
-			cm = CMSG_FIRSTHDR(&mh);
-			cm->cmsg_level = SOL_SOCKET;
-			cm->cmsg_type = SCM_RIGHTS;
-			cm->cmsg_len = CMSG_LEN(sizeof(int));
-			memcpy(CMSG_DATA(cm), &pass_fd, sizeof(int));
-		}
-		w = sendmsg(c->fd, &mh, MSG_NOSIGNAL);
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			return client_break(c, errno);
-		}
+		if (w < 0)
+			return client_break(c, (int)-w);
 		off += (size_t)w;
 	}
 	return 0;
@@ -132,51 +103,6 @@ client_send(hm_client *c, uint16_t type, uint32_t id, const ProtobufCMessage *ms
 	if (buf != small)
 		free(buf);
 	return rc;
-}
-
-/*
- * recv, keeping any descriptor that comes with the bytes: the kernel ends
- * a recvmsg with the segment that carried descriptors, and the daemon
- * sends one alone on a frame's first byte (daemon/peer_fds.h), so it
- * belongs to the frame that starts at the last byte read.
- */
-static ssize_t
-wire_recv(hm_client *c, uint8_t *buf, size_t len)
-{
-	union {
-		struct cmsghdr align;
-		char buf[CMSG_SPACE(4 * sizeof(int))];
-	} ctl;
-	struct iovec iov = { .iov_base = buf, .iov_len = len };
-	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1,
-			      .msg_control = ctl.buf, .msg_controllen = sizeof ctl.buf };
-	struct cmsghdr *cm;
-	ssize_t r;
-
-	r = recvmsg(c->fd, &msg, MSG_CMSG_CLOEXEC);
-	if (r <= 0)
-		return r;
-	c->rx_end += (uint64_t)r;
-	for (cm = CMSG_FIRSTHDR(&msg); cm != NULL; cm = CMSG_NXTHDR(&msg, cm)) {
-		size_t i, n;
-
-		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
-			continue;
-		n = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-		for (i = 0; i < n; i++) {
-			int fd;
-
-			memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof fd);
-			if (i > 0 || c->rx_nfds == CLIENT_RX_FDS) {
-				close(fd);	/* one a frame; none past the queue */
-				continue;
-			}
-			c->rx_fds[c->rx_nfds].at = c->rx_end - 1;
-			c->rx_fds[c->rx_nfds].fd = fd;
-			c->rx_nfds++;
-		}
-	}
-	return r;
 }
 
 /* The descriptor that came on the frame starting at stream byte at, or -1;
@@ -217,14 +143,11 @@ client_fill(hm_client *c, size_t need)
 			c->in = p;
 			c->cap = CLIENT_BUF_MAX;
 		}
-		r = wire_recv(c, c->in + c->end, c->cap - c->end);
+		r = transport_recv(c, c->in + c->end, c->cap - c->end);
 		if (r == 0)
 			return client_break(c, ECONNRESET);
-		if (r < 0) {
-			if (errno == EINTR)
-				continue;
-			return client_break(c, errno);
-		}
+		if (r < 0)
+			return client_break(c, (int)-r);
 		c->end += (size_t)r;
 	}
 	return 0;
@@ -243,19 +166,11 @@ client_recv_raw(hm_client *c, uint8_t *dst, size_t n)
 	c->start += have;
 	dst += have;
 	n -= have;
-	while (n > 0) {
-		ssize_t r = recv(c->fd, dst, n, MSG_WAITALL);
+	if (n > 0) {
+		int rc = transport_recv_all(c, dst, n);
 
-		if (r == 0)
-			return client_break(c, ECONNRESET);
-		if (r < 0) {
-			if (errno == EINTR)
-				continue;
-			return client_break(c, errno);
-		}
-		c->rx_end += (uint64_t)r;
-		dst += r;
-		n -= (size_t)r;
+		if (rc < 0)
+			return client_break(c, -rc);
 	}
 	return 0;
 }

@@ -6,10 +6,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <malloc.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -251,4 +254,43 @@ pidfile_close(struct pidfile *pf)
 	pf->fd = -1;
 	free(pf->path);
 	pf->path = NULL;
+}
+
+int
+daemonize_path_absolute(const char *path)
+{
+	return path[0] == '/';
+}
+
+int
+daemonize_process_setup(char *err, size_t errlen, char *warn, size_t warnlen)
+{
+	struct rlimit rl;
+
+	(void)err;
+	(void)errlen;
+	warn[0] = '\0';
+	/* Reply chunks (256 KiB) are allocated and freed all the time: keep
+	 * them in the heap for reuse instead of a fresh mmap each, whose
+	 * every page would fault on first write and be unmapped again. */
+	mallopt(M_MMAP_THRESHOLD, 4 * 1024 * 1024);
+	mallopt(M_TRIM_THRESHOLD, 64 * 1024 * 1024);
+	/* A client that hangs up mid-reply must cost an EPIPE, not the
+	 * daemon. */
+	signal(SIGPIPE, SIG_IGN);
+	/* Descriptors are the daemon's scarcest resource: one per cached
+	 * file. */
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+			snprintf(warn, warnlen, "cannot raise the descriptor limit: %s",
+				 strerror(errno));
+	}
+	return 0;
+}
+
+void
+daemonize_user_text(char *buf, size_t len)
+{
+	snprintf(buf, len, "uid %u, gid %u", (unsigned)getuid(), (unsigned)getgid());
 }

@@ -37,12 +37,28 @@ void daemonize_stdio_open(void);
 /* path made absolute against the current directory (malloc'd; NULL and
  * errno on failure).  An absolute path is copied as it is. */
 char *daemonize_abspath(const char *path);
+/* Whether path is absolute already (/..., or C:\... on Windows). */
+int daemonize_path_absolute(const char *path);
+
+/*
+ * The process's platform set-up before the server, once: on POSIX the
+ * allocator's thresholds, SIGPIPE ignored, the descriptor limit raised;
+ * on Windows Winsock and libevent's Windows threads (the transport's
+ * completion thread wakes the loop with event_active).  0, or a negative
+ * errno with err saying why; warn (empty if none) names what did not
+ * work and need not stop the daemon.
+ */
+int daemonize_process_setup(char *err, size_t errlen, char *warn, size_t warnlen);
+/* Who the process runs as, for the log line after privileges are
+ * dropped ("uid 1000, gid 1000"). */
+void daemonize_user_text(char *buf, size_t len);
 
 /* A pid file, held locked (flock) from pidfile_open to exit, so that a
  * second hotmapd on the same file is refused while this one lives. */
 struct pidfile {
 	int fd;		/* -1: none */
 	char *path;
+	void *handle;	/* Windows: the file, opened without sharing */
 };
 
 /* Opens and locks path (created 0644, not followed if a symbolic link),

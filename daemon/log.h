@@ -21,6 +21,8 @@
 
 #include <stdbool.h>
 
+#include "daemon/platform.h"	/* HM_PRINTF */
+
 #ifdef _WIN32
 /*
  * Windows has no syslog.h.  The levels keep syslog's values (RFC 5424):
@@ -57,7 +59,7 @@ void log_ready(void);
  */
 int log_reopen(const char *path);
 
-void log_msg(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void log_msg(int level, const char *fmt, ...) HM_PRINTF(2, 3);
 
 #define log_err(...)	log_msg(LOG_ERR, __VA_ARGS__)
 #define log_warn(...)	log_msg(LOG_WARNING, __VA_ARGS__)

@@ -7,16 +7,11 @@
 #include "config.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
-#include <malloc.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
-#include <unistd.h>
 
 #include <event2/event.h>
 #include <protobuf-c/protobuf-c.h>
@@ -53,19 +48,6 @@ usage(FILE *f)
 		"See hotmapd(8) and hotmapd.conf(5).\n");
 }
 
-/* Descriptors are the daemon's scarcest resource: one per cached file. */
-static void
-raise_nofile_limit(void)
-{
-	struct rlimit rl;
-
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-		rl.rlim_cur = rl.rlim_max;
-		if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
-			log_warn("cannot raise the descriptor limit: %s", strerror(errno));
-	}
-}
-
 /*
  * Paths the command line gives are the caller's, relative to the caller's
  * directory, which the daemon leaves for / when it detaches: made absolute
@@ -80,7 +62,7 @@ option_path(const char *path)
 {
 	char *abs;
 
-	if (path[0] == '/' || path[0] == '\0' ||
+	if (daemonize_path_absolute(path) || path[0] == '\0' ||
 	    nowned_paths == sizeof owned_paths / sizeof owned_paths[0])
 		return path;
 	abs = daemonize_abspath(path);
@@ -326,24 +308,23 @@ process_check(const struct hm_config *cfg)
 	return -1;
 }
 
-/* The process before the server: allocator, signals, limits, the SIGBUS
- * guard and, without --foreground, detaching (*ready_fd then tells the
- * caller).  0, or -1 after logging why. */
+/* The process before the server: the platform's set-up (allocator,
+ * signals, limits; Winsock and threads on Windows), the fault guard and,
+ * without --foreground, detaching (*ready_fd then tells the caller).  0,
+ * or -1 after logging why. */
 static int
 process_setup(const struct hm_config *cfg, int *ready_fd)
 {
-	char err[256];
+	char err[256], warn[256];
 	int rc;
 
-	/* Reply chunks (256 KiB) are allocated and freed all the time: keep
-	 * them in the heap for reuse instead of a fresh mmap each, whose
-	 * every page would fault on first write and be unmapped again. */
-	mallopt(M_MMAP_THRESHOLD, 4 * 1024 * 1024);
-	mallopt(M_TRIM_THRESHOLD, 64 * 1024 * 1024);
-	/* A client that hangs up mid-reply must cost an EPIPE, not the
-	 * daemon. */
-	signal(SIGPIPE, SIG_IGN);
-	raise_nofile_limit();
+	rc = daemonize_process_setup(err, sizeof err, warn, sizeof warn);
+	if (warn[0] != '\0')
+		log_warn("%s", warn);
+	if (rc < 0) {
+		log_err("%s", err);
+		return -1;
+	}
 	rc = guard_install();
 	if (rc < 0) {
 		log_err("cannot install the SIGBUS guard: %s", strerror(-rc));
@@ -365,7 +346,7 @@ process_setup(const struct hm_config *cfg, int *ready_fd)
 static int
 become_ready(struct server *srv, struct pidfile *pf, int ready_fd)
 {
-	char err[512];
+	char err[512], who[64];
 	int rc;
 
 	rc = privdrop(srv->cfg.user, srv->cfg.group, err, sizeof err);
@@ -373,9 +354,11 @@ become_ready(struct server *srv, struct pidfile *pf, int ready_fd)
 		log_err("%s", err);
 		return -1;
 	}
-	if (srv->cfg.user != (uid_t)-1)
-		log_info("running as uid %u, gid %u", (unsigned)getuid(), (unsigned)getgid());
-	srv->uid = geteuid();
+	if (srv->cfg.user != (uid_t)-1) {
+		daemonize_user_text(who, sizeof who);
+		log_info("running as %s", who);
+	}
+	server_self(srv);
 	rc = pidfile_write(pf);
 	if (rc < 0) {
 		log_err("pid-file %s: %s", pf->path, strerror(-rc));

@@ -1,8 +1,9 @@
 /*
- * peer.c - a client connection on libevent (see peer.h).
- *
- * Descriptor passing needs recvmsg, which bufferevents do not expose, so
- * the peer drives a plain read event and an output evbuffer itself.
+ * peer.c - a client connection on libevent (see peer.h): the portable
+ * half.  Input buffering, the header checks, dispatch, the output queue
+ * and the timers live here; moving bytes over the connection is the
+ * transport's (peer_priv.h: peer_unix.c on a socket, transport_win32.c on
+ * a named pipe).
  */
 #include "config.h"
 
@@ -11,55 +12,20 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <event2/buffer.h>
 #include <event2/event.h>
 
-#include "daemon/closer.h"
 #include "daemon/peer.h"
-#include "daemon/peer_fds.h"
+#include "daemon/peer_priv.h"
 
-#define PEER_READ_CHUNK		(64u * 1024u)
 #define PEER_FLUSH_TIMEOUT_S	5
 
-struct peer {
-	struct event_base *base;
-	int fd;
-	struct event *ev_read;
-	struct event *ev_write;
-	struct event *ev_flush;		/* close_after_flush deadline */
-	struct event *ev_kick;		/* peer_kick */
-	struct event *ev_idle;		/* peer_set_idle_timeout */
-	unsigned idle_s;
-	struct event *ev_deadline;	/* peer_set_deadline */
-	char deadline_why[64];
-	struct evbuffer *in;
-	struct evbuffer *out;
-	const struct peer_ops *ops;
-	void *arg;
-
-	struct ucred cred;
-	char name[64];
-
-	struct peer_fds out_fds;	/* descriptors going with frames */
-	int fds[PEER_MAX_FDS];		/* ring of unclaimed descriptors */
-	unsigned fd_head;
-	unsigned fd_count;
-
-	bool paused;
-	bool closing;			/* flushing, then closed */
-	bool dead;			/* closed() is due */
-	bool clean;			/* the client hung up itself */
-	bool idle_closed;	/* closed by the idle timeout */
-	char why[160];
-};
 
 static void peer_update_events(struct peer *p);
 static void peer_write_now(struct peer *p);
 
-static void
+void
 peer_fail(struct peer *p, const char *fmt, ...)
 {
 	va_list ap;
@@ -76,15 +42,14 @@ peer_fail(struct peer *p, const char *fmt, ...)
  * Every event callback ends here.  closed() frees the peer, so it is the
  * very last thing a callback does with it.
  */
-static void
+void
 peer_finish(struct peer *p)
 {
 	/* A closing peer whose replies are all written is done; why is set. */
 	if (p->closing && evbuffer_get_length(p->out) == 0)
 		p->dead = true;
 	if (p->dead) {
-		event_del(p->ev_read);
-		event_del(p->ev_write);
+		peer_io_stop(p);
 		p->ops->closed(p, p->clean, p->why, p->arg);
 		return;
 	}
@@ -97,18 +62,7 @@ peer_update_events(struct peer *p)
 	bool want_read = !p->closing && evbuffer_get_length(p->in) < PEER_INPUT_MAX;
 	bool want_write = evbuffer_get_length(p->out) > 0;
 
-	if (want_read != (event_pending(p->ev_read, EV_READ, NULL) != 0)) {
-		if (want_read)
-			event_add(p->ev_read, NULL);
-		else
-			event_del(p->ev_read);
-	}
-	if (want_write != (event_pending(p->ev_write, EV_WRITE, NULL) != 0)) {
-		if (want_write)
-			event_add(p->ev_write, NULL);
-		else
-			event_del(p->ev_write);
-	}
+	peer_io_update(p, want_read, want_write);
 }
 
 /* Goes on dispatching once the loop has polled the other clients: a
@@ -182,70 +136,6 @@ peer_process(struct peer *p)
 	}
 }
 
-/* SO_TYPE answers for a socket only, and never waits: unlike fstat, it
- * asks no file system (a FUSE server would answer a GETATTR). */
-static bool
-peer_is_socket(int fd)
-{
-	int type;
-	socklen_t len = sizeof type;
-
-	return getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) == 0;
-}
-
-static void
-peer_take_cmsgs(struct peer *p, struct msghdr *msg)
-{
-	bool overflow = false;
-	struct cmsghdr *cm;
-
-	for (cm = CMSG_FIRSTHDR(msg); cm != NULL; cm = CMSG_NXTHDR(msg, cm)) {
-		size_t n, i;
-		int *fds;
-
-		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
-			continue;
-		n = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-		fds = (int *)CMSG_DATA(cm);
-		for (i = 0; i < n; i++) {
-			int fd;
-
-			memcpy(&fd, &fds[i], sizeof fd);
-			if (p->fd_count == PEER_MAX_FDS) {
-				closer_close(fd);
-				overflow = true;
-				continue;
-			}
-			if (peer_is_socket(fd)) {
-				/* Never served (a socket is no file), and its
-				 * close may linger: refused as it arrives, its
-				 * place in the queue says so (-ENODEV). */
-				closer_close(fd);
-				fd = -ENODEV;
-			}
-			p->fds[(p->fd_head + p->fd_count) % PEER_MAX_FDS] = fd;
-			p->fd_count++;
-		}
-	}
-	/*
-	 * MSG_CTRUNC: a descriptor came but could not be installed, because
-	 * hotmapd is out of descriptors (or it was more than the control
-	 * buffer holds, which the kernel closed).  That is not the client's
-	 * fault: the request it came with gets -EMFILE in its place, and the
-	 * connection goes on.
-	 */
-	if ((msg->msg_flags & MSG_CTRUNC) && !overflow) {
-		if (p->fd_count == PEER_MAX_FDS) {
-			overflow = true;
-		} else {
-			p->fds[(p->fd_head + p->fd_count) % PEER_MAX_FDS] = -EMFILE;
-			p->fd_count++;
-		}
-	}
-	if (overflow)
-		peer_fail(p, "more than %d unclaimed descriptors", PEER_MAX_FDS);
-}
-
 /* Whether the input starts with a whole frame (left unanswered while the
  * peer was paused). */
 static bool
@@ -260,54 +150,9 @@ peer_frame_complete(struct peer *p)
 	return evbuffer_get_length(p->in) >= HM_FRAME_HEADER_SIZE + (size_t)h.length;
 }
 
-static void
-peer_read_cb(evutil_socket_t fd, short what, void *arg)
+void
+peer_input(struct peer *p)
 {
-	struct peer *p = arg;
-	union {
-		char buf[CMSG_SPACE(sizeof(int) * PEER_MAX_FDS)];
-		struct cmsghdr align;
-	} control;
-	struct evbuffer_iovec vec;
-	struct msghdr msg;
-	struct iovec iov;
-	ssize_t n;
-
-	(void)what;
-	if (evbuffer_reserve_space(p->in, PEER_READ_CHUNK, &vec, 1) < 1) {
-		peer_fail(p, "out of memory");
-		goto out;
-	}
-	iov.iov_base = vec.iov_base;
-	iov.iov_len = vec.iov_len;
-	memset(&msg, 0, sizeof msg);
-	msg.msg_iov = &iov;
-	msg.msg_iovlen = 1;
-	msg.msg_control = control.buf;
-	msg.msg_controllen = sizeof control.buf;
-	n = recvmsg(fd, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
-	if (n < 0) {
-		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
-			peer_fail(p, "read: %s", strerror(errno));
-		goto out;
-	}
-	peer_take_cmsgs(p, &msg);
-	if (n == 0) {
-		size_t left = evbuffer_get_length(p->in);
-
-		/* Hanging up between frames is a normal goodbye; in the middle
-		 * of one, the client sent a truncated frame. */
-		if (left == 0 || peer_frame_complete(p)) {
-			p->clean = true;
-			peer_fail(p, "client closed the connection");
-		} else {
-			peer_fail(p, "truncated frame: the client closed the connection "
-				  "with %zu bytes of a frame sent", left);
-		}
-		goto out;
-	}
-	vec.iov_len = (size_t)n;
-	evbuffer_commit_space(p->in, &vec, 1);
 	if (p->idle_s > 0) {
 		struct timeval tv = { (time_t)p->idle_s, 0 };
 
@@ -315,29 +160,33 @@ peer_read_cb(evutil_socket_t fd, short what, void *arg)
 	}
 	peer_process(p);
 	peer_write_now(p);
-out:
-	peer_finish(p);
 }
 
-/* Writes what the socket takes now, then lets paused work go on and
+void
+peer_input_eof(struct peer *p)
+{
+	size_t left = evbuffer_get_length(p->in);
+
+	/* Hanging up between frames is a normal goodbye; in the middle
+	 * of one, the client sent a truncated frame. */
+	if (left == 0 || peer_frame_complete(p)) {
+		p->clean = true;
+		peer_fail(p, "client closed the connection");
+	} else {
+		peer_fail(p, "truncated frame: the client closed the connection "
+			  "with %zu bytes of a frame sent", left);
+	}
+}
+
+/* Writes what the connection takes now, then lets paused work go on and
  * dispatches what waited for output room. */
-static void
+void
 peer_write(struct peer *p)
 {
-	int n = 0;
+	int n = peer_io_write(p);
 
-	if (p->out_fds.n > 0) {
-		n = peer_fds_write(&p->out_fds, p->out, p->fd);
-		if (n < 0) {
-			peer_fail(p, "write: %s", strerror(-n));
-			return;
-		}
-	}
-	/* n 0: a descriptor's frame waits for room: nothing past it goes */
-	if (p->out_fds.n == 0)
-		n = evbuffer_write(p->out, p->fd);
-	if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
-		peer_fail(p, "write: %s", strerror(errno));
+	if (n < 0) {
+		peer_fail(p, "write: %s", strerror(-n));
 		return;
 	}
 	if (p->closing)
@@ -353,17 +202,6 @@ peer_write(struct peer *p)
 	peer_process(p);
 }
 
-static void
-peer_write_cb(evutil_socket_t fd, short what, void *arg)
-{
-	struct peer *p = arg;
-
-	(void)fd;
-	(void)what;
-	peer_write(p);
-	peer_finish(p);
-}
-
 /*
  * After requests were dispatched: write their replies at once rather than
  * arm EV_WRITE and wait one more loop pass for it (two epoll_ctl and one
@@ -373,8 +211,7 @@ peer_write_cb(evutil_socket_t fd, short what, void *arg)
 static void
 peer_write_now(struct peer *p)
 {
-	if (!p->dead && evbuffer_get_length(p->out) > 0 &&
-	    !event_pending(p->ev_write, EV_WRITE, NULL))
+	if (!p->dead && evbuffer_get_length(p->out) > 0 && !peer_io_writing(p))
 		peer_write(p);
 }
 
@@ -518,38 +355,59 @@ peer_send_owned(struct peer *p, uint32_t id, uint8_t *buf, size_t len)
 	return 0;
 }
 
-struct peer *
-peer_new(struct event_base *base, int fd, const struct peer_ops *ops, void *arg)
+void
+peer_ident_clear(struct peer_ident *id)
 {
-	socklen_t len = sizeof(struct ucred);
+	free(id->groups);
+	memset(id, 0, sizeof *id);
+	id->uid = (uid_t)-1;
+	id->gid = (gid_t)-1;
+}
+
+void
+peer_ident_move(struct peer_ident *to, struct peer_ident *from)
+{
+	*to = *from;
+	from->groups = NULL;
+	peer_ident_clear(from);
+}
+
+struct peer *
+peer_new(struct event_base *base, hm_conn conn, const struct peer_ops *ops, void *arg)
+{
+	return peer_new_as(base, conn, NULL, ops, arg);
+}
+
+struct peer *
+peer_new_as(struct event_base *base, hm_conn conn, struct peer_ident *ident,
+	    const struct peer_ops *ops, void *arg)
+{
 	struct peer *p;
 
 	p = calloc(1, sizeof *p);
 	if (p == NULL)
 		return NULL;
 	p->base = base;
-	p->fd = fd;
+	p->conn = conn;
 	p->ops = ops;
 	p->arg = arg;
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &p->cred, &len) < 0) {
-		p->cred.pid = 0;
-		p->cred.uid = (uid_t)-1;
-		p->cred.gid = (gid_t)-1;
-	}
-	snprintf(p->name, sizeof p->name, "pid %ld uid %ld",
-		 (long)p->cred.pid, (long)p->cred.uid);
+	if (ident != NULL)
+		peer_ident_move(&p->ident, ident);
+	else if (peer_ident_of(conn, &p->ident) < 0)
+		peer_ident_clear(&p->ident);
+	if (p->ident.known)
+		snprintf(p->name, sizeof p->name, "pid %ld %s", (long)p->ident.pid, p->ident.user);
+	else
+		snprintf(p->name, sizeof p->name, "pid 0 (client unknown)");
 	p->in = evbuffer_new();
 	p->out = evbuffer_new();
-	p->ev_read = event_new(base, fd, EV_READ | EV_PERSIST, peer_read_cb, p);
-	p->ev_write = event_new(base, fd, EV_WRITE | EV_PERSIST, peer_write_cb, p);
 	p->ev_flush = evtimer_new(base, peer_flush_timeout_cb, p);
 	p->ev_kick = event_new(base, -1, 0, peer_kick_cb, p);
 	p->ev_idle = evtimer_new(base, peer_idle_cb, p);
 	p->ev_deadline = evtimer_new(base, peer_deadline_cb, p);
-	if (p->in == NULL || p->out == NULL || p->ev_read == NULL || p->ev_write == NULL ||
-	    p->ev_flush == NULL || p->ev_kick == NULL || p->ev_idle == NULL ||
-	    p->ev_deadline == NULL) {
-		p->fd = -1;	/* the caller still owns fd on failure */
+	if (p->in == NULL || p->out == NULL || p->ev_flush == NULL || p->ev_kick == NULL ||
+	    p->ev_idle == NULL || p->ev_deadline == NULL || peer_io_new(p) < 0) {
+		p->conn = HM_CONN_NONE;	/* the caller still owns conn on failure */
 		peer_free(p);
 		return NULL;
 	}
@@ -562,10 +420,8 @@ peer_free(struct peer *p)
 {
 	if (p == NULL)
 		return;
-	if (p->ev_read != NULL)
-		event_free(p->ev_read);
-	if (p->ev_write != NULL)
-		event_free(p->ev_write);
+	/* the transport first: its events may refer to the buffers */
+	peer_io_free(p);
 	if (p->ev_flush != NULL)
 		event_free(p->ev_flush);
 	if (p->ev_kick != NULL)
@@ -578,27 +434,26 @@ peer_free(struct peer *p)
 		evbuffer_free(p->in);
 	if (p->out != NULL)
 		evbuffer_free(p->out);
-	peer_fds_clear(&p->out_fds);
-	while (p->fd_count > 0) {
-		int fd = peer_take_fd(p);
-
-		closer_close(fd);	/* passed and never claimed */
-	}
-	if (p->fd >= 0)
-		close(p->fd);
+	peer_ident_clear(&p->ident);
 	free(p);
 }
 
 uid_t
 peer_uid(const struct peer *p)
 {
-	return p->cred.uid;
+	return p->ident.uid;
 }
 
 pid_t
 peer_pid(const struct peer *p)
 {
-	return p->cred.pid;
+	return p->ident.pid;
+}
+
+const struct peer_ident *
+peer_ident(const struct peer *p)
+{
+	return &p->ident;
 }
 
 const char *
@@ -626,20 +481,6 @@ peer_send(struct peer *p, uint16_t type, uint32_t id, const ProtobufCMessage *ms
 }
 
 int
-peer_send_fd(struct peer *p, uint16_t type, uint32_t id, const ProtobufCMessage *msg, int fd)
-{
-	size_t at = evbuffer_get_length(p->out);
-	int rc;
-
-	if (p->out_fds.n == PEER_OUT_FDS_MAX)
-		return -EAGAIN;
-	rc = peer_send(p, type, id, msg);
-	if (rc < 0)
-		return rc;
-	return peer_fds_push(&p->out_fds, at, fd);
-}
-
-int
 peer_send_error(struct peer *p, uint32_t id, int error, const char *fmt, ...)
 {
 	Hotmap__Error e = HOTMAP__ERROR__INIT;
@@ -652,30 +493,6 @@ peer_send_error(struct peer *p, uint32_t id, int error, const char *fmt, ...)
 	e.error = error;
 	e.message = text;
 	return peer_send(p, HM_MSG_ERROR, id, &e.base);
-}
-
-void
-peer_refuse(int fd, int error, const char *why)
-{
-	Hotmap__Error e = HOTMAP__ERROR__INIT;
-	uint8_t frame[HM_FRAME_HEADER_SIZE + 256], sink[4096];
-	char text[200];
-	int n, i;
-
-	snprintf(text, sizeof text, "%s", why);
-	e.error = error;
-	e.message = text;
-	n = frame_encode(HM_MSG_ERROR, 0, 0, &e.base, 0, frame, sizeof frame);
-	/* what the client sent already (its HELLO) is read first: a socket
-	 * closed with unread input resets the connection, and the client
-	 * would see that instead of the reason */
-	for (i = 0; i < 16 && recv(fd, sink, sizeof sink, MSG_DONTWAIT) > 0; i++)
-		;
-	/* a fresh connection's buffer has room: never blocks, never signals */
-	if (n > 0 && send(fd, frame, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
-		/* the client is gone: nothing to tell */
-	}
-	close(fd);
 }
 
 ssize_t
@@ -723,19 +540,6 @@ void
 peer_set_paused(struct peer *p, bool paused)
 {
 	p->paused = paused;
-}
-
-int
-peer_take_fd(struct peer *p)
-{
-	int fd;
-
-	if (p->fd_count == 0)
-		return -EBADF;
-	fd = p->fds[p->fd_head];
-	p->fd_head = (p->fd_head + 1) % PEER_MAX_FDS;
-	p->fd_count--;
-	return fd;
 }
 
 void

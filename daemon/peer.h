@@ -1,16 +1,19 @@
 /*
  * peer.h - one client connection of hotmapd: the transport layer.
  *
- * What it is for: own the socket, read with recvmsg (collecting descriptors
- * passed with SCM_RIGHTS), buffer input until a frame is complete, check
- * each header before its body is buffered, and hand whole frames to the
- * service layer; queue replies and write them as the socket allows.
+ * What it is for: own the connection (a Unix socket, or a named pipe
+ * instance on Windows: transport.h), buffer input until a frame is
+ * complete, check each header before its body is buffered, and hand whole
+ * frames to the service layer; queue replies and write them as the
+ * connection allows; hand over the files a client passes (descriptors
+ * sent with SCM_RIGHTS, or handles the daemon pulls on Windows).
  *
  * What it must not do: interpret messages (that is session.c) or touch
- * files.  It is the only code that reads or writes a client's socket:
- * server.c only accepts connections, and the rest of the daemon that
+ * files.  It is the only code that reads or writes a client's connection:
+ * the listener only accepts connections, and the rest of the daemon that
  * uses libevent (loop.c, workers.c, session_ring.c's timer) never
- * touches one.
+ * touches one.  peer.c is the portable half; the transport's half is
+ * peer_unix.c or transport_win32.c (peer_priv.h).
  *
  * Memory per connection is bounded: input is read only while less than
  * PEER_INPUT_MAX is buffered, and frames are dispatched only while less than
@@ -23,7 +26,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "daemon/platform.h"	/* uid_t, gid_t */
+#include "daemon/platform.h"	/* uid_t, gid_t, hm_fd */
+#include "daemon/transport.h"	/* hm_conn, struct peer_ident */
 #include "proto/frame.h"
 
 struct event_base;
@@ -72,14 +76,21 @@ struct peer_ops {
 	bool (*yield)(struct peer *p, void *arg);
 };
 
-struct peer *peer_new(struct event_base *base, int fd, const struct peer_ops *ops, void *arg);
-/* Closes the socket and every unclaimed descriptor.  Takes NULL. */
+/* A peer for conn, which it owns from then on (not on failure: NULL). */
+struct peer *peer_new(struct event_base *base, hm_conn conn, const struct peer_ops *ops, void *arg);
+/* peer_new, with the client's identity learned already (peer_ident_of):
+ * taken over (ident is cleared), not asked again. */
+struct peer *peer_new_as(struct event_base *base, hm_conn conn, struct peer_ident *ident,
+			 const struct peer_ops *ops, void *arg);
+/* Closes the connection and every unclaimed descriptor.  Takes NULL. */
 void peer_free(struct peer *p);
 
-/* The connected client's credentials (SO_PEERCRED at accept). */
+/* The connected client's identity (transport.h), learned at connect. */
+const struct peer_ident *peer_ident(const struct peer *p);
+/* Its uid ((uid_t)-1 where there is none, as on Windows) and pid. */
 uid_t peer_uid(const struct peer *p);
 pid_t peer_pid(const struct peer *p);
-/* "pid 123 uid 1000" for log lines. */
+/* "pid 123 uid 1000" (or "pid 123 S-1-5-...") for log lines. */
 const char *peer_name(const struct peer *p);
 
 /* Queues a frame carrying msg.  0 or negative errno. */
@@ -88,10 +99,10 @@ int peer_send(struct peer *p, uint16_t type, uint32_t id, const ProtobufCMessage
  * the frame's first byte, then closed).  -EAGAIN, before anything is
  * queued, when PEER_OUT_FDS_MAX frames with one wait already: fd stays the
  * caller's. */
-int peer_send_fd(struct peer *p, uint16_t type, uint32_t id, const ProtobufCMessage *msg, int fd);
+int peer_send_fd(struct peer *p, uint16_t type, uint32_t id, const ProtobufCMessage *msg, hm_fd fd);
 /* Queues an ERROR frame. */
 int peer_send_error(struct peer *p, uint32_t id, int error, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
+	HM_PRINTF(4, 5);
 
 /*
  * Queues one READ_DATA frame with HM_FLAG_MORE and an empty message whose
@@ -123,10 +134,10 @@ void peer_set_paused(struct peer *p, bool paused);
 /* Closes the connection (cleanly, with "idle") once the client has sent
  * nothing for seconds while no reply or work of its is pending.  0: never. */
 void peer_set_idle_timeout(struct peer *p, unsigned seconds);
-/* A connection refused before it gets a peer (fd just accepted): an ERROR
- * with id 0 (about the connection, not a request) carrying error and why,
- * then the close.  Never blocks. */
-void peer_refuse(int fd, int error, const char *why);
+/* A connection refused before it gets a peer (conn just accepted): an
+ * ERROR with id 0 (about the connection, not a request) carrying error
+ * and why, then the close.  Never blocks. */
+void peer_refuse(hm_conn conn, int error, const char *why);
 
 /* Closes the connection (not cleanly, with why) seconds from now, unless
  * called again first; seconds 0 cancels.  For deadlines that hold whatever
@@ -141,6 +152,19 @@ bool peer_closed_idle(const struct peer *p);
  * which is refused (and handed to the closer) as it arrives.  A claimed
  * descriptor goes to closer_close() (closer.h), never to close(2). */
 int peer_take_fd(struct peer *p);
+
+/*
+ * The file a request passed, whichever way the platform passes it: on
+ * POSIX the oldest descriptor received (peer_take_fd; value is not used),
+ * on Windows the client's handle value pulled with DuplicateHandle from
+ * the client's process (docs/windows.md, section 6).  0 with *f set (the
+ * caller owns it: closer_close, or CloseHandle on Windows); -EBADF when
+ * nothing came or value names no handle of the client; -EMFILE as for
+ * peer_take_fd; -ENODEV for a socket (POSIX) or a handle that is not a
+ * disk file (Windows); -EACCES when the client's process cannot be
+ * asked (Windows).
+ */
+int peer_take_file(struct peer *p, uint64_t value, hm_fd *f);
 
 /* Stops reading, flushes what is queued (at most a few seconds), then
  * closes with the given reason. */

@@ -44,4 +44,21 @@ typedef int hm_fd;
 #endif
 /* --- end storage ----------------------------------------------------------- */
 
+/* --- transport (branch s18-win-transport) --- */
+/*
+ * HM_PRINTF(f, a): printf-like arguments, checked as the C library the
+ * program uses formats them: mingw's own stdio (with _GNU_SOURCE, %zu
+ * and %llu work) is gnu_printf there, where plain "printf" would check
+ * against msvcrt's formats.
+ */
+#ifdef _WIN32
+#include <stdio.h>	/* mingw defines __MINGW_PRINTF_FORMAT there */
+#endif
+#ifdef __MINGW_PRINTF_FORMAT
+#define HM_PRINTF(f, a)	__attribute__((format(__MINGW_PRINTF_FORMAT, f, a)))
+#else
+#define HM_PRINTF(f, a)	__attribute__((format(printf, f, a)))
+#endif
+/* --- end transport --- */
+
 #endif

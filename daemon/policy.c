@@ -7,21 +7,21 @@
 #include <limits.h>
 #include <stdint.h>
 #include <stdlib.h>
-#include <sys/resource.h>
-#include <sys/socket.h>
+#include <string.h>
 
 #include "daemon/log.h"
 #include "daemon/monotime.h"
 #include "daemon/policy.h"
 #include "daemon/server.h"
+#include "daemon/server_platform.h"
 
 unsigned
-policy_count_connections(struct server *srv, uid_t uid, int delta)
+policy_count_connections(struct server *srv, const struct peer_ident *id, int delta)
 {
 	size_t i;
 
 	for (i = 0; i < srv->nuids; i++)
-		if (srv->uids[i].uid == uid)
+		if (strcmp(srv->uids[i].user, id->user) == 0)
 			break;
 	if (i == srv->nuids) {
 		struct server_uid_count *v;
@@ -32,7 +32,9 @@ policy_count_connections(struct server *srv, uid_t uid, int delta)
 		if (v == NULL)
 			return 0;	/* not counted: the limit is not applied */
 		srv->uids = v;
-		srv->uids[srv->nuids++] = (struct server_uid_count){ uid, 0 };
+		memset(&srv->uids[srv->nuids], 0, sizeof *v);
+		memcpy(srv->uids[srv->nuids].user, id->user, sizeof id->user);
+		srv->nuids++;
 	}
 	if (delta > 0)
 		srv->uids[i].n++;
@@ -44,12 +46,10 @@ policy_count_connections(struct server *srv, uid_t uid, int delta)
 uint64_t
 policy_connection_cap(const struct server *srv)
 {
-	struct rlimit rl;
-	uint64_t nofile, reserve;
+	uint64_t nofile = server_descriptor_limit(), reserve;
 
-	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY)
+	if (nofile == UINT64_MAX)
 		return UINT64_MAX;
-	nofile = (uint64_t)rl.rlim_cur;
 	/* the cache's files, at most half the table, and a few for the
 	 * daemon itself (listener, workers, logs, passed descriptors) */
 	reserve = srv->cfg.max_open_files > 0 ? srv->cfg.max_open_files : nofile / 2;
@@ -60,7 +60,7 @@ policy_connection_cap(const struct server *srv)
 }
 
 void
-policy_log_refusal(struct server *srv, pid_t pid, uid_t uid, const char *why)
+policy_log_refusal(struct server *srv, const struct peer_ident *id, const char *why)
 {
 	/* a flood is one line a second, not one per connection */
 	uint64_t now = monotime_ns();
@@ -68,8 +68,8 @@ policy_log_refusal(struct server *srv, pid_t pid, uid_t uid, const char *why)
 	srv->refusals_unlogged++;
 	if (now - srv->refusal_logged_ns < 1000000000ull && srv->refusal_logged_ns != 0)
 		return;
-	log_notice("connection of pid %ld uid %ld refused at accept: %s (%llu refused since the last "
-		   "such line)", (long)pid, (long)uid, why,
+	log_notice("connection of pid %ld %s refused at accept: %s (%llu refused since the last "
+		   "such line)", (long)id->pid, id->user, why,
 		   (unsigned long long)srv->refusals_unlogged);
 	srv->refusals_unlogged = 0;
 	srv->refusal_logged_ns = now;
@@ -80,6 +80,8 @@ uid_listed(const struct hm_uid_list *l, uid_t uid)
 {
 	size_t i;
 
+	if (uid == (uid_t)-1)
+		return false;	/* no POSIX uid: nobody's */
 	for (i = 0; i < l->n; i++)
 		if (l->v[i] == uid)
 			return true;
@@ -106,7 +108,8 @@ bool
 policy_is_admin(const struct server *srv, uid_t uid, gid_t gid, const gid_t *groups,
 		size_t ngroups)
 {
-	return uid == 0 || uid == srv->uid || uid_listed(&srv->cfg.admin_uid, uid) ||
+	return (uid != (uid_t)-1 && (uid == 0 || uid == srv->uid)) ||
+	       uid_listed(&srv->cfg.admin_uid, uid) ||
 	       gid_listed(&srv->cfg.admin_gid, gid, groups, ngroups);
 }
 
@@ -123,34 +126,20 @@ policy_may_connect(const struct server *srv, uid_t uid, gid_t gid, const gid_t *
 	return uid_listed(&c->allow_uid, uid) || gid_listed(&c->allow_gid, gid, groups, ngroups);
 }
 
-#ifndef SO_PEERGROUPS
-#define SO_PEERGROUPS 59	/* Linux 4.13; older headers lack it */
-#endif
-
-int
-policy_peer_creds(int fd, uid_t *uid, gid_t *gid, gid_t *groups, size_t *ngroups)
+bool
+policy_ident_is_admin(const struct server *srv, const struct peer_ident *id)
 {
-	struct ucred cred;
-	socklen_t len = sizeof cred;
-	size_t room = *ngroups;
+	return id->superuser || (id->user[0] != '\0' && strcmp(id->user, srv->self_user) == 0) ||
+	       policy_is_admin(srv, id->uid, id->gid, id->groups, id->ngroups);
+}
 
-	*ngroups = 0;
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
-		return -errno;
-	*uid = cred.uid;
-	*gid = cred.gid;
-	if (room > INT_MAX / sizeof *groups)
-		room = INT_MAX / sizeof *groups;
-	len = (socklen_t)(room * sizeof *groups);
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, room > 0 ? groups : NULL, &len) < 0) {
-		if (errno == ENOPROTOOPT)
-			return 0;	/* the primary gid only */
-		if (errno == ERANGE) {
-			*ngroups = len / sizeof *groups;
-			return -ERANGE;
-		}
-		return -errno;
-	}
-	*ngroups = len / sizeof *groups;
-	return 0;
+bool
+policy_ident_may_connect(const struct server *srv, const struct peer_ident *id)
+{
+	const struct hm_config *c = &srv->cfg;
+
+	if (policy_ident_is_admin(srv, id))
+		return true;
+	return policy_may_connect(srv, id->uid, id->gid, id->groups, id->ngroups) ||
+	       (c->allow_uid.n == 0 && c->allow_gid.n == 0);
 }

@@ -16,6 +16,8 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "daemon/platform.h"	/* uid_t, gid_t on Windows */
+
 /*
  * Before anything is bound: whether privdrop can do what user and group
  * ((uid_t)-1 and (gid_t)-1: unset) ask.  Not root, it can only stay who it

@@ -27,12 +27,14 @@
 #include "daemon/resolve.h"
 #include "daemon/stats.h"
 #include "daemon/storage.h"
+#include "daemon/transport.h"
 #include "daemon/direct.h"
 #include "proto/frame.h"
 
 struct event_base;
 struct server;
 struct event;
+struct pipe_listener;
 struct session;
 
 struct server {
@@ -49,6 +51,7 @@ struct server {
 	struct event *ev_lease[2];	/* the lease signal, and SIGIO */
 
 	int listen_fd;
+	struct pipe_listener *pipes;	/* Windows: the named pipe's listener */
 	bool socket_activated;		/* from systemd: never unlinked */
 	bool socket_bound;		/* bound by us: unlinked at exit */
 	struct event *ev_accept;
@@ -72,12 +75,16 @@ struct server {
 	/* Latency of requests, by operation, from dispatch to reply. */
 	struct histogram latency[SERVER_OP__COUNT];
 	uint64_t started_ns;		/* monotime_ns() at server_init */
-	uid_t uid;			/* admins: uid 0 and this uid */
+	pid_t pid;			/* hotmapd's own */
+	uid_t uid;			/* hotmapd's uid, for messages */
+	/* hotmapd's own user (peer_ident's user): an admin, beside the
+	 * superuser */
+	char self_user[PEER_IDENT_USER_MAX];
 
 	struct server_uid_count {
-		uid_t uid;
+		char user[PEER_IDENT_USER_MAX];	/* peer_ident's user */
 		unsigned n;
-	} *uids;			/* connections per client uid */
+	} *uids;			/* connections per client user */
 	size_t nuids;
 };
 
@@ -88,6 +95,9 @@ int server_init(struct server *srv, struct hm_config *cfg, const struct hm_confi
 		char *err, size_t errlen);
 /* Socket activation when systemd passed a socket, else bind socket_path. */
 int server_listen(struct server *srv, char *err, size_t errlen);
+/* Learns who hotmapd runs as (srv->uid, srv->self_user): at init, and
+ * again once privileges are dropped. */
+void server_self(struct server *srv);
 /* Runs until SIGTERM or SIGINT. */
 int server_run(struct server *srv);
 /* Shuts down as on SIGTERM, why saying who asked: the loop ends once the

@@ -2,7 +2,7 @@
  * session.h - one client of hotmapd: its handle table and the dispatch of
  * its requests (the service layer between peer.c and the storage core).
  *
- * What it must not do: read or write the socket (peer.c), or know how a
+ * What it must not do: read or write the connection (peer.c), or know how a
  * file is read (storage).  Every request gets a reply with its id: the
  * answer, or ERROR with an errno and a message.
  */
@@ -10,6 +10,8 @@
 #define HOTMAP_SESSION_H
 
 #include <stdbool.h>
+
+#include "daemon/transport.h"	/* hm_conn */
 
 struct server;
 struct session;
@@ -20,8 +22,8 @@ struct session;
  * slow client pins, large enough that headers cost nothing. */
 #define SESSION_READ_CHUNK	(256u * 1024u)
 
-/* Takes ownership of the connected socket fd (closed on failure). */
-int session_new(struct server *srv, int fd);
+/* Takes ownership of the connection just accepted (closed on failure). */
+int session_new(struct server *srv, hm_conn conn);
 /* Closes every handle the client held.  Takes NULL. */
 void session_free(struct session *s);
 

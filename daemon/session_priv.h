@@ -128,9 +128,6 @@ struct session {
 	unsigned max_inflight;		/* max-inflight */
 	uint64_t max_inflight_bytes;	/* max-inflight-bytes */
 	bool admitted;			/* allow-uid / allow-gid let it in */
-	gid_t gid;			/* the peer's credentials, for policy */
-	gid_t *groups;
-	size_t ngroups;
 
 	uint64_t req_t0;	/* when the request being dispatched came */
 	bool req_deferred;	/* its reply comes later: time it then */
@@ -185,7 +182,7 @@ struct peer *session_peer(struct session *s);
 /* Answers request id with ERROR: counts it, logs it at debug level, and
  * queues the reply.  Returns what peer_send_error returns. */
 int session_error(struct session *s, uint32_t id, int error, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
+	HM_PRINTF(4, 5);
 
 /* The handle's slot, or NULL when the client holds no such handle. */
 struct session_handle *session_handle_get(struct session *s, uint64_t handle);

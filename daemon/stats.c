@@ -113,7 +113,7 @@ _Static_assert(STORAGE_REASON__COUNT == HOTMAP__REASON__REASON_OVER_BUDGET + 1,
  * (StatsReply.Stat.kind): clients never guess it from the name. */
 #define COUNTER	HOTMAP__STAT_KIND__STAT_COUNTER
 #define GAUGE	HOTMAP__STAT_KIND__STAT_GAUGE
-#define TEXT	HOTMAP__STAT_KIND__STAT_TEXT
+#define STAT_TEXT_KIND	HOTMAP__STAT_KIND__STAT_TEXT
 
 /*
  * Each key's help is its line in hotmapctl(1), shortened to one line: a
@@ -128,10 +128,10 @@ stats_foreach(struct server *srv, stats_cb cb, void *arg)
 	size_t i, q;
 
 	file_cache_counters(srv->cache, &sc);
-	cb("version", TEXT, 0, PACKAGE_VERSION, "Version of hotmapd.", arg);
-	cb("libevent_version", TEXT, 0, event_get_version(), "Version of libevent hotmapd runs with.",
+	cb("version", STAT_TEXT_KIND, 0, PACKAGE_VERSION, "Version of hotmapd.", arg);
+	cb("libevent_version", STAT_TEXT_KIND, 0, event_get_version(), "Version of libevent hotmapd runs with.",
 	   arg);
-	cb("protobuf_c_version", TEXT, 0, protobuf_c_version(),
+	cb("protobuf_c_version", STAT_TEXT_KIND, 0, protobuf_c_version(),
 	   "Version of protobuf-c hotmapd runs with.", arg);
 	cb("pid", GAUGE, (uint64_t)getpid(), NULL, "Process id of hotmapd.", arg);
 	cb("uptime_us", GAUGE, stats_uptime_us(srv), NULL, "Time since hotmapd started.", arg);

@@ -2,7 +2,7 @@
  * workers.c - see workers.h.
  *
  * Jobs go through two stages: todo (taken by workers) and finished (given
- * back to the loop through an eventfd).  Todo is a queue per owner with
+ * back to the loop through the platform's wake-up, workers_platform.h).  Todo is a queue per owner with
  * work waiting, and the queues in a round: a worker takes the first job
  * of the first queue, which then goes to the end of the round (or away,
  * when empty).  So an owner with a thousand jobs queued delays another's
@@ -18,17 +18,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
-#include <sys/eventfd.h>
-#include <sys/resource.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-
-#include <event2/event.h>
 
 #include "daemon/workers.h"
-
-/* How much nicer than the loop thread the workers are. */
-#define WORKERS_NICE 10
+#include "daemon/workers_platform.h"
 
 /* The jobs of one owner waiting for a worker. */
 struct owner_queue {
@@ -51,8 +43,7 @@ struct workers {
 	bool stopping;
 	unsigned pending;	/* loop thread only */
 
-	int efd;
-	struct event *ev;
+	struct workers_wake *wake;
 	pthread_t *threads;
 	unsigned nthreads;
 };
@@ -136,15 +127,7 @@ worker_main(void *arg)
 {
 	struct workers *w = arg;
 
-	/*
-	 * Below the event loop in the scheduler's eyes: a cold scan's copies
-	 * then take the CPU the loop does not need, and a hot client's reads,
-	 * answered on the loop, do not wait behind them.  (Linux: nice is per
-	 * thread.)  Failure only costs that preference.
-	 */
-	if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), WORKERS_NICE) < 0) {
-		/* e.g. a seccomp filter: the worker runs at the loop's priority */
-	}
+	workers_lower_priority();
 	pthread_mutex_lock(&w->lock);
 	for (;;) {
 		struct worker_job *job = round_take(w);
@@ -164,14 +147,8 @@ worker_main(void *arg)
 		/* one wake-up for a burst of completions */
 		wake = w->finished_head == NULL;
 		push(&w->finished_head, &w->finished_tail, job);
-		if (wake) {
-			uint64_t one = 1;
-
-			if (write(w->efd, &one, sizeof one) < 0) {
-				/* the counter cannot overflow: the loop
-				 * reads it before every batch */
-			}
-		}
+		if (wake)
+			workers_wake_signal(w->wake);
 	}
 	pthread_mutex_unlock(&w->lock);
 	return NULL;
@@ -182,11 +159,8 @@ static void
 workers_complete(struct workers *w)
 {
 	struct worker_job *job;
-	uint64_t count;
 
-	if (read(w->efd, &count, sizeof count) < 0) {
-		/* EAGAIN: nothing signalled since the last batch */
-	}
+	workers_wake_clear(w->wake);
 	pthread_mutex_lock(&w->lock);
 	job = w->finished_head;
 	w->finished_head = w->finished_tail = NULL;
@@ -201,10 +175,8 @@ workers_complete(struct workers *w)
 }
 
 static void
-workers_event_cb(evutil_socket_t fd, short what, void *arg)
+workers_wake_cb(void *arg)
 {
-	(void)fd;
-	(void)what;
 	workers_complete(arg);
 }
 
@@ -221,12 +193,9 @@ workers_new(struct event_base *base, unsigned n)
 		return NULL;
 	pthread_mutex_init(&w->lock, NULL);
 	pthread_cond_init(&w->cond, NULL);
-	w->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	w->wake = workers_wake_new(base, workers_wake_cb, w);
 	w->threads = calloc(n, sizeof *w->threads);
-	if (w->efd < 0 || w->threads == NULL)
-		goto fail;
-	w->ev = event_new(base, w->efd, EV_READ | EV_PERSIST, workers_event_cb, w);
-	if (w->ev == NULL || event_add(w->ev, NULL) < 0)
+	if (w->wake == NULL || w->threads == NULL)
 		goto fail;
 	for (i = 0; i < n; i++) {
 		int rc = pthread_create(&w->threads[i], NULL, worker_main, w);
@@ -259,7 +228,7 @@ workers_free(struct workers *w)
 		pthread_join(w->threads[i], NULL);
 	/* Completions may submit more (the next chunk of a stream): with no
 	 * thread left, run those here until nothing is left to do. */
-	while (w->efd >= 0 && (w->finished_head != NULL || w->round_head != NULL)) {
+	while (w->wake != NULL && (w->finished_head != NULL || w->round_head != NULL)) {
 		struct worker_job *job;
 
 		while ((job = round_take(w)) != NULL) {
@@ -274,10 +243,7 @@ workers_free(struct workers *w)
 		w->free_queues = q->next;
 		free(q);
 	}
-	if (w->ev != NULL)
-		event_free(w->ev);
-	if (w->efd >= 0)
-		close(w->efd);
+	workers_wake_free(w->wake);
 	free(w->threads);
 	pthread_cond_destroy(&w->cond);
 	pthread_mutex_destroy(&w->lock);

@@ -25,6 +25,13 @@
 int endpoint_default(char *buf, size_t len);
 
 /*
+ * The endpoint to try when the default one has no daemon: on POSIX the
+ * system's socket (HM_SYSTEM_SOCKET, where the systemd socket unit and a
+ * root daemon listen); NULL on Windows, where one pipe serves everyone.
+ */
+const char *endpoint_fallback(void);
+
+/*
  * Whether something listens at path: 1 yes, 0 no (nothing there, or an
  * endpoint no one listens on), a negative errno when that cannot be told
  * (-ENAMETOOLONG for a name of ENDPOINT_MAX or more).  A daemon that

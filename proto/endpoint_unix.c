@@ -19,6 +19,12 @@
 _Static_assert(sizeof(((struct sockaddr_un *)0)->sun_path) <= ENDPOINT_MAX,
 	       "ENDPOINT_MAX holds every socket path");
 
+const char *
+endpoint_fallback(void)
+{
+	return HM_SYSTEM_SOCKET;
+}
+
 int
 endpoint_default(char *buf, size_t len)
 {

@@ -25,6 +25,12 @@ endpoint_default(char *buf, size_t len)
 	return 0;
 }
 
+const char *
+endpoint_fallback(void)
+{
+	return NULL;
+}
+
 int
 endpoint_listening(const char *path)
 {

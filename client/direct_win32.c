@@ -1,0 +1,86 @@
+/*
+ * direct_win32.c - the direct tier on Windows: not offered.  A grant needs
+ * the daemon to learn that a writer came (the read lease on Linux; an
+ * oplock on Windows, docs/windows.md section 4) and a region for the slot
+ * table (region_win32.c), and neither exists there yet: HELLO asks for no
+ * slots, the daemon grants nothing, every read goes through the daemon,
+ * and no struct direct_map is ever made.  Only hm_open's own handle,
+ * kept for a grant on Linux, is closed here as direct.c closes it.
+ */
+#include "config.h"
+
+#include <errno.h>
+
+#include "client/client_priv.h"
+#include "client/os.h"
+
+bool
+direct_grant_holds(const hm_file *f)
+{
+	(void)f;
+	return false;
+}
+
+void
+direct_drop(hm_file *f)
+{
+	f->direct_ok = false;
+	os_file_close(f->own_fd);
+	f->own_fd = HM_OSFILE_NONE;
+}
+
+int
+direct_promote(hm_file *f)
+{
+	(void)f;
+	return -ENOTSUP;
+}
+
+void
+direct_heat(hm_file *f, ssize_t n)
+{
+	(void)f;
+	(void)n;
+}
+
+ssize_t
+direct_read(hm_file *f, void *buf, size_t len, uint64_t offset)
+{
+	(void)f;
+	(void)buf;
+	(void)len;
+	(void)offset;
+	return DIRECT_MISS;
+}
+
+int
+direct_view(hm_file *f, uint64_t offset, size_t len, const void **data, size_t *got,
+	    struct direct_map **held)
+{
+	(void)f;
+	(void)offset;
+	(void)len;
+	(void)data;
+	(void)got;
+	(void)held;
+	return -1;	/* no mapping: the view is filled through the daemon */
+}
+
+int
+direct_map_check(const struct direct_map *m)
+{
+	(void)m;
+	return -ESTALE;
+}
+
+void
+direct_map_ref(struct direct_map *m)
+{
+	(void)m;
+}
+
+void
+direct_map_unref(struct direct_map *m)
+{
+	(void)m;
+}

@@ -1,0 +1,50 @@
+/*
+ * os.h - what libhotmap needs of the operating system besides its
+ * connection (transport.h): the files a client opens itself, the
+ * program's name and the machine's processor count.  One platform file
+ * each: os_unix.c, os_win32.c.
+ *
+ * What it must not do: talk to the daemon, or know about hm_file.
+ */
+#ifndef HOTMAP_CLIENT_OS_H
+#define HOTMAP_CLIENT_OS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "client/platform.h"
+
+/* Opens path to read, as hm_open does (POSIX: O_NONBLOCK, so that a FIFO
+ * does not wait for a writer; Windows: sharing read, write and delete, so
+ * that the handle blocks no other program).  0 with *f, or -errno. */
+int os_file_open(const char *path, hm_osfile *f);
+
+void os_file_close(hm_osfile f);
+
+/* The file f names, as a (device, file number) pair to compare later: 0,
+ * or -EBADF when f names nothing. */
+int os_file_id(hm_osfile f, uint64_t *dev, uint64_t *ino);
+
+/* The file hm_open_fd's fd names: 0 with *f (POSIX: fd itself; Windows:
+ * its CRT handle), or -EBADF. */
+int os_file_of_fd(int fd, hm_osfile *f);
+
+/* Whether the process may keep f for a granted file without crowding its
+ * descriptor limit. */
+bool os_file_plenty(hm_osfile f);
+
+/* Whether f, which the daemon sent with an open by path, is read-only, a
+ * regular file, and the file (dev, ino) the reply describes. */
+bool os_file_from_daemon_ok(hm_osfile f, uint64_t dev, uint64_t ino);
+
+/* path made absolute against the working directory now (malloced), or
+ * NULL and errno. */
+char *absolute_path(const char *path);
+
+/* The program's short name, for HELLO (the daemon's client list). */
+const char *os_program_name(void);
+
+/* Processors online, or 1 when that cannot be told. */
+long os_cpu_count(void);
+
+#endif

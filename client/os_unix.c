@@ -1,0 +1,109 @@
+/*
+ * os_unix.c - os.h on POSIX: descriptors, getrlimit, getcwd.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "client/os.h"
+
+int
+os_file_open(const char *path, hm_osfile *f)
+{
+	/* O_NONBLOCK: opening a FIFO must not wait for a writer. */
+	*f = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	return *f < 0 ? -errno : 0;
+}
+
+void
+os_file_close(hm_osfile f)
+{
+	if (f >= 0)
+		close(f);
+}
+
+int
+os_file_id(hm_osfile f, uint64_t *dev, uint64_t *ino)
+{
+	struct stat st;
+
+	if (f < 0 || fstat(f, &st) < 0)
+		return -EBADF;
+	*dev = (uint64_t)st.st_dev;
+	*ino = (uint64_t)st.st_ino;
+	return 0;
+}
+
+int
+os_file_of_fd(int fd, hm_osfile *f)
+{
+	*f = fd;
+	return 0;
+}
+
+/* Descriptors are handed out lowest first, so f's number tells how many
+ * are open: it must sit in the lower half of RLIMIT_NOFILE. */
+bool
+os_file_plenty(hm_osfile f)
+{
+	struct rlimit rl;
+
+	if (f < 0)
+		return true;
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY)
+		return true;
+	return (rlim_t)f < rl.rlim_cur / 2;
+}
+
+bool
+os_file_from_daemon_ok(hm_osfile f, uint64_t dev, uint64_t ino)
+{
+	struct stat st;
+	int fl = fcntl(f, F_GETFL);
+
+	return fl >= 0 && (fl & O_ACCMODE) == O_RDONLY && fstat(f, &st) == 0 &&
+	       S_ISREG(st.st_mode) && (uint64_t)st.st_dev == dev && (uint64_t)st.st_ino == ino;
+}
+
+/* The daemon's working directory is not ours, and a reconnect reopens the
+ * same file whatever chdir(2) happened since. */
+char *
+absolute_path(const char *path)
+{
+	char cwd[PATH_MAX], *abs;
+
+	if (path[0] == '/')
+		return strdup(path);
+	if (getcwd(cwd, sizeof cwd) == NULL)
+		return NULL;
+	if (asprintf(&abs, "%s/%s", cwd, path) < 0)
+		return NULL;
+	if (strlen(abs) >= PATH_MAX) {
+		free(abs);
+		errno = ENAMETOOLONG;
+		return NULL;
+	}
+	return abs;
+}
+
+const char *
+os_program_name(void)
+{
+	return program_invocation_short_name;
+}
+
+long
+os_cpu_count(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+	return n > 0 ? n : 1;
+}

@@ -1,0 +1,67 @@
+/*
+ * transport_win32.h - hotmapd's named pipe transport on Windows
+ * (docs/windows.md, sections 3 and 6): one completion port with one
+ * thread, whose completions reach the event loop's thread through
+ * event_active(), and the pipe listener that keeps a few instances in a
+ * pending ConnectNamedPipe.  The peer's half (peer_priv.h) is in
+ * transport_win32.c too; the server's listener (server_platform.h) is
+ * listen_win32.c, on top of this.
+ *
+ * Everything here runs on the loop thread except the completion port's
+ * thread, which only queues completions.  The base must be thread-safe:
+ * WSAStartup, then evthread_use_windows_threads(), then event_base_new().
+ *
+ * Must not: know frames (peer.c) or sessions (listen_win32.c hands
+ * connections to them).
+ */
+#ifndef HOTMAP_TRANSPORT_WIN32_H
+#define HOTMAP_TRANSPORT_WIN32_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "daemon/transport.h"
+
+struct event_base;
+struct pipe_listener;
+
+/* The default security descriptor of the pipe (section 6): network logons
+ * denied; SYSTEM, Administrators and the owner full control;
+ * authenticated users read and write. */
+#define TRANSPORT_WIN32_SDDL \
+	"D:P(D;;GA;;;NU)(A;;GA;;;SY)(A;;GA;;;BA)(A;;GRGW;;;AU)(A;;GA;;;OW)"
+
+/* Starts the completion port and its thread for base.  0 or negative
+ * errno (err says what failed). */
+int transport_win32_start(struct event_base *base, char *err, size_t errlen);
+/* Waits (at most a few seconds) for the I/O still in flight on
+ * connections already given up, then stops the thread.  Call after every
+ * peer and listener is freed.  Safe when never started. */
+void transport_win32_stop(void);
+
+/*
+ * Listens on the pipe name (\\.\pipe\...), its instances made with the
+ * security descriptor sddl (NULL: TRANSPORT_WIN32_SDDL), with pending
+ * instances waiting for clients.  The first instance is made with
+ * FILE_FLAG_FIRST_PIPE_INSTANCE: when another process has the name
+ * already, this fails with -EADDRINUSE.  Each client that connects goes
+ * to accept(conn, arg), which owns conn from then on (peer_new, or
+ * peer_refuse).  failed(what, error, arg) is told of an instance that
+ * could not be made or connected (the listener retries in a second).
+ */
+struct pipe_listener *pipe_listener_new(struct event_base *base, const char *name,
+					const char *sddl, unsigned pending,
+					void (*accept)(hm_conn conn, void *arg),
+					void (*failed)(const char *what, unsigned long error, void *arg),
+					void *arg, char *err, size_t errlen);
+/* Stops listening: pending instances are cancelled and closed.  Takes
+ * NULL. */
+void pipe_listener_free(struct pipe_listener *l);
+
+struct peer;
+/* Any handle the client holds, pulled from its process as peer_take_file
+ * does, without the disk-file check (the shared region is a section).
+ * 0 with *h (the caller's to close), or -EBADF / -EACCES. */
+int peer_pull_handle(struct peer *p, uint64_t value, hm_fd *h);
+
+#endif
