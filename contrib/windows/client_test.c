@@ -285,6 +285,15 @@ serve(struct conn *c)
 				alive = send_frame(c->pipe, HM_MSG_READ_DATA, h.id, 0, &last.base, NULL, 0);
 			break;
 		}
+		case HM_MSG_PING: {
+			Hotmap__PingReply r = HOTMAP__PING_REPLY__INIT;
+
+			r.server_version = "client_test";
+			r.uptime_us = 1500000;
+			r.pid = GetCurrentProcessId();
+			alive = send_frame(c->pipe, HM_MSG_PING_REPLY, h.id, 0, &r.base, NULL, 0);
+			break;
+		}
 		case HM_MSG_CLOSE: {
 			Hotmap__CloseReply r = HOTMAP__CLOSE_REPLY__INIT;
 
