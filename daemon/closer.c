@@ -14,16 +14,15 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <time.h>
-#include <unistd.h>
-#include <sys/socket.h>
 
 #include "closer.h"
+#include "closer_platform.h"
 
 static struct {
 	pthread_mutex_t lock;
 	pthread_cond_t work;	/* something queued, or stopping */
 	pthread_cond_t idle;	/* the queue emptied, or the thread ended */
-	int q[CLOSER_MAX_QUEUED];
+	hm_fd q[CLOSER_MAX_QUEUED];
 	unsigned head, count;
 	unsigned busy;		/* 1 while the thread is inside close() */
 	bool waiting;		/* the thread sleeps on `work` */
@@ -37,22 +36,12 @@ static struct {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
 };
 
-/* Makes a socket's close return at once: SO_LINGER {0, 0} (a reset in
- * place of a graceful end).  Nothing for other descriptors. */
-static void closer_make_cheap(int fd)
-{
-	struct linger l = { .l_onoff = 1, .l_linger = 0 };
-
-	/* ENOTSOCK for anything but a socket: nothing to do then. */
-	(void)setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof l);
-}
-
 static void *closer_main(void *arg)
 {
 	(void)arg;
 	pthread_mutex_lock(&closer.lock);
 	for (;;) {
-		int fd;
+		hm_fd fd;
 
 		while (closer.count == 0 && !closer.stopping) {
 			closer.waiting = true;
@@ -66,7 +55,7 @@ static void *closer_main(void *arg)
 		closer.count--;
 		closer.busy = 1;
 		pthread_mutex_unlock(&closer.lock);
-		(void)close(fd);	/* EINTR: the descriptor is gone all the same */
+		closer_fd_close(fd);	/* EINTR: the descriptor is gone all the same */
 		pthread_mutex_lock(&closer.lock);
 		closer.busy = 0;
 		if (closer.count == 0)
@@ -160,11 +149,11 @@ void closer_stop(unsigned timeout_ms)
 		pthread_detach(closer.thread);
 }
 
-void closer_close(int fd)
+void closer_close(hm_fd fd)
 {
-	if (fd < 0)
+	if (closer_fd_none(fd))
 		return;
-	closer_make_cheap(fd);
+	closer_fd_prepare(fd);
 	pthread_mutex_lock(&closer.lock);
 	if (closer.running && !closer.stopping && closer.count < CLOSER_MAX_QUEUED) {
 		/*
@@ -192,7 +181,7 @@ void closer_close(int fd)
 	 * thread is stuck in a close that does not return).  A socket's close
 	 * is cheap by now; a file's flush may still wait here.
 	 */
-	(void)close(fd);
+	closer_fd_close(fd);
 }
 
 unsigned long closer_overflows(void)

@@ -23,6 +23,8 @@
 
 #include <stdbool.h>
 
+#include "daemon/platform.h"	/* hm_fd */
+
 /* Descriptors queued at most; see above. */
 #define CLOSER_MAX_QUEUED 4096
 
@@ -36,8 +38,9 @@ int closer_start(void);
  */
 void closer_stop(unsigned timeout_ms);
 
-/* Closes fd (negative: nothing) without blocking the caller, see above. */
-void closer_close(int fd);
+/* Closes fd (negative, or HM_FD_INVALID: nothing) without blocking the
+ * caller, see above.  On Windows fd is a HANDLE (CloseHandle). */
+void closer_close(hm_fd fd);
 
 /* Closes done inline because the queue was full: a fuzz target's check
  * that the queue bound holds (tests/fuzz/fuzz_session.c). */

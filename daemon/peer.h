@@ -99,7 +99,7 @@ int peer_send(struct peer *p, uint16_t type, uint32_t id, const ProtobufCMessage
  * the frame's first byte, then closed).  -EAGAIN, before anything is
  * queued, when PEER_OUT_FDS_MAX frames with one wait already: fd stays the
  * caller's. */
-int peer_send_fd(struct peer *p, uint16_t type, uint32_t id, const ProtobufCMessage *msg, int fd);
+int peer_send_fd(struct peer *p, uint16_t type, uint32_t id, const ProtobufCMessage *msg, hm_fd fd);
 /* Queues an ERROR frame. */
 int peer_send_error(struct peer *p, uint32_t id, int error, const char *fmt, ...)
 	HM_PRINTF(4, 5);

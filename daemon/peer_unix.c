@@ -363,7 +363,7 @@ peer_take_file(struct peer *p, uint64_t value, hm_fd *f)
 }
 
 int
-peer_send_fd(struct peer *p, uint16_t type, uint32_t id, const ProtobufCMessage *msg, int fd)
+peer_send_fd(struct peer *p, uint16_t type, uint32_t id, const ProtobufCMessage *msg, hm_fd fd)
 {
 	size_t at = evbuffer_get_length(p->out);
 	int rc;

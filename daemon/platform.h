@@ -51,6 +51,9 @@ typedef int hm_fd;
  * and %llu work) is gnu_printf there, where plain "printf" would check
  * against msvcrt's formats.
  */
+#ifdef _WIN32
+#include <stdio.h>	/* mingw defines __MINGW_PRINTF_FORMAT there */
+#endif
 #ifdef __MINGW_PRINTF_FORMAT
 #define HM_PRINTF(f, a)	__attribute__((format(__MINGW_PRINTF_FORMAT, f, a)))
 #else

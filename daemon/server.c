@@ -33,6 +33,7 @@ server_self(struct server *srv)
 
 	if (peer_ident_self(&self) == 0) {
 		srv->uid = self.uid;
+		srv->pid = self.pid;
 		memcpy(srv->self_user, self.user, sizeof self.user);
 	}
 	peer_ident_clear(&self);

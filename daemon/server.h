@@ -75,6 +75,7 @@ struct server {
 	/* Latency of requests, by operation, from dispatch to reply. */
 	struct histogram latency[SERVER_OP__COUNT];
 	uint64_t started_ns;		/* monotime_ns() at server_init */
+	pid_t pid;			/* hotmapd's own */
 	uid_t uid;			/* hotmapd's uid, for messages */
 	/* hotmapd's own user (peer_ident's user): an admin, beside the
 	 * superuser */

@@ -17,12 +17,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/statfs.h>
-#include <fcntl.h>
-#include <unistd.h>
 
 #include "daemon/admin.h"
 #include "daemon/closer.h"
@@ -33,6 +27,7 @@
 #include "daemon/session.h"
 #include "daemon/session_direct.h"
 #include "daemon/session_priv.h"
+#include "daemon/session_region.h"
 #include "daemon/session_ring.h"
 #include "daemon/storage.h"
 #include "proto/ring.h"
@@ -106,67 +101,6 @@ session_unlink(struct session *s)
 	s->prev = s->next = NULL;
 }
 
-/* f_type of tmpfs, and of a memfd made without MFD_HUGETLB (linux/magic.h) */
-#define SESSION_TMPFS_MAGIC 0x01021994
-
-/*
- * Maps the memfd that came with HELLO.  It must be sealed against shrinking
- * and growing, exactly the size announced, and on tmpfs: then the daemon's
- * copies into it can never fault, whatever the client does to its end (a
- * page it punches out comes back as a new zero page on the next touch).
- * Not so on hugetlbfs (MFD_HUGETLB): a punched huge page comes back only
- * while the system has a free one, and the copy faults when it has none.
- * The guard recovers such a fault all the same (the client is dropped);
- * this check keeps it from happening.
- */
-static int
-session_map_region(struct session *s, uint64_t size, char *err, size_t errlen)
-{
-	int fd = peer_take_fd(s->peer);
-	struct statfs sfs = { .f_type = 0 };
-	struct stat st;
-	int seals, rc = 0;
-	void *p;
-
-	if (fd < 0) {
-		snprintf(err, errlen, "%s", fd == -EMFILE ?
-			 "hotmapd is out of descriptors: the region could not be received" :
-			 fd == -ENODEV ? "the region is a socket, not a memfd" :
-			 "no descriptor came with HELLO");
-		return fd == -EMFILE || fd == -ENODEV ? fd : -EBADF;
-	}
-	seals = fcntl(fd, F_GET_SEALS);
-	if (size > HM_SHM_MAX) {
-		snprintf(err, errlen, "%llu bytes is more than the %llu a client may share",
-			 (unsigned long long)size, (unsigned long long)HM_SHM_MAX);
-		rc = -EFBIG;
-	} else if (seals < 0 || (seals & (F_SEAL_SHRINK | F_SEAL_GROW)) != (F_SEAL_SHRINK | F_SEAL_GROW)) {
-		snprintf(err, errlen, "the region is not a memfd sealed against shrinking and growing");
-		rc = -EPERM;
-	} else if (fstatfs(fd, &sfs) < 0 || (uint32_t)sfs.f_type != SESSION_TMPFS_MAGIC) {
-		snprintf(err, errlen, "the region is not on tmpfs (f_type 0x%lx): a memfd made with "
-			 "MFD_HUGETLB is refused, since its pages can run out under a copy",
-			 (unsigned long)(uint32_t)sfs.f_type);
-		rc = -EPERM;
-	} else if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size != size) {
-		snprintf(err, errlen, "the region's size is not the %llu bytes announced",
-			 (unsigned long long)size);
-		rc = -EINVAL;
-	} else {
-		p = mmap(NULL, (size_t)size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-		if (p == MAP_FAILED) {
-			rc = -errno;
-			snprintf(err, errlen, "mmap: %s", strerror(-rc));
-		} else {
-			s->shm = p;
-			s->shm_size = (size_t)size;
-			s->shm_map_size = (size_t)size;
-		}
-	}
-	closer_close(fd);
-	return rc;
-}
-
 static int
 session_hello(struct session *s, uint32_t id, ProtobufCMessage *msg)
 {
@@ -211,9 +145,10 @@ session_hello(struct session *s, uint32_t id, ProtobufCMessage *msg)
 	snprintf(s->client_name, sizeof s->client_name, "%s",
 		 m->client_name != NULL ? m->client_name : "");
 	r.version = HM_PROTO_VERSION;
-	r.features = m->features & HM_FEATURES_ALL;
+	r.features = m->features & TRANSPORT_FEATURES;
 	if (m->shm_size > 0) {
-		int rc = session_map_region(s, m->shm_size, shm_error, sizeof shm_error);
+		int rc = session_region_map(s, m->shm_size, m->region_handle, shm_error,
+					    sizeof shm_error);
 
 		if (rc < 0) {
 			log_info("client %s: shared region refused: %s", peer_name(s->peer), shm_error);
@@ -223,8 +158,7 @@ session_hello(struct session *s, uint32_t id, ProtobufCMessage *msg)
 			r.shm_accepted = true;
 		}
 	}
-	if (r.shm_accepted && m->region_huge &&
-	    madvise(s->shm, s->shm_map_size, MADV_HUGEPAGE) == 0) {
+	if (r.shm_accepted && m->region_huge && session_region_huge(s)) {
 		/* whoever touches a page first decides its size: ask too */
 		s->region_huge = true;
 		s->srv->counters.regions_huge++;
@@ -261,31 +195,39 @@ session_reason_text(const struct storage_handle *h, char *buf, size_t len)
  * answered with ERROR and this is what session_error returned.
  */
 static int
-session_open_fd(struct session *s, uint32_t id, const Hotmap__Open *m, const char *name, int *fd)
+session_open_fd(struct session *s, uint32_t id, const Hotmap__Open *m, const char *name, hm_fd *f)
 {
+	int rc;
+
 	if (!m->by_path) {
-		*fd = peer_take_fd(s->peer);
-		if (*fd == -EMFILE)
+		rc = peer_take_file(s->peer, m->handle_value, f);
+		if (rc == -EMFILE)
 			return session_error(s, id, EMFILE, "%s: hotmapd is out of descriptors: the one "
 					     "passed with OPEN could not be received", name);
-		if (*fd == -ENODEV)
+		if (rc == -ENODEV)
 			return session_error(s, id, ENODEV, "%s: the descriptor is a socket, which "
 					     "hotmapd does not read (refused as it arrived)", name);
-		if (*fd < 0)
+		if (rc == -EACCES)
+			return session_error(s, id, EACCES, "%s: hotmapd may not take handles from the "
+					     "client's process", name);
+		if (rc < 0)
 			return session_error(s, id, EBADF, "%s: OPEN by descriptor came without one", name);
 		return 1;
 	}
 	if (s->srv->cfg.roots.n == 0)
 		return session_error(s, id, EACCES,
 				     "%s: open by path is disabled (hotmapd has no --root)", name);
-	*fd = resolve_open(&s->srv->cfg.roots, name, s->srv->cfg.cross_mounts);
-	if (*fd < 0)
-		return session_error(s, id, -*fd, "%s: %s", name,
-				     *fd == -EACCES && !s->srv->cfg.cross_mounts ?
+	rc = resolve_open(&s->srv->cfg.roots, name, s->srv->cfg.cross_mounts);
+	if (rc < 0)
+		return session_error(s, id, -rc, "%s: %s", name,
+				     rc == -EACCES && !s->srv->cfg.cross_mounts ?
 				     "not beneath a root of hotmapd, or across a mount point "
 				     "beneath it (cross-mounts is no)" :
-				     *fd == -EACCES ? "not beneath a root of hotmapd" :
-				     *fd == -EINVAL ? "not an absolute path" : strerror(-*fd));
+				     rc == -EACCES ? "not beneath a root of hotmapd" :
+				     rc == -EINVAL ? "not an absolute path" : strerror(-rc));
+	/* resolve_open gives a descriptor (an int) on every platform it
+	 * opens on; on Windows it refuses for now (resolve_win32.c) */
+	*f = (hm_fd)(intptr_t)rc;
 	return 1;
 }
 
@@ -304,14 +246,17 @@ session_open_reply_fd(struct session *s, uint32_t id, struct session_handle *sh,
 
 	fd = storage_reopen(&sh->h);
 	if (fd >= 0) {
+		/* a descriptor: storage_reopen gives one only on POSIX */
+		hm_fd f = (hm_fd)(intptr_t)fd;
+
 		r->descriptor = true;
-		rc = peer_send_fd(s->peer, HM_MSG_OPEN_REPLY, id, &r->base, fd);
+		rc = peer_send_fd(s->peer, HM_MSG_OPEN_REPLY, id, &r->base, f);
 		if (rc != -EAGAIN) {
 			if (rc < 0)
-				closer_close(fd);
+				closer_close(f);
 			return rc;
 		}
-		closer_close(fd);
+		closer_close(f);
 	}
 	log_info("client %s: no descriptor for a path open (%s): read through the daemon",
 		 peer_name(s->peer), fd < 0 ? strerror(-fd) : "too many in flight");
@@ -365,12 +310,14 @@ session_open(struct session *s, uint32_t id, ProtobufCMessage *msg)
 	enum storage_policy policy;
 	char err[256];
 	int64_t slot;
-	int fd = -1, rc;
+	hm_fd fd = HM_FD_INVALID;
+	int rc;
 
 	if (m->policy > STORAGE_POLICY_PREAD) {
-		if (!m->by_path) {
-			closer_close(peer_take_fd(s->peer));
-		}
+		hm_fd passed;
+
+		if (!m->by_path && peer_take_file(s->peer, m->handle_value, &passed) == 0)
+			closer_close(passed);
 		return session_error(s, id, EINVAL, "%s: unknown backend policy %u", name, m->policy);
 	}
 	/* The open's own choice wins; AUTO defers to the daemon's --backend. */
@@ -441,7 +388,7 @@ session_ping(struct session *s, uint32_t id, ProtobufCMessage *msg)
 	(void)msg;
 	r.server_version = (char *)PACKAGE_VERSION;
 	r.uptime_us = stats_uptime_us(s->srv);
-	r.pid = (uint32_t)getpid();
+	r.pid = (uint32_t)s->srv->pid;
 	return peer_send(s->peer, HM_MSG_PING_REPLY, id, &r.base);
 }
 

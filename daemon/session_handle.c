@@ -17,7 +17,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <errno.h>
 
 #include "daemon/guard.h"
@@ -28,6 +27,7 @@
 #include "daemon/session.h"
 #include "daemon/session_direct.h"
 #include "daemon/session_priv.h"
+#include "daemon/session_region.h"
 #include "daemon/storage.h"
 
 struct session_handle *
@@ -180,8 +180,7 @@ session_readahead(struct session_handle *sh, uint64_t offset, uint64_t length)
 void
 session_destroy(struct session *s)
 {
-	if (s->shm != NULL)
-		munmap(s->shm, s->shm_map_size);
+	session_region_unmap(s);
 	free(s->direct_grants);
 	free(s->direct_handles);
 	free(s);

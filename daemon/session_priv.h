@@ -182,7 +182,7 @@ struct peer *session_peer(struct session *s);
 /* Answers request id with ERROR: counts it, logs it at debug level, and
  * queues the reply.  Returns what peer_send_error returns. */
 int session_error(struct session *s, uint32_t id, int error, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
+	HM_PRINTF(4, 5);
 
 /* The handle's slot, or NULL when the client holds no such handle. */
 struct session_handle *session_handle_get(struct session *s, uint64_t handle);

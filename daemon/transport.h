@@ -32,6 +32,16 @@ typedef int hm_conn;
 #define HM_CONN_NONE	(-1)
 #endif
 
+/* The HELLO features this transport serves (proto/frame.h): files come
+ * as descriptors with the bytes (SCM_RIGHTS), or as handles the daemon
+ * pulls from the client (Windows). */
+#ifdef _WIN32
+#define TRANSPORT_FEATURES \
+	(HM_FEATURE_HANDLE_PULL | HM_FEATURE_OPEN_BY_PATH | HM_FEATURE_SHM)
+#else
+#define TRANSPORT_FEATURES	HM_FEATURES_ALL
+#endif
+
 /* Long enough for "uid 4294967295" and for a user SID in string form. */
 #define PEER_IDENT_USER_MAX	192
 

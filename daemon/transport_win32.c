@@ -759,7 +759,7 @@ peer_take_fd(struct peer *p)
 }
 
 int
-peer_take_file(struct peer *p, uint64_t value, hm_fd *f)
+peer_pull_handle(struct peer *p, uint64_t value, hm_fd *f)
 {
 	struct pipe_conn *c = p->conn;
 	HANDLE h;
@@ -771,6 +771,18 @@ peer_take_file(struct peer *p, uint64_t value, hm_fd *f)
 	if (!DuplicateHandle(c->process, (HANDLE)(uintptr_t)value, GetCurrentProcess(), &h, 0,
 			     FALSE, DUPLICATE_SAME_ACCESS))
 		return GetLastError() == ERROR_ACCESS_DENIED ? -EACCES : -EBADF;
+	*f = h;
+	return 0;
+}
+
+int
+peer_take_file(struct peer *p, uint64_t value, hm_fd *f)
+{
+	HANDLE h;
+	int rc = peer_pull_handle(p, value, &h);
+
+	if (rc < 0)
+		return rc;
 	/* a file on a disk, not a pipe, console or socket (as peer_unix.c
 	 * refuses sockets) */
 	if (GetFileType(h) != FILE_TYPE_DISK) {
@@ -782,7 +794,7 @@ peer_take_file(struct peer *p, uint64_t value, hm_fd *f)
 }
 
 int
-peer_send_fd(struct peer *p, uint16_t type, uint32_t id, const ProtobufCMessage *msg, int fd)
+peer_send_fd(struct peer *p, uint16_t type, uint32_t id, const ProtobufCMessage *msg, hm_fd fd)
 {
 	/* Handles are pulled by the daemon, never pushed to a client
 	 * (docs/windows.md, section 6): hotmapd on Windows offers no reply

@@ -18,6 +18,7 @@
 #define HOTMAP_TRANSPORT_WIN32_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "daemon/transport.h"
 
@@ -56,5 +57,11 @@ struct pipe_listener *pipe_listener_new(struct event_base *base, const char *nam
 /* Stops listening: pending instances are cancelled and closed.  Takes
  * NULL. */
 void pipe_listener_free(struct pipe_listener *l);
+
+struct peer;
+/* Any handle the client holds, pulled from its process as peer_take_file
+ * does, without the disk-file check (the shared region is a section).
+ * 0 with *h (the caller's to close), or -EBADF / -EACCES. */
+int peer_pull_handle(struct peer *p, uint64_t value, hm_fd *h);
 
 #endif
