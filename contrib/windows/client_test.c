@@ -294,6 +294,49 @@ serve(struct conn *c)
 			alive = send_frame(c->pipe, HM_MSG_PING_REPLY, h.id, 0, &r.base, NULL, 0);
 			break;
 		}
+		case HM_MSG_STATS: {
+			/* what hotmapctl top shows: a version, the pid, clients,
+			 * and a read counter that moves at every look */
+			static volatile LONG looks;
+			Hotmap__StatsReply r = HOTMAP__STATS_REPLY__INIT;
+			Hotmap__StatsReply__Stat st[4], *sp[4];
+			int k;
+
+			for (k = 0; k < 4; k++) {
+				hotmap__stats_reply__stat__init(&st[k]);
+				sp[k] = &st[k];
+			}
+			st[0].key = "version";
+			st[0].text = "client_test";
+			st[1].key = "pid";
+			st[1].value = GetCurrentProcessId();
+			st[2].key = "clients";
+			st[2].value = 1;
+			st[3].key = "requests_read";
+			st[3].value = 100u * (uint64_t)InterlockedIncrement(&looks);
+			r.n_stats = 4;
+			r.stats = sp;
+			alive = send_frame(c->pipe, HM_MSG_STATS_REPLY, h.id, 0, &r.base, NULL, 0);
+			break;
+		}
+		case HM_MSG_FILES: {
+			Hotmap__FilesReply r = HOTMAP__FILES_REPLY__INIT;
+			Hotmap__FilesReply__File fl, *fp = &fl;
+
+			hotmap__files_reply__file__init(&fl);
+			fl.path = "C:\\client_test\\hot.bin";
+			fl.size = FILE_BYTES;
+			fl.backend = 2;
+			fl.hits = 7;
+			fl.bytes = FILE_BYTES;
+			fl.resident_pct = -1;
+			r.n_files = 1;
+			r.files = &fp;
+			r.total = 1;
+			r.next = 1;
+			alive = send_frame(c->pipe, HM_MSG_FILES_REPLY, h.id, 0, &r.base, NULL, 0);
+			break;
+		}
 		case HM_MSG_CLOSE: {
 			Hotmap__CloseReply r = HOTMAP__CLOSE_REPLY__INIT;
 
