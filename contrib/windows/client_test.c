@@ -389,6 +389,51 @@ server_thread(void *arg)
 	}
 }
 
+/* A pipe of one instance, made again after each client: while one is
+ * connected, the next finds it busy (ERROR_PIPE_BUSY). */
+static wchar_t busy_w[96];
+static char busy_a[96];
+
+static DWORD WINAPI
+busy_server_thread(void *arg)
+{
+	(void)arg;
+	for (;;) {
+		struct conn c = { 0 };
+
+		c.pipe = CreateNamedPipeW(busy_w, PIPE_ACCESS_DUPLEX,
+					  PIPE_TYPE_BYTE | PIPE_READMODE_BYTE | PIPE_WAIT, 1, 65536,
+					  65536, 0, NULL);
+		if (c.pipe == INVALID_HANDLE_VALUE)
+			return 1;
+		if (ConnectNamedPipe(c.pipe, NULL) || GetLastError() == ERROR_PIPE_CONNECTED)
+			serve(&c);
+		FlushFileBuffers(c.pipe);
+		DisconnectNamedPipe(c.pipe);
+		CloseHandle(c.pipe);
+		free(c.file);
+		if (c.region != NULL)
+			UnmapViewOfFile(c.region);
+	}
+}
+
+struct connect_job {
+	const struct hm_options *opts;
+	hm_client *c;
+	ULONGLONG ms;
+};
+
+static DWORD WINAPI
+connect_thread(void *arg)
+{
+	struct connect_job *j = arg;
+	ULONGLONG t0 = GetTickCount64();
+
+	j->c = hm_connect_opts(busy_a, j->opts);
+	j->ms = GetTickCount64() - t0;
+	return 0;
+}
+
 /* --- the tests ------------------------------------------------------------- */
 
 static char path[MAX_PATH];
@@ -484,7 +529,7 @@ main(int argc, char **argv)
 
 	if (argc == 4 && strcmp(argv[1], "serve") == 0)
 		return serve_only(argv[2], argv[3]);
-	printf("1..29\n");
+	printf("1..30\n");
 	no_region.shm_size = 0;
 	snprintf(pipe_a, sizeof pipe_a, "\\\\.\\pipe\\hotmap-client-test-%lu", GetCurrentProcessId());
 	MultiByteToWideChar(CP_UTF8, 0, pipe_a, -1, pipe_w, 96);
@@ -637,6 +682,29 @@ main(int argc, char **argv)
 	   "reconnect policy: a read cut by a hang-up runs again on a new connection");
 	InterlockedExchange(&mode, SERVE);
 	hm_disconnect(c);
+
+	/* every instance busy: the connect waits for one (WaitNamedPipeW) */
+	snprintf(busy_a, sizeof busy_a, "%s-busy", pipe_a);
+	MultiByteToWideChar(CP_UTF8, 0, busy_a, -1, busy_w, 96);
+	if (CreateThread(NULL, 0, busy_server_thread, NULL, 0, NULL) != NULL) {
+		struct connect_job cj = { .opts = &no_region };
+		HANDLE t;
+
+		Sleep(200);
+		c = hm_connect_opts(busy_a, &no_region);
+		t = CreateThread(NULL, 0, connect_thread, &cj, 0, NULL);
+		Sleep(1000);
+		hm_disconnect(c);	/* the instance is made again for the next */
+		ok(c != NULL && t != NULL && WaitForSingleObject(t, 10000) == WAIT_OBJECT_0 &&
+		   cj.c != NULL && cj.ms >= 800,
+		   "every instance busy: hm_connect waits for the next (ERROR_PIPE_BUSY)");
+		if (cj.c == NULL || cj.ms < 800)
+			printf("# second connect: %s after %llu ms, errno %d\n",
+			       cj.c != NULL ? "connected" : "failed", (unsigned long long)cj.ms, errno);
+		hm_disconnect(cj.c);
+	} else {
+		ok(false, "every instance busy: the busy pipe's server did not start");
+	}
 
 	/* nobody at the name */
 	c = hm_connect("\\\\.\\pipe\\hotmap-client-test-nobody");
