@@ -55,7 +55,7 @@ def child_load(mode, path, sock):
     if mode == "hotmap-readinto":
         import hotmap
         c = hotmap.connect(sock)
-        f = c.open(path, flags=hotmap.O_WARM)  # direct, and in our page tables
+        f = c.open(path)  # the defaults: granted, mapped at open, read directly
         a = np.empty(size, dtype=np.uint8)
         n = f.readinto(a, 0)
         assert n == size
@@ -63,7 +63,7 @@ def child_load(mode, path, sock):
     elif mode == "hotmap-view":
         import hotmap
         c = hotmap.connect(sock)
-        f = c.open(path, flags=hotmap.O_WARM)  # read directly, view populated
+        f = c.open(path)  # the defaults: the view points into our mapping
         a = np.frombuffer(f.view(0, size), dtype=np.uint8)
         int(a[::PAGE].sum())  # every page in this process's page tables
         keep = (c, f, a)
@@ -105,7 +105,7 @@ def child_sample(mode, path, sock, seconds, seed):
     if mode.startswith("hotmap"):
         import hotmap
         c = hotmap.connect(sock)
-        f = c.open(path, flags=hotmap.O_WARM)  # direct, and in our page tables
+        f = c.open(path)  # the defaults: 64 KiB reads are pread on our descriptor
         pread, readinto = f.pread, f.readinto
     elif mode == "os.pread":
         fd = os.open(path, os.O_RDONLY)

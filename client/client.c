@@ -595,7 +595,6 @@ HM_EXPORT int
 hm_close(hm_file *f)
 {
 	Hotmap__Close req = HOTMAP__CLOSE__INIT;
-	ProtobufCMessage *reply;
 	hm_client *c;
 	int rc;
 
@@ -619,13 +618,13 @@ hm_close(hm_file *f)
 		if (f->handle == 0 || (c->reconnect_ms > 0 && connection_lost(c->broken))) {
 			rc = 0;	/* the daemon that had it is gone: nothing to close there */
 		} else {
+			/* not waited for: a short-lived process would spend a
+			 * round trip on a reply that can only say the handle
+			 * is gone, which it is either way */
 			pthread_mutex_unlock(c->lock);
-			rc = client_call(c, HM_MSG_CLOSE, &req.base, -1, HM_MSG_CLOSE_REPLY,
-					 &reply);
+			rc = client_post(c, HM_MSG_CLOSE, &req.base, HM_MSG_CLOSE_REPLY);
 			pthread_mutex_lock(c->lock);
-			if (rc == 0)
-				protobuf_c_message_free_unpacked(reply, NULL);
-			else if (c->reconnect_ms > 0 && connection_lost(c->broken))
+			if (rc < 0 && c->reconnect_ms > 0 && connection_lost(c->broken))
 				rc = 0;
 		}
 		if (--c->users == 0)

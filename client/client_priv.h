@@ -61,6 +61,8 @@ struct hm_direct_slot;
  * read with pread until they are hot (direct_read). */
 #define CLIENT_DIRECT_SLOTS	256u
 #define CLIENT_DIRECT_AFTER	0u
+/* Replies client_post leaves unread at most; one more request waits. */
+#define CLIENT_POSTED_MAX	64u
 /* HOTMAP_RECONNECT_MS: at most an hour */
 #define CLIENT_RECONNECT_MS_MAX	3600000u
 
@@ -153,6 +155,10 @@ struct hm_client {
 	uint32_t next_id;
 	int broken;		/* errno once out of step; 0 while healthy */
 	struct wire_wait *waits;	/* calls waiting for replies */
+	/* Requests sent by client_post whose replies nobody waits for: the
+	 * reader drops them when it meets them. */
+	uint32_t posted[CLIENT_POSTED_MAX];
+	unsigned nposted;
 	bool reading;		/* a waiter reads the socket: in, start, end are its */
 	unsigned users;		/* calls running (client_enter .. client_leave) */
 	bool exclusive;		/* a reconnect (or a child's first call) runs */
@@ -312,6 +318,7 @@ int wire_finish(hm_client *c, struct wire_wait *w, int rc);
 uint32_t wire_ring_wakes(hm_client *c);
 int wire_wait_ring(hm_client *c, uint32_t wakes);
 void wire_reset(hm_client *c);
+int client_post(hm_client *c, uint16_t type, const ProtobufCMessage *req, uint16_t reply_type);
 
 /* region_unix.c, region_win32.c: the memory of region r (r->size bytes,
  * then slots direct-read slots of table bytes), shared with the daemon:

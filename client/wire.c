@@ -258,6 +258,21 @@ wait_answered(struct wire_wait *w)
 		pthread_cond_signal(&w->cond);
 }
 
+/* Whether id was posted (client_post); forgets it.  Lock held. */
+static bool
+posted_take(hm_client *c, uint32_t id)
+{
+	unsigned i;
+
+	for (i = 0; i < c->nposted; i++) {
+		if (c->posted[i] == id) {
+			c->posted[i] = c->posted[--c->nposted];
+			return true;
+		}
+	}
+	return false;
+}
+
 /* An ERROR's errno and message (to w, or every wait when w is NULL). */
 static int
 error_of(hm_client *c, struct wire_wait *w, ProtobufCMessage *msg)
@@ -329,7 +344,9 @@ wire_read_frame(hm_client *c)
 	}
 	w = wait_find(c, h.id);
 	if (w == NULL) {
-		rc = -EPROTO;	/* nobody asked for it */
+		/* a posted request's reply or ERROR: dropped; else nobody
+		 * asked for it */
+		rc = posted_take(c, h.id) && h.raw_length == 0 ? 0 : -EPROTO;
 		goto out;
 	}
 	if (w->ops == NULL) {
@@ -597,6 +614,7 @@ void
 wire_reset(hm_client *c)
 {
 	c->waits = NULL;
+	c->nposted = 0;
 	c->reading = false;
 	c->rx_end = 0;
 	while (c->rx_nfds > 0)
@@ -614,6 +632,47 @@ client_call(hm_client *c, uint16_t type, const ProtobufCMessage *req, int pass_f
 	rc = client_call_fd(c, type, req, pass_fd, reply_type, reply, &fd);
 	if (fd >= 0)
 		close(fd);
+	return rc;
+}
+
+/*
+ * One request whose reply nobody waits for: sent, and its reply (or
+ * ERROR) dropped by whichever call reads it.  For CLOSE, whose only
+ * failures are the daemon's own (the handle is gone with it anyway): a
+ * short-lived process saves the round trip, and the daemon still sees
+ * every close in order with the connection's other requests.  With
+ * CLIENT_POSTED_MAX replies unread, the request waits for its reply as
+ * client_call's do.  0, or -errno when it could not be sent.
+ */
+int
+client_post(hm_client *c, uint16_t type, const ProtobufCMessage *req, uint16_t reply_type)
+{
+	ProtobufCMessage *reply;
+	uint32_t id;
+	int rc;
+
+	pthread_mutex_lock(c->lock);
+	if (c->broken) {
+		rc = -c->broken;
+		pthread_mutex_unlock(c->lock);
+		return rc;
+	}
+	if (c->nposted == CLIENT_POSTED_MAX) {
+		pthread_mutex_unlock(c->lock);
+		rc = client_call(c, type, req, -1, reply_type, &reply);
+		if (rc == 0)
+			protobuf_c_message_free_unpacked(reply, NULL);
+		return rc;
+	}
+	id = c->next_id++;
+	c->posted[c->nposted++] = id;
+	pthread_mutex_unlock(c->lock);
+	rc = client_send(c, type, id, req, -1);
+	if (rc < 0) {
+		pthread_mutex_lock(c->lock);
+		(void)posted_take(c, id);
+		pthread_mutex_unlock(c->lock);
+	}
 	return rc;
 }
 

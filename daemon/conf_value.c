@@ -369,9 +369,6 @@ conf_set_root(struct load *l, const struct key_def *d, const char *value)
 	rc = resolve_roots_add(&cfg->roots, value);
 	if (rc == -EINVAL)
 		conf_key_error(l, d, "not an absolute path: '%s'", value);
-	else if (rc == -EOPNOTSUPP)
-		conf_key_error(l, d, "opening files by path is not supported on this platform: '%s'",
-			       value);
 	else if (rc < 0)
 		conf_key_error(l, d, "%s: %s", value, strerror(-rc));
 	else

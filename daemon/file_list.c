@@ -124,9 +124,9 @@ static bool entry_named(const struct file_entry *e, const char *path)
 	n = fplat_path(e->file.fd, name, sizeof name);
 	if (n < 0)
 		return false;
-	if (strcmp(name, path) == 0)
+	if ((size_t)n == plen && fplat_path_same(name, path, plen))
 		return true;
-	return (size_t)n == plen + sizeof deleted - 1 && strncmp(name, path, plen) == 0 &&
+	return (size_t)n == plen + sizeof deleted - 1 && fplat_path_same(name, path, plen) &&
 	       strcmp(name + plen, deleted) == 0;
 }
 
@@ -137,7 +137,7 @@ int file_cache_evict_path(struct file_cache *cache, const char *path,
 	bool found = false;
 
 	*out = (struct storage_evicted){ 0 };
-	if (cache == NULL || path == NULL || path[0] != '/')
+	if (cache == NULL || path == NULL || !fplat_path_absolute(path))
 		return -EINVAL;
 	for (e = cache->all; e != NULL; e = next) {
 		next = e->all_next;

@@ -107,6 +107,13 @@ void fplat_close(hm_fd fd);
  * UTF-8, with the \\?\ prefix dropped).  Length, or -errno. */
 int fplat_path(hm_fd fd, char *buf, size_t len);
 
+/* Whether path is absolute: "/..."; Windows: "C:\..." or "\\server\...". */
+bool fplat_path_absolute(const char *path);
+/* Whether the first n bytes of two names (fplat_path's, a client's) name
+ * the same file: the same bytes; Windows: the same but for ASCII case
+ * (NTFS names are case-insensitive by default). */
+bool fplat_path_same(const char *a, const char *b, size_t n);
+
 /*
  * Pages of the file in memory: of map (map_len bytes) when it is not
  * NULL, else of the file (size bytes) through a mapping made for the

@@ -266,6 +266,16 @@ int fplat_path(hm_fd fd, char *buf, size_t len)
 	return (int)n;
 }
 
+bool fplat_path_absolute(const char *path)
+{
+	return path[0] == '/';
+}
+
+bool fplat_path_same(const char *a, const char *b, size_t n)
+{
+	return strncmp(a, b, n) == 0;
+}
+
 /* --- memory ----------------------------------------------------------- */
 
 size_t fplat_page_size(void)

@@ -272,6 +272,19 @@ int fplat_path(hm_fd fd, char *buf, size_t len)
 	return m - 1;
 }
 
+bool fplat_path_absolute(const char *path)
+{
+	if (((path[0] >= 'A' && path[0] <= 'Z') || (path[0] >= 'a' && path[0] <= 'z')) &&
+	    path[1] == ':' && (path[2] == '\\' || path[2] == '/'))
+		return true;
+	return (path[0] == '\\' || path[0] == '/') && (path[1] == '\\' || path[1] == '/');
+}
+
+bool fplat_path_same(const char *a, const char *b, size_t n)
+{
+	return _strnicmp(a, b, n) == 0;
+}
+
 /* --- memory -------------------------------------------------------------- */
 
 size_t fplat_page_size(void)

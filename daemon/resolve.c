@@ -189,6 +189,18 @@ open_beneath(const struct resolve_root *root, const char *rel, bool cross_mounts
 }
 
 int
+resolve_open_handle(const struct resolve_roots *r, const char *path, bool cross_mounts,
+		    hm_fd *out)
+{
+	int fd = resolve_open(r, path, cross_mounts);
+
+	if (fd < 0)
+		return fd;
+	*out = fd;
+	return 0;
+}
+
+int
 resolve_open(const struct resolve_roots *r, const char *path, bool cross_mounts)
 {
 	size_t i;

@@ -19,6 +19,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "daemon/platform.h"
+
 struct resolve_root {
 	char *given;	/* as configured, without trailing slashes */
 	char *real;	/* realpath() of it at start-up */
@@ -44,5 +46,14 @@ void resolve_roots_clear(struct resolve_roots *r);
  * when the path is not absolute, else open's errno (-ENOENT, ...).
  */
 int resolve_open(const struct resolve_roots *r, const char *path, bool cross_mounts);
+
+/*
+ * resolve_open for both platforms: 0 with the file in *out (a descriptor;
+ * a HANDLE on Windows, which an int cannot carry), or the negative errno
+ * resolve_open gives.  On Windows (resolve_win32.c) resolve_open itself
+ * is -EOPNOTSUPP: callers there use this one.
+ */
+int resolve_open_handle(const struct resolve_roots *r, const char *path, bool cross_mounts,
+			hm_fd *out);
 
 #endif

@@ -27,8 +27,8 @@ session_direct_hello(struct session *s, uint32_t slots, int *accepted)
 	if (slots == 0 || !s->srv->cfg.direct_reads)
 		return;
 	if (slots > HM_DIRECT_SLOTS_MAX || table + HM_DIRECT_SLOT_BYTES > s->shm_size) {
-		log_info("client %s: %u direct-read slots in a %zu-byte region refused",
-			 peer_name(s->peer), slots, s->shm_size);
+		log_info("client %s: %u direct-read slots in a %llu-byte region refused",
+			 peer_name(s->peer), slots, (unsigned long long)s->shm_size);
 		return;
 	}
 	s->direct_grants = calloc(slots, sizeof *s->direct_grants);

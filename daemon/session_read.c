@@ -278,9 +278,9 @@ session_read_shm(struct session *s, uint32_t id, const Hotmap__Read *m, struct s
 		return session_error(s, id, EINVAL, "read: no shared region was registered");
 	if (m->shm_offset > s->shm_size || m->length > s->shm_size - m->shm_offset)
 		return session_error(s, id, EINVAL,
-				     "read: %llu bytes at %llu do not fit the %zu-byte shared region",
+				     "read: %llu bytes at %llu do not fit the %llu-byte shared region",
 				     (unsigned long long)m->length, (unsigned long long)m->shm_offset,
-				     s->shm_size);
+				     (unsigned long long)s->shm_size);
 	dst = s->shm + m->shm_offset;
 	n = m->length > SESSION_INLINE_MAX ? -EAGAIN :
 	    storage_read_nowait(s->srv->cache, &sh->h, dst, (size_t)m->length, m->offset);

@@ -2,8 +2,8 @@
  * test_conf_win32.c - the configuration's Windows half, under wine
  * (contrib/windows/test): conf_platform_win32.c (reading lines, absolute
  * paths, no users or groups) and what conf_value.c makes of it for the
- * keys that differ on Windows (users and groups refused, roots refused,
- * pipe names, drive paths).  It sets values as the command line does, so
+ * keys that differ on Windows (users and groups refused, roots, pipe
+ * names, drive paths).  It sets values as the command line does, so
  * it needs no inih; tests/test_config.c is the Linux suite and covers the
  * file format.
  *
@@ -91,15 +91,23 @@ static void test_users_and_groups_refused(void **state)
 	assert_int_equal(set(f, "user", "", &msg), 0);
 }
 
-/* Roots: opening by path is refused on Windows for now (resolve_win32.c). */
-static void test_root_refused(void **state)
+/* Roots: drive paths of existing directories (resolve_win32.c). */
+static void test_roots(void **state)
 {
 	struct fixture *f = *state;
+	char windir[MAX_PATH];
 	const char *msg;
 
-	assert_int_equal(set(f, "root", "C:\\data", &msg), 1);
-	assert_non_null(strstr(msg, "not supported on this platform"));
-	assert_int_equal(f->cfg.roots.n, 0);
+	assert_true(GetWindowsDirectoryA(windir, sizeof windir) > 0);
+	assert_int_equal(set(f, "root", windir, &msg), 0);
+	assert_int_equal(f->cfg.roots.n, 1);
+	assert_int_equal(set(f, "root", "C:\\no-such-directory", &msg), 1);
+	assert_non_null(strstr(msg, "no-such-directory"));
+	assert_int_equal(set(f, "root", "data", &msg), 1);
+	assert_non_null(strstr(msg, "not an absolute path"));
+	assert_int_equal(f->cfg.roots.n, 1);
+	resolve_roots_clear(&f->cfg.roots);
+	free(f->cfg.root_sources);
 }
 
 /* Drive and UNC paths are absolute; others are not. */
@@ -193,7 +201,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_users_and_groups_refused, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_root_refused, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_roots, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_paths, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_socket_names, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_portable_values, setup, teardown),

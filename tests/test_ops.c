@@ -85,6 +85,7 @@ use_file(hm_client *c, const char *path, bool keep)
 	if (keep)
 		return f;
 	assert_int_equal(hm_close(f), 0);
+	assert_int_equal(hm_ping(c, NULL), 0);	/* the daemon has closed it */
 	return NULL;
 }
 
@@ -266,6 +267,7 @@ test_deleted_files_freed(void **state)
 	assert_int_equal(hm_evict(admin, shown, &ev), 0);
 	assert_int_equal(ev.busy, 1);
 	assert_int_equal(hm_close(fc), 0);
+	assert_int_equal(hm_ping(cl, NULL), 0);	/* the daemon has closed it */
 	assert_int_equal(harness_stat(admin, "files"), 0);
 	errno = 0;
 	assert_int_equal(hm_evict(admin, c_, &ev), -1);
@@ -305,6 +307,9 @@ test_max_open_files(void **state)
 	hm_close(f[0]);
 	hm_close(f[1]);
 	hm_close(f[2]);
+	/* hm_close does not wait: a call on the same client returns once
+	 * the daemon has closed the handles */
+	assert_int_equal(hm_ping(cl, NULL), 0);
 	assert_true(harness_stat(admin, "files") <= 2);
 	hm_disconnect(cl);
 	hm_disconnect(admin);
