@@ -41,6 +41,9 @@
 #define TW_KEY_QUIT		((ULONG_PTR)2)
 #define TW_STOP_WAIT_MS		3000
 #define TW_RETRY_S		1
+/* A client has this long after it connects to send its first bytes
+ * (the HELLO), as SESSION_HELLO_TIMEOUT_S gives a session to finish it. */
+#define TW_FIRST_BYTES_S	5
 
 enum tw_kind { TW_CONNECT, TW_READ, TW_WRITE };
 
@@ -63,8 +66,12 @@ struct pipe_conn {
 	unsigned busy;			/* operations in flight */
 	bool given_up;			/* freed once none is in flight */
 	struct peer *peer;		/* whose input and output these are */
-	struct pipe_listener *listener;	/* waiting for a client of it */
+	struct pipe_listener *listener;	/* waiting for a client of it, or
+					 * for its first bytes (greeting) */
 	struct pipe_conn *lprev, *lnext;
+	bool greeting;			/* connected, its first read not done */
+	struct event *ev_first;		/* deadline for the first bytes */
+	DWORD first_bytes;		/* read before the peer existed */
 	DWORD pid;
 	HANDLE process;			/* the client's, for DuplicateHandle */
 	uint8_t rbuf[TW_BUF];
@@ -83,6 +90,7 @@ struct pipe_listener {
 	unsigned want;			/* instances to keep waiting */
 	unsigned waiting;
 	struct pipe_conn *conns;	/* those waiting */
+	struct pipe_conn *greeting;	/* connected, first bytes not yet in */
 	struct event *ev_retry;
 	void (*accept)(hm_conn conn, void *arg);
 	void (*failed)(const char *what, unsigned long error, void *arg);
@@ -192,6 +200,8 @@ conn_new(void)
 static void
 conn_destroy(struct pipe_conn *c)
 {
+	if (c->ev_first != NULL)
+		event_free(c->ev_first);
 	if (c->h != INVALID_HANDLE_VALUE)
 		CloseHandle(c->h);
 	if (c->process != NULL)
@@ -302,6 +312,7 @@ conn_write_done(struct pipe_conn *c, const struct tw_op *op)
 }
 
 static void listener_connected(struct pipe_conn *c, DWORD error);
+static void listener_first_read(struct pipe_conn *c, const struct tw_op *op);
 
 static void
 tw_complete(struct tw_op *op)
@@ -325,7 +336,10 @@ tw_complete(struct tw_op *op)
 		listener_connected(c, op->error);
 		break;
 	case TW_READ:
-		conn_read_done(c, op);
+		if (c->greeting)
+			listener_first_read(c, op);
+		else
+			conn_read_done(c, op);
 		break;
 	case TW_WRITE:
 		conn_write_done(c, op);
@@ -418,13 +432,34 @@ listener_unlink(struct pipe_listener *l, struct pipe_conn *c)
 {
 	if (c->lprev != NULL)
 		c->lprev->lnext = c->lnext;
+	else if (c->greeting)
+		l->greeting = c->lnext;
 	else
 		l->conns = c->lnext;
 	if (c->lnext != NULL)
 		c->lnext->lprev = c->lprev;
 	c->lprev = c->lnext = NULL;
 	c->listener = NULL;
-	l->waiting--;
+	if (c->greeting) {
+		c->greeting = false;
+		if (c->ev_first != NULL)
+			event_free(c->ev_first);
+		c->ev_first = NULL;
+	} else {
+		l->waiting--;
+	}
+}
+
+static void
+listener_first_timeout_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct pipe_conn *c = arg;
+
+	(void)fd;
+	(void)what;
+	/* connected and silent: dropped, as a session without HELLO is */
+	listener_unlink(c->listener, c);
+	conn_give_up(c, false);
 }
 
 /* One more instance waiting for a client.  0, or the Windows error. */
@@ -503,10 +538,51 @@ listener_connected(struct pipe_conn *c, DWORD error)
 		conn_give_up(c, false);
 		return;
 	}
-	/* who it is comes later (peer_ident_of); the process is opened now,
-	 * while the pid cannot have been reused */
+	/* the process is opened now, while the pid cannot have been reused */
 	if (GetNamedPipeClientProcessId(c->h, &c->pid) && c->pid != 0)
 		c->process = OpenProcess(PROCESS_DUP_HANDLE, FALSE, c->pid);
+	/*
+	 * Windows lets a pipe server impersonate its client only once data
+	 * has been read from the pipe (ERROR_CANNOT_IMPERSONATE), and who the
+	 * client is decides its admission: the connection goes to accept
+	 * with its first bytes read (they wait for the peer in rbuf).
+	 */
+	c->ev_first = evtimer_new(l->base, listener_first_timeout_cb, c);
+	if (c->ev_first == NULL) {
+		l->failed("evtimer_new", ERROR_NOT_ENOUGH_MEMORY, l->arg);
+		conn_give_up(c, false);
+		return;
+	}
+	{
+		struct timeval tv = { TW_FIRST_BYTES_S, 0 };
+
+		evtimer_add(c->ev_first, &tv);
+	}
+	c->greeting = true;
+	c->listener = l;
+	c->lnext = l->greeting;
+	if (l->greeting != NULL)
+		l->greeting->lprev = c;
+	l->greeting = c;
+	conn_post_read(c);
+}
+
+static void
+listener_first_read(struct pipe_conn *c, const struct tw_op *op)
+{
+	struct pipe_listener *l = c->listener;
+
+	if (op->error == 0 && op->bytes == 0) {
+		conn_post_read(c);	/* nothing came: read again */
+		return;
+	}
+	listener_unlink(l, c);
+	if (op->error != 0) {
+		/* gone before its first byte: nobody to answer */
+		conn_give_up(c, false);
+		return;
+	}
+	c->first_bytes = op->bytes;
 	l->accept(c, l->arg);
 }
 
@@ -591,6 +667,12 @@ pipe_listener_free(struct pipe_listener *l)
 		listener_unlink(l, c);
 		conn_give_up(c, false);
 	}
+	while (l->greeting != NULL) {
+		struct pipe_conn *c = l->greeting;
+
+		listener_unlink(l, c);
+		conn_give_up(c, false);
+	}
 	if (l->ev_retry != NULL)
 		event_free(l->ev_retry);
 	if (l->sd != NULL)
@@ -657,7 +739,9 @@ peer_ident_of(hm_conn c, struct peer_ident *id)
 	ident_init(id);
 	if (c == NULL || c->h == INVALID_HANDLE_VALUE)
 		return -EBADF;
-	/* once at connect: the client's token, then straight back to our
+	/* once, at accept (after its first bytes were read: Windows
+	 * impersonates a pipe client only then): the client's token, then
+	 * straight back to our
 	 * own (clients connect with SECURITY_IDENTIFICATION: the daemon can
 	 * tell who they are and never act as them) */
 	if (!ImpersonateNamedPipeClient(c->h))
@@ -708,6 +792,17 @@ peer_io_new(struct peer *p)
 	p->io = io;
 	io->c = p->conn;
 	io->c->peer = p;
+	if (io->c->first_bytes > 0) {
+		/* the bytes read before the peer existed arrive as a read
+		 * completed, on the loop's next turn */
+		struct pipe_conn *c = io->c;
+
+		op_begin(&c->rd);
+		c->rd.failed_now = true;
+		c->rd.bytes = c->first_bytes;
+		c->first_bytes = 0;
+		tw_queue(&c->rd);
+	}
 	return 0;
 }
 

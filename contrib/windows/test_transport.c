@@ -544,6 +544,7 @@ test_hostile(void)
 static void
 test_refuse(void)
 {
+	Hotmap__Ping ping = HOTMAP__PING__INIT;
 	struct hm_frame_header got;
 	ProtobufCMessage *msg;
 	HANDLE h;
@@ -551,7 +552,10 @@ test_refuse(void)
 
 	InterlockedExchange(&refuse_next, 1);
 	h = cl_connect();
-	ok = h != INVALID_HANDLE_VALUE && cl_recv(h, &got, &msg, NULL, 0) &&
+	/* the daemon answers once the client said something (its HELLO):
+	 * on Windows, who it is can be asked only then */
+	ok = h != INVALID_HANDLE_VALUE && cl_send(h, HM_MSG_PING, 1, &ping.base) &&
+	     cl_recv(h, &got, &msg, NULL, 0) &&
 	     got.type == HM_MSG_ERROR && got.id == 0 &&
 	     ((Hotmap__Error *)msg)->error == EUSERS &&
 	     strcmp(((Hotmap__Error *)msg)->message, "refused by the test") == 0;
@@ -559,6 +563,30 @@ test_refuse(void)
 		protobuf_c_message_free_unpacked(msg, NULL);
 	check(ok, "a connection refused at accept reads ERROR (EUSERS) with the reason");
 	check(h != INVALID_HANDLE_VALUE && cl_closed(h), "... then the pipe is closed");
+	if (h != INVALID_HANDLE_VALUE)
+		CloseHandle(h);
+}
+
+/* A client that connects and says nothing is dropped within
+ * TW_FIRST_BYTES_S (5 s) without reaching accept. */
+static void
+test_silent(void)
+{
+	unsigned before, after;
+	ULONGLONG t0 = GetTickCount64();
+	HANDLE h = cl_connect();
+	bool closed;
+
+	EnterCriticalSection(&lock);
+	before = accepted;
+	LeaveCriticalSection(&lock);
+	closed = h != INVALID_HANDLE_VALUE && cl_closed(h);
+	EnterCriticalSection(&lock);
+	after = accepted;
+	LeaveCriticalSection(&lock);
+	check(closed && after == before && GetTickCount64() - t0 < 9000,
+	      "a client that says nothing is dropped unaccepted (after %llu ms)",
+	      (unsigned long long)(GetTickCount64() - t0));
 	if (h != INVALID_HANDLE_VALUE)
 		CloseHandle(h);
 }
@@ -658,6 +686,7 @@ main(void)
 	test_big_reply();
 	test_hostile();
 	test_refuse();
+	test_silent();
 	test_handle_pull();
 
 	event_base_loopexit(base, NULL);
