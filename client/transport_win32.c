@@ -102,6 +102,7 @@ transport_connect(hm_client *c, const char *path)
 {
 	ULONGLONG deadline = GetTickCount64() + PIPE_BUSY_WAIT_MS;
 	wchar_t *wpath;
+	bool busy = false;
 	HANDLE h;
 	int rc = 0;
 
@@ -126,19 +127,24 @@ transport_connect(hm_client *c, const char *path)
 			break;
 		err = GetLastError();
 		now = GetTickCount64();
-		if (err != ERROR_PIPE_BUSY || now >= deadline) {
+		if (err == ERROR_PIPE_BUSY)
+			busy = true;
+		/* After a busy pipe, no instance at all is the moment the
+		 * server replaces the one a client left: try again. */
+		if ((err != ERROR_PIPE_BUSY && !(busy && err == ERROR_FILE_NOT_FOUND)) ||
+		    now >= deadline) {
 			/* no such pipe: nobody listens, as ECONNREFUSED on a
 			 * socket whose file is left; ENOENT keeps the Linux
 			 * meaning of "no daemon there" for connect_default */
-			rc = err == ERROR_PIPE_BUSY ? -EAGAIN : -win32_errno(err);
+			rc = busy ? -EAGAIN : -win32_errno(err);
 			break;
 		}
-		/* every instance busy: wait for one, then race for it */
-		if (!WaitNamedPipeW(wpath, (DWORD)(deadline - now)) &&
-		    GetLastError() != ERROR_SEM_TIMEOUT && GetLastError() != ERROR_PIPE_BUSY) {
-			rc = -win32_errno(GetLastError());
-			break;
-		}
+		/* every instance busy: wait for one, then race for it.  The
+		 * wait fails at once while there is no instance (and, under
+		 * wine, with an odd error while one is being closed): a short
+		 * sleep, and the next try. */
+		if (!WaitNamedPipeW(wpath, (DWORD)(deadline - now)))
+			Sleep(10);
 	}
 	free(wpath);
 	if (rc == 0)

@@ -285,6 +285,58 @@ serve(struct conn *c)
 				alive = send_frame(c->pipe, HM_MSG_READ_DATA, h.id, 0, &last.base, NULL, 0);
 			break;
 		}
+		case HM_MSG_PING: {
+			Hotmap__PingReply r = HOTMAP__PING_REPLY__INIT;
+
+			r.server_version = "client_test";
+			r.uptime_us = 1500000;
+			r.pid = GetCurrentProcessId();
+			alive = send_frame(c->pipe, HM_MSG_PING_REPLY, h.id, 0, &r.base, NULL, 0);
+			break;
+		}
+		case HM_MSG_STATS: {
+			/* what hotmapctl top shows: a version, the pid, clients,
+			 * and a read counter that moves at every look */
+			static volatile LONG looks;
+			Hotmap__StatsReply r = HOTMAP__STATS_REPLY__INIT;
+			Hotmap__StatsReply__Stat st[4], *sp[4];
+			int k;
+
+			for (k = 0; k < 4; k++) {
+				hotmap__stats_reply__stat__init(&st[k]);
+				sp[k] = &st[k];
+			}
+			st[0].key = "version";
+			st[0].text = "client_test";
+			st[1].key = "pid";
+			st[1].value = GetCurrentProcessId();
+			st[2].key = "clients";
+			st[2].value = 1;
+			st[3].key = "requests_read";
+			st[3].value = 100u * (uint64_t)InterlockedIncrement(&looks);
+			r.n_stats = 4;
+			r.stats = sp;
+			alive = send_frame(c->pipe, HM_MSG_STATS_REPLY, h.id, 0, &r.base, NULL, 0);
+			break;
+		}
+		case HM_MSG_FILES: {
+			Hotmap__FilesReply r = HOTMAP__FILES_REPLY__INIT;
+			Hotmap__FilesReply__File fl, *fp = &fl;
+
+			hotmap__files_reply__file__init(&fl);
+			fl.path = "C:\\client_test\\hot.bin";
+			fl.size = FILE_BYTES;
+			fl.backend = 2;
+			fl.hits = 7;
+			fl.bytes = FILE_BYTES;
+			fl.resident_pct = -1;
+			r.n_files = 1;
+			r.files = &fp;
+			r.total = 1;
+			r.next = 1;
+			alive = send_frame(c->pipe, HM_MSG_FILES_REPLY, h.id, 0, &r.base, NULL, 0);
+			break;
+		}
 		case HM_MSG_CLOSE: {
 			Hotmap__CloseReply r = HOTMAP__CLOSE_REPLY__INIT;
 
@@ -335,6 +387,51 @@ server_thread(void *arg)
 		if (next == INVALID_HANDLE_VALUE)
 			return 1;
 	}
+}
+
+/* A pipe of one instance, made again after each client: while one is
+ * connected, the next finds it busy (ERROR_PIPE_BUSY). */
+static wchar_t busy_w[96];
+static char busy_a[96];
+
+static DWORD WINAPI
+busy_server_thread(void *arg)
+{
+	(void)arg;
+	for (;;) {
+		struct conn c = { 0 };
+
+		c.pipe = CreateNamedPipeW(busy_w, PIPE_ACCESS_DUPLEX,
+					  PIPE_TYPE_BYTE | PIPE_READMODE_BYTE | PIPE_WAIT, 1, 65536,
+					  65536, 0, NULL);
+		if (c.pipe == INVALID_HANDLE_VALUE)
+			return 1;
+		if (ConnectNamedPipe(c.pipe, NULL) || GetLastError() == ERROR_PIPE_CONNECTED)
+			serve(&c);
+		FlushFileBuffers(c.pipe);
+		DisconnectNamedPipe(c.pipe);
+		CloseHandle(c.pipe);
+		free(c.file);
+		if (c.region != NULL)
+			UnmapViewOfFile(c.region);
+	}
+}
+
+struct connect_job {
+	const struct hm_options *opts;
+	hm_client *c;
+	ULONGLONG ms;
+};
+
+static DWORD WINAPI
+connect_thread(void *arg)
+{
+	struct connect_job *j = arg;
+	ULONGLONG t0 = GetTickCount64();
+
+	j->c = hm_connect_opts(busy_a, j->opts);
+	j->ms = GetTickCount64() - t0;
+	return 0;
 }
 
 /* --- the tests ------------------------------------------------------------- */
@@ -432,7 +529,7 @@ main(int argc, char **argv)
 
 	if (argc == 4 && strcmp(argv[1], "serve") == 0)
 		return serve_only(argv[2], argv[3]);
-	printf("1..29\n");
+	printf("1..30\n");
 	no_region.shm_size = 0;
 	snprintf(pipe_a, sizeof pipe_a, "\\\\.\\pipe\\hotmap-client-test-%lu", GetCurrentProcessId());
 	MultiByteToWideChar(CP_UTF8, 0, pipe_a, -1, pipe_w, 96);
@@ -585,6 +682,29 @@ main(int argc, char **argv)
 	   "reconnect policy: a read cut by a hang-up runs again on a new connection");
 	InterlockedExchange(&mode, SERVE);
 	hm_disconnect(c);
+
+	/* every instance busy: the connect waits for one (WaitNamedPipeW) */
+	snprintf(busy_a, sizeof busy_a, "%s-busy", pipe_a);
+	MultiByteToWideChar(CP_UTF8, 0, busy_a, -1, busy_w, 96);
+	if (CreateThread(NULL, 0, busy_server_thread, NULL, 0, NULL) != NULL) {
+		struct connect_job cj = { .opts = &no_region };
+		HANDLE t;
+
+		Sleep(200);
+		c = hm_connect_opts(busy_a, &no_region);
+		t = CreateThread(NULL, 0, connect_thread, &cj, 0, NULL);
+		Sleep(1000);
+		hm_disconnect(c);	/* the instance is made again for the next */
+		ok(c != NULL && t != NULL && WaitForSingleObject(t, 10000) == WAIT_OBJECT_0 &&
+		   cj.c != NULL && cj.ms >= 800,
+		   "every instance busy: hm_connect waits for the next (ERROR_PIPE_BUSY)");
+		if (cj.c == NULL || cj.ms < 800)
+			printf("# second connect: %s after %llu ms, errno %d\n",
+			       cj.c != NULL ? "connected" : "failed", (unsigned long long)cj.ms, errno);
+		hm_disconnect(cj.c);
+	} else {
+		ok(false, "every instance busy: the busy pipe's server did not start");
+	}
 
 	/* nobody at the name */
 	c = hm_connect("\\\\.\\pipe\\hotmap-client-test-nobody");
