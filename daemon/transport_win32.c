@@ -301,7 +301,13 @@ conn_write_done(struct pipe_conn *c, const struct tw_op *op)
 
 	if (p == NULL)
 		return;
-	if (op->error != 0) {
+	if (op->error == ERROR_BROKEN_PIPE || op->error == ERROR_PIPE_NOT_CONNECTED ||
+	    op->error == ERROR_NO_DATA) {
+		/* the client hung up before it read every reply (a CLOSE it
+		 * does not wait for, say): a goodbye, as a hang-up seen by a
+		 * read is, unless it left a frame half sent */
+		peer_input_eof(p);
+	} else if (op->error != 0) {
 		peer_fail(p, "write: Windows error %lu", (unsigned long)op->error);
 	} else {
 		evbuffer_drain(p->out, op->bytes);
