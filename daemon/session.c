@@ -217,7 +217,7 @@ session_open_fd(struct session *s, uint32_t id, const Hotmap__Open *m, const cha
 	if (s->srv->cfg.roots.n == 0)
 		return session_error(s, id, EACCES,
 				     "%s: open by path is disabled (hotmapd has no --root)", name);
-	rc = resolve_open(&s->srv->cfg.roots, name, s->srv->cfg.cross_mounts);
+	rc = resolve_open_handle(&s->srv->cfg.roots, name, s->srv->cfg.cross_mounts, f);
 	if (rc < 0)
 		return session_error(s, id, -rc, "%s: %s", name,
 				     rc == -EACCES && !s->srv->cfg.cross_mounts ?
@@ -225,9 +225,6 @@ session_open_fd(struct session *s, uint32_t id, const Hotmap__Open *m, const cha
 				     "beneath it (cross-mounts is no)" :
 				     rc == -EACCES ? "not beneath a root of hotmapd" :
 				     rc == -EINVAL ? "not an absolute path" : strerror(-rc));
-	/* resolve_open gives a descriptor (an int) on every platform it
-	 * opens on; on Windows it refuses for now (resolve_win32.c) */
-	*f = (hm_fd)(intptr_t)rc;
 	return 1;
 }
 

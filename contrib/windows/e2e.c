@@ -15,6 +15,7 @@
  *   - hostile clients: a frame claiming 2 GiB, a half frame then gone,
  *     garbage: each is dropped, and a client connected all along is
  *     still served;
+ *   - open by path beneath the daemon's --root, and refused outside it;
  *   - hm_stop: the daemon exits.
  * Exit status 0 when every check passed.
  *
@@ -212,7 +213,7 @@ main(void)
 	DWORD code;
 	int i, good;
 
-	printf("1..19\n");
+	printf("1..21\n");
 	snprintf(pipe_name, sizeof pipe_name, "\\\\.\\pipe\\hotmap-e2e-%lu", GetCurrentProcessId());
 	if (GetTempPathA(sizeof dir, dir) == 0 ||
 	    snprintf(path, sizeof path, "%shotmap-e2e-%lu.bin", dir, GetCurrentProcessId()) >= (int)sizeof path) {
@@ -237,7 +238,9 @@ main(void)
 		return 1;
 	}
 	slash[1] = '\0';
-	snprintf(cmd, sizeof cmd, "\"%shotmapd.exe\" --foreground --socket %s", exe, pipe_name);
+	/* the temporary directory is its root, without the trailing '\\' */
+	snprintf(cmd, sizeof cmd, "\"%shotmapd.exe\" --foreground --socket %s --root \"%.*s\"", exe,
+		 pipe_name, (int)strlen(dir) - 1, dir);
 	if (!CreateProcessA(NULL, cmd, NULL, NULL, FALSE, 0, NULL, NULL, &si, &pi)) {
 		printf("Bail out! cannot start %s (error %lu)\n", cmd, GetLastError());
 		return 1;
@@ -335,10 +338,28 @@ main(void)
 		hm_close(f);
 	hm_disconnect(steady);
 
+	/* --- by path beneath the root -------------------------------------------- */
+	f = hm_open(c, path, HM_O_PATH);
+	ok(f != NULL && read_matches(f, 4321, 100000), "open by path beneath --root: the file's bytes%s%s",
+	   f == NULL ? ": " : "", f == NULL ? hm_last_error() : "");
+	if (f != NULL)
+		hm_close(f);
+	{
+		char outside[MAX_PATH];
+
+		GetModuleFileNameA(NULL, outside, sizeof outside);	/* this program */
+		errno = 0;
+		f = hm_open(c, outside, HM_O_PATH);
+		ok(f == NULL && errno == EACCES, "open by path outside the root: EACCES (%s)",
+		   hm_last_error());
+		if (f != NULL)
+			hm_close(f);
+	}
+
 	/* --- stop --------------------------------------------------------------- */
 stop:
-	ok(hm_stop(c, NULL) == 0, "hm_stop asks the daemon to stop%s%s", hm_last_error()[0] ? ": " : "",
-	   hm_last_error());
+	i = hm_stop(c, NULL);
+	ok(i == 0, "hm_stop asks the daemon to stop%s%s", i < 0 ? ": " : "", i < 0 ? hm_last_error() : "");
 	hm_disconnect(c);
 	if (WaitForSingleObject(pi.hProcess, 20000) != WAIT_OBJECT_0)
 		TerminateProcess(pi.hProcess, 1);
@@ -349,5 +370,5 @@ stop:
 	CloseHandle(pi.hThread);
 	DeleteFileA(path);
 	free(want);
-	return failed == 0 && checks == 19 ? 0 : 1;
+	return failed == 0 && checks == 21 ? 0 : 1;
 }
