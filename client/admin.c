@@ -304,3 +304,38 @@ hm_stop(hm_client *c, struct hm_stopped *out)
 	protobuf_c_message_free_unpacked(reply, NULL);
 	return 0;
 }
+
+HM_EXPORT int
+hm_reload(hm_client *c, void (*cb)(enum hm_reload_line kind, const char *line, void *arg),
+	  void *arg, char *path, size_t pathlen)
+{
+	Hotmap__Reload req = HOTMAP__RELOAD__INIT;
+	ProtobufCMessage *reply;
+	Hotmap__ReloadReply *r;
+	size_t i;
+	int rc, ok;
+
+	set_last_error(NULL);
+	if (c == NULL || (path == NULL && pathlen > 0))
+		return fail(EINVAL);
+	rc = client_request(c, HM_MSG_RELOAD, &req.base, HM_MSG_RELOAD_REPLY, &reply);
+	if (rc < 0)
+		return fail(-rc);
+	r = (Hotmap__ReloadReply *)reply;
+	for (i = 0; cb != NULL && i < r->n_errors; i++)
+		cb(HM_RELOAD_ERROR, r->errors[i], arg);
+	for (i = 0; cb != NULL && i < r->n_changed; i++)
+		cb(HM_RELOAD_CHANGED, r->changed[i], arg);
+	for (i = 0; cb != NULL && i < r->n_kept; i++)
+		cb(HM_RELOAD_KEPT, r->kept[i], arg);
+	if (path != NULL && pathlen > 0)
+		snprintf(path, pathlen, "%s", r->path != NULL ? r->path : "");
+	ok = r->ok;
+	protobuf_c_message_free_unpacked(reply, NULL);
+	if (!ok) {
+		set_last_error("the configuration has errors: the one in use is kept");
+		errno = EINVAL;
+		return -1;
+	}
+	return 0;
+}

@@ -102,7 +102,7 @@ double ctl_now_us(void);
 extern const struct ctl_option ctl_ping_options[], ctl_stats_options[], ctl_read_options[],
 	ctl_files_options[], ctl_evict_options[], ctl_config_options[], ctl_warm_options[],
 	ctl_top_options[], ctl_clients_options[], ctl_stat_options[],
-	ctl_stop_options[];
+	ctl_stop_options[], ctl_reload_options[];
 enum { STATS_JSON, STATS_PROMETHEUS, STATS_RESET };
 enum { READ_BACKEND, READ_BY_PATH };
 enum { FILES_SORT, FILES_JSON };
@@ -126,6 +126,7 @@ int ctl_evict_check(const struct ctl_cmdline *cl);
 int ctl_config(hm_client *c, const struct ctl_cmdline *cl);
 int ctl_warm(hm_client *c, const struct ctl_cmdline *cl);
 int ctl_stop(hm_client *c, const struct ctl_cmdline *cl);
+int ctl_reload(hm_client *c, const struct ctl_cmdline *cl);
 /* ctl_stat.c */
 int ctl_stat(hm_client *c, const struct ctl_cmdline *cl);
 

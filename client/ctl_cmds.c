@@ -40,6 +40,7 @@ const char *const ctl_sort_keys[] = { "bytes", "hits", "size", "resident", "idle
 	  "let the daemon open the file, beneath one of its --root directories" }
 
 const struct ctl_option ctl_ping_options[] = { { NULL } };
+const struct ctl_option ctl_reload_options[] = { { NULL } };
 
 const struct ctl_option ctl_stats_options[] = {
 	[STATS_JSON] = { "json", 'j', CTL_FLAG, NULL, NULL, NULL, "as one JSON object" },
@@ -590,5 +591,35 @@ ctl_stop(hm_client *c, const struct ctl_cmdline *cl)
 		nanosleep(&pause, NULL);
 	}
 	printf("hotmapd pid %" PRIu32 " stopped\n", st.pid);
+	return 0;
+}
+
+static void
+reload_line(enum hm_reload_line kind, const char *line, void *arg)
+{
+	(void)arg;
+	if (kind == HM_RELOAD_ERROR)
+		fprintf(stderr, "hotmapctl: reload: %s\n", line);
+	else if (kind == HM_RELOAD_KEPT)
+		printf("kept: %s\n", line);
+	else
+		printf("%s\n", line);
+}
+
+int
+ctl_reload(hm_client *c, const struct ctl_cmdline *cl)
+{
+	char path[4096];
+
+	(void)cl;
+	if (hm_reload(c, reload_line, NULL, path, sizeof path) < 0) {
+		if (errno == EINVAL)
+			fprintf(stderr, "hotmapctl: reload failed: the daemon keeps the "
+				"configuration in use\n");
+		else
+			ctl_report("reload", errno);
+		return 1;
+	}
+	printf("configuration in use from %s\n", path[0] != '\0' ? path : "no file, built-in defaults");
 	return 0;
 }

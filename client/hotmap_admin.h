@@ -122,6 +122,23 @@ struct hm_stopped {
  * not once it is gone.  Needs an administrator. */
 int hm_stop(hm_client *c, struct hm_stopped *out);
 
+/* What hm_reload's cb is given, a line at a time. */
+enum hm_reload_line {
+	HM_RELOAD_ERROR,	/* "FILE:LINE: ...": the reload failed */
+	HM_RELOAD_CHANGED,	/* "key = new (was old)": in force now */
+	HM_RELOAD_KEPT,		/* "key changed from ...: needs a restart; keeping ..." */
+};
+
+/* Asks the daemon to read its configuration again, as SIGHUP does (the
+ * way to reload on Windows).  cb (unless NULL) gets every line of what
+ * happened, during the call; the file read goes to path ("" for built-in
+ * defaults; truncated to pathlen; path may be NULL).  0 when the new
+ * configuration is in force; -1 with errno EINVAL when it had errors and
+ * the one in use is kept (the errors went to cb).  Needs an
+ * administrator. */
+int hm_reload(hm_client *c, void (*cb)(enum hm_reload_line kind, const char *line, void *arg),
+	      void *arg, char *path, size_t pathlen);
+
 #ifdef __cplusplus
 }
 #endif

@@ -81,6 +81,11 @@ static const struct ctl_command commands[] = {
 	  "print the configuration in force, and where each value came from", NULL },
 	{ "warm", ctl_warm, NULL, false, ctl_warm_options, paths_args,
 	  "bring files into the daemon's memory before they are read", NULL },
+	{ "reload", ctl_reload, NULL, true, ctl_reload_options, NULL,
+	  "make the daemon read its configuration again, as SIGHUP does",
+	  "Prints each value that changed and each kept until a restart; with errors,\n"
+	  "prints them and exits 1, and the daemon keeps the configuration in use.\n"
+	  "The way to reload on Windows, which has no SIGHUP." },
 	{ "stop", ctl_stop, NULL, true, ctl_stop_options, NULL,
 	  "shut the daemon down, as SIGTERM does, and wait until it is gone",
 	  "Gone: its socket refuses connections (the daemon closed every connection\n"

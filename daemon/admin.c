@@ -413,3 +413,31 @@ admin_stop(struct session *s, uint32_t id, ProtobufCMessage *msg)
 	server_stop(session_server(s), why);
 	return 0;
 }
+
+int
+admin_reload(struct session *s, uint32_t id, ProtobufCMessage *msg)
+{
+	Hotmap__ReloadReply r = HOTMAP__RELOAD_REPLY__INIT;
+	struct server *srv = session_server(s);
+	struct reload_report rep = { 0 };
+	int rc;
+
+	(void)msg;
+	log_notice("RELOAD from %s", peer_name(session_peer(s)));
+	r.ok = server_reload(srv, &rep) == 0;
+	if (rep.nomem) {
+		reload_report_clear(&rep);
+		return session_error(s, id, ENOMEM, "reload %s, but its report is out of memory",
+				     r.ok ? "done" : "failed");
+	}
+	r.errors = rep.errors;
+	r.n_errors = rep.nerrors;
+	r.changed = rep.changed;
+	r.n_changed = rep.nchanged;
+	r.kept = rep.kept;
+	r.n_kept = rep.nkept;
+	r.path = (char *)(srv->cfg.path != NULL ? srv->cfg.path : "");
+	rc = peer_send(session_peer(s), HM_MSG_RELOAD_REPLY, id, &r.base);
+	reload_report_clear(&rep);
+	return rc;
+}

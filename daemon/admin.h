@@ -30,5 +30,7 @@ int admin_clients(struct session *s, uint32_t id, ProtobufCMessage *msg);
 int admin_config(struct session *s, uint32_t id, ProtobufCMessage *msg);
 /* Replies with the daemon's pid, then shuts down as on SIGTERM. */
 int admin_stop(struct session *s, uint32_t id, ProtobufCMessage *msg);
+/* RELOAD: server_reload, as SIGHUP does, and what it did in the reply. */
+int admin_reload(struct session *s, uint32_t id, ProtobufCMessage *msg);
 
 #endif

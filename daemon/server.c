@@ -109,9 +109,50 @@ server_sweep_cb(evutil_socket_t fd, short what, void *arg)
 	file_cache_sweep(srv->cache, file_cache_clock_ms());
 }
 
-int
-server_reload(struct server *srv)
+/* Appends a copy of line to the list *v of *n (rep->nomem when it cannot). */
+static void
+report_add(struct reload_report *rep, char ***v, size_t *n, const char *line)
 {
+	char **nv, *copy;
+
+	if (rep == NULL)
+		return;
+	nv = realloc(*v, (*n + 1) * sizeof *nv);
+	copy = strdup(line);
+	if (nv == NULL || copy == NULL) {
+		if (nv != NULL)
+			*v = nv;
+		free(copy);
+		rep->nomem = true;
+		return;
+	}
+	*v = nv;
+	nv[(*n)++] = copy;
+}
+
+static void
+report_free(char **v, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
+void
+reload_report_clear(struct reload_report *rep)
+{
+	report_free(rep->errors, rep->nerrors);
+	report_free(rep->changed, rep->nchanged);
+	report_free(rep->kept, rep->nkept);
+	memset(rep, 0, sizeof *rep);
+}
+
+int
+server_reload(struct server *srv, struct reload_report *rep)
+{
+	char line[sizeof "%s changed from '' to '': needs a restart; keeping ''" + 64 + 3 * 1024];
 	struct hm_config next, *cur = &srv->cfg;
 	struct hm_config_errors errs = { 0 };
 	char msg[128], was[1024], now[1024];
@@ -126,8 +167,14 @@ server_reload(struct server *srv)
 	log_reopen(cur->log_file);	/* logrotate's SIGHUP, whatever the file says */
 	rc = conf_load(&next, srv->cfg_args, &errs);
 	if (rc < 0) {
-		for (i = 0; i < errs.n; i++)
+		for (i = 0; i < errs.n; i++) {
 			log_err("reload: %s", errs.v[i]);
+			if (rep != NULL)
+				report_add(rep, &rep->errors, &rep->nerrors, errs.v[i]);
+		}
+		if (rep != NULL && errs.n == 0)
+			report_add(rep, &rep->errors, &rep->nerrors,
+				   rc == -ENOMEM ? "out of memory" : "the configuration has errors");
 		log_err("reload failed (%s): keeping the configuration in use",
 			rc == -ENOMEM ? "out of memory" : "errors above");
 		conf_errors_clear(&errs);
@@ -147,12 +194,19 @@ server_reload(struct server *srv)
 		if (strcmp(was, now) == 0)
 			continue;
 		if (conf_key_needs_restart((enum hm_config_key)k)) {
-			log_warn("reload: %s changed from '%s' to '%s': needs a restart; keeping '%s'",
+			snprintf(line, sizeof line,
+				 "%s changed from '%s' to '%s': needs a restart; keeping '%s'",
 				 conf_key_name((enum hm_config_key)k), was, now, was);
+			log_warn("reload: %s", line);
+			report_add(rep, rep != NULL ? &rep->kept : NULL, rep != NULL ? &rep->nkept : NULL,
+				   line);
 			keep_restart_value(&next, cur, (enum hm_config_key)k);
 		} else {
-			log_notice("reload: %s = %s (was %s)", conf_key_name((enum hm_config_key)k),
-				   now, was);
+			snprintf(line, sizeof line, "%s = %s (was %s)",
+				 conf_key_name((enum hm_config_key)k), now, was);
+			log_notice("reload: %s", line);
+			report_add(rep, rep != NULL ? &rep->changed : NULL,
+				   rep != NULL ? &rep->nchanged : NULL, line);
 		}
 	}
 	/* Nothing holds on to the old values past this event: sessions read

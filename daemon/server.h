@@ -110,9 +110,18 @@ void server_stop(struct server *srv, const char *why);
  * that need a restart (socket, socket-mode, socket-group, workers,
  * foreground, pid-file, user, group), which are logged and kept; the log
  * level applies at once and the log file is opened again (logrotate).
- * Tells systemd RELOADING=1 before and READY=1 after.
+ * Tells systemd RELOADING=1 before and READY=1 after.  With rep (RELOAD
+ * from hotmapctl; NULL from SIGHUP), the errors, the changed values and
+ * the values kept for a restart also go there, each a line of its own
+ * (reload_report_clear frees them).
  */
-int server_reload(struct server *srv);
+struct reload_report {
+	char **errors, **changed, **kept;
+	size_t nerrors, nchanged, nkept;
+	bool nomem;		/* a line could not be kept */
+};
+int server_reload(struct server *srv, struct reload_report *rep);
+void reload_report_clear(struct reload_report *rep);
 /* Closes every session, removes a socket it bound, frees all.  Takes a
  * server that failed half-way through init. */
 void server_fini(struct server *srv);

@@ -26,7 +26,7 @@ server_signal_cb(evutil_socket_t sig, short what, void *arg)
 
 	(void)what;
 	if (sig == SIGHUP)
-		server_reload(srv);
+		server_reload(srv, NULL);
 	else
 		server_stop(srv, sig == SIGTERM ? "SIGTERM" : "SIGINT");
 }

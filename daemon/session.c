@@ -73,6 +73,7 @@ static const struct session_command session_commands[] = {
 	{ HM_MSG_CONFIG, admin_config, true },
 	{ HM_MSG_CLIENTS, admin_clients, true },
 	{ HM_MSG_STOP, admin_stop, true },
+	{ HM_MSG_RELOAD, admin_reload, true },
 };
 
 /* The requests timed in the latency histograms. */

@@ -33,6 +33,7 @@ static const char *const request_keys[HM_MSG__MAX + 1] = {
 	[HM_MSG_CONFIG] = "requests_config",
 	[HM_MSG_CLIENTS] = "requests_clients",
 	[HM_MSG_STOP] = "requests_stop",
+	[HM_MSG_RELOAD] = "requests_reload",
 };
 
 /* count, the sum in nanoseconds, then p50, p90, p99 and p999 in

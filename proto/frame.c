@@ -44,6 +44,8 @@ static const struct {
 	[HM_MSG_CLIENTS_REPLY] = { "CLIENTS_REPLY", &hotmap__clients_reply__descriptor },
 	[HM_MSG_STOP] = { "STOP", &hotmap__stop__descriptor },
 	[HM_MSG_STOP_REPLY] = { "STOP_REPLY", &hotmap__stop_reply__descriptor },
+	[HM_MSG_RELOAD] = { "RELOAD", &hotmap__reload__descriptor },
+	[HM_MSG_RELOAD_REPLY] = { "RELOAD_REPLY", &hotmap__reload_reply__descriptor },
 };
 
 const ProtobufCMessageDescriptor *

@@ -82,7 +82,9 @@ enum hm_msg_type {
 	HM_MSG_CLIENTS_REPLY = 27,
 	HM_MSG_STOP = 28,
 	HM_MSG_STOP_REPLY = 29,
-	HM_MSG__MAX = 29
+	HM_MSG_RELOAD = 30,
+	HM_MSG_RELOAD_REPLY = 31,
+	HM_MSG__MAX = 31
 };
 
 struct hm_frame_header {

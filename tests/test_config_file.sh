@@ -3,7 +3,8 @@
 # runs it: --check-config on good and bad files, the socket and roots from
 # the file, socket-mode and socket-group applied, and SIGHUP reloading a
 # changed file (a new root opens) or refusing a broken one (the old
-# configuration goes on serving).
+# configuration goes on serving); hotmapctl reload doing the same and
+# printing what changed or what was wrong.
 #
 # Prints TAP.  make check sets HOTMAPD and HOTMAPCTL; run by hand from the
 # build directory, the paths below it are used.  Everything lives in one
@@ -15,7 +16,7 @@ export LC_ALL
 
 HOTMAPD=${HOTMAPD:-daemon/hotmapd}
 HOTMAPCTL=${HOTMAPCTL:-client/hotmapctl}
-PLAN=18
+PLAN=21
 
 . "${TESTS_SRCDIR:-$(dirname "$0")}/tap.sh"
 
@@ -214,6 +215,48 @@ else
 fi
 read_ok "the old configuration goes on serving" "$dir/new-root/b" "under the new root"
 read_refused "and nothing of the broken file applies" "$dir/old-root/a"
+
+# --- hotmapctl reload ---------------------------------------------------------------
+cat >"$conf" <<EOF
+socket = $sock
+socket-mode = 0600
+root = $dir/new-root
+foreground = yes
+log-level = info
+max-inflight = 8
+EOF
+out=$(ctl reload 2>&1)
+rc=$?
+if [ $rc -eq 0 ] && printf '%s\n' "$out" | grep -qx "max-inflight = 8 (was 16)" &&
+   printf '%s\n' "$out" | grep -q "^kept: socket-mode changed from '0640' to '0600': needs a restart" &&
+   printf '%s\n' "$out" | grep -qx "configuration in use from $conf"; then
+	ok "hotmapctl reload reloads the file and prints what changed and what is kept"
+else
+	not_ok "hotmapctl reload reloads the file and prints what changed and what is kept" \
+		"exit $rc:" "$out"
+fi
+cat >"$conf" <<EOF
+socket = $sock
+root = $dir/old-root
+workers = many
+this line is not a key
+EOF
+out=$(ctl reload 2>&1)
+rc=$?
+if [ $rc -eq 1 ] && printf '%s\n' "$out" | grep -qF "reload: $conf:3: workers: not a number: 'many'" &&
+   printf '%s\n' "$out" | grep -qF "reload: $conf:4: syntax error" &&
+   printf '%s\n' "$out" | grep -q "reload failed: the daemon keeps the configuration in use"; then
+	ok "hotmapctl reload of a broken file prints every error and exits 1"
+else
+	not_ok "hotmapctl reload of a broken file prints every error and exits 1" "exit $rc:" "$out"
+fi
+if ctl config 2>/dev/null | grep -q "^max-inflight  *= 8 " &&
+   [ "$(ctl read --by-path "$dir/new-root/b" 2>&1)" = "under the new root" ]; then
+	ok "after it, the configuration the good reload put in force serves on"
+else
+	not_ok "after it, the configuration the good reload put in force serves on" \
+		"$(ctl config 2>&1 | grep max-inflight)"
+fi
 
 # --- stop ---------------------------------------------------------------------------
 kill -TERM "$pid"

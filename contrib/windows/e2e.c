@@ -16,6 +16,7 @@
  *     garbage: each is dropped, and a client connected all along is
  *     still served;
  *   - open by path beneath the daemon's --root, and refused outside it;
+ *   - hm_reload, the way to reload without SIGHUP;
  *   - hm_stop: the daemon exits.
  * Exit status 0 when every check passed.
  *
@@ -213,7 +214,7 @@ main(void)
 	DWORD code;
 	int i, good;
 
-	printf("1..21\n");
+	printf("1..22\n");
 	snprintf(pipe_name, sizeof pipe_name, "\\\\.\\pipe\\hotmap-e2e-%lu", GetCurrentProcessId());
 	if (GetTempPathA(sizeof dir, dir) == 0 ||
 	    snprintf(path, sizeof path, "%shotmap-e2e-%lu.bin", dir, GetCurrentProcessId()) >= (int)sizeof path) {
@@ -356,6 +357,15 @@ main(void)
 			hm_close(f);
 	}
 
+	/* --- reload ------------------------------------------------------------- */
+	{
+		char used[MAX_PATH] = "x";
+
+		i = hm_reload(c, NULL, NULL, used, sizeof used);
+		ok(i == 0 && used[0] == '\0', "hm_reload: reloaded, from no file (built-in defaults)%s%s",
+		   i < 0 ? ": " : "", i < 0 ? hm_last_error() : "");
+	}
+
 	/* --- stop --------------------------------------------------------------- */
 stop:
 	i = hm_stop(c, NULL);
@@ -370,5 +380,5 @@ stop:
 	CloseHandle(pi.hThread);
 	DeleteFileA(path);
 	free(want);
-	return failed == 0 && checks == 21 ? 0 : 1;
+	return failed == 0 && checks == 22 ? 0 : 1;
 }

@@ -180,7 +180,7 @@ reload(const char *path)
 	check(back >= 0);
 	check(chdir(root) == 0);
 	args.path = path;
-	check(server_reload(&srv) == 0);
+	check(server_reload(&srv, NULL) == 0);
 	log_set_level(log_level);	/* the file's log level is not the fuzzer's */
 	check(fchdir(back) == 0);
 	close(back);
