@@ -228,7 +228,6 @@ int direct_view(hm_file *f, uint64_t offset, size_t len, const void **data, size
 int direct_map_check(const struct direct_map *m);
 void direct_map_ref(struct direct_map *m);
 void direct_map_unref(struct direct_map *m);
-void direct_view_release(struct direct_map *m, size_t offset, size_t len);
 
 /* fork.c */
 extern hm_client *clients;

@@ -359,22 +359,6 @@ direct_map_unref(struct direct_map *m)
 	map_unref(m);
 }
 
-/*
- * A view of [offset, offset + len) is given back.  A view is taken to be
- * read, so its pages are in this process's page tables by now: from here
- * on reads of them copy out of the mapping, where pread would have cost
- * a system call each (direct_read).  A page the caller did not read after
- * all costs one fault at the next read, no more than touching it would.
- */
-void
-direct_view_release(struct direct_map *m, size_t offset, size_t len)
-{
-	if (len > 0 && !__atomic_load_n(&m->map->lost, __ATOMIC_ACQUIRE))
-		page_state_mark(&m->map->pages, offset >> PAGE_SHIFT_4K,
-				(offset + len - 1) >> PAGE_SHIFT_4K);
-	map_unref(m);
-}
-
 void
 direct_map_ref(struct direct_map *m)
 {

@@ -84,11 +84,3 @@ direct_map_unref(struct direct_map *m)
 {
 	(void)m;
 }
-
-void
-direct_view_release(struct direct_map *m, size_t offset, size_t len)
-{
-	(void)m;
-	(void)offset;
-	(void)len;
-}

@@ -232,8 +232,6 @@ hm_view_range(hm_file *f, uint64_t offset, size_t len, struct hm_view *v)
 		if (direct_view(f, offset, len, &v->data, &v->len, &m) == 0) {
 			p.kind = VIEW_DIRECT;
 			p.obj = m;
-			p.off = (size_t)offset;
-			p.len = v->len;
 			memcpy(v->priv_, &p, sizeof p);
 			return 0;
 		}
@@ -277,7 +275,7 @@ hm_view_release(struct hm_view *v)
 		free(p.obj);
 		break;
 	case VIEW_DIRECT:
-		direct_view_release(p.obj, p.off, p.len);
+		direct_map_unref(p.obj);
 		break;
 	case VIEW_EMPTY:
 		break;
@@ -433,8 +431,6 @@ hm_view_batch(hm_client *c, struct hm_view_io *io, size_t n)
 			   direct_view(x->file, x->offset, x->len, &x->view.data, &x->view.len,
 				       &dm) == 0) {
 			p.obj = dm;
-			p.off = (size_t)x->offset;
-			p.len = x->view.len;
 			memcpy(x->view.priv_, &p, sizeof p);
 			x->error = 0;
 		}
