@@ -149,11 +149,18 @@ void closer_stop(unsigned timeout_ms)
 		pthread_detach(closer.thread);
 }
 
-void closer_close(hm_fd fd)
+void closer_close_socket(hm_fd fd)
 {
 	if (closer_fd_none(fd))
 		return;
 	closer_fd_prepare(fd);
+	closer_close(fd);
+}
+
+void closer_close(hm_fd fd)
+{
+	if (closer_fd_none(fd))
+		return;
 	pthread_mutex_lock(&closer.lock);
 	if (closer.running && !closer.stopping && closer.count < CLOSER_MAX_QUEUED) {
 		/*
@@ -179,7 +186,8 @@ void closer_close(hm_fd fd)
 	/*
 	 * The fallback: not started, stopped, or the queue is full (the
 	 * thread is stuck in a close that does not return).  A socket's close
-	 * is cheap by now; a file's flush may still wait here.
+	 * is cheap by now (closer_close_socket); a file's flush may still
+	 * wait here.
 	 */
 	closer_fd_close(fd);
 }

@@ -41,6 +41,11 @@ void closer_stop(unsigned timeout_ms);
 /* Closes fd (negative, or HM_FD_INVALID: nothing) without blocking the
  * caller, see above.  On Windows fd is a HANDLE (CloseHandle). */
 void closer_close(hm_fd fd);
+/* closer_close of a descriptor that may be a socket (one a client passed,
+ * before or instead of checking it): made cheap first (SO_LINGER {0, 0}),
+ * so that neither the thread nor the fallback waits for a graceful end.
+ * Files and memfds go to closer_close: the setsockopt would only fail. */
+void closer_close_socket(hm_fd fd);
 
 /* Closes done inline because the queue was full: a fuzz target's check
  * that the queue bound holds (tests/fuzz/fuzz_session.c). */

@@ -157,7 +157,7 @@ peer_take_cmsgs(struct peer *p, struct msghdr *msg)
 
 			memcpy(&fd, &fds[i], sizeof fd);
 			if (io->fd_count == PEER_MAX_FDS) {
-				closer_close(fd);
+				closer_close_socket(fd);	/* unchecked */
 				overflow = true;
 				continue;
 			}
@@ -165,7 +165,7 @@ peer_take_cmsgs(struct peer *p, struct msghdr *msg)
 				/* Never served (a socket is no file), and its
 				 * close may linger: refused as it arrives, its
 				 * place in the queue says so (-ENODEV). */
-				closer_close(fd);
+				closer_close_socket(fd);
 				fd = -ENODEV;
 			}
 			io->fds[(io->fd_head + io->fd_count) % PEER_MAX_FDS] = fd;
