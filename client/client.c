@@ -670,6 +670,7 @@ hm_warm(hm_file *f, uint64_t offset, uint64_t len)
 			(void)direct_promote(f);
 		pthread_mutex_unlock(f->c->lock);
 	}
+	direct_warm(f, offset, len);
 	return warmed > SSIZE_MAX ? SSIZE_MAX : (ssize_t)warmed;
 }
 

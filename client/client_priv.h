@@ -223,6 +223,7 @@ int direct_promote(hm_file *f);
 void direct_drop(hm_file *f);
 void direct_heat(hm_file *f, ssize_t n);
 ssize_t direct_read(hm_file *f, void *buf, size_t len, uint64_t offset);
+void direct_warm(hm_file *f, uint64_t offset, uint64_t len);
 int direct_view(hm_file *f, uint64_t offset, size_t len, const void **data, size_t *got,
 		struct direct_map **held);
 int direct_map_check(const struct direct_map *m);

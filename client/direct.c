@@ -87,6 +87,9 @@ struct direct_map {
  * rate of pread on the test VM, copying out of touched pages; at 64 KiB,
  * 1.00x: hmbench sample.) */
 #define DIRECT_PREAD_MIN	(64u * 1024u)
+/* ... unless their pages are touched already (a populated block): up to
+ * this size a memcpy out of touched pages beats the kernel's copy. */
+#define DIRECT_COPY_MAX		(256u * 1024u)
 static pthread_mutex_t maps_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct mapping *idle;	/* most recently idle first */
 static unsigned nidle;
@@ -537,6 +540,76 @@ pread_all(int fd, void *buf, size_t n, uint64_t offset)
 }
 
 /*
+ * Populating: a block of PAGE_STATE_CHUNK pages (2 MiB) of a mapping gets
+ * its page tables built in one madvise(MADV_POPULATE_READ) once its reads
+ * with pread have cost about what that will: the rent-or-buy rule, so a
+ * process pays at most twice the better choice.  A block costs about
+ * POPULATE_BLOCK_NS to populate when the file is in the page cache (the
+ * first POPULATE_SAMPLE blocks measure it here), and a read out of
+ * populated pages saves about TOUCH_SAVES_NS against pread.  This is what
+ * lets a process reading random small ranges of a hot file, more than
+ * once a page but seldom the same page twice, read at memcpy's speed
+ * without paying a fault per page: one populate maps 512 pages for about
+ * the price of a few faults.
+ */
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22	/* Linux 5.14 */
+#endif
+#define POPULATE_SAMPLE		8u
+#define POPULATE_BLOCK_NS	80000u
+#define BLOCK_BYTES		((size_t)PAGE_STATE_CHUNK << PAGE_SHIFT_4K)
+static uint64_t populate_ns, populate_blocks;	/* atomic */
+static unsigned populate_reads = POPULATE_BLOCK_NS / TOUCH_SAVES_NS;	/* atomic */
+static int populate_off;	/* atomic: the kernel cannot (EINVAL) */
+
+static unsigned
+populate_after(void)
+{
+	return __atomic_load_n(&populate_reads, __ATOMIC_RELAXED);
+}
+
+static void
+populate_account(uint64_t ns)
+{
+	uint64_t b, t, k;
+
+	if (__atomic_load_n(&populate_blocks, __ATOMIC_RELAXED) >= POPULATE_SAMPLE)
+		return;
+	b = __atomic_add_fetch(&populate_blocks, 1, __ATOMIC_RELAXED);
+	t = __atomic_add_fetch(&populate_ns, ns, __ATOMIC_RELAXED);
+	if (b < POPULATE_SAMPLE)
+		return;
+	k = (t / b + TOUCH_SAVES_NS - 1) / TOUCH_SAVES_NS;
+	__atomic_store_n(&populate_reads,
+			 (unsigned)(k < 4 ? 4 : k > PAGE_STATE_HEAT_MAX ? PAGE_STATE_HEAT_MAX : k),
+			 __ATOMIC_RELAXED);
+}
+
+/* Builds the page tables of block blk of m and marks its pages touched,
+ * unless the grant was revoked meanwhile.  A file cut short meanwhile
+ * makes madvise fail (EFAULT), never a SIGBUS. */
+static void
+populate_block(struct direct_map *m, size_t blk)
+{
+	size_t from = blk * BLOCK_BYTES, len;
+	uint64_t t0;
+
+	if (from >= m->maplen || __atomic_load_n(&populate_off, __ATOMIC_RELAXED))
+		return;
+	len = m->maplen - from < BLOCK_BYTES ? m->maplen - from : BLOCK_BYTES;
+	t0 = now_ns_mono();
+	if (madvise(m->base + from, len, MADV_POPULATE_READ) < 0) {
+		if (errno == EINVAL)
+			__atomic_store_n(&populate_off, 1, __ATOMIC_RELAXED);
+		return;
+	}
+	populate_account(now_ns_mono() - t0);
+	if (hm_direct_gen(m->slot) != m->gen)
+		return;
+	page_state_mark(&m->map->pages, from >> PAGE_SHIFT_4K, (from + len - 1) >> PAGE_SHIFT_4K);
+}
+
+/*
  * A read in the client: no round trip, one copy.  Which copy depends on
  * what the pages cost here.  A page read through the mapping for the first
  * time costs a page fault (and on a virtual machine with shadow page
@@ -544,8 +617,9 @@ pread_all(int fd, void *buf, size_t n, uint64_t offset)
  * a 4 KiB pread); once touched, it costs a memcpy.  So a page read for the
  * first time is read with pread on the client's own descriptor, a page
  * read again is touched through the mapping, and from then on read out of
- * it.  Long reads are the kernel's copy whatever the pages: it needs no
- * page tables, and a copy is the ceiling either way.
+ * it; a block read often enough is populated whole (above).  Reads of
+ * DIRECT_COPY_MAX and more are the kernel's copy whatever the pages: a
+ * copy is the ceiling either way, and the kernel's needs no page tables.
  */
 ssize_t
 direct_read(hm_file *f, void *buf, size_t len, uint64_t offset)
@@ -567,15 +641,21 @@ direct_read(hm_file *f, void *buf, size_t len, uint64_t offset)
 		goto done;
 	first = (size_t)(offset >> PAGE_SHIFT_4K);
 	last = (size_t)((offset + n - 1) >> PAGE_SHIFT_4K);
-	touching = !page_state_touched(&map->pages, first, last);
-	if (fd >= 0 && (n >= DIRECT_PREAD_MIN ||
-			(touching && page_state_hits_min(&map->pages, first, last) < touch_after()))) {
+	touching = n >= DIRECT_COPY_MAX || !page_state_touched(&map->pages, first, last);
+	if (fd >= 0 && touching &&
+	    (n >= DIRECT_PREAD_MIN || page_state_hits_min(&map->pages, first, last) < touch_after())) {
+		size_t b;
+
 		/* exact whatever happens to the file: it is pread */
 		got = pread_all(fd, buf, n, offset);
 		if (got < 0)
 			return DIRECT_MISS;	/* the daemon says why */
 		if (n < DIRECT_PREAD_MIN)
 			page_state_hit(&map->pages, first, last);
+		if (n < DIRECT_COPY_MAX)
+			for (b = first / PAGE_STATE_CHUNK; b <= last / PAGE_STATE_CHUNK; b++)
+				if (page_state_block_heat(&map->pages, b, populate_after()))
+					populate_block(m, b);
 		n = (size_t)got;
 		goto done;
 	}
@@ -587,11 +667,30 @@ direct_read(hm_file *f, void *buf, size_t len, uint64_t offset)
 	__atomic_thread_fence(__ATOMIC_ACQUIRE);
 	if (__atomic_load_n(&m->slot->gen, __ATOMIC_RELAXED) != m->gen)
 		return DIRECT_MISS;	/* revoked during the copy: it may be torn */
-	page_state_mark(&map->pages, first, last);
+	if (touching)
+		page_state_mark(&map->pages, first, last);
 done:
 	__atomic_fetch_add(&m->slot->reads, 1, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&m->slot->bytes, n, __ATOMIC_RELAXED);
 	return (ssize_t)n;
+}
+
+/* hm_warm on a direct file: the blocks of [offset, offset + len) populated
+ * now, the caller's wish standing for their heat. */
+void
+direct_warm(hm_file *f, uint64_t offset, uint64_t len)
+{
+	struct direct_map *m = live_map(f);
+	size_t b, last;
+
+	if (m == NULL || offset >= m->maplen || len == 0)
+		return;
+	if (len > m->maplen - offset)
+		len = m->maplen - offset;
+	last = (size_t)((offset + len - 1) / BLOCK_BYTES);
+	for (b = (size_t)(offset / BLOCK_BYTES); b <= last; b++)
+		if (page_state_block_heat(&m->map->pages, b, 1))
+			populate_block(m, b);
 }
 
 int

@@ -53,6 +53,14 @@ direct_read(hm_file *f, void *buf, size_t len, uint64_t offset)
 	return DIRECT_MISS;
 }
 
+void
+direct_warm(hm_file *f, uint64_t offset, uint64_t len)
+{
+	(void)f;
+	(void)offset;
+	(void)len;
+}
+
 int
 direct_view(hm_file *f, uint64_t offset, size_t len, const void **data, size_t *got,
 	    struct direct_map **held)

@@ -29,6 +29,11 @@ page_state_init(struct page_state *s, size_t npages)
 	s->chunks = calloc(s->nchunks, sizeof *s->chunks);
 	if (s->chunks == NULL)
 		return -ENOMEM;
+	s->heat = calloc(s->nchunks, sizeof *s->heat);
+	if (s->heat == NULL) {
+		free(s->chunks);
+		return -ENOMEM;
+	}
 	pthread_mutex_init(&s->lock, NULL);
 	s->arenas = NULL;
 	s->arena_used = ARENA_BYTES;	/* none yet */
@@ -46,6 +51,8 @@ page_state_free(struct page_state *s)
 	}
 	free(s->chunks);
 	s->chunks = NULL;
+	free(s->heat);
+	s->heat = NULL;
 	pthread_mutex_destroy(&s->lock);
 }
 
@@ -156,5 +163,25 @@ page_state_mark(struct page_state *s, size_t first, size_t last)
 
 		if (b != NULL && !(__atomic_load_n(b, __ATOMIC_RELAXED) & TOUCHED))
 			__atomic_fetch_or(b, (uint8_t)TOUCHED, __ATOMIC_RELAXED);
+	}
+}
+
+bool
+page_state_block_heat(struct page_state *s, size_t b, unsigned after)
+{
+	uint16_t v = __atomic_load_n(&s->heat[b], __ATOMIC_RELAXED);
+
+	for (;;) {
+		uint16_t nv;
+
+		if (v & PAGE_STATE_TRIED)
+			return false;
+		if ((unsigned)(v & PAGE_STATE_HEAT_MAX) + 1 >= after)
+			nv = PAGE_STATE_TRIED;	/* this caller populates it */
+		else
+			nv = (uint16_t)(v + 1);
+		if (__atomic_compare_exchange_n(&s->heat[b], &v, nv, true, __ATOMIC_RELAXED,
+						__ATOMIC_RELAXED))
+			return nv == PAGE_STATE_TRIED;
 	}
 }

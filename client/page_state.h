@@ -1,8 +1,9 @@
 /*
  * page_state.h - what the direct tier knows of each 4 KiB page of a
  * mapping: how often it was read with pread, and whether it has been
- * touched through the mapping (direct.c decides with it which copy a
- * read takes).
+ * touched through the mapping, and per 2 MiB block its reads with pread
+ * (direct.c decides with them which copy a read takes, and when a block
+ * is worth populating).
  *
  * Kept in blocks of PAGE_STATE_CHUNK pages made on the first write into
  * them and packed several to a page of memory: a short-lived process
@@ -29,7 +30,13 @@ struct page_state {
 	pthread_mutex_t lock;	/* making blocks */
 	struct page_arena *arenas;
 	size_t arena_used;	/* bytes of arenas' first one handed out */
+	/* Per block: its reads with pread (PAGE_STATE_HEAT_MAX at most),
+	 * and PAGE_STATE_TRIED once it was populated or tried. */
+	uint16_t *heat;
 };
+
+#define PAGE_STATE_HEAT_MAX	0x7fffu
+#define PAGE_STATE_TRIED	0x8000u
 
 int page_state_init(struct page_state *s, size_t npages);
 void page_state_free(struct page_state *s);
@@ -41,5 +48,8 @@ unsigned page_state_hits_min(const struct page_state *s, size_t first, size_t la
 void page_state_hit(struct page_state *s, size_t first, size_t last);
 /* Pages [first, last] are touched. */
 void page_state_mark(struct page_state *s, size_t first, size_t last);
+/* One more pread read of block b (pages b * PAGE_STATE_CHUNK on): true
+ * once, when its reads reach `after` (the caller then populates it). */
+bool page_state_block_heat(struct page_state *s, size_t b, unsigned after);
 
 #endif

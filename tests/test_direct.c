@@ -518,6 +518,96 @@ test_mapping_reused(void **state)
 	hm_disconnect(c);
 }
 
+/* Resident pages (kB) of the mapping that holds addr, from smaps. */
+static long
+mapping_rss_kb(const void *addr)
+{
+	FILE *fp = fopen("/proc/self/smaps", "r");
+	char line[512];
+	bool in = false;
+	long kb = -1;
+
+	assert_non_null(fp);
+	while (fgets(line, sizeof line, fp) != NULL) {
+		unsigned long lo, hi;
+
+		if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && strchr(line, ':') != NULL &&
+		    strchr(line, '-') < strchr(line, ' ')) {
+			in = (uintptr_t)addr >= lo && (uintptr_t)addr < hi;
+			continue;
+		}
+		if (in && sscanf(line, "Rss: %ld kB", &kb) == 1)
+			break;
+	}
+	fclose(fp);
+	return kb;
+}
+
+/* Small reads spread over a block of the file (2 MiB) make it hot: once
+ * they have cost what building its page tables costs, the block is
+ * populated in one go, and reads come out of it.  hm_warm populates at
+ * once.  Every read returns pread's bytes, before and after, and after
+ * the file is cut short. */
+static void
+test_block_populated(void **state)
+{
+	const struct harness *h = *state;
+	hm_client *c = connect_direct(h, 0);
+	char path[PATH_MAX];
+	const void *base;
+	long rss0, rss1, rss2;
+	hm_file *f;
+	int fd, wfd, pass;
+	uint64_t p;
+
+	make_file(h, "root/blocks", 6 * MiB + 5, 77, path);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	f = open_ok(c, path, HM_O_DIRECT);
+	{
+		struct hm_view v;
+
+		assert_int_equal(hm_view_range(f, 0, 10, &v), 0);
+		base = v.data;
+		hm_view_release(&v);
+	}
+	rss0 = mapping_rss_kb(base);
+	/* each page of block 0 read once, a pass at a time: no page is read
+	 * twice in a pass, so only the block's heat can map them */
+	for (pass = 0; pass < 64; pass++) {
+		for (p = 0; p < 512; p += 8)
+			assert_int_equal(harness_check_read(f, fd, (p + (uint64_t)pass % 8) * 4096 + 17, 3000),
+					 3000);
+		if (mapping_rss_kb(base) >= 2048)
+			break;
+	}
+	rss1 = mapping_rss_kb(base);
+	print_message("block 0 populated after %d reads; mapping resident: %ld kB before, %ld after\n",
+		      (pass + 1) * 64, rss0, rss1);
+	assert_true(rss0 < 1024);
+	assert_true(rss1 >= 2048 && rss1 < 4096);
+	/* hm_warm: blocks 1 and 2 at once (the range touches both) */
+	assert_true(hm_warm(f, 2 * MiB + 100, 2 * MiB) > 0);
+	rss2 = mapping_rss_kb(base);
+	assert_true(rss2 >= 6144 - 4 && rss2 < 6144 + 1024);
+	/* out of populated pages, byte for byte, and across the block edge */
+	for (p = 0; p < 6 * MiB; p += 4096 * 33)
+		assert_int_equal(harness_check_read(f, fd, p + 1000, 4096), 4096);
+	assert_int_equal(harness_check_read(f, fd, 2 * MiB - 100, 200), 200);
+	assert_int_equal(harness_check_read(f, fd, 4 * MiB - 2000, 100 * KiB), 100 * KiB);
+	assert_int_equal(harness_check_read(f, fd, 6 * MiB - 10, 4096), 15);
+	/* the file cut short: reads end at the new end, no SIGBUS */
+	wfd = open(path, O_WRONLY | O_CLOEXEC);
+	assert_true(wfd >= 0);
+	assert_int_equal(ftruncate(wfd, 3 * MiB), 0);
+	close(wfd);
+	assert_int_equal(harness_check_read(f, fd, 3 * MiB - 100, 4096), 100);
+	assert_int_equal(harness_check_read(f, fd, 5 * MiB, 4096), 0);
+	assert_int_equal(harness_check_read(f, fd, MiB, 4096), 4096);
+	assert_int_equal(hm_close(f), 0);
+	close(fd);
+	hm_disconnect(c);
+}
+
 static void
 test_batch_promotes(void **state)
 {
@@ -1343,6 +1433,7 @@ main(void)
 		T(test_view_in_place, opts_default),
 		T(test_view_batch, opts_default),
 		T(test_mapping_reused, opts_default),
+		T(test_block_populated, opts_default),
 		T(test_batch_promotes, opts_default),
 		T(test_many_files_few_descriptors, opts_default),
 		T(test_refused, opts_default),
