@@ -180,13 +180,31 @@ peer_input_eof(struct peer *p)
 
 /* Writes what the connection takes now, then lets paused work go on and
  * dispatches what waited for output room. */
+/* A read or write on the connection failed with err.  A client that
+ * closed its end (EPIPE, ECONNRESET) between frames said goodbye, even
+ * with replies unread: hm_close does not wait for its reply, so a
+ * short-lived process that closes a file and exits leaves one behind.
+ * Only a frame cut in the middle is the client's fault. */
+void
+peer_io_failed(struct peer *p, const char *op, int err)
+{
+	size_t left = evbuffer_get_length(p->in);
+
+	if ((err == EPIPE || err == ECONNRESET) && (left == 0 || peer_frame_complete(p))) {
+		p->clean = true;
+		peer_fail(p, "client closed the connection (%s: %s)", op, strerror(err));
+		return;
+	}
+	peer_fail(p, "%s: %s", op, strerror(err));
+}
+
 void
 peer_write(struct peer *p)
 {
 	int n = peer_io_write(p);
 
 	if (n < 0) {
-		peer_fail(p, "write: %s", strerror(-n));
+		peer_io_failed(p, "write", -n);
 		return;
 	}
 	if (p->closing)

@@ -219,7 +219,7 @@ peer_read_cb(evutil_socket_t fd, short what, void *arg)
 	n = recvmsg(fd, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
 	if (n < 0) {
 		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
-			peer_fail(p, "read: %s", strerror(errno));
+			peer_io_failed(p, "read", errno);
 		goto out;
 	}
 	peer_take_cmsgs(p, &msg);
