@@ -56,6 +56,7 @@ struct mapping {
 	uint8_t *base;
 	size_t len;
 	uint64_t dev, ino;
+	pid_t pid;		/* the process whose page tables these are */
 	/* Per page: the reads of it with pread, and whether it is touched
 	 * through the mapping (its page table entry built).  See
 	 * direct_read. */
@@ -300,12 +301,15 @@ mapping_get(const hm_file *f, int fd, size_t len)
 			break;
 	if (m != NULL) {
 		idle_unlink(m);
-		if (m->len >= len) {
+		/* a forked child has the parent's mapping but not its page
+		 * tables (fork copies none for shared file mappings): its
+		 * marks would lie */
+		if (m->len >= len && m->pid == fork_pid()) {
 			m->refs = 1;
 			pthread_mutex_unlock(&maps_lock);
 			return m;	/* its page tables are built already */
 		}
-		stale = m;	/* the file grew past it */
+		stale = m;	/* the file grew past it, or another process's */
 	}
 	pthread_mutex_unlock(&maps_lock);
 	if (stale != NULL)
@@ -328,6 +332,7 @@ mapping_get(const hm_file *f, int fd, size_t len)
 		return NULL;
 	}
 	m->len = len;
+	m->pid = fork_pid();
 	m->dev = f->st.dev;
 	m->ino = f->st.ino;
 	m->refs = 1;

@@ -157,6 +157,12 @@ void closer_close_socket(hm_fd fd)
 	closer_close(fd);
 }
 
+void closer_close_now(hm_fd fd)
+{
+	if (!closer_fd_none(fd))
+		closer_fd_close(fd);
+}
+
 void closer_close(hm_fd fd)
 {
 	if (closer_fd_none(fd))

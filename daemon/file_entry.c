@@ -1,7 +1,8 @@
 /*
  * file_entry.c - the file cache's entries: made, found by (st_dev, st_ino)
- * in the hash, moved on and off the idle lists (watched with inotify
- * while idle), retired when their file changes, and freed.
+ * in the hash, moved on and off the idle lists (watched with inotify from
+ * their first idle moment until they leave the hash), retired when their
+ * file changes, and freed.
  *
  * An entry is in one of three states:
  *   cached   - in the hash table, found by the next open of its file;
@@ -121,6 +122,16 @@ void file_cache_insert(struct file_cache *cache, struct file_entry *e)
 		cache->nkept++;
 }
 
+/* e leaves the hash: nothing needs to know whether its file is unlinked
+ * any more, and a new entry for the same file (whose watch inotify would
+ * share) must not lose its watch when e goes. */
+static void entry_unwatch(struct file_cache *cache, struct file_entry *e)
+{
+	if (e->wd >= 0)
+		fplat_watch_rm(cache->watch_fd, e->wd);
+	e->wd = -1;
+}
+
 void file_cache_unhash(struct file_cache *cache, struct file_entry *e)
 {
 	struct file_entry **p;
@@ -137,6 +148,7 @@ void file_cache_unhash(struct file_cache *cache, struct file_entry *e)
 	e->hash_next = NULL;
 	e->hashed = false;
 	cache->nhashed--;
+	entry_unwatch(cache, e);
 	if (!e->unkept)
 		cache->nkept--;
 }
@@ -165,10 +177,18 @@ struct file_entry *file_cache_idle_tail(struct lru_node *list)
 	return lru_empty(list) ? NULL : file_cache_entry_of_lru(list->prev);
 }
 
-/* e has just lost its last handle: the most recently used idle entry. */
+/*
+ * e has just lost its last handle: the most recently used idle entry.  Its
+ * watch is made the first time and kept while e is in the hash: a file
+ * opened and closed by one short-lived process after another would
+ * otherwise cost an inotify_add_watch at each close and an
+ * inotify_rm_watch (and the IN_IGNORED event it queues) at each open.
+ * Events for an entry with handles are ignored (notice_one looks at the
+ * idle lists only); its close checks the links itself.
+ */
 static void entry_watch(struct file_cache *cache, struct file_entry *e)
 {
-	if (cache->watch_fd >= 0)
+	if (e->wd < 0 && cache->watch_fd >= 0 && e->hashed)
 		e->wd = fplat_watch_add(cache->watch_fd, e->file.fd);
 	if (e->wd < 0) {
 		e->unwatched = true;
@@ -176,15 +196,13 @@ static void entry_watch(struct file_cache *cache, struct file_entry *e)
 	}
 }
 
-static void entry_unwatch(struct file_cache *cache, struct file_entry *e)
+static void entry_unwatch_idle(struct file_cache *cache, struct file_entry *e)
 {
-	if (e->wd >= 0)
-		fplat_watch_rm(cache->watch_fd, e->wd);
-	e->wd = -1;
 	if (e->unwatched)
 		cache->unwatched_idle--;
 	e->unwatched = false;
 }
+
 
 /* Whether nothing names e's file any more (deleted, or replaced by
  * rename): -1 when fstat fails. */
@@ -228,7 +246,7 @@ void file_cache_idle_remove(struct file_cache *cache, struct file_entry *e)
 	e->lru.next = NULL;
 	if (e->file.map != NULL)
 		cache->idle_mapped_bytes -= e->file.map_len;
-	entry_unwatch(cache, e);
+	entry_unwatch_idle(cache, e);
 }
 
 /* The least recently used idle entry, mapped or not; NULL when none. */

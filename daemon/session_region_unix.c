@@ -77,7 +77,10 @@ session_region_map(struct session *s, uint64_t size, uint64_t handle, char *err,
 			s->shm_map_size = (size_t)size;
 		}
 	}
-	closer_close(fd);
+	if (rc == 0)
+		closer_close_now(fd);	/* a memfd: its close never waits */
+	else
+		closer_close(fd);
 	return rc;
 }
 

@@ -239,6 +239,7 @@ test_deleted_files_freed(void **state)
 	make_file(h, "del-b", 32, b);
 	make_file(h, "del-c", 33, c_);
 	use_file(cl, a, false);
+	use_file(cl, a, false);	/* idle, read again, idle again: still watched */
 	use_file(cl, b, false);
 	fc = use_file(cl, c_, true);
 	assert_int_equal(harness_stat(admin, "files"), 3);
