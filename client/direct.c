@@ -295,21 +295,22 @@ mapping_get(const hm_file *f, int fd, size_t len)
 	struct mapping *m, *stale = NULL;
 	size_t i;
 
+	/* A forked child has its parent's idle mappings but not their page
+	 * tables (fork copies none for shared file mappings), so their marks
+	 * would lie: it leaves them be (destroying one would fault in the
+	 * parent's pages of page state only to free them) and maps anew. */
 	pthread_mutex_lock(&maps_lock);
 	for (m = idle; m != NULL; m = m->next)
-		if (m->dev == f->st.dev && m->ino == f->st.ino)
+		if (m->dev == f->st.dev && m->ino == f->st.ino && m->pid == fork_pid())
 			break;
 	if (m != NULL) {
 		idle_unlink(m);
-		/* a forked child has the parent's mapping but not its page
-		 * tables (fork copies none for shared file mappings): its
-		 * marks would lie */
-		if (m->len >= len && m->pid == fork_pid()) {
+		if (m->len >= len) {
 			m->refs = 1;
 			pthread_mutex_unlock(&maps_lock);
 			return m;	/* its page tables are built already */
 		}
-		stale = m;	/* the file grew past it, or another process's */
+		stale = m;	/* the file grew past it */
 	}
 	pthread_mutex_unlock(&maps_lock);
 	if (stale != NULL)

@@ -100,10 +100,17 @@ os_program_name(void)
 	return program_invocation_short_name;
 }
 
+/* Asked once per process (sysconf reads a file in /sys each time). */
 long
 os_cpu_count(void)
 {
-	long n = sysconf(_SC_NPROCESSORS_ONLN);
+	static long known;	/* atomic: 0 not asked */
+	long n = __atomic_load_n(&known, __ATOMIC_RELAXED);
 
-	return n > 0 ? n : 1;
+	if (n == 0) {
+		n = sysconf(_SC_NPROCESSORS_ONLN);
+		n = n > 0 ? n : 1;
+		__atomic_store_n(&known, n, __ATOMIC_RELAXED);
+	}
+	return n;
 }

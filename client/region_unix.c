@@ -24,7 +24,7 @@
  * and hotmapd refuses such a region.
  */
 static bool
-region_thp_available(void)
+region_thp_read(void)
 {
 	char buf[128];
 	ssize_t n;
@@ -39,6 +39,20 @@ region_thp_available(void)
 	buf[n] = '\0';
 	return strstr(buf, "[always]") != NULL || strstr(buf, "[within_size]") != NULL ||
 	       strstr(buf, "[advise]") != NULL || strstr(buf, "[force]") != NULL;
+}
+
+/* Asked once per process: three system calls less per connection. */
+static bool
+region_thp_available(void)
+{
+	static int known;	/* atomic: 0 not asked, 1 no, 2 yes */
+	int v = __atomic_load_n(&known, __ATOMIC_RELAXED);
+
+	if (v == 0) {
+		v = region_thp_read() ? 2 : 1;
+		__atomic_store_n(&known, v, __ATOMIC_RELAXED);
+	}
+	return v == 2;
 }
 
 int
