@@ -63,6 +63,7 @@ struct mapping {
 	struct page_state pages;
 	unsigned refs;		/* grants using it; under maps_lock */
 	int lost;		/* atomic: pages were gone and zero-filled */
+	uint64_t populate_ns;	/* atomic: a block's cost, estimated (direct_read) */
 	struct mapping *prev, *next;	/* on `idle` while refs == 0 */
 };
 
@@ -91,6 +92,9 @@ struct direct_map {
 /* ... unless their pages are touched already (a populated block): up to
  * this size a memcpy out of touched pages beats the kernel's copy. */
 #define DIRECT_COPY_MAX		(256u * 1024u)
+/* What populating a block costs, until a block of the mapping says (see
+ * populate_block). */
+#define POPULATE_BLOCK_NS	80000u
 static pthread_mutex_t maps_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct mapping *idle;	/* most recently idle first */
 static unsigned nidle;
@@ -357,6 +361,7 @@ mapping_get(const hm_file *f, int fd, size_t len)
 		return NULL;
 	}
 	m->len = len;
+	m->populate_ns = POPULATE_BLOCK_NS;
 	m->pid = fork_pid();
 	m->dev = f->st.dev;
 	m->ino = f->st.ino;
@@ -574,10 +579,11 @@ pread_all(int fd, void *buf, size_t n, uint64_t offset)
  * its page tables built in one madvise(MADV_POPULATE_READ), and each page
  * read once through them, once its reads with pread have cost about what
  * that will: the rent-or-buy rule, so a process pays at most twice the
- * better choice.  The cost is measured on the first POPULATE_SAMPLE
- * blocks (POPULATE_BLOCK_NS until then), and a read out of touched pages
- * saves about TOUCH_SAVES_NS against pread.  On bare metal one populate
- * maps 512 pages for the price of a few faults, which is what lets a
+ * better choice.  The cost is estimated per mapping from the blocks
+ * populated so far (POPULATE_BLOCK_NS before the first), and a read out
+ * of touched pages saves about TOUCH_SAVES_NS against pread.  On bare
+ * metal one populate maps 512 pages for the price of a few faults, which
+ * is what lets a
  * process reading random small ranges of a hot file, seldom the same
  * page twice, read at memcpy's speed.  On a virtual machine with shadow
  * page tables (the test VM) the first access to each page traps to the
@@ -588,34 +594,30 @@ pread_all(int fd, void *buf, size_t n, uint64_t offset)
 #ifndef MADV_POPULATE_READ
 #define MADV_POPULATE_READ 22	/* Linux 5.14 */
 #endif
-#define POPULATE_SAMPLE		8u
-#define POPULATE_BLOCK_NS	80000u	/* a guess, until measured */
 #define BLOCK_BYTES		((size_t)PAGE_STATE_CHUNK << PAGE_SHIFT_4K)
-static uint64_t populate_ns, populate_blocks;	/* atomic */
-static unsigned populate_reads = POPULATE_BLOCK_NS / TOUCH_SAVES_NS;	/* atomic */
 static int populate_off;	/* atomic: the kernel cannot (EINVAL) */
 
+/* The reads with pread after which a block of map is populated: its
+ * estimated cost in reads saved. */
 static unsigned
-populate_after(void)
+populate_after(const struct mapping *map)
 {
-	return __atomic_load_n(&populate_reads, __ATOMIC_RELAXED);
+	uint64_t k = (__atomic_load_n(&map->populate_ns, __ATOMIC_RELAXED) + TOUCH_SAVES_NS - 1) /
+		     TOUCH_SAVES_NS;
+
+	return (unsigned)(k < 4 ? 4 : k > PAGE_STATE_HEAT_MAX ? PAGE_STATE_HEAT_MAX : k);
 }
 
+/* A block of map took ns to populate: the estimate moves halfway there.
+ * Per mapping, and moving: what a block costs depends on the file (its
+ * folios' size), on whether its pages were touched already (a view read
+ * them), and on the virtual machine's shadow entries, which age. */
 static void
-populate_account(uint64_t ns)
+populate_account(struct mapping *map, uint64_t ns)
 {
-	uint64_t b, t, k;
+	uint64_t est = __atomic_load_n(&map->populate_ns, __ATOMIC_RELAXED);
 
-	if (__atomic_load_n(&populate_blocks, __ATOMIC_RELAXED) >= POPULATE_SAMPLE)
-		return;
-	b = __atomic_add_fetch(&populate_blocks, 1, __ATOMIC_RELAXED);
-	t = __atomic_add_fetch(&populate_ns, ns, __ATOMIC_RELAXED);
-	if (b < POPULATE_SAMPLE)
-		return;
-	k = (t / b + TOUCH_SAVES_NS - 1) / TOUCH_SAVES_NS;
-	__atomic_store_n(&populate_reads,
-			 (unsigned)(k < 4 ? 4 : k > PAGE_STATE_HEAT_MAX ? PAGE_STATE_HEAT_MAX : k),
-			 __ATOMIC_RELAXED);
+	__atomic_store_n(&map->populate_ns, (est + ns) / 2, __ATOMIC_RELAXED);
 }
 
 /* Builds the page tables of block blk of m and marks its pages touched,
@@ -638,7 +640,7 @@ populate_block(struct direct_map *m, size_t blk)
 	}
 	if (guarded_touch(m->base + from, len) < 0)
 		return;
-	populate_account(now_ns_mono() - t0);
+	populate_account(m->map, now_ns_mono() - t0);
 	if (hm_direct_gen(m->slot) != m->gen)
 		return;
 	page_state_mark(&m->map->pages, from >> PAGE_SHIFT_4K, (from + len - 1) >> PAGE_SHIFT_4K);
@@ -689,7 +691,7 @@ direct_read(hm_file *f, void *buf, size_t len, uint64_t offset)
 			page_state_hit(&map->pages, first, last);
 		if (n < DIRECT_COPY_MAX)
 			for (b = first / PAGE_STATE_CHUNK; b <= last / PAGE_STATE_CHUNK; b++)
-				if (page_state_block_heat(&map->pages, b, populate_after()))
+				if (page_state_block_heat(&map->pages, b, populate_after(map)))
 					populate_block(m, b);
 		n = (size_t)got;
 		goto done;
