@@ -8,7 +8,7 @@
  *
  * What it must not do: free an entry that has a handle, or close a
  * client's descriptor on the caller's thread (safe_close), but where its
- * close cannot wait (closer_close_now).
+ * close cannot wait (fplat_close_now).
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"

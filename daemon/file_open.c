@@ -23,7 +23,6 @@
 #include <sys/stat.h>
 
 #include "backend.h"
-#include "closer.h"
 #include "file_cache_priv.h"
 #include "storage.h"
 
@@ -206,7 +205,7 @@ static int open_take_entry(struct file_cache *cache, struct open_req *o)
 		 * has served its purpose (proving read access).  A cached
 		 * entry's file is on a local data file system (o->shared):
 		 * its close does not wait for a server. */
-		closer_close_now(o->fd);
+		fplat_close_now(o->fd);
 		/* Off the idle list before anything below drops entries for
 		 * the budget: it is about to get a handle. */
 		file_cache_idle_remove(cache, o->e);

@@ -101,6 +101,9 @@ int fplat_reopen_fd(hm_fd fd);
  * the closer thread (closer.h), never straight to close(2).
  */
 void fplat_close(hm_fd fd);
+/* Closes fd now, on the caller's thread: for a descriptor whose close
+ * cannot wait (a file on a local data file system). */
+void fplat_close_now(hm_fd fd);
 
 /* The file's name now, for listings (readlink of /proc/self/fd/N:
  * "PATH (deleted)" after a delete; Windows: GetFinalPathNameByHandleW in

@@ -200,6 +200,11 @@ void fplat_close(hm_fd fd)
 	closer_close(fd);
 }
 
+void fplat_close_now(hm_fd fd)
+{
+	closer_close_now(fd);
+}
+
 /*
  * A passed descriptor shares its open file description with the client,
  * which may change its flags at any time under every reader of the entry

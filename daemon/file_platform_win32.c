@@ -215,6 +215,11 @@ void fplat_close(hm_fd fd)
 		(void)CloseHandle(fd);
 }
 
+void fplat_close_now(hm_fd fd)
+{
+	fplat_close(fd);
+}
+
 hm_fd fplat_reopen_private(hm_fd fd, const struct file_stat *st)
 {
 	struct file_id id;
