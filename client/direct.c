@@ -64,6 +64,10 @@ struct mapping {
 	unsigned refs;		/* grants using it; under maps_lock */
 	int lost;		/* atomic: pages were gone and zero-filled */
 	uint64_t populate_ns;	/* atomic: a block's cost, estimated (direct_read) */
+	/* atomic: moving averages of a small read's cost, ns, each way (0:
+	 * not measured yet), and the reads so far, which pick the timed ones */
+	uint32_t copy_ns, pread_ns;
+	unsigned tick;
 	struct mapping *prev, *next;	/* on `idle` while refs == 0 */
 };
 
@@ -647,6 +651,41 @@ populate_block(struct direct_map *m, size_t blk)
 }
 
 /*
+ * What each copy costs, measured: one small read (under DIRECT_PREAD_MIN)
+ * in COST_SAMPLE_EVERY is timed, and each way keeps a moving average of
+ * its own.  Copies out of touched pages are chosen only while they cost
+ * less than pread: on a virtual machine that ages its shadow page tables
+ * (the test VM runs DAMON, which clears accessed bits) a page touched a
+ * while ago traps again, and a copy out of it can cost 3-6 us against
+ * 2.5 us for pread.  While copies lose, one touched read in
+ * COST_PROBE_EVERY still copies, so that the average can learn that they
+ * pay again; and no block is populated.
+ */
+#define COST_SAMPLE_EVERY	8u
+#define COST_PROBE_EVERY	64u
+
+static void
+cost_account(uint32_t *avg, uint64_t ns)
+{
+	uint32_t old = __atomic_load_n(avg, __ATOMIC_RELAXED);
+	uint64_t v = ns > UINT32_MAX / 2 ? UINT32_MAX / 2 : ns;
+
+	__atomic_store_n(avg, old == 0 ? (uint32_t)(v > 0 ? v : 1) : (uint32_t)((3u * old + v) / 4),
+			 __ATOMIC_RELAXED);
+}
+
+/* Whether copies out of touched pages of map are cheaper than pread (or
+ * not known yet). */
+static bool
+copies_pay(const struct mapping *map)
+{
+	uint32_t c = __atomic_load_n(&map->copy_ns, __ATOMIC_RELAXED);
+	uint32_t p = __atomic_load_n(&map->pread_ns, __ATOMIC_RELAXED);
+
+	return c == 0 || p == 0 || c <= p;
+}
+
+/*
  * A read in the client: no round trip, one copy.  Which copy depends on
  * what the pages cost here.  A page read through the mapping for the first
  * time costs a page fault (and on a virtual machine with shadow page
@@ -654,7 +693,8 @@ populate_block(struct direct_map *m, size_t blk)
  * a 4 KiB pread); once touched, it costs a memcpy.  So a page read for the
  * first time is read with pread on the client's own descriptor, a page
  * read again is touched through the mapping, and from then on read out of
- * it; a block read often enough is populated whole (above).  Reads of
+ * it, as long as that is measured to be cheaper (above); a block read
+ * often enough is populated whole (populate_block).  Reads of
  * DIRECT_COPY_MAX and more are the kernel's copy whatever the pages: a
  * copy is the ceiling either way, and the kernel's needs no page tables.
  */
@@ -665,8 +705,9 @@ direct_read(hm_file *f, void *buf, size_t len, uint64_t offset)
 	struct mapping *map;
 	size_t n, first, last;
 	int fd = f->fd >= 0 ? f->fd : f->own_fd;
-	bool touching;
-	uint64_t t0;
+	bool touched, pays, use_pread, timed;
+	unsigned tick;
+	uint64_t t0 = 0;
 	ssize_t got;
 
 	if (m == NULL)
@@ -678,33 +719,47 @@ direct_read(hm_file *f, void *buf, size_t len, uint64_t offset)
 		goto done;
 	first = (size_t)(offset >> PAGE_SHIFT_4K);
 	last = (size_t)((offset + n - 1) >> PAGE_SHIFT_4K);
-	touching = n >= DIRECT_COPY_MAX || !page_state_touched(&map->pages, first, last);
-	if (fd >= 0 && touching &&
-	    (n >= DIRECT_PREAD_MIN || page_state_hits_min(&map->pages, first, last) < touch_after())) {
+	tick = __atomic_fetch_add(&map->tick, 1, __ATOMIC_RELAXED);
+	touched = n < DIRECT_COPY_MAX && page_state_touched(&map->pages, first, last);
+	pays = copies_pay(map);
+	if (fd < 0)
+		use_pread = false;	/* no descriptor: the mapping only */
+	else if (touched)
+		use_pread = !pays && tick % COST_PROBE_EVERY != 0;
+	else
+		use_pread = n >= DIRECT_PREAD_MIN || !pays ||
+			    page_state_hits_min(&map->pages, first, last) < touch_after();
+	timed = n < DIRECT_PREAD_MIN && (touched || use_pread) && tick % COST_SAMPLE_EVERY == 0;
+	if (timed || (!touched && !use_pread))
+		t0 = now_ns_mono();
+	if (use_pread) {
 		size_t b;
 
 		/* exact whatever happens to the file: it is pread */
 		got = pread_all(fd, buf, n, offset);
 		if (got < 0)
 			return DIRECT_MISS;	/* the daemon says why */
-		if (n < DIRECT_PREAD_MIN)
+		if (timed)
+			cost_account(&map->pread_ns, now_ns_mono() - t0);
+		if (n < DIRECT_PREAD_MIN && !touched)
 			page_state_hit(&map->pages, first, last);
-		if (n < DIRECT_COPY_MAX)
+		if (n < DIRECT_COPY_MAX && pays)
 			for (b = first / PAGE_STATE_CHUNK; b <= last / PAGE_STATE_CHUNK; b++)
 				if (page_state_block_heat(&map->pages, b, populate_after(map)))
 					populate_block(m, b);
 		n = (size_t)got;
 		goto done;
 	}
-	t0 = touching ? now_ns_mono() : 0;
 	if (guarded_copy(buf, m->base + offset, n) < 0)
 		return DIRECT_MISS;
-	if (touching)
+	if (!touched)
 		touch_account(now_ns_mono() - t0, last - first + 1);
+	else if (timed)
+		cost_account(&map->copy_ns, now_ns_mono() - t0);
 	__atomic_thread_fence(__ATOMIC_ACQUIRE);
 	if (__atomic_load_n(&m->slot->gen, __ATOMIC_RELAXED) != m->gen)
 		return DIRECT_MISS;	/* revoked during the copy: it may be torn */
-	if (touching)
+	if (!touched)
 		page_state_mark(&map->pages, first, last);
 done:
 	__atomic_fetch_add(&m->slot->reads, 1, __ATOMIC_RELAXED);
