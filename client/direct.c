@@ -519,13 +519,17 @@ live_map(hm_file *f)
  * page tables each first touch exits to the hypervisor (2.7 us and up on
  * the test VM, far more under load); a read out of a touched page then
  * saves about TOUCH_SAVES_NS against a 4 KiB pread.  So a page is touched
- * once its reads so far would have paid for the touch: the cost is
- * measured on the first TOUCH_SAMPLE pages touched, which are touched at
- * their second read.
+ * once its reads so far would have paid for the touch.  The cost is a
+ * moving average over every touch (per page), not a sample taken once: it
+ * changes with the load and with the virtual machine's shadow entries
+ * (a page that another mapping of the process touched costs nothing; one
+ * whose entries were aged out costs a trap), and a price fixed while it
+ * was cheap had a process touching every page it read twice long after
+ * touches had become dear.  Until the first touch, a page is touched at
+ * its second read.
  */
-#define TOUCH_SAMPLE	256u
 #define TOUCH_SAVES_NS	1500u
-static uint64_t touch_ns, touch_pages;	/* atomic */
+static uint64_t touch_avg_ns;	/* atomic: per page; 0 until measured */
 static unsigned touch_reads = 1;	/* atomic: touch_after() */
 
 static unsigned
@@ -546,15 +550,12 @@ now_ns_mono(void)
 static void
 touch_account(uint64_t ns, size_t pages)
 {
-	uint64_t p, t, k;
+	uint64_t old = __atomic_load_n(&touch_avg_ns, __ATOMIC_RELAXED);
+	uint64_t per = ns / (pages > 0 ? pages : 1), avg, k;
 
-	if (__atomic_load_n(&touch_pages, __ATOMIC_RELAXED) >= TOUCH_SAMPLE)
-		return;	/* measured */
-	p = __atomic_add_fetch(&touch_pages, pages, __ATOMIC_RELAXED);
-	t = __atomic_add_fetch(&touch_ns, ns, __ATOMIC_RELAXED);
-	if (p < TOUCH_SAMPLE)
-		return;
-	k = (t / p + TOUCH_SAVES_NS - 1) / TOUCH_SAVES_NS;
+	avg = old == 0 ? per : (3 * old + per) / 4;
+	__atomic_store_n(&touch_avg_ns, avg > 0 ? avg : 1, __ATOMIC_RELAXED);
+	k = (avg + TOUCH_SAVES_NS - 1) / TOUCH_SAVES_NS;
 	__atomic_store_n(&touch_reads,
 			 (unsigned)(k < 1 ? 1 : k > PAGE_STATE_HITS_MAX ? PAGE_STATE_HITS_MAX : k),
 			 __ATOMIC_RELAXED);
@@ -719,7 +720,9 @@ direct_read(hm_file *f, void *buf, size_t len, uint64_t offset)
 		goto done;
 	first = (size_t)(offset >> PAGE_SHIFT_4K);
 	last = (size_t)((offset + n - 1) >> PAGE_SHIFT_4K);
-	tick = __atomic_fetch_add(&map->tick, 1, __ATOMIC_RELAXED);
+	/* a racy count (it only picks reads to time): no locked add */
+	tick = __atomic_load_n(&map->tick, __ATOMIC_RELAXED);
+	__atomic_store_n(&map->tick, tick + 1, __ATOMIC_RELAXED);
 	touched = n < DIRECT_COPY_MAX && page_state_touched(&map->pages, first, last);
 	pays = copies_pay(map);
 	if (fd < 0)

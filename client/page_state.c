@@ -145,11 +145,11 @@ page_state_hit(struct page_state *s, size_t first, size_t last)
 		if (b == NULL)
 			continue;
 		v = __atomic_load_n(b, __ATOMIC_RELAXED);
-		/* the count only: a touch marked meanwhile must not be lost */
-		while ((v & ~TOUCHED) < PAGE_STATE_HITS_MAX &&
-		       !__atomic_compare_exchange_n(b, &v, (uint8_t)(v + 1), true, __ATOMIC_RELAXED,
-						    __ATOMIC_RELAXED))
-			;
+		/* A plain store, not a compare-and-swap (on every read with
+		 * pread): a touch another thread marks in between may be
+		 * lost, which costs that page one touch more, never a byte. */
+		if ((v & ~TOUCHED) < PAGE_STATE_HITS_MAX)
+			__atomic_store_n(b, (uint8_t)(v + 1), __ATOMIC_RELAXED);
 	}
 }
 
@@ -171,17 +171,14 @@ page_state_block_heat(struct page_state *s, size_t b, unsigned after)
 {
 	uint16_t v = __atomic_load_n(&s->heat[b], __ATOMIC_RELAXED);
 
-	for (;;) {
-		uint16_t nv;
-
-		if (v & PAGE_STATE_TRIED)
-			return false;
-		if ((unsigned)(v & PAGE_STATE_HEAT_MAX) + 1 >= after)
-			nv = PAGE_STATE_TRIED;	/* this caller populates it */
-		else
-			nv = (uint16_t)(v + 1);
-		if (__atomic_compare_exchange_n(&s->heat[b], &v, nv, true, __ATOMIC_RELAXED,
-						__ATOMIC_RELAXED))
-			return nv == PAGE_STATE_TRIED;
+	if (v & PAGE_STATE_TRIED)
+		return false;
+	if ((unsigned)(v & PAGE_STATE_HEAT_MAX) + 1 < after) {
+		/* racy between threads, and fine: a count */
+		__atomic_store_n(&s->heat[b], (uint16_t)(v + 1), __ATOMIC_RELAXED);
+		return false;
 	}
+	/* exactly one caller populates it */
+	return __atomic_compare_exchange_n(&s->heat[b], &v, (uint16_t)PAGE_STATE_TRIED, false,
+					   __ATOMIC_RELAXED, __ATOMIC_RELAXED);
 }

@@ -16,6 +16,16 @@
 
 typedef int (*platform_compare_fn)(const void *a, const void *b, void *arg);
 
+/* Thread-local storage read on every call: the initial-exec model, a
+ * load off the thread pointer rather than a call to __tls_get_addr
+ * (small variables only: a library loaded by dlopen takes them from the
+ * static TLS surplus).  Windows' TLS has one model. */
+#ifdef _WIN32
+#define PLATFORM_TLS_FAST
+#else
+#define PLATFORM_TLS_FAST __attribute__((tls_model("initial-exec")))
+#endif
+
 #ifdef _WIN32
 /*
  * The CRT's qsort_s is glibc's qsort_r with the context passed first to
