@@ -658,9 +658,11 @@ populate_block(struct direct_map *m, size_t blk)
  * less than pread: on a virtual machine that ages its shadow page tables
  * (the test VM runs DAMON, which clears accessed bits) a page touched a
  * while ago traps again, and a copy out of it can cost 3-6 us against
- * 2.5 us for pread.  While copies lose, one touched read in
- * COST_PROBE_EVERY still copies, so that the average can learn that they
- * pay again; and no block is populated.
+ * 2.5 us for pread.  One touched read in COST_PROBE_EVERY goes the other
+ * way, so that both averages stay current (a process whose every read is
+ * of touched pages would otherwise never learn what pread costs, and go
+ * on copying out of pages that trap); and while copies lose, no block is
+ * populated.
  */
 #define COST_SAMPLE_EVERY	8u
 #define COST_PROBE_EVERY	64u
@@ -706,7 +708,7 @@ direct_read(hm_file *f, void *buf, size_t len, uint64_t offset)
 	struct mapping *map;
 	size_t n, first, last;
 	int fd = f->fd >= 0 ? f->fd : f->own_fd;
-	bool touched, pays, use_pread, timed;
+	bool touched, pays, probe, use_pread, timed;
 	unsigned tick;
 	uint64_t t0 = 0;
 	ssize_t got;
@@ -725,10 +727,11 @@ direct_read(hm_file *f, void *buf, size_t len, uint64_t offset)
 	__atomic_store_n(&map->tick, tick + 1, __ATOMIC_RELAXED);
 	touched = n < DIRECT_COPY_MAX && page_state_touched(&map->pages, first, last);
 	pays = copies_pay(map);
+	probe = tick % COST_PROBE_EVERY == 0 && n < DIRECT_PREAD_MIN;
 	if (fd < 0)
 		use_pread = false;	/* no descriptor: the mapping only */
 	else if (touched)
-		use_pread = !pays && tick % COST_PROBE_EVERY != 0;
+		use_pread = pays == probe;	/* the other way, now and then */
 	else
 		use_pread = n >= DIRECT_PREAD_MIN || !pays ||
 			    page_state_hits_min(&map->pages, first, last) < touch_after();
