@@ -240,22 +240,12 @@ guarded_copy(void *dst, const void *src, size_t len)
 static int
 guarded_touch(const uint8_t *src, size_t len)
 {
-	struct copy_guard *g = &copy_guard;
-	const volatile uint8_t *p = src;
 	size_t off;
-	uint8_t sum = 0;
+	uint8_t b;
 
-	g->lo = (uintptr_t)src;
-	g->hi = (uintptr_t)src + len;
-	if (sigsetjmp(g->jb, 0) != 0)
-		return -EFAULT;
-	g->active = 1;
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	for (off = 0; off < len; off += (size_t)1 << PAGE_SHIFT_4K)
-		sum = (uint8_t)(sum + p[off]);
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	g->active = 0;
-	(void)sum;
+		if (guarded_copy(&b, src + off, 1) < 0)
+			return -EFAULT;
 	return 0;
 }
 
@@ -588,9 +578,8 @@ pread_all(int fd, void *buf, size_t n, uint64_t offset)
  * populated so far (POPULATE_BLOCK_NS before the first), and a read out
  * of touched pages saves about TOUCH_SAVES_NS against pread.  On bare
  * metal one populate maps 512 pages for the price of a few faults, which
- * is what lets a
- * process reading random small ranges of a hot file, seldom the same
- * page twice, read at memcpy's speed.  On a virtual machine with shadow
+ * is what lets a process reading random small ranges of a hot file,
+ * seldom the same page twice, read at memcpy's speed.  On a virtual machine with shadow
  * page tables (the test VM) the first access to each page traps to the
  * hypervisor even after the populate (1.5 us a page there): the measured
  * cost then says a block must be read some 500 times before it pays,

@@ -125,6 +125,7 @@ struct open_req {
 	uint32_t fs_type;
 	bool fs_data;			/* a data file system (file_platform.h) */
 	bool shared;			/* may be cached and read by other openers */
+	bool read_only;			/* fd is open for reading only */
 	struct file_entry *e;
 	enum storage_backend backend;
 	enum storage_reason reason;
@@ -148,6 +149,7 @@ static int open_check_fd(struct open_req *o)
 	r = fplat_check_readable(o->fd, o->err, o->errlen);
 	if (r < 0)
 		return r;
+	o->read_only = r == 1;
 	r = fplat_stat(o->fd, &o->st);
 	if (r < 0) {
 		set_err(o->err, o->errlen, "fstat failed: %s", strerror(-r));
@@ -204,8 +206,11 @@ static int open_take_entry(struct file_cache *cache, struct open_req *o)
 		/* The entry already has a descriptor for this file; this one
 		 * has served its purpose (proving read access).  A cached
 		 * entry's file is on a local data file system (o->shared):
-		 * its close does not wait for a server. */
-		fplat_close_now(o->fd);
+		 * closing a read-only descriptor of it waits for nothing. */
+		if (o->read_only)
+			fplat_close_now(o->fd);
+		else
+			safe_close(o->fd);
 		/* Off the idle list before anything below drops entries for
 		 * the budget: it is about to get a handle. */
 		file_cache_idle_remove(cache, o->e);

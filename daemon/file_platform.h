@@ -71,7 +71,8 @@ enum fs_class {
 /*
  * Whether fd proves read access: open for reading (not O_PATH nor
  * write-only; Windows: a disk file, pipe or device whose handle was
- * granted FILE_READ_DATA).  -EBADF (or the failure's errno) with a
+ * granted FILE_READ_DATA).  1 when it is open for reading only (POSIX),
+ * 0 when it may also write, or -EBADF (or the failure's errno) with a
  * one-line reason in err.
  */
 int fplat_check_readable(hm_fd fd, char *err, size_t errlen);
@@ -102,7 +103,8 @@ int fplat_reopen_fd(hm_fd fd);
  */
 void fplat_close(hm_fd fd);
 /* Closes fd now, on the caller's thread: for a descriptor whose close
- * cannot wait (a file on a local data file system). */
+ * cannot wait (open for reading only, of a file on a local data file
+ * system: a descriptor that wrote may flush on its last close). */
 void fplat_close_now(hm_fd fd);
 
 /* The file's name now, for listings (readlink of /proc/self/fd/N:

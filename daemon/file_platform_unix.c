@@ -163,7 +163,7 @@ int fplat_check_readable(hm_fd fd, char *err, size_t errlen)
 		set_err(err, errlen, "descriptor is not open for reading");
 		return -EBADF;
 	}
-	return 0;
+	return (fl & O_ACCMODE) == O_RDONLY ? 1 : 0;
 }
 
 static int64_t timespec_to_ns(const struct timespec *ts)

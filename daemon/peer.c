@@ -178,8 +178,6 @@ peer_input_eof(struct peer *p)
 	}
 }
 
-/* Writes what the connection takes now, then lets paused work go on and
- * dispatches what waited for output room. */
 /* A read or write on the connection failed with err.  A client that
  * closed its end (EPIPE, ECONNRESET) between frames said goodbye, even
  * with replies unread: hm_close does not wait for its reply, so a
@@ -198,6 +196,8 @@ peer_io_failed(struct peer *p, const char *op, int err)
 	peer_fail(p, "%s: %s", op, strerror(err));
 }
 
+/* Writes what the connection takes now, then lets paused work go on and
+ * dispatches what waited for output room. */
 void
 peer_write(struct peer *p)
 {

@@ -78,6 +78,8 @@ void peer_fail(struct peer *p, const char *fmt, ...) HM_PRINTF(2, 3);
 void peer_input(struct peer *p);
 /* The client closed its end (clean between frames, else truncated). */
 void peer_input_eof(struct peer *p);
+/* A read or write failed with err (positive): a clean goodbye when the
+ * client hung up between frames, else the connection fails. */
 void peer_io_failed(struct peer *p, const char *op, int err);
 /* Writes now (p's output is not empty, no write waits): then lets
  * paused work go on and dispatches what waited for output room. */

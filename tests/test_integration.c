@@ -1546,6 +1546,35 @@ test_pipelined_then_disconnect(void **state)
 	check_still_serving(h);
 }
 
+/* A short-lived process's goodbye: hm_close does not wait for its reply,
+ * so the connection is gone before the daemon answers.  That is no
+ * misbehaviour: no "disconnecting" warning, no dropped client. */
+static void
+test_close_then_gone(void **state)
+{
+	struct harness *h = *state;
+	char path[PATH_MAX];
+	uint64_t dropped = dropped_now(h);
+	size_t mark = harness_log_mark(h);
+	int i;
+
+	harness_path(h, "root/goodbye", path);
+	harness_write_file(path, 64 * KiB, 43);
+	for (i = 0; i < 50; i++) {
+		hm_client *c = harness_connect(h);
+		hm_file *f = hm_open(c, path, 0);
+
+		assert_non_null(f);
+		assert_int_equal(hm_close(f), 0);
+		hm_disconnect(c);
+	}
+	check_still_serving(h);
+	assert_int_equal(dropped_now(h), dropped);
+	if (harness_log_find(h, mark, "disconnecting", NULL))
+		fail_msg("a client that closed a file and left was logged as dropped:\n%s",
+			 harness_log_read(h) + mark);
+}
+
 /* --- handles, the cache and the daemon's counters -------------------------- */
 
 static void
@@ -1935,6 +1964,7 @@ main(void)
 		T(test_bad_client_truncated_frame, opts_default),
 		T(test_client_killed_mid_read, opts_default),
 		T(test_pipelined_then_disconnect, opts_default),
+		T(test_close_then_gone, opts_default),
 		T(test_disconnect_with_open_files, opts_default),
 		T(test_cache_shared, opts_default),
 		T(test_daemon_killed, opts_default),
