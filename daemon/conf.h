@@ -67,6 +67,7 @@ enum hm_config_key {
 	HM_KEY_LOG_LEVEL,
 	HM_KEY_DIRECT_READS,
 	HM_KEY_PATH_DESCRIPTORS,
+	HM_KEY_HUGE_FOLIOS,
 	HM_KEY_FOREGROUND,
 	HM_KEY_LOG_FILE,
 	HM_KEY_PID_FILE,
@@ -146,6 +147,8 @@ struct hm_config {
 	unsigned max_open_files;	/* max-open-files; 0: no limit */
 	unsigned idle_unmap_s;		/* idle-unmap; 0: never */
 	enum hm_warm warm;		/* warm */
+	bool huge_folios;		/* huge-folios: files' chunks in memory
+					 * read back into huge folios (fplat_fold) */
 	enum hm_network_fs network_fs;	/* network-fs */
 	uint64_t network_fs_chunk;	/* network-fs-chunk, 64 KiB to 1 GiB */
 	unsigned max_per_uid;		/* max-connections-per-uid */

@@ -138,6 +138,10 @@ static const struct key_def keys[HM_CONFIG__NKEYS] = {
 	  .help = "give a client that opens a file by path beneath\n"
 		  "a root a read-only descriptor of it, so that it\n"
 		  "reads the file directly (default no)" },
+	{ HM_KEY_HUGE_FOLIOS, "huge-folios", KEY_BOOL, FIELD(huge_folios), .def = true,
+	  .metavar = "yes|no", .help = "read what is in memory of a file it maps back\n"
+				       "into huge folios, so that every mapping of it\n"
+				       "takes a fault per 2 MiB (default yes)" },
 	{ HM_KEY_LOG_LEVEL, "log-level", KEY_ENUM, FIELD(log_level), CHOICES(log_level_names),
 	  .def = LOG_NOTICE, .metavar = "LEVEL",
 	  .help = "error, warning, notice (default), info or debug" },

@@ -72,6 +72,15 @@ struct file_entry {
 	uint64_t bytes;			/* bytes read from it */
 	uint64_t last_use_ns;		/* monotime_ns() of the last open or read */
 	enum storage_reason last_reason;	/* of the last open */
+	/* Huge folios (fplat_fold), per chunk: a bit in fold_claim while a
+	 * worker folds it, in fold_done once one has (each chunk is dropped
+	 * and read back at most once per entry, whoever asks).  NULL when
+	 * the file cannot have them.  Atomic. */
+	uint64_t *fold_claim, *fold_done;
+	size_t fold_chunks;
+	int fold_off;			/* atomic: no more (see storage_fold) */
+	int fold_pass;			/* loop thread: 0, 1 while a job folds the
+					 * whole file, 2 once one has */
 	/* Direct reads (file_lease.c): grants holding the read lease, and
 	 * what clients reported reading themselves. */
 	unsigned lease_refs;

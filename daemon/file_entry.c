@@ -48,6 +48,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 
 #include "backend.h"
 #include "file_cache_priv.h"
@@ -262,6 +263,25 @@ struct file_entry *file_cache_idle_oldest(struct file_cache *cache)
 
 /* --- entries ----------------------------------------------------------- */
 
+/* Huge folios are for regular files on local data file systems, of a
+ * chunk or more (fplat_fold); a file that cannot have them gets no bits,
+ * and one out of memory does without. */
+static void entry_fold_init(struct file_entry *e, const struct file_stat *st)
+{
+	size_t chunk = fplat_fold_chunk(e->fs_type), words;
+
+	if (chunk == 0 || e->fs != FS_LOCAL || !e->fs_data || (st->mode & S_IFMT) != S_IFREG ||
+	    st->size < chunk || st->size / chunk > SIZE_MAX / 2)
+		return;
+	e->fold_chunks = (size_t)(st->size / chunk);
+	words = (e->fold_chunks + 63) / 64;
+	e->fold_claim = calloc(2 * words, sizeof(uint64_t));
+	if (e->fold_claim == NULL)
+		e->fold_chunks = 0;
+	else
+		e->fold_done = e->fold_claim + words;
+}
+
 struct file_entry *file_cache_entry_new(struct file_cache *cache, hm_fd fd,
 					const struct file_stat *st, enum fs_class fs,
 					uint32_t fs_type, bool fs_data)
@@ -279,6 +299,7 @@ struct file_entry *file_cache_entry_new(struct file_cache *cache, hm_fd fd,
 	e->fs = fs;
 	e->fs_type = fs_type;
 	e->fs_data = fs_data;
+	entry_fold_init(e, st);
 
 	e->all_next = cache->all;
 	if (cache->all != NULL)
@@ -300,6 +321,7 @@ void file_cache_entry_free(struct file_cache *cache, struct file_entry *e)
 		backend_get(STORAGE_BACKEND_MMAP)->detach(&e->file);
 	}
 	safe_close(e->file.fd);
+	free(e->fold_claim);	/* fold_done is in the same block */
 
 	if (e->all_prev != NULL)
 		e->all_prev->all_next = e->all_next;

@@ -69,6 +69,8 @@ void storage_read_finish(struct file_cache *cache, struct storage_handle *h,
 		return;
 	cache->ctr.bytes_mmap += io->bytes_mmap;
 	cache->ctr.bytes_pread += io->bytes_pread;
+	cache->ctr.huge_folds += io->folds;
+	cache->ctr.huge_fold_misses += io->fold_misses;
 	h->entry->bytes += io->bytes_mmap + io->bytes_pread;
 	h->entry->last_use_ns = monotime_ns();
 	if (io->faults > 0) {
@@ -96,6 +98,98 @@ ssize_t storage_read_nowait(struct file_cache *cache, struct storage_handle *h,
 	return r;
 }
 
+bool storage_foldable(const struct storage_handle *h)
+{
+	return h != NULL && h->entry != NULL && h->backend == STORAGE_BACKEND_MMAP &&
+	       h->entry->fold_claim != NULL && h->entry->file.map != NULL &&
+	       !__atomic_load_n(&h->entry->fold_off, __ATOMIC_RELAXED);
+}
+
+bool storage_fold_start(struct storage_handle *h)
+{
+	if (!storage_foldable(h) || h->entry->fold_pass != 0)
+		return false;
+	h->entry->fold_pass = 1;
+	return true;
+}
+
+void storage_fold_end(struct storage_handle *h, bool whole)
+{
+	if (h != NULL && h->entry != NULL)
+		h->entry->fold_pass = whole ? 2 : 0;
+}
+
+/* Chunks in a row that stay small after a fold before an entry's folds
+ * stop: the kernel gives this file no huge folios (no huge page to be
+ * had, a file system without large folios), and each try drops a chunk
+ * from memory for nothing. */
+#define FOLD_MISSES_MAX		4
+/* How long a fold waits for a chunk another worker is folding: one
+ * chunk's drop and read back, a few milliseconds. */
+#define FOLD_WAIT_MS		2000
+
+/* One chunk of e: folded once, by whoever claims it first; the others
+ * wait till it is done.  The result of fplat_fold, or -EAGAIN when it was
+ * folded (or is left) by another. */
+static int fold_chunk(struct file_entry *e, size_t k, uint64_t chunk)
+{
+	uint64_t bit = 1ull << (k % 64);
+	uint64_t *claim = &e->fold_claim[k / 64], *done = &e->fold_done[k / 64];
+	unsigned waited = 0;
+	void *own;
+	int r;
+
+	for (;;) {
+		if (__atomic_load_n(done, __ATOMIC_ACQUIRE) & bit)
+			return -EAGAIN;
+		if (!(__atomic_fetch_or(claim, bit, __ATOMIC_ACQ_REL) & bit))
+			break;
+		if (waited++ >= FOLD_WAIT_MS)
+			return -EAGAIN;	/* it is only a hint */
+		fplat_sleep_ms(1);
+	}
+	own = e->file.map != NULL && (k + 1) * chunk <= e->file.map_len ?
+	      (char *)e->file.map + k * chunk : NULL;
+	r = fplat_fold(e->file.fd, k * chunk, own);
+	if (r == FPLAT_FOLD_COLD || r < 0)
+		__atomic_fetch_and(claim, ~bit, __ATOMIC_RELEASE);	/* another may, later */
+	else
+		__atomic_fetch_or(done, bit, __ATOMIC_RELEASE);
+	return r;
+}
+
+/* The chunks of [offset, end) wholly inside the file, folded (see
+ * storage_warm_detached). */
+static void storage_fold(const struct storage_handle *h, uint64_t offset, uint64_t end,
+			 struct storage_io *io)
+{
+	struct file_entry *e = h->entry;
+	uint64_t chunk = fplat_fold_chunk(e->fs_type);
+	unsigned misses = 0;
+	size_t k;
+
+	if (!storage_foldable(h) || chunk == 0)
+		return;
+	for (k = (size_t)(offset / chunk); k < e->fold_chunks && k * chunk < end; k++) {
+		int r;
+
+		if (__atomic_load_n(&e->fold_off, __ATOMIC_RELAXED))
+			return;
+		r = fold_chunk(e, k, chunk);
+		if (r == FPLAT_FOLD_DONE) {
+			io->folds++;
+			misses = 0;
+		} else if (r == FPLAT_FOLD_MISSED) {
+			io->fold_misses++;
+			if (++misses >= FOLD_MISSES_MAX)
+				__atomic_store_n(&e->fold_off, 1, __ATOMIC_RELAXED);
+		} else if (r == -ENOTSUP || r == -EFAULT) {
+			/* the kernel cannot tell; or the file was cut short */
+			__atomic_store_n(&e->fold_off, 1, __ATOMIC_RELAXED);
+		}
+	}
+}
+
 ssize_t storage_warm_detached(const struct storage_handle *h, uint64_t offset, uint64_t len,
 			      struct storage_io *io)
 {
@@ -114,6 +208,10 @@ ssize_t storage_warm_detached(const struct storage_handle *h, uint64_t offset, u
 	if (offset >= size)
 		return 0;
 	end = len > size - offset ? size : offset + len;
+	if (io->fold)
+		storage_fold(h, offset, end, io);
+	if (io->fold_only)
+		return (ssize_t)(end - offset);
 	if (h->backend == STORAGE_BACKEND_MMAP && f->map != NULL && offset < f->map_len) {
 		uint64_t mend = end < f->map_len ? end : f->map_len;
 		uintptr_t page = (uintptr_t)fplat_page_size();

@@ -137,6 +137,45 @@ int fplat_populate(const void *addr, size_t len);
 size_t fplat_page_size(void);
 
 /*
+ * Huge folios (hotmapd.conf(5) huge-folios).  A mapping of a file maps a
+ * cached folio of FPLAT_FOLD_CHUNK bytes (2 MiB on x86-64) with one
+ * page-table entry, and a smaller one with an entry per 4 KiB page; a
+ * client that maps a hot file for direct reads builds its page tables in
+ * a few hundred faults instead of a quarter of a million per GiB (on a
+ * virtual machine with shadow page tables, each is an exit to the
+ * hypervisor).  How the pages were read decides their folios: a file
+ * written or read in 1 MiB calls is cached in 1 MiB folios.
+ *
+ * fplat_fold_chunk: that size for a file on a file system of type fs_type
+ * (fplat_fs); 0 when it cannot have huge folios here (tmpfs has its own
+ * huge= mount option, which hotmapd leaves to the administrator).
+ * fplat_fold: looks at the chunk of fd at offset (a multiple of it, the
+ * whole chunk within the file) through a mapping made for the question,
+ * and if it is cached in smaller folios, drops it from the page cache
+ * (POSIX_FADV_DONTNEED) and reads it back through a MADV_HUGEPAGE mapping,
+ * which the kernel reads into one huge folio.  own is the caller's own
+ * mapping of the chunk or NULL: its page-table entries are dropped first,
+ * or the kernel would keep the pages.  The bytes are the file's all along
+ * (clean pages are dropped, dirty ones kept); the chunk is only slower to
+ * read while it is read back.  Nothing is touched through the mapping, so
+ * a file cut short meanwhile is an error (-EFAULT), never a SIGBUS.
+ * Returns an enum fplat_fold, -ENOTSUP when the kernel cannot tell a huge
+ * mapping (Linux before 6.7: PAGEMAP_SCAN), or -errno.
+ */
+enum fplat_fold {
+	FPLAT_FOLD_COLD = 0,	/* not all in memory: left alone */
+	FPLAT_FOLD_HUGE,	/* in one huge folio already */
+	FPLAT_FOLD_DONE,	/* read back into one */
+	FPLAT_FOLD_MISSED,	/* read back, still not one: another process
+				 * maps its pages, they are dirty, or no
+				 * huge page could be had */
+};
+size_t fplat_fold_chunk(uint32_t fs_type);
+int fplat_fold(hm_fd fd, uint64_t offset, void *own);
+/* Sleeps the calling thread ms milliseconds (a worker waiting for another). */
+void fplat_sleep_ms(unsigned ms);
+
+/*
  * Watches for deletion (POSIX: inotify IN_ATTRIB).  fplat_watch_new: the
  * descriptor to poll, or -1 when there is none (Windows: always; the sweep
  * then checks).  add: a watch id, or -1.  fplat_watch_read reads what is

@@ -1,7 +1,7 @@
 /*
  * file_platform_unix.c - file_platform.h on Linux: fstat, fstatfs and its
  * magic numbers, /proc/self/fd, mincore, posix_fadvise,
- * MADV_POPULATE_READ, inotify and read leases.
+ * MADV_POPULATE_READ, huge folios (PAGEMAP_SCAN), inotify and read leases.
  *
  * What it must not do: reopen anything by itself (file_open.c decides);
  * close a descriptor on the caller's thread (closer.h).
@@ -15,15 +15,18 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/inotify.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "closer.h"
@@ -345,6 +348,172 @@ int fplat_populate(const void *addr, size_t len)
 	if (madvise((void *)start, (uintptr_t)addr + len - start, MADV_POPULATE_READ) < 0)
 		return -errno;
 	return 0;
+}
+
+/* --- huge folios ----------------------------------------------------- */
+
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22	/* Linux 5.14 */
+#endif
+#ifndef PAGEMAP_SCAN		/* Linux 6.7; Debian 12's headers are older */
+struct pm_scan_arg {
+	uint64_t size, flags, start, end, walk_end, vec, vec_len, max_pages;
+	uint64_t category_inverted, category_mask, category_anyof_mask, return_mask;
+};
+struct page_region {
+	uint64_t start, end, categories;
+};
+#define PAGEMAP_SCAN	_IOWR('f', 16, struct pm_scan_arg)
+#define PAGE_IS_HUGE	(1 << 6)
+#endif
+
+static pthread_once_t fold_once = PTHREAD_ONCE_INIT;
+static size_t fold_chunk;
+static int pagemap_fd = -1;
+
+static void fold_init(void)
+{
+	unsigned long long v = 0;
+	FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/hpage_pmd_size", "re");
+
+	if (f != NULL) {
+		if (fscanf(f, "%llu", &v) != 1)
+			v = 0;
+		fclose(f);
+	}
+	/* a power of two, and a whole number of pages */
+	if (v == 0 || (v & (v - 1)) != 0 || v % fplat_page_size() != 0 || v > (1ull << 30))
+		return;
+	pagemap_fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+	if (pagemap_fd >= 0)
+		fold_chunk = (size_t)v;
+}
+
+size_t fplat_fold_chunk(uint32_t fs_type)
+{
+	pthread_once(&fold_once, fold_init);
+	if (fs_type == 0x01021994u || fs_type == 0x858458f6u)
+		return 0;	/* tmpfs, ramfs: memory, not a page cache */
+	return fold_chunk;
+}
+
+/* A read-only shared mapping of the chunk at an address aligned to it
+ * (only there can one entry map it), populated: the pages' folios decide
+ * how.  NULL and errno. */
+static void *fold_map(int fd, uint64_t offset, size_t len)
+{
+	uint8_t *area, *at;
+	uintptr_t a;
+	int err;
+
+	area = mmap(NULL, 2 * len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (area == MAP_FAILED)
+		return NULL;
+	a = ((uintptr_t)area + len - 1) & ~((uintptr_t)len - 1);
+	at = (uint8_t *)a;
+	if (mmap(at, len, PROT_READ, MAP_SHARED | MAP_FIXED, fd, (off_t)offset) == MAP_FAILED) {
+		err = errno;
+		munmap(area, 2 * len);
+		errno = err;
+		return NULL;
+	}
+	if (at > area)
+		munmap(area, (size_t)(at - area));
+	if (at + len < area + 2 * len)
+		munmap(at + len, (size_t)(area + 2 * len - (at + len)));
+	return at;
+}
+
+/* Whether all of [p, p + len) is mapped by huge entries: 1, 0, -errno. */
+static int fold_is_huge(const void *p, size_t len)
+{
+	struct page_region r;
+	struct pm_scan_arg a = {
+		.size = sizeof a, .start = (uintptr_t)p, .end = (uintptr_t)p + len,
+		.vec = (uintptr_t)&r, .vec_len = 1,
+		.category_mask = PAGE_IS_HUGE, .return_mask = PAGE_IS_HUGE,
+	};
+	long n = ioctl(pagemap_fd, PAGEMAP_SCAN, &a);
+
+	if (n < 0)
+		return errno == ENOTTY || errno == EINVAL ? -ENOTSUP : -errno;
+	return n == 1 && r.start == (uintptr_t)p && r.end == (uintptr_t)p + len;
+}
+
+/* Maps the chunk anew and populates it with MADV_HUGEPAGE: pages not in
+ * memory are read into a huge folio.  1 huge, 0 not, -errno. */
+static int fold_read(int fd, uint64_t offset, size_t len, bool cached_only)
+{
+	unsigned char vec[1024];
+	size_t npages = len / fplat_page_size(), i;
+	uint8_t *w = fold_map(fd, offset, len);
+	int rc = 0;
+
+	if (w == NULL)
+		return -errno;
+	if (cached_only) {
+		/* a chunk not wholly in memory is not hot: reading it in
+		 * would be a warm, which no one asked for */
+		if (npages > sizeof vec || mincore(w, len, vec) < 0) {
+			rc = npages > sizeof vec ? -ENOTSUP : -errno;
+			goto out;
+		}
+		for (i = 0; i < npages; i++)
+			if (!(vec[i] & 1))
+				goto out;	/* 0: cold */
+	}
+	if (madvise(w, len, MADV_HUGEPAGE) < 0 || madvise(w, len, MADV_POPULATE_READ) < 0) {
+		rc = errno == EINVAL ? -ENOTSUP : -errno;
+		goto out;
+	}
+	rc = fold_is_huge(w, len);
+	if (rc == 0 && cached_only)
+		rc = 2;	/* cached, not huge */
+out:
+	munmap(w, len);
+	return rc;
+}
+
+void fplat_sleep_ms(unsigned ms)
+{
+	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L };
+
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
+int fplat_fold(hm_fd fd, uint64_t offset, void *own)
+{
+	size_t len = fplat_fold_chunk(0);
+	int rc;
+
+	if (len == 0)
+		return -ENOTSUP;
+	if (offset % len != 0)
+		return -EINVAL;
+	rc = fold_read(fd, offset, len, true);
+	if (rc < 0)
+		return rc;
+	if (rc == 0)
+		return FPLAT_FOLD_COLD;
+	if (rc == 1)
+		return FPLAT_FOLD_HUGE;
+	/* Cached in small folios.  The pages go only if nothing maps them
+	 * and they are clean: our own mapping's entries first (the next copy
+	 * out of it faults them back), and what is dirty written back now,
+	 * as the kernel would within dirty_expire_centisecs (a file just
+	 * written is the usual hot file). */
+	if (own != NULL)
+		(void)madvise(own, len, MADV_DONTNEED);
+	(void)sync_file_range(fd, (off_t)offset, (off_t)len, SYNC_FILE_RANGE_WAIT_BEFORE |
+			      SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER);
+	rc = posix_fadvise(fd, (off_t)offset, (off_t)len, POSIX_FADV_DONTNEED);
+	if (rc != 0)
+		return -rc;
+	rc = fold_read(fd, offset, len, false);
+	if (rc < 0)
+		return rc;
+	return rc == 1 ? FPLAT_FOLD_DONE : FPLAT_FOLD_MISSED;
 }
 
 /* --- inotify ---------------------------------------------------------- */

@@ -361,6 +361,26 @@ int fplat_populate(const void *addr, size_t len)
 	return 0;
 }
 
+/* Windows caches files in pages the mapping calls do not choose. */
+size_t fplat_fold_chunk(uint32_t fs_type)
+{
+	(void)fs_type;
+	return 0;
+}
+
+void fplat_sleep_ms(unsigned ms)
+{
+	Sleep(ms);
+}
+
+int fplat_fold(hm_fd fd, uint64_t offset, void *own)
+{
+	(void)fd;
+	(void)offset;
+	(void)own;
+	return -ENOTSUP;
+}
+
 /* --- no deletion watch, no lease ------------------------------------------ */
 
 int fplat_watch_new(void)

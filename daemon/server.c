@@ -14,6 +14,7 @@
 #include <event2/event.h>
 
 #include "daemon/closer.h"
+#include "daemon/file_platform.h"
 #include "daemon/log.h"
 #include "daemon/loop.h"
 #include "daemon/monotime.h"
@@ -258,6 +259,10 @@ server_init(struct server *srv, struct hm_config *cfg, const struct hm_config_ar
 	if (closer_start() < 0)
 		log_warn("cannot start the closer thread: clients' descriptors are closed "
 			 "on the event loop");
+	/* Huge folios look at /proc/self/pagemap: opened now, while it is
+	 * ours (after privileges are dropped, it is root's). */
+	if (fplat_fold_chunk(0) == 0 && srv->cfg.huge_folios)
+		log_info("huge-folios: this system gives files no huge folios, or cannot tell");
 	server_apply(srv);
 	{
 		struct timeval second = { 1, 0 };

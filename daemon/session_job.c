@@ -79,6 +79,7 @@ session_submit(struct session *s, const struct read_kind *kind, uint32_t id,
 	j->len = len;
 	j->dst = dst;
 	j->t0 = s->req_t0;
+	j->fold = kind->warm && s->srv->cfg.huge_folios;
 	if (kind->op >= 0)
 		s->req_deferred = true;	/* timed when the worker is done */
 	s->inflight++;
@@ -102,6 +103,8 @@ read_job_run(struct worker_job *job)
 	size_t step = j->kind->stepped && left > SESSION_STEP ? SESSION_STEP : (size_t)left;
 
 	j->io.nowait = false;
+	j->io.fold = j->fold;
+	j->io.fold_only = j->kind->fold_only;
 	if (j->kind->warm)
 		j->result = storage_warm_detached(&j->h, j->offset + j->done_bytes, step, &j->io);
 	else
@@ -154,6 +157,8 @@ read_job_done(struct worker_job *job)
 		workers_submit(s->srv->workers, &j->job);
 		return;
 	}
+	if (j->kind->fold_only)
+		storage_fold_end(&j->h, !s->dead && !s->srv->stopping && j->result >= 0);
 	file_cache_close(s->srv->cache, &j->h);
 	s->inflight--;
 	s->inflight_bytes -= j->charge;

@@ -147,6 +147,7 @@ struct read_kind {
 			 * the worker fills in place (socket reads are a
 			 * chunk each already) */
 	bool warm;	/* brings a range into memory, copies nothing */
+	bool fold_only;	/* a warm that only folds (storage_warm_detached) */
 	int op;		/* the latency (enum server_op) it is timed in when
 			 * done, its request deferred till then; or -1 */
 	/* On the loop thread, for a client still there: answers the job
@@ -172,6 +173,7 @@ struct read_job {
 	uint64_t done_bytes;		/* of the steps before it */
 	uint64_t charge;		/* counted in the session's inflight_bytes */
 	uint64_t t0;			/* when its request came */
+	bool fold;			/* a warm: huge-folios was on when asked */
 };
 
 /* The server the session belongs to, and the peer that carries its

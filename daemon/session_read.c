@@ -54,6 +54,11 @@ static const struct read_kind read_kind_warm = {
 static const struct read_kind read_kind_warm_open = {
 	.stepped = true, .warm = true, .op = -1, .done = read_warm_open_done,
 };
+/* The first open of a file: its chunks in memory read back into huge
+ * folios (huge-folios), in the background, no reply. */
+static const struct read_kind read_kind_fold_open = {
+	.stepped = true, .warm = true, .fold_only = true, .op = -1, .done = read_warm_open_done,
+};
 
 /* The ERROR reply to a read that failed at offset with n (-errno). */
 static int
@@ -368,6 +373,11 @@ session_warm_open(struct session *s, uint32_t id, struct session_handle *sh, boo
 		/* first cached: the kernel reads it ahead, nothing waits */
 		if (storage_willneed(&sh->h, 0, size) == 0)
 			s->srv->counters.warms++;
+	} else if (s->srv->cfg.huge_folios && storage_fold_start(&sh->h)) {
+		/* what of it is in memory, in huge folios, once (the warms
+		 * above fold too) */
+		if (session_submit(s, &read_kind_fold_open, id, &sh->h, 0, (size_t)INT64_MAX, NULL) < 0)
+			storage_fold_end(&sh->h, false);
 	}
 }
 

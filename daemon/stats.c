@@ -187,6 +187,10 @@ stats_foreach(struct server *srv, stats_cb cb, void *arg)
 	   "Opens past max-open-files while every cached file was in use.", arg);
 	cb("mapped_over_budget", COUNTER, sc.mapped_over_budget, NULL,
 	   "Opens that required a mapping and got one past max-mapped-bytes.", arg);
+	cb("huge_folds", COUNTER, sc.huge_folds, NULL,
+	   "Chunks of files in memory read back into huge folios (huge-folios).", arg);
+	cb("huge_fold_misses", COUNTER, sc.huge_fold_misses, NULL,
+	   "Chunks read back for huge folios that stayed in small ones.", arg);
 	for (i = 0; i < STORAGE_REASON__COUNT; i++)
 		cb(vocab_reason_stat_key((unsigned)i), COUNTER, sc.opens_by_reason[i], NULL,
 		   "Opens, by the reason their backend was chosen.", arg);

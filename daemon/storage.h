@@ -127,6 +127,9 @@ struct storage_counters {
 	uint64_t mapped_over_budget;	/* STORAGE_POLICY_MMAP mappings made past
 					 * max_mapped_bytes (honoured, see
 					 * file_cache_open) */
+	uint64_t huge_folds;		/* chunks read back into huge folios
+					 * (storage_warm_detached, fplat_fold) */
+	uint64_t huge_fold_misses;	/* chunks read back that stayed small */
 };
 
 /*
@@ -159,6 +162,11 @@ struct storage_io {
 	uint64_t bytes_mmap;	/* bytes copied out of the mapping */
 	uint64_t bytes_pread;	/* bytes read with pread */
 	unsigned faults;	/* guarded copies that hit a SIGBUS */
+	/* storage_warm_detached only: */
+	bool fold;		/* in: huge folios for the range's chunks */
+	bool fold_only;		/* in: that, and no more */
+	unsigned folds;		/* chunks read back into huge folios */
+	unsigned fold_misses;	/* chunks read back that stayed small */
 };
 
 /* A cache with no limits (struct storage_limits all zero). */
@@ -250,11 +258,25 @@ void storage_read_finish(struct file_cache *cache, struct storage_handle *h,
  * threads (like storage_read_detached): for a mapped handle, the mapping's
  * page tables too (MADV_POPULATE_READ, or a guarded touch of each page on
  * older kernels), so that later copies take no fault; otherwise the page
- * cache.  Returns the bytes of the range inside the file, or -errno.  io
- * counts no bytes (none is served), only faults.
+ * cache.  With io->fold, first the chunks of the range that are in memory
+ * in small folios are read back into huge ones (fplat_fold; each chunk at
+ * most once per entry, and a chunk another worker is folding is waited
+ * for, so that a warm that returns finds its range folded); with
+ * io->fold_only, nothing else.  Returns the bytes of the range inside the
+ * file, or -errno.  io counts no bytes (none is served): faults and folds.
  */
 ssize_t storage_warm_detached(const struct storage_handle *h, uint64_t offset, uint64_t len,
 			      struct storage_io *io);
+
+/* Whether h's file may have huge folios (storage_warm_detached's fold):
+ * mapped, a regular file of a chunk or more on a local file system. */
+bool storage_foldable(const struct storage_handle *h);
+/* On the loop thread: true when a pass folding h's whole file should
+ * start now (foldable, no pass running or done); it is then running until
+ * storage_fold_end says whether it went through the whole file (if not,
+ * the next open starts another: chunks folded already are skipped). */
+bool storage_fold_start(struct storage_handle *h);
+void storage_fold_end(struct storage_handle *h, bool whole);
 
 /* Another reference to h's entry (a job that may outlive the handle);
  * drop it with file_cache_close.  It counts as a handle: the budget never

@@ -283,11 +283,12 @@ test_every_key_good(void **state)
 		   "log-level = debug\n"		/* 24 */
 		   "direct-reads = no\n"		/* 25 */
 		   "path-descriptors = yes\n"		/* 26 */
-		   "foreground = yes\n"		/* 27 */
-		   "log-file = %1$s/hotmapd.log\n"	/* 28 */
-		   "pid-file = %1$s/hotmapd.pid\n"	/* 29 */
-		   "user = root\n"			/* 30 */
-		   "group = %2$s\n",			/* 31 */
+		   "huge-folios = no\n"		/* 27 */
+		   "foreground = yes\n"		/* 28 */
+		   "log-file = %1$s/hotmapd.log\n"	/* 29 */
+		   "pid-file = %1$s/hotmapd.pid\n"	/* 30 */
+		   "user = root\n"			/* 31 */
+		   "group = %2$s\n",			/* 32 */
 		   dir, group0());
 	load_ok(&cfg, &args);
 	assert_string_equal(cfg.socket_path + strlen(dir), "/s.sock");
@@ -323,6 +324,7 @@ test_every_key_good(void **state)
 	assert_int_equal(cfg.log_level, LOG_DEBUG);
 	assert_false(cfg.direct_reads);
 	assert_true(cfg.path_descriptors);
+	assert_false(cfg.huge_folios);
 	assert_true(cfg.foreground);
 	assert_string_equal(cfg.log_file + strlen(dir), "/hotmapd.log");
 	assert_string_equal(cfg.pid_file + strlen(dir), "/hotmapd.pid");
@@ -372,6 +374,7 @@ test_every_key_bad_all_errors_at_once(void **state)
 		{ "log-level = loud", "log-level: unknown value 'loud' (error, warning, notice, info, debug)" },
 		{ "direct-reads = sometimes", "direct-reads: not yes or no: 'sometimes'" },
 		{ "path-descriptors = 2", "path-descriptors: not yes or no: '2'" },
+		{ "huge-folios = perhaps", "huge-folios: not yes or no: 'perhaps'" },
 		{ "foreground = maybe", "foreground: not yes or no: 'maybe'" },
 		{ "log-file = hotmapd.log", "log-file: not an absolute path: 'hotmapd.log'" },
 		{ "pid-file = run/hotmapd.pid", "pid-file: not an absolute path: 'run/hotmapd.pid'" },
