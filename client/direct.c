@@ -41,6 +41,7 @@
 #include "client/client_priv.h"
 #include "client/page_state.h"
 #include "proto/direct.h"
+#include "proto/pagemap.h"
 
 /*
  * A mapping of a file: the memory and its page tables, which cost a fault
@@ -96,9 +97,14 @@ struct direct_map {
 /* ... unless their pages are touched already (a populated block): up to
  * this size a memcpy out of touched pages beats the kernel's copy. */
 #define DIRECT_COPY_MAX		(256u * 1024u)
+/* What a read out of touched pages saves against pread (touch_after). */
+#define TOUCH_SAVES_NS		1500u
 /* What populating a block costs, until a block of the mapping says (see
- * populate_block). */
-#define POPULATE_BLOCK_NS	80000u
+ * populate_block): the least that buys one at its fourth read.  A file
+ * in huge folios (hotmapd's huge-folios) costs 10-30 us a block on the
+ * test VM, one in 4 KiB pages 800 us and up; the first blocks measure
+ * which. */
+#define POPULATE_BLOCK_NS	(4u * TOUCH_SAVES_NS)
 static pthread_mutex_t maps_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct mapping *idle;	/* most recently idle first */
 static unsigned nidle;
@@ -518,7 +524,6 @@ live_map(hm_file *f)
  * touches had become dear.  Until the first touch, a page is touched at
  * its second read.
  */
-#define TOUCH_SAVES_NS	1500u
 static uint64_t touch_avg_ns;	/* atomic: per page; 0 until measured */
 static unsigned touch_reads = 1;	/* atomic: touch_after() */
 
@@ -526,6 +531,21 @@ static unsigned
 touch_after(void)
 {
 	return __atomic_load_n(&touch_reads, __ATOMIC_RELAXED);
+}
+
+/*
+ * A timed sample, for a moving average that stood at old: at most 4 times
+ * it.  What is timed is the cost of a way of reading, but a sample also
+ * holds whatever befell the thread meanwhile (preempted, an interrupt, a
+ * hypervisor's exit): on the test VM one sample in a few hundred is 50 to
+ * 300 us, and one such moved an average a quarter of the way there,
+ * which decided hundreds of reads the wrong way.  A cost that really
+ * grows still gets there, a few samples later.
+ */
+static uint64_t
+sample_clamp(uint64_t old, uint64_t v)
+{
+	return old != 0 && v > 4 * old ? 4 * old : v;
 }
 
 static uint64_t
@@ -541,7 +561,7 @@ static void
 touch_account(uint64_t ns, size_t pages)
 {
 	uint64_t old = __atomic_load_n(&touch_avg_ns, __ATOMIC_RELAXED);
-	uint64_t per = ns / (pages > 0 ? pages : 1), avg, k;
+	uint64_t per = sample_clamp(old, ns / (pages > 0 ? pages : 1)), avg, k;
 
 	avg = old == 0 ? per : (3 * old + per) / 4;
 	__atomic_store_n(&touch_avg_ns, avg > 0 ? avg : 1, __ATOMIC_RELAXED);
@@ -611,7 +631,33 @@ populate_account(struct mapping *map, uint64_t ns)
 {
 	uint64_t est = __atomic_load_n(&map->populate_ns, __ATOMIC_RELAXED);
 
-	__atomic_store_n(&map->populate_ns, (est + ns) / 2, __ATOMIC_RELAXED);
+	__atomic_store_n(&map->populate_ns, (est + sample_clamp(est, ns)) / 2, __ATOMIC_RELAXED);
+}
+
+/* Whether [p, p + len) of a mapping is mapped by huge entries (the
+ * daemon's huge-folios: the file is cached in huge folios).  Asked of
+ * this process's pagemap, opened once per process (a forked child's
+ * inherited descriptor would ask about the parent). */
+static pthread_mutex_t pagemap_lock = PTHREAD_MUTEX_INITIALIZER;
+static int pagemap_fd = -1;
+static pid_t pagemap_pid;	/* atomic: the process pagemap_fd is of */
+
+static bool
+block_huge(const void *p, size_t len)
+{
+	pid_t pid = fork_pid();
+
+	if (__atomic_load_n(&pagemap_pid, __ATOMIC_ACQUIRE) != pid) {
+		pthread_mutex_lock(&pagemap_lock);
+		if (pagemap_pid != pid) {
+			if (pagemap_fd >= 0)
+				close(pagemap_fd);	/* the parent's */
+			pagemap_fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+			__atomic_store_n(&pagemap_pid, pid, __ATOMIC_RELEASE);
+		}
+		pthread_mutex_unlock(&pagemap_lock);
+	}
+	return pagemap_fd >= 0 && pagemap_all_huge(pagemap_fd, p, len) == 1;
 }
 
 /* Builds the page tables of block blk of m and marks its pages touched,
@@ -632,8 +678,17 @@ populate_block(struct direct_map *m, size_t blk)
 			__atomic_store_n(&populate_off, 1, __ATOMIC_RELAXED);
 		return;
 	}
-	if (guarded_touch(m->base + from, len) < 0)
+	/* A block mapped by one huge entry is touched by touching a byte of
+	 * it (on the test VM, one exit to the hypervisor for the 2 MiB);
+	 * else each page must be, one exit each. */
+	if (len == BLOCK_BYTES && block_huge(m->base + from, len)) {
+		uint8_t b;
+
+		if (guarded_copy(&b, m->base + from, 1) < 0)
+			return;
+	} else if (guarded_touch(m->base + from, len) < 0) {
 		return;
+	}
 	populate_account(m->map, now_ns_mono() - t0);
 	if (hm_direct_gen(m->slot) != m->gen)
 		return;
@@ -654,15 +709,19 @@ populate_block(struct direct_map *m, size_t blk)
  * populated.
  */
 #define COST_SAMPLE_EVERY	8u
+#define COST_FIRST_MAX_NS	20000u
 #define COST_PROBE_EVERY	64u
 
 static void
 cost_account(uint32_t *avg, uint64_t ns)
 {
 	uint32_t old = __atomic_load_n(avg, __ATOMIC_RELAXED);
-	uint64_t v = ns > UINT32_MAX / 2 ? UINT32_MAX / 2 : ns;
+	/* the first sample of a small read: no more than COST_FIRST_MAX_NS */
+	uint64_t v = sample_clamp(old != 0 ? old : COST_FIRST_MAX_NS / 4, ns);
 
-	__atomic_store_n(avg, old == 0 ? (uint32_t)(v > 0 ? v : 1) : (uint32_t)((3u * old + v) / 4),
+	/* an eighth of the way: one sample in 8 reads is timed (a clamped
+	 * outlier moves it by 3/8 at most) */
+	__atomic_store_n(avg, old == 0 ? (uint32_t)(v > 0 ? v : 1) : (uint32_t)((7u * old + v) / 8),
 			 __ATOMIC_RELAXED);
 }
 

@@ -31,6 +31,7 @@
 
 #include "closer.h"
 #include "file_platform.h"
+#include "proto/pagemap.h"
 
 static void set_err(char *err, size_t errlen, const char *msg)
 {
@@ -355,17 +356,6 @@ int fplat_populate(const void *addr, size_t len)
 #ifndef MADV_POPULATE_READ
 #define MADV_POPULATE_READ 22	/* Linux 5.14 */
 #endif
-#ifndef PAGEMAP_SCAN		/* Linux 6.7; Debian 12's headers are older */
-struct pm_scan_arg {
-	uint64_t size, flags, start, end, walk_end, vec, vec_len, max_pages;
-	uint64_t category_inverted, category_mask, category_anyof_mask, return_mask;
-};
-struct page_region {
-	uint64_t start, end, categories;
-};
-#define PAGEMAP_SCAN	_IOWR('f', 16, struct pm_scan_arg)
-#define PAGE_IS_HUGE	(1 << 6)
-#endif
 
 static pthread_once_t fold_once = PTHREAD_ONCE_INIT;
 static size_t fold_chunk;
@@ -424,22 +414,6 @@ static void *fold_map(int fd, uint64_t offset, size_t len)
 	return at;
 }
 
-/* Whether all of [p, p + len) is mapped by huge entries: 1, 0, -errno. */
-static int fold_is_huge(const void *p, size_t len)
-{
-	struct page_region r;
-	struct pm_scan_arg a = {
-		.size = sizeof a, .start = (uintptr_t)p, .end = (uintptr_t)p + len,
-		.vec = (uintptr_t)&r, .vec_len = 1,
-		.category_mask = PAGE_IS_HUGE, .return_mask = PAGE_IS_HUGE,
-	};
-	long n = ioctl(pagemap_fd, PAGEMAP_SCAN, &a);
-
-	if (n < 0)
-		return errno == ENOTTY || errno == EINVAL ? -ENOTSUP : -errno;
-	return n == 1 && r.start == (uintptr_t)p && r.end == (uintptr_t)p + len;
-}
-
 /* Maps the chunk anew and populates it with MADV_HUGEPAGE: pages not in
  * memory are read into a huge folio.  1 huge, 0 not, -errno. */
 static int fold_read(int fd, uint64_t offset, size_t len, bool cached_only)
@@ -466,7 +440,7 @@ static int fold_read(int fd, uint64_t offset, size_t len, bool cached_only)
 		rc = errno == EINVAL ? -ENOTSUP : -errno;
 		goto out;
 	}
-	rc = fold_is_huge(w, len);
+	rc = pagemap_all_huge(pagemap_fd, w, len);
 	if (rc == 0 && cached_only)
 		rc = 2;	/* cached, not huge */
 out:
