@@ -109,6 +109,8 @@ void file_cache_close(struct file_cache *cache, struct storage_handle *h)
 	if (e->refs == 0)
 		return;	/* closed twice: never drive the count below zero */
 	e->refs--;
+	if (h->job && e->job_refs > 0)
+		e->job_refs--;
 	if (e->refs > 0)
 		return;
 	/*
@@ -151,8 +153,11 @@ void file_cache_close(struct file_cache *cache, struct storage_handle *h)
 void storage_handle_dup(const struct storage_handle *h, struct storage_handle *out)
 {
 	*out = *h;
-	if (h->entry != NULL)
+	out->job = true;
+	if (h->entry != NULL) {
 		h->entry->refs++;
+		h->entry->job_refs++;
+	}
 }
 
 void file_cache_counters(const struct file_cache *cache, struct storage_counters *out)

@@ -57,6 +57,7 @@ struct file_entry {
 	bool fs_data;			/* a data file system (fplat_fs) */
 
 	unsigned refs;			/* open handles */
+	unsigned job_refs;		/* of them, jobs' (storage_handle_dup) */
 	bool hashed;			/* cached: reachable from the hash */
 	bool unkept;			/* made past max_files: freed at its last close */
 	int map_errno;			/* mmap failed once: never retried */
@@ -80,7 +81,8 @@ struct file_entry {
 	size_t fold_chunks;
 	int fold_off;			/* atomic: no more (see storage_fold) */
 	int fold_pass;			/* loop thread: 0, 1 while a job folds the
-					 * whole file, 2 once one has */
+					 * file, 2 once jobs went through it */
+	uint64_t fold_next;		/* loop thread: where the next job starts */
 	/* Direct reads (file_lease.c): grants holding the read lease, and
 	 * what clients reported reading themselves. */
 	unsigned lease_refs;

@@ -105,18 +105,29 @@ bool storage_foldable(const struct storage_handle *h)
 	       !__atomic_load_n(&h->entry->fold_off, __ATOMIC_RELAXED);
 }
 
-bool storage_fold_start(struct storage_handle *h)
+bool storage_cached(const struct storage_handle *h)
+{
+	return h != NULL && h->entry != NULL && h->entry->hashed;
+}
+
+bool storage_fold_start(struct storage_handle *h, uint64_t *offset)
 {
 	if (!storage_foldable(h) || h->entry->fold_pass != 0)
 		return false;
 	h->entry->fold_pass = 1;
+	*offset = h->entry->fold_next;
 	return true;
 }
 
-void storage_fold_end(struct storage_handle *h, bool whole)
+void storage_fold_end(struct storage_handle *h, uint64_t reached)
 {
-	if (h != NULL && h->entry != NULL)
-		h->entry->fold_pass = whole ? 2 : 0;
+	struct file_entry *e = h != NULL ? h->entry : NULL;
+
+	if (e == NULL)
+		return;
+	if (reached > e->fold_next)
+		e->fold_next = reached;
+	e->fold_pass = e->fold_next >= e->size ? 2 : 0;
 }
 
 /* Chunks in a row that stay small after a fold before an entry's folds
@@ -278,7 +289,7 @@ int storage_stat(struct storage_handle *h, struct storage_stat *out)
 		.mtime_ns = st.mtime_ns,
 		.mode = st.mode,
 		.mapped_length = e->file.map != NULL ? e->file.map_len : 0,
-		.handles = e->refs,
+		.handles = e->refs - e->job_refs,
 	};
 	return 0;
 }

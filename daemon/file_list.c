@@ -50,7 +50,7 @@ size_t file_cache_foreach(struct file_cache *cache, size_t skip,
 		info.ino = e->id.ino;
 		info.mapped_length = e->file.map != NULL ? e->file.map_len : 0;
 		info.last_reason = e->last_reason;
-		info.handles = e->refs;
+		info.handles = e->refs - e->job_refs;
 		info.cached = e->hashed;
 		info.hits = e->hits;
 		info.bytes = e->bytes;
@@ -68,13 +68,20 @@ size_t file_cache_foreach(struct file_cache *cache, size_t skip,
 
 static void evict_one(struct file_cache *cache, struct file_entry *e, struct storage_evicted *out)
 {
-	if (e->refs > 0) {
+	if (e->refs > e->job_refs) {
 		out->busy++;
 		return;
 	}
 	out->files++;
 	out->mapped_bytes += e->file.map != NULL ? e->file.map_len : 0;
 	cache->ctr.evictions++;
+	if (e->refs > 0) {
+		/* only background work holds it: it stops at its next
+		 * chunk or step, and its last close frees the entry */
+		__atomic_store_n(&e->fold_off, 1, __ATOMIC_RELAXED);
+		file_cache_unhash(cache, e);
+		return;
+	}
 	file_cache_entry_free(cache, e);
 }
 

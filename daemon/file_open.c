@@ -354,6 +354,7 @@ int file_cache_open(struct file_cache *cache, hm_fd fd, enum storage_policy poli
 	out->backend = o.backend;
 	out->reason = o.reason;
 	out->fresh = o.fresh;
+	out->job = false;
 	out->map_errno = o.reason == STORAGE_REASON_MMAP_FAILED ? e->map_errno : 0;
 	cache->ctr.opens_by_reason[o.reason]++;
 	if (o.fallback)

@@ -127,8 +127,10 @@ read_job_next_step(struct read_job *j)
 
 	if (!j->kind->stepped)
 		return false;
-	/* a client gone, or the daemon stopping: no more steps */
+	/* a client gone, or the daemon stopping: no more steps; nor for
+	 * background work on a file dropped from the cache (evicted) */
 	if (!j->s->dead && !j->s->srv->stopping &&
+	    (j->kind->op >= 0 || storage_cached(&j->h)) &&
 	    j->result >= 0 && (size_t)j->result == step && left > step) {
 		j->done_bytes += step;
 		return true;
@@ -158,7 +160,7 @@ read_job_done(struct worker_job *job)
 		return;
 	}
 	if (j->kind->fold_only)
-		storage_fold_end(&j->h, !s->dead && !s->srv->stopping && j->result >= 0);
+		storage_fold_end(&j->h, j->offset + (j->result > 0 ? (uint64_t)j->result : 0));
 	file_cache_close(s->srv->cache, &j->h);
 	s->inflight--;
 	s->inflight_bytes -= j->charge;

@@ -364,6 +364,8 @@ void
 session_warm_open(struct session *s, uint32_t id, struct session_handle *sh, bool asked,
 		  uint64_t size)
 {
+	uint64_t from;
+
 	if (asked || (sh->h.fresh && s->srv->cfg.warm == HM_WARM_POPULATE)) {
 		/* the whole file, behind the reply; a failure only costs the
 		 * warmth */
@@ -373,11 +375,12 @@ session_warm_open(struct session *s, uint32_t id, struct session_handle *sh, boo
 		/* first cached: the kernel reads it ahead, nothing waits */
 		if (storage_willneed(&sh->h, 0, size) == 0)
 			s->srv->counters.warms++;
-	} else if (s->srv->cfg.huge_folios && storage_fold_start(&sh->h)) {
+	} else if (s->srv->cfg.huge_folios && storage_fold_start(&sh->h, &from)) {
 		/* what of it is in memory, in huge folios, once (the warms
 		 * above fold too) */
-		if (session_submit(s, &read_kind_fold_open, id, &sh->h, 0, (size_t)INT64_MAX, NULL) < 0)
-			storage_fold_end(&sh->h, false);
+		if (session_submit(s, &read_kind_fold_open, id, &sh->h, from, (size_t)INT64_MAX,
+				   NULL) < 0)
+			storage_fold_end(&sh->h, 0);
 	}
 }
 

@@ -87,6 +87,7 @@ struct storage_handle {
 	enum storage_reason reason;
 	int map_errno;		/* with STORAGE_REASON_MMAP_FAILED: mmap's errno */
 	bool fresh;		/* this open made the entry (not cached before) */
+	bool job;		/* a job's (storage_handle_dup) */
 };
 
 struct storage_stat {
@@ -271,16 +272,22 @@ ssize_t storage_warm_detached(const struct storage_handle *h, uint64_t offset, u
 /* Whether h's file may have huge folios (storage_warm_detached's fold):
  * mapped, a regular file of a chunk or more on a local file system. */
 bool storage_foldable(const struct storage_handle *h);
-/* On the loop thread: true when a pass folding h's whole file should
- * start now (foldable, no pass running or done); it is then running until
- * storage_fold_end says whether it went through the whole file (if not,
- * the next open starts another: chunks folded already are skipped). */
-bool storage_fold_start(struct storage_handle *h);
-void storage_fold_end(struct storage_handle *h, bool whole);
+/* Whether h's entry is still the cache's (not evicted, not replaced). */
+bool storage_cached(const struct storage_handle *h);
+/* On the loop thread: true when a job folding h's file should start now
+ * (foldable, no job on it, not gone through yet), at *offset; it runs
+ * until storage_fold_end says how far it got (a job whose client left
+ * stops early: the next open's goes on from there).  So what of a file is
+ * in memory is looked at once in all, however many clients open it. */
+bool storage_fold_start(struct storage_handle *h, uint64_t *offset);
+void storage_fold_end(struct storage_handle *h, uint64_t reached);
 
 /* Another reference to h's entry (a job that may outlive the handle);
  * drop it with file_cache_close.  It counts as a handle: the budget never
- * drops the entry (nor its mapping) while it lives.  h must be open. */
+ * drops the entry (nor its mapping) while it lives; but the handles that
+ * stat and listings report are the clients' only (a job in the
+ * background, such as huge folios' at open, is nobody's open).  h must
+ * be open. */
 void storage_handle_dup(const struct storage_handle *h, struct storage_handle *out);
 
 int storage_stat(struct storage_handle *h, struct storage_stat *st);
@@ -337,7 +344,11 @@ struct storage_evicted {
 /*
  * Drops cached entries that no handle reads: the one for (dev, ino), or
  * with all, every one.  A mapping with a reader is never unmapped under
- * it: such entries are counted busy and kept.  Returns 0, or -ENOENT when
+ * it: such entries are counted busy and kept.  One that only the daemon's
+ * own background work holds (huge folios at open, a warm at first cache:
+ * jobs whose client closed the file) is dropped from the cache at once
+ * and its work told to stop: it goes, with its mapping, when that work
+ * notices (storage_cached), within a step.  Returns 0, or -ENOENT when
  * (dev, ino) is not cached.
  */
 int file_cache_evict(struct file_cache *cache, bool all, uint64_t dev, uint64_t ino,

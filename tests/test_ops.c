@@ -4,8 +4,9 @@
  * mapping with a reader never unmapped, the fallback to pread when every
  * mapping is read), idle unmapping, the cap on files kept, warm on first
  * cache, the limit of reads in flight per client, who may connect and
- * who may administer, and what a client may reach by path or descriptor
- * (magic links, long paths, mounts beneath a root with cross-mounts).
+ * who may administer, what a client may reach by path or descriptor
+ * (magic links, long paths, mounts beneath a root with cross-mounts), and
+ * huge folios.
  */
 #include "config.h"
 
@@ -21,15 +22,18 @@
 #include <stdlib.h>
 #include <sched.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
 #include "client/hotmap_admin.h"
+#include "proto/pagemap.h"
 #include "tests/harness.h"
 
 #define MiB (1024u * 1024u)
@@ -356,6 +360,184 @@ test_warm_none(void **state)
 	assert_int_equal(harness_stat(admin, "warms"), 0);
 	hm_disconnect(cl);
 	hm_disconnect(admin);
+}
+
+/* --- huge folios ------------------------------------------------------ */
+
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22
+#endif
+#define HUGE_FILE	(8u * MiB)
+
+/* The huge page size files may be cached in, or 0 (and why). */
+static size_t
+huge_chunk(const char **why)
+{
+	unsigned long long v = 0;
+	FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/hpage_pmd_size", "re");
+
+	if (f == NULL || fscanf(f, "%llu", &v) != 1 || v == 0 || HUGE_FILE % v != 0) {
+		*why = "no transparent huge pages here";
+		v = 0;
+	}
+	if (f != NULL)
+		fclose(f);
+	return (size_t)v;
+}
+
+/* How many of the file's chunks a fresh mapping of it in this process
+ * maps with huge entries; -1 when the kernel cannot tell (no PAGEMAP_SCAN). */
+static int
+huge_chunks(const char *path, size_t chunk)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC), pm = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+	uint8_t *area, *p;
+	int n = 0, r;
+	size_t i;
+
+	assert_true(fd >= 0 && pm >= 0);
+	/* at an address aligned to the chunk: only there can an entry map it */
+	area = mmap(NULL, HUGE_FILE + chunk, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	assert_true(area != MAP_FAILED);
+	p = (uint8_t *)(((uintptr_t)area + chunk - 1) & ~((uintptr_t)chunk - 1));
+	assert_true(mmap(p, HUGE_FILE, PROT_READ, MAP_SHARED | MAP_FIXED, fd, 0) == p);
+	assert_int_equal(madvise(p, HUGE_FILE, MADV_POPULATE_READ), 0);
+	for (i = 0; i < HUGE_FILE / chunk; i++) {
+		r = pagemap_all_huge(pm, p + i * chunk, chunk);
+		if (r < 0) {
+			n = -1;
+			break;
+		}
+		n += r;
+	}
+	munmap(area, HUGE_FILE + chunk);
+	close(pm);
+	close(fd);
+	return n;
+}
+
+/* A file of HUGE_FILE bytes written in 1 MiB calls (cached in folios of
+ * 1 MiB at most), in a directory of its own on the build's disk (a tmpfs
+ * has no page cache to fold): its path in out, or NULL and why. */
+static const char *
+huge_file(char *dir, size_t dirlen, char *out, const char **why)
+{
+	const char *base = getenv("TESTS_BUILDDIR");
+	struct statfs sfs;
+	int fd;
+
+	snprintf(dir, dirlen, "%s/huge.XXXXXX", base != NULL ? base : ".");
+	if (mkdtemp(dir) == NULL)
+		fail_msg("mkdtemp %s: %s", dir, strerror(errno));
+	if (statfs(dir, &sfs) == 0 && (sfs.f_type == 0x01021994 || sfs.f_type == 0x858458f6)) {
+		rmdir(dir);
+		*why = "the build directory is on tmpfs";
+		return NULL;
+	}
+	snprintf(out, PATH_MAX, "%s/f", dir);
+	harness_write_file(out, HUGE_FILE, 41);
+	fd = open(out, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(fdatasync(fd), 0);
+	close(fd);
+	return out;
+}
+
+/*
+ * huge-folios: a warm reads the chunks of a file that are in memory in
+ * small folios back into huge ones, so that a process mapping the file
+ * afterwards (a client reading it directly, or any program) maps each
+ * chunk with one entry; the bytes read are the file's, before and after.
+ */
+static void
+test_huge_folios(void **state)
+{
+	struct harness *h = *state;
+	const char *why = NULL;
+	size_t chunk = huge_chunk(&why);
+	char dir[PATH_MAX], path[PATH_MAX];
+	hm_client *admin, *cl;
+	hm_file *f;
+	int fd, before, after;
+	uint64_t off;
+
+	if (chunk == 0 || huge_file(dir, sizeof dir, path, &why) == NULL)
+		skip_because(why);
+	before = huge_chunks(path, chunk);
+	if (before < 0) {
+		unlink(path);
+		rmdir(dir);
+		skip_because("the kernel cannot tell a huge mapping (PAGEMAP_SCAN: Linux 6.7)");
+	}
+	admin = harness_connect(h);
+	cl = harness_connect(h);
+	f = hm_open(cl, path, 0);
+	assert_non_null(f);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	for (off = 0; off < HUGE_FILE; off += 3 * MiB + 4096)
+		harness_check_read(f, fd, off, 256 * 1024);
+	assert_int_equal(hm_warm(f, 0, HUGE_FILE), HUGE_FILE);
+	after = huge_chunks(path, chunk);
+	if (harness_stat(admin, "huge_folds") == 0 && harness_stat(admin, "huge_fold_misses") > 0) {
+		print_message("# huge-folios: chunks read back stayed small (no huge page here)\n");
+	} else {
+		/* every chunk, whether it was small (read back) or huge already */
+		assert_int_equal(after, (int)(HUGE_FILE / chunk));
+		/* the open's background pass counts its chunks when its step
+		 * is back on the loop, which may be after the warm's reply */
+		harness_wait_stat(admin, "huge_folds", (uint64_t)(HUGE_FILE / chunk) - (uint64_t)before);
+	}
+	/* the bytes are the file's, through every tier the file is read by */
+	for (off = 0; off < HUGE_FILE; off += 3 * MiB + 4096)
+		harness_check_read(f, fd, off, 256 * 1024);
+	harness_check_read(f, fd, 0, HUGE_FILE);
+	/* once per chunk: another warm reads nothing back */
+	{
+		uint64_t folds = harness_stat(admin, "huge_folds");
+
+		assert_int_equal(hm_warm(f, 0, HUGE_FILE), HUGE_FILE);
+		assert_int_equal(harness_stat(admin, "huge_folds"), folds);
+	}
+	close(fd);
+	hm_close(f);
+	hm_disconnect(cl);
+	hm_disconnect(admin);
+	unlink(path);
+	rmdir(dir);
+}
+
+static const struct harness_opts opts_no_huge = {
+	.extra = { "--huge-folios", "no", NULL },
+};
+
+/* huge-folios = no: a warm leaves the page cache as it is. */
+static void
+test_huge_folios_off(void **state)
+{
+	struct harness *h = *state;
+	const char *why = NULL;
+	size_t chunk = huge_chunk(&why);
+	char dir[PATH_MAX], path[PATH_MAX];
+	hm_client *admin, *cl;
+	hm_file *f;
+	int before;
+
+	if (chunk == 0 || huge_file(dir, sizeof dir, path, &why) == NULL)
+		skip_because(why);
+	before = huge_chunks(path, chunk);
+	admin = harness_connect(h);
+	cl = harness_connect(h);
+	f = hm_open(cl, path, 0);
+	assert_non_null(f);
+	assert_int_equal(hm_warm(f, 0, HUGE_FILE), HUGE_FILE);
+	assert_int_equal(harness_stat(admin, "huge_folds"), 0);
+	assert_int_equal(harness_stat(admin, "huge_fold_misses"), 0);
+	assert_int_equal(huge_chunks(path, chunk), before);
+	hm_close(f);
+	hm_disconnect(cl);
+	hm_disconnect(admin);
+	unlink(path);
+	rmdir(dir);
 }
 
 static const struct harness_opts opts_inflight_1 = {
@@ -956,6 +1138,8 @@ main(void)
 		T(test_pseudo_files_read_as_opener, opts_none),
 		T(test_access_by_path, opts_root),
 		T(test_access_by_descriptor, opts_none),
+		T(test_huge_folios, opts_none),
+		T(test_huge_folios_off, opts_no_huge),
 		/* last: they leave the process in a mount namespace of its own */
 		cmocka_unit_test_prestate_setup_teardown(test_cross_mounts_refused, setup_mounts,
 							 teardown_mounts, (void *)&opts_no_cross),
