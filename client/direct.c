@@ -69,6 +69,7 @@ struct mapping {
 	 * not measured yet), and the reads so far, which pick the timed ones */
 	uint32_t copy_ns, pread_ns;
 	unsigned tick;
+	unsigned burst;		/* atomic: copies still to time in a row */
 	struct mapping *prev, *next;	/* on `idle` while refs == 0 */
 };
 
@@ -725,6 +726,32 @@ cost_account(uint32_t *avg, uint64_t ns)
 			 __ATOMIC_RELAXED);
 }
 
+/*
+ * A timed copy.  A copy that costs more than twice the average starts a
+ * burst: the next COST_BURST copies are timed too, so that the average
+ * follows within a few reads when the pages' state changed under it.  On
+ * the test VM a process's touched pages trap again after it slept or was
+ * descheduled for 100 ms or so (measured: random 4 KiB copies out of a
+ * touched mapping, 0.55 us, then 2.5-3.7 us after a 100-300 ms sleep), so
+ * a process whose reads come in bursts finds its copies dear at the start
+ * of each; sampling one in 8 took some 100 costly copies to notice.
+ */
+#define COST_BURST	8u
+
+static void
+copy_account(struct mapping *map, uint64_t ns)
+{
+	uint32_t avg = __atomic_load_n(&map->copy_ns, __ATOMIC_RELAXED);
+	unsigned burst = __atomic_load_n(&map->burst, __ATOMIC_RELAXED);
+
+	if (avg != 0 && ns > 2u * (uint64_t)avg)
+		burst = COST_BURST;
+	else if (burst > 0)
+		burst--;
+	__atomic_store_n(&map->burst, burst, __ATOMIC_RELAXED);
+	cost_account(&map->copy_ns, ns);
+}
+
 /* Whether copies out of touched pages of map are cheaper than pread (or
  * not known yet). */
 static bool
@@ -773,9 +800,24 @@ direct_read(hm_file *f, void *buf, size_t len, uint64_t offset)
 	/* a racy count (it only picks reads to time): no locked add */
 	tick = __atomic_load_n(&map->tick, __ATOMIC_RELAXED);
 	__atomic_store_n(&map->tick, tick + 1, __ATOMIC_RELAXED);
-	touched = n < DIRECT_COPY_MAX && page_state_touched(&map->pages, first, last);
 	pays = copies_pay(map);
 	probe = tick % COST_PROBE_EVERY == 0 && n < DIRECT_PREAD_MIN;
+	/* While copies lose, every read but the probes is pread whatever its
+	 * pages' state, which is then neither looked at nor kept: a random
+	 * read's page state is a cache miss, a tenth of the read. */
+	if (!pays && !probe && fd >= 0) {
+		timed = n < DIRECT_PREAD_MIN && tick % COST_SAMPLE_EVERY == 0;
+		if (timed)
+			t0 = now_ns_mono();
+		got = pread_all(fd, buf, n, offset);
+		if (got < 0)
+			return DIRECT_MISS;
+		if (timed)
+			cost_account(&map->pread_ns, now_ns_mono() - t0);
+		n = (size_t)got;
+		goto done;
+	}
+	touched = n < DIRECT_COPY_MAX && page_state_touched(&map->pages, first, last);
 	if (fd < 0)
 		use_pread = false;	/* no descriptor: the mapping only */
 	else if (touched)
@@ -783,7 +825,9 @@ direct_read(hm_file *f, void *buf, size_t len, uint64_t offset)
 	else
 		use_pread = n >= DIRECT_PREAD_MIN || !pays ||
 			    page_state_hits_min(&map->pages, first, last) < touch_after();
-	timed = n < DIRECT_PREAD_MIN && (touched || use_pread) && tick % COST_SAMPLE_EVERY == 0;
+	timed = n < DIRECT_PREAD_MIN && (touched || use_pread) &&
+		(tick % COST_SAMPLE_EVERY == 0 ||
+		 (touched && !use_pread && __atomic_load_n(&map->burst, __ATOMIC_RELAXED) > 0));
 	if (timed || (!touched && !use_pread))
 		t0 = now_ns_mono();
 	if (use_pread) {
@@ -809,7 +853,7 @@ direct_read(hm_file *f, void *buf, size_t len, uint64_t offset)
 	if (!touched)
 		touch_account(now_ns_mono() - t0, last - first + 1);
 	else if (timed)
-		cost_account(&map->copy_ns, now_ns_mono() - t0);
+		copy_account(map, now_ns_mono() - t0);
 	__atomic_thread_fence(__ATOMIC_ACQUIRE);
 	if (__atomic_load_n(&m->slot->gen, __ATOMIC_RELAXED) != m->gen)
 		return DIRECT_MISS;	/* revoked during the copy: it may be torn */
