@@ -224,6 +224,8 @@ void direct_drop(hm_file *f);
 void direct_heat(hm_file *f, ssize_t n);
 ssize_t direct_read(hm_file *f, void *buf, size_t len, uint64_t offset);
 void direct_warm(hm_file *f, uint64_t offset, uint64_t len);
+/* The process's last client is gone: its idle mappings are unmapped. */
+void direct_release_idle(void);
 int direct_view(hm_file *f, uint64_t offset, size_t len, const void **data, size_t *got,
 		struct direct_map **held);
 int direct_map_check(const struct direct_map *m);
@@ -344,7 +346,8 @@ void fork_watch(void);
 /* getpid(2), without a system call once fork_watch has run. */
 pid_t fork_pid(void);
 void client_list(hm_client *c);
-void client_unlist(hm_client *c);
+/* true when no client of the process is listed any more */
+bool client_unlist(hm_client *c);
 void client_after_fork(hm_client *c);
 
 /* client.c */

@@ -266,10 +266,11 @@ HM_EXPORT void
 hm_disconnect(hm_client *c)
 {
 	int saved = errno;
+	bool last;
 
 	if (c == NULL)
 		return;
-	client_unlist(c);
+	last = client_unlist(c);
 	while (c->files != NULL) {
 		hm_file *f = c->files;
 
@@ -291,6 +292,8 @@ hm_disconnect(hm_client *c)
 	pthread_mutex_destroy(&c->ring_lock);
 	pthread_mutex_destroy(&c->files_lock);
 	free(c);
+	if (last)
+		direct_release_idle();
 	errno = saved;
 }
 

@@ -316,6 +316,37 @@ mapping_put(struct mapping *m)
 		mapping_destroy(old);
 }
 
+/*
+ * The process's last client is gone (hm_disconnect): its idle mappings go
+ * too.  Each holds its file's pages mapped, so that nothing could drop
+ * them from the page cache (POSIX_FADV_DONTNEED skips mapped pages: an
+ * operator's eviction, a benchmark's cold start), and a deleted file's
+ * blocks on the disk.  A process that reads a file every epoch keeps a
+ * client across its epochs and its mappings with it.  A forked child
+ * leaves its parent's be (mapping_get).
+ */
+void
+direct_release_idle(void)
+{
+	struct mapping *m, *next, *gone = NULL;
+	pid_t pid = fork_pid();
+
+	pthread_mutex_lock(&maps_lock);
+	for (m = idle; m != NULL; m = next) {
+		next = m->next;
+		if (m->pid != pid)
+			continue;
+		idle_unlink(m);
+		m->next = gone;
+		gone = m;
+	}
+	pthread_mutex_unlock(&maps_lock);
+	for (m = gone; m != NULL; m = next) {
+		next = m->next;
+		mapping_destroy(m);
+	}
+}
+
 /* A mapping of f's file covering len bytes: an idle one, or a new one of
  * the descriptor fd.  NULL and errno. */
 static struct mapping *

@@ -61,6 +61,11 @@ direct_warm(hm_file *f, uint64_t offset, uint64_t len)
 	(void)len;
 }
 
+void
+direct_release_idle(void)
+{
+}
+
 int
 direct_view(hm_file *f, uint64_t offset, size_t len, const void **data, size_t *got,
 	    struct direct_map **held)

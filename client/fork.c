@@ -82,11 +82,13 @@ client_list(hm_client *c)
 	pthread_mutex_unlock(&clients_lock);
 }
 
-void
+bool
 client_unlist(hm_client *c)
 {
+	bool last;
+
 	if (!c->listed)
-		return;
+		return false;
 	pthread_mutex_lock(&clients_lock);
 	if (c->prev_live != NULL)
 		c->prev_live->next_live = c->next_live;
@@ -95,7 +97,9 @@ client_unlist(hm_client *c)
 	if (c->next_live != NULL)
 		c->next_live->prev_live = c->prev_live;
 	c->listed = false;
+	last = clients == NULL;
 	pthread_mutex_unlock(&clients_lock);
+	return last;
 }
 
 /*

@@ -83,6 +83,7 @@ struct file_entry {
 	int fold_pass;			/* loop thread: 0, 1 while a job folds the
 					 * file, 2 once jobs went through it */
 	uint64_t fold_next;		/* loop thread: where the next job starts */
+	uint64_t fold_retry_ns;		/* loop thread: no job before (monotime) */
 	/* Direct reads (file_lease.c): grants holding the read lease, and
 	 * what clients reported reading themselves. */
 	unsigned lease_refs;

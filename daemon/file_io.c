@@ -110,21 +110,27 @@ bool storage_cached(const struct storage_handle *h)
 	return h != NULL && h->entry != NULL && h->entry->hashed;
 }
 
+#define FOLD_HOT_PCT		90
+#define FOLD_COLD_RETRY_MS	10000u
+
 bool storage_fold_start(struct storage_handle *h, uint64_t *offset)
 {
-	if (!storage_foldable(h) || h->entry->fold_pass != 0)
+	if (!storage_foldable(h) || h->entry->fold_pass != 0 ||
+	    monotime_ns() < h->entry->fold_retry_ns)
 		return false;
 	h->entry->fold_pass = 1;
 	*offset = h->entry->fold_next;
 	return true;
 }
 
-void storage_fold_end(struct storage_handle *h, uint64_t reached)
+void storage_fold_end(struct storage_handle *h, uint64_t reached, bool cold)
 {
 	struct file_entry *e = h != NULL ? h->entry : NULL;
 
 	if (e == NULL)
 		return;
+	if (cold)
+		e->fold_retry_ns = monotime_ns() + (uint64_t)FOLD_COLD_RETRY_MS * 1000000u;
 	if (reached > e->fold_next)
 		e->fold_next = reached;
 	e->fold_pass = e->fold_next >= e->size ? 2 : 0;
@@ -219,6 +225,15 @@ ssize_t storage_warm_detached(const struct storage_handle *h, uint64_t offset, u
 	if (offset >= size)
 		return 0;
 	end = len > size - offset ? size : offset + len;
+	if (io->fold_only && io->fold_first) {
+		uint64_t in;
+		int pct = fplat_resident(f->fd, f->map, f->map_len, size, &in);
+
+		if (pct >= 0 && pct < FOLD_HOT_PCT) {
+			io->fold_cold = true;
+			return 0;	/* ends the job */
+		}
+	}
 	if (io->fold)
 		storage_fold(h, offset, end, io);
 	if (io->fold_only)

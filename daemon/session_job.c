@@ -105,6 +105,7 @@ read_job_run(struct worker_job *job)
 	j->io.nowait = false;
 	j->io.fold = j->fold;
 	j->io.fold_only = j->kind->fold_only;
+	j->io.fold_first = j->done_bytes == 0;
 	if (j->kind->warm)
 		j->result = storage_warm_detached(&j->h, j->offset + j->done_bytes, step, &j->io);
 	else
@@ -160,7 +161,8 @@ read_job_done(struct worker_job *job)
 		return;
 	}
 	if (j->kind->fold_only)
-		storage_fold_end(&j->h, j->offset + (j->result > 0 ? (uint64_t)j->result : 0));
+		storage_fold_end(&j->h, j->offset + (j->result > 0 ? (uint64_t)j->result : 0),
+				 j->io.fold_cold);
 	file_cache_close(s->srv->cache, &j->h);
 	s->inflight--;
 	s->inflight_bytes -= j->charge;

@@ -380,7 +380,7 @@ session_warm_open(struct session *s, uint32_t id, struct session_handle *sh, boo
 		 * above fold too) */
 		if (session_submit(s, &read_kind_fold_open, id, &sh->h, from, (size_t)INT64_MAX,
 				   NULL) < 0)
-			storage_fold_end(&sh->h, 0);
+			storage_fold_end(&sh->h, 0, false);
 	}
 }
 

@@ -166,6 +166,8 @@ struct storage_io {
 	/* storage_warm_detached only: */
 	bool fold;		/* in: huge folios for the range's chunks */
 	bool fold_only;		/* in: that, and no more */
+	bool fold_first;	/* in: the first step of a fold_only job */
+	bool fold_cold;		/* out: the file is not hot: nothing folded */
 	unsigned folds;		/* chunks read back into huge folios */
 	unsigned fold_misses;	/* chunks read back that stayed small */
 };
@@ -278,9 +280,12 @@ bool storage_cached(const struct storage_handle *h);
  * (foldable, no job on it, not gone through yet), at *offset; it runs
  * until storage_fold_end says how far it got (a job whose client left
  * stops early: the next open's goes on from there).  So what of a file is
- * in memory is looked at once in all, however many clients open it. */
+ * in memory is looked at once in all, however many clients open it.  A
+ * file less than FOLD_HOT_PCT in memory when a job starts is not hot: it
+ * is being read in, and folding behind the reader would read it twice;
+ * the job ends (cold), and the next may start FOLD_COLD_RETRY_MS later. */
 bool storage_fold_start(struct storage_handle *h, uint64_t *offset);
-void storage_fold_end(struct storage_handle *h, uint64_t reached);
+void storage_fold_end(struct storage_handle *h, uint64_t reached, bool cold);
 
 /* Another reference to h's entry (a job that may outlive the handle);
  * drop it with file_cache_close.  It counts as a handle: the budget never

@@ -453,6 +453,58 @@ read_every_page(hm_file *f, int fd, uint64_t size)
 	return minor_faults() - before;
 }
 
+/* Whether this process maps path (a line of /proc/self/maps names it). */
+static bool
+process_maps(const char *path)
+{
+	FILE *f = fopen("/proc/self/maps", "re");
+	char line[PATH_MAX + 128];
+	bool found = false;
+
+	assert_non_null(f);
+	while (!found && fgets(line, sizeof line, f) != NULL) {
+		char *name = strchr(line, '/');
+
+		if (name != NULL) {
+			name[strcspn(name, "\n")] = '\0';
+			found = strcmp(name, path) == 0;
+		}
+	}
+	fclose(f);
+	return found;
+}
+
+/* The process's last client gone, its idle mappings go with it: a closed
+ * file's pages are not kept mapped (POSIX_FADV_DONTNEED could not drop
+ * them, nor would a deleted file's blocks be freed); while a client
+ * remains, a closed file's mapping is kept for the next open. */
+static void
+test_idle_mappings_released(void **state)
+{
+	const struct harness *h = *state;
+	hm_client *c = connect_direct(h, 0), *d = connect_direct(h, 0);
+	char path[PATH_MAX];
+	hm_file *f;
+	int fd;
+
+	make_file(h, "root/released", 4 * MiB, 43, path);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	f = open_ok(c, path, HM_O_DIRECT);
+	assert_int_equal(hm_warm(f, 0, 4 * MiB), 4 * MiB);
+	harness_check_read(f, fd, 12345, 100000);
+	assert_true(process_maps(path));
+	assert_int_equal(hm_close(f), 0);
+	hm_disconnect(c);
+	/* d is still connected: kept, idle, for the next open */
+	assert_true(process_maps(path));
+	f = open_ok(d, path, HM_O_DIRECT);
+	harness_check_read(f, fd, 4 * MiB - 5000, 8192);
+	assert_int_equal(hm_close(f), 0);
+	hm_disconnect(d);
+	assert_false(process_maps(path));
+	close(fd);
+}
+
 /* A process that opens the file again (each epoch, each connection)
  * finds the mapping it had, page tables and all. */
 static void
@@ -1433,6 +1485,7 @@ main(void)
 		T(test_view_in_place, opts_default),
 		T(test_view_batch, opts_default),
 		T(test_mapping_reused, opts_default),
+		T(test_idle_mappings_released, opts_default),
 		T(test_block_populated, opts_default),
 		T(test_batch_promotes, opts_default),
 		T(test_many_files_few_descriptors, opts_default),
