@@ -682,8 +682,8 @@ block_huge(const void *p, size_t len)
 	if (__atomic_load_n(&pagemap_pid, __ATOMIC_ACQUIRE) != pid) {
 		pthread_mutex_lock(&pagemap_lock);
 		if (pagemap_pid != pid) {
-			if (pagemap_fd >= 0)
-				close(pagemap_fd);	/* the parent's */
+			/* the parent's descriptor is left as it is: its number
+			 * may be the program's own by now */
 			pagemap_fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
 			__atomic_store_n(&pagemap_pid, pid, __ATOMIC_RELEASE);
 		}
@@ -750,10 +750,11 @@ cost_account(uint32_t *avg, uint64_t ns)
 	uint32_t old = __atomic_load_n(avg, __ATOMIC_RELAXED);
 	/* the first sample of a small read: no more than COST_FIRST_MAX_NS */
 	uint64_t v = sample_clamp(old != 0 ? old : COST_FIRST_MAX_NS / 4, ns);
+	uint64_t next = old == 0 ? (v > 0 ? v : 1) : (7u * (uint64_t)old + v) / 8;
 
 	/* an eighth of the way: one sample in 8 reads is timed (a clamped
 	 * outlier moves it by 3/8 at most) */
-	__atomic_store_n(avg, old == 0 ? (uint32_t)(v > 0 ? v : 1) : (uint32_t)((7u * old + v) / 8),
+	__atomic_store_n(avg, (uint32_t)(next > UINT32_MAX / 8 ? UINT32_MAX / 8 : next),
 			 __ATOMIC_RELAXED);
 }
 

@@ -80,6 +80,7 @@ struct file_entry {
 	uint64_t *fold_claim, *fold_done;
 	size_t fold_chunks;
 	int fold_off;			/* atomic: no more (see storage_fold) */
+	unsigned fold_misses;		/* atomic: chunks in a row that stayed small */
 	int fold_pass;			/* loop thread: 0, 1 while a job folds the
 					 * file, 2 once jobs went through it */
 	uint64_t fold_next;		/* loop thread: where the next job starts */

@@ -98,9 +98,18 @@ ssize_t storage_read_nowait(struct file_cache *cache, struct storage_handle *h,
 	return r;
 }
 
+/* Chunks read back in a row, daemon-wide, that stayed small: past
+ * FOLD_MISSES_ALL_MAX the kernel gives no file huge folios (Linux before
+ * large folios in the page cache, no huge page to be had), and folding
+ * stops for good, whatever new entries clients make. */
+#define FOLD_MISSES_ALL_MAX	16
+static unsigned fold_misses_all;	/* atomic */
+static int fold_off_all;		/* atomic */
+
 bool storage_foldable(const struct storage_handle *h)
 {
 	return h != NULL && h->entry != NULL && h->backend == STORAGE_BACKEND_MMAP &&
+	       !__atomic_load_n(&fold_off_all, __ATOMIC_RELAXED) &&
 	       h->entry->fold_claim != NULL && h->entry->file.map != NULL &&
 	       !__atomic_load_n(&h->entry->fold_off, __ATOMIC_RELAXED);
 }
@@ -168,12 +177,13 @@ static int fold_chunk(struct file_entry *e, size_t k, uint64_t chunk)
 	own = e->file.map != NULL && (k + 1) * chunk <= e->file.map_len ?
 	      (char *)e->file.map + k * chunk : NULL;
 	r = fplat_fold(e->file.fd, k * chunk, own);
-	if (r == FPLAT_FOLD_COLD || r < 0)
+	if (r == FPLAT_FOLD_COLD)
 		__atomic_fetch_and(claim, ~bit, __ATOMIC_RELEASE);	/* another may, later */
-	else
+	else	/* folded, or tried: never dropped again for this entry */
 		__atomic_fetch_or(done, bit, __ATOMIC_RELEASE);
 	return r;
 }
+
 
 /* The chunks of [offset, end) wholly inside the file, folded (see
  * storage_warm_detached). */
@@ -182,7 +192,6 @@ static void storage_fold(const struct storage_handle *h, uint64_t offset, uint64
 {
 	struct file_entry *e = h->entry;
 	uint64_t chunk = fplat_fold_chunk(e->fs_type);
-	unsigned misses = 0;
 	size_t k;
 
 	if (!storage_foldable(h) || chunk == 0)
@@ -190,16 +199,22 @@ static void storage_fold(const struct storage_handle *h, uint64_t offset, uint64
 	for (k = (size_t)(offset / chunk); k < e->fold_chunks && k * chunk < end; k++) {
 		int r;
 
-		if (__atomic_load_n(&e->fold_off, __ATOMIC_RELAXED))
+		if (__atomic_load_n(&e->fold_off, __ATOMIC_RELAXED) ||
+		    __atomic_load_n(&fold_off_all, __ATOMIC_RELAXED))
 			return;
 		r = fold_chunk(e, k, chunk);
-		if (r == FPLAT_FOLD_DONE) {
-			io->folds++;
-			misses = 0;
+		if (r == FPLAT_FOLD_DONE || r == FPLAT_FOLD_HUGE) {
+			if (r == FPLAT_FOLD_DONE)
+				io->folds++;
+			__atomic_store_n(&e->fold_misses, 0, __ATOMIC_RELAXED);
+			__atomic_store_n(&fold_misses_all, 0, __ATOMIC_RELAXED);
 		} else if (r == FPLAT_FOLD_MISSED) {
 			io->fold_misses++;
-			if (++misses >= FOLD_MISSES_MAX)
+			if (__atomic_add_fetch(&e->fold_misses, 1, __ATOMIC_RELAXED) >= FOLD_MISSES_MAX)
 				__atomic_store_n(&e->fold_off, 1, __ATOMIC_RELAXED);
+			if (__atomic_add_fetch(&fold_misses_all, 1, __ATOMIC_RELAXED) >=
+			    FOLD_MISSES_ALL_MAX)
+				__atomic_store_n(&fold_off_all, 1, __ATOMIC_RELAXED);
 		} else if (r == -ENOTSUP || r == -EFAULT) {
 			/* the kernel cannot tell; or the file was cut short */
 			__atomic_store_n(&e->fold_off, 1, __ATOMIC_RELAXED);

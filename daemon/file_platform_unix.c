@@ -382,8 +382,8 @@ static void fold_init(void)
 size_t fplat_fold_chunk(uint32_t fs_type)
 {
 	pthread_once(&fold_once, fold_init);
-	if (fs_type == 0x01021994u || fs_type == 0x858458f6u)
-		return 0;	/* tmpfs, ramfs: memory, not a page cache */
+	if (fs_type == 0x01021994u || fs_type == 0x858458f6u || fs_type == 0x958458f6u)
+		return 0;	/* tmpfs, ramfs, hugetlbfs: memory, not a page cache */
 	return fold_chunk;
 }
 
