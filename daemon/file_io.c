@@ -52,6 +52,32 @@ static int check_read(const struct storage_handle *h, const void *dst, size_t *l
 	return 0;
 }
 
+/*
+ * Whether a worker is folding a chunk of [offset, offset + len) now (its
+ * claim is set, and it is not done): a read that must not wait (the loop
+ * thread's) then goes to a worker, since the chunk may be out of memory
+ * between its drop and its read back, and a copy out of the mapping would
+ * wait for the disk.  (A fold may still start between this look and the
+ * copy; its first steps, a window mapped and looked at, take longer than
+ * that.)
+ */
+static bool fold_busy(const struct file_entry *e, uint64_t offset, size_t len)
+{
+	uint64_t chunk, k, last;
+
+	if (e->fold_claim == NULL || len == 0 || (chunk = fplat_fold_chunk(e->fs_type)) == 0)
+		return false;
+	last = (offset + len - 1) / chunk;
+	for (k = offset / chunk; k <= last && k < e->fold_chunks; k++) {
+		uint64_t bit = 1ull << (k % 64);
+
+		if ((__atomic_load_n(&e->fold_claim[k / 64], __ATOMIC_ACQUIRE) & bit) &&
+		    !(__atomic_load_n(&e->fold_done[k / 64], __ATOMIC_ACQUIRE) & bit))
+			return true;
+	}
+	return false;
+}
+
 ssize_t storage_read_detached(const struct storage_handle *h, void *dst, size_t len,
 			      uint64_t offset, struct storage_io *io)
 {
@@ -59,6 +85,8 @@ ssize_t storage_read_detached(const struct storage_handle *h, void *dst, size_t 
 
 	if (r < 0)
 		return r;
+	if (io->nowait && fold_busy(h->entry, offset, len))
+		return -EAGAIN;
 	return backend_get(h->backend)->read(&h->entry->file, dst, len, offset, io);
 }
 
