@@ -27,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench/bench.h"
 #include "proto/pagemap.h"
 
 #ifndef MADV_POPULATE_READ
@@ -39,22 +40,7 @@
 static double
 now_us(void)
 {
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec * 1e6 + (double)t.tv_nsec / 1e3;
-}
-
-static uint64_t
-next(uint64_t *s)
-{
-	uint64_t x = *s;
-
-	x ^= x >> 12;
-	x ^= x << 25;
-	x ^= x >> 27;
-	*s = x;
-	return x * 0x2545F4914F6CDD1DULL;
+	return now_s() * 1e6;
 }
 
 static volatile uint8_t sink;
@@ -70,7 +56,7 @@ reads(const uint8_t *map, int fd, size_t size, unsigned n, uint64_t seed)
 	unsigned i;
 
 	for (i = 0; i < n; i++) {
-		size_t off = (size_t)(next(&s) % (size / PAGE)) * PAGE;
+		size_t off = (size_t)(rng_next(&s) % (size / PAGE)) * PAGE;
 
 		if (map != NULL)
 			memcpy(buf, map + off, PAGE);
@@ -162,17 +148,13 @@ fold(int fd, size_t size)
 	return (now_us() - t) / 1e3;
 }
 
-/* One pass of pread over the file, 1 MiB at a time: milliseconds. */
+/* One pass of pread over the file (file_warm): milliseconds. */
 static double
-pass(int fd, size_t size)
+pass(const char *path)
 {
-	static uint8_t buf[MiB];
 	double t = now_us();
-	size_t off;
 
-	for (off = 0; off < size; off += MiB)
-		if (pread(fd, buf, MiB, (off_t)off) <= 0)
-			break;
+	(void)file_warm(path);
 	return (now_us() - t) / 1e3;
 }
 
@@ -183,9 +165,8 @@ main(int argc, char **argv)
 	unsigned mib = 1024, n = 10000, sleep_ms = 300, settle_ms = 3000, i;
 	char path[4096];
 	struct utsname u;
-	uint8_t *buf;
 	size_t size;
-	int fd;
+	int fd, rc;
 
 	for (i = 1; i < (unsigned)argc; i++) {
 		if (strcmp(argv[i], "--dir") == 0 && i + 1 < (unsigned)argc)
@@ -212,20 +193,18 @@ main(int argc, char **argv)
 	size = (size_t)mib * MiB;
 	snprintf(path, sizeof path, "%s/pagecost.XXXXXX", dir);
 	fd = mkstemp(path);
-	buf = malloc(MiB);
-	if (fd < 0 || buf == NULL) {
+	if (fd < 0) {
 		fprintf(stderr, "pagecost: %s: %s\n", path, strerror(errno));
 		return 1;
 	}
-	unlink(path);
-	for (i = 0; i < mib; i++) {
-		memset(buf, (int)(i * 7 + 1), MiB);
-		if (write(fd, buf, MiB) != (ssize_t)MiB) {
-			fprintf(stderr, "pagecost: write: %s\n", strerror(errno));
-			return 1;
-		}
+	close(fd);
+	rc = write_file(path, size, 20261202);	/* 1 MiB calls */
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (rc < 0 || fd < 0) {
+		fprintf(stderr, "pagecost: %s: %s\n", path, strerror(rc < 0 ? -rc : errno));
+		unlink(path);
+		return 1;
 	}
-	free(buf);
 	(void)fdatasync(fd);
 	uname(&u);
 	printf("pagecost: %s %s; a %u MiB file in %s written in 1 MiB calls; %u random 4 KiB reads "
@@ -239,12 +218,13 @@ main(int argc, char **argv)
 		double f = fold(fd, size), p;
 
 		usleep(settle_ms * 1000u);
-		p = pass(fd, size);
+		p = pass(path);
 		printf("(read back into huge folios in %.1f ms; then, after %u ms, read once with pread in "
 		       "%.1f ms:\n a virtual machine's host may back newly allocated memory only when it "
 		       "is first used)\n", f, settle_ms, p);
 	}
 	measure("read back huge", fd, size, n, sleep_ms);
+	unlink(path);
 	printf("huge: the share of a fresh mapping mapped by huge entries (PAGEMAP_SCAN; -1: cannot "
 	       "tell); first, second: copies out of a fresh\npopulated mapping; touched: after "
 	       "every page was read; slept: the same after the sleep; pread: the same offsets' kind\n");
