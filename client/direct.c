@@ -815,7 +815,7 @@ direct_read(hm_file *f, void *buf, size_t len, uint64_t offset)
 	struct mapping *map;
 	size_t n, first, last;
 	int fd = f->fd >= 0 ? f->fd : f->own_fd;
-	bool touched, pays, probe, use_pread, timed;
+	bool touched, pays, probe, lean, use_pread, timed;
 	unsigned tick;
 	uint64_t t0 = 0;
 	ssize_t got;
@@ -837,20 +837,11 @@ direct_read(hm_file *f, void *buf, size_t len, uint64_t offset)
 	/* While copies lose, every read but the probes is pread whatever its
 	 * pages' state, which is then neither looked at nor kept: a random
 	 * read's page state is a cache miss, a tenth of the read. */
-	if (!pays && !probe && fd >= 0) {
-		timed = n < DIRECT_PREAD_MIN && tick % COST_SAMPLE_EVERY == 0;
-		if (timed)
-			t0 = now_ns_mono();
-		got = pread_all(fd, buf, n, offset);
-		if (got < 0)
-			return DIRECT_MISS;
-		if (timed)
-			cost_account(&map->pread_ns, now_ns_mono() - t0);
-		n = (size_t)got;
-		goto done;
-	}
-	touched = n < DIRECT_COPY_MAX && page_state_touched(&map->pages, first, last);
-	if (fd < 0)
+	lean = !pays && !probe && fd >= 0;
+	touched = !lean && n < DIRECT_COPY_MAX && page_state_touched(&map->pages, first, last);
+	if (lean)
+		use_pread = true;
+	else if (fd < 0)
 		use_pread = false;	/* no descriptor: the mapping only */
 	else if (touched)
 		use_pread = pays == probe;	/* the other way, now and then */
@@ -871,7 +862,7 @@ direct_read(hm_file *f, void *buf, size_t len, uint64_t offset)
 			return DIRECT_MISS;	/* the daemon says why */
 		if (timed)
 			cost_account(&map->pread_ns, now_ns_mono() - t0);
-		if (n < DIRECT_PREAD_MIN && !touched)
+		if (n < DIRECT_PREAD_MIN && !touched && !lean)
 			page_state_hit(&map->pages, first, last);
 		if (n < DIRECT_COPY_MAX && pays)
 			for (b = first / PAGE_STATE_CHUNK; b <= last / PAGE_STATE_CHUNK; b++)

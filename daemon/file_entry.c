@@ -204,7 +204,6 @@ static void entry_unwatch_idle(struct file_cache *cache, struct file_entry *e)
 	e->unwatched = false;
 }
 
-
 /* Whether nothing names e's file any more (deleted, or replaced by
  * rename): -1 when fstat fails. */
 int file_cache_entry_unlinked(const struct file_entry *e)

@@ -212,7 +212,6 @@ static int fold_chunk(struct file_entry *e, size_t k, uint64_t chunk)
 	return r;
 }
 
-
 /* The chunks of [offset, end) wholly inside the file, folded (see
  * storage_warm_detached). */
 static void storage_fold(const struct storage_handle *h, uint64_t offset, uint64_t end,
