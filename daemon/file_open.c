@@ -204,10 +204,11 @@ static int open_take_entry(struct file_cache *cache, struct open_req *o)
 	}
 	if (o->e != NULL) {
 		/* The entry already has a descriptor for this file; this one
-		 * has served its purpose (proving read access).  A cached
-		 * entry's file is on a local data file system (o->shared):
-		 * closing a read-only descriptor of it waits for nothing. */
-		if (o->read_only)
+		 * has served its purpose (proving read access).  Closing a
+		 * read-only descriptor of a file on a local file system
+		 * waits for nothing; on NFS or CIFS (data file systems too,
+		 * so shared) a close may wait for the server. */
+		if (o->read_only && o->fs == FS_LOCAL)
 			fplat_close_now(o->fd);
 		else
 			safe_close(o->fd);
