@@ -156,7 +156,7 @@ exec_daemon(const struct harness *h, const char *prog, const struct harness_opts
 	    pid_t parent)
 {
 	const char *argv[24];
-	int i = 0, j, fd, maxfd;
+	int i = 0, j, fd;
 
 	/* A test that crashes must not leave its daemon running. */
 	if (prctl(PR_SET_PDEATHSIG, SIGTERM) < 0 || getppid() != parent)
@@ -189,11 +189,7 @@ exec_daemon(const struct harness *h, const char *prog, const struct harness_opts
 	fd = open("/dev/null", O_RDONLY);
 	if (fd >= 0)
 		dup2(fd, STDIN_FILENO);
-	maxfd = (int)sysconf(_SC_OPEN_MAX);
-	if (maxfd < 0 || maxfd > 65536)
-		maxfd = 65536;
-	for (fd = 3; fd < maxfd; fd++)
-		close(fd);
+	harness_close_inherited();
 	/* Whatever ran the tests must not reach the daemon: it would take a
 	 * systemd socket, notify a manager, or log in journal format. */
 	unsetenv("LISTEN_FDS");
@@ -208,6 +204,17 @@ exec_daemon(const struct harness *h, const char *prog, const struct harness_opts
 	execv(prog, (char *const *)argv);
 	fprintf(stderr, "harness: exec %s: %s\n", prog, strerror(errno));
 	_exit(127);
+}
+
+void
+harness_close_inherited(void)
+{
+	int fd, maxfd = (int)sysconf(_SC_OPEN_MAX);
+
+	if (maxfd < 0 || maxfd > 65536)
+		maxfd = 65536;
+	for (fd = 3; fd < maxfd; fd++)
+		close(fd);
 }
 
 /* The address of the socket at path (harness_start keeps it short). */

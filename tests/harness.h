@@ -112,6 +112,11 @@ ssize_t harness_check_read_at(hm_file *f, int fd, uint64_t offset, size_t len,
 			      const char *file, int line);
 /* Frees the buffers harness_check_read keeps. */
 void harness_free_buffers(void);
+/* In a child about to exec a helper (the daemon, faultfs): closes every
+ * descriptor but 0, 1 and 2.  What ran the test gave it pipes (the TAP
+ * driver's); a helper that outlived a test killed by its alarm held them
+ * open, and make check waited on it for ever instead of failing. */
+void harness_close_inherited(void);
 
 /* A daemon statistic by key (hm_stats); fails the test if it is missing. */
 uint64_t harness_stat(hm_client *c, const char *key);

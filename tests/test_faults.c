@@ -296,6 +296,7 @@ faultfs_start(struct faultfs *fs, const char *dir, char *why, size_t whylen)
 		fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 		if (fd >= 0)
 			dup2(fd, STDIN_FILENO);
+		harness_close_inherited();
 		execl(prog, prog, fs->mnt, fs->ctl, data_arg, "small:4099:8", (char *)NULL);
 		fprintf(stderr, "exec %s: %s\n", prog, strerror(errno));
 		_exit(127);

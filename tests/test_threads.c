@@ -467,6 +467,7 @@ faultfs_start(struct faultfs *fs, const char *dir, char *why, size_t whylen)
 			dup2(fd, STDOUT_FILENO);
 			dup2(fd, STDERR_FILENO);
 		}
+		harness_close_inherited();
 		execl(prog, prog, fs->mnt, fs->ctl, arg, (char *)NULL);
 		_exit(127);
 	}
