@@ -660,6 +660,58 @@ test_block_populated(void **state)
 	hm_disconnect(c);
 }
 
+/* A view of 2 MiB or more has its page tables built when it is made (the
+ * bytes are there to be read: one madvise, not a fault per page or per
+ * huge page); a smaller one is left to fault as it is read. */
+static void
+test_view_populated(void **state)
+{
+	const struct harness *h = *state;
+	hm_client *c = connect_direct(h, 0);
+	char path[PATH_MAX];
+	struct hm_view big, small, tiny;
+	uint8_t *ref = malloc(4 * MiB);
+	const void *base;
+	long rss0, rss1, rss2;
+	hm_file *f;
+	int fd;
+
+	make_file(h, "root/view-populated", 8 * MiB + 300, 81, path);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0 && ref != NULL);
+	f = open_ok(c, path, HM_O_DIRECT);
+	assert_int_equal(hm_view_range(f, 0, 10, &tiny), 0);
+	base = tiny.data;
+	rss0 = mapping_rss_kb(base);
+	/* 4 MiB from byte 100: pages 0 to 1024, none of them touched here */
+	assert_int_equal(hm_view_range(f, 100, 4 * MiB, &big), 0);
+	assert_int_equal(big.len, 4 * MiB);
+	assert_ptr_equal(big.data, (const uint8_t *)base + 100);
+	rss1 = mapping_rss_kb(base);
+	/* 64 KiB, two huge pages further: left alone */
+	assert_int_equal(hm_view_range(f, 7 * MiB, 64 * KiB, &small), 0);
+	rss2 = mapping_rss_kb(base);
+	print_message("mapping resident: %ld kB, after a 4 MiB view %ld kB, after a 64 KiB view %ld kB\n",
+		      rss0, rss1, rss2);
+	assert_true(rss0 < 1024);
+	/* the kernel may map the rest of a large folio the view ends in */
+	assert_true(rss1 >= 4096 && rss1 <= 6144);
+	assert_int_equal(rss2, rss1);
+	/* the bytes, as pread has them */
+	assert_int_equal(pread(fd, ref, 4 * MiB, 100), (ssize_t)(4 * MiB));
+	assert_memory_equal(big.data, ref, 4 * MiB);
+	assert_int_equal(pread(fd, ref, 64 * KiB, 7 * MiB), (ssize_t)(64 * KiB));
+	assert_memory_equal(small.data, ref, 64 * KiB);
+	assert_int_equal(hm_view_check(&big), 0);
+	hm_view_release(&small);
+	hm_view_release(&big);
+	hm_view_release(&tiny);
+	assert_int_equal(hm_close(f), 0);
+	close(fd);
+	free(ref);
+	hm_disconnect(c);
+}
+
 static void
 test_batch_promotes(void **state)
 {
@@ -1487,6 +1539,7 @@ main(void)
 		T(test_mapping_reused, opts_default),
 		T(test_idle_mappings_released, opts_default),
 		T(test_block_populated, opts_default),
+		T(test_view_populated, opts_default),
 		T(test_batch_promotes, opts_default),
 		T(test_many_files_few_descriptors, opts_default),
 		T(test_refused, opts_default),
