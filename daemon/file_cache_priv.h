@@ -85,6 +85,8 @@ struct file_entry {
 					 * file, 2 once jobs went through it */
 	uint64_t fold_next;		/* loop thread: where the next job starts */
 	uint64_t fold_retry_ns;		/* loop thread: no job before (monotime) */
+	uint64_t fold_recheck_ns;	/* loop thread: once gone through, gone
+					 * through again from then (monotime) */
 	/* Direct reads (file_lease.c): grants holding the read lease, and
 	 * what clients reported reading themselves. */
 	unsigned lease_refs;

@@ -149,11 +149,41 @@ bool storage_cached(const struct storage_handle *h)
 
 #define FOLD_HOT_PCT		90
 #define FOLD_COLD_RETRY_MS	10000u
+/* A file gone through is gone through again, at an open this long after:
+ * the kernel reclaims a hot file's folios under memory pressure (the test
+ * VM's DAMON pages out page cache it has not seen used), and what is read
+ * back in is read in small folios. */
+#define FOLD_RECHECK_MS		(10u * 60u * 1000u)
+
+/* The chunks of [first, last] of e that were folded or tried are looked
+ * at again by the next fold: the done bit first, so that one folding
+ * meanwhile (claim without done) is waited for, never doubled. */
+static void fold_forget(struct file_entry *e, size_t first, size_t last)
+{
+	size_t k;
+
+	for (k = first; k <= last && k < e->fold_chunks; k++) {
+		uint64_t bit = 1ull << (k % 64);
+
+		if ((__atomic_load_n(&e->fold_claim[k / 64], __ATOMIC_ACQUIRE) & bit) &&
+		    (__atomic_fetch_and(&e->fold_done[k / 64], ~bit, __ATOMIC_ACQ_REL) & bit))
+			__atomic_fetch_and(&e->fold_claim[k / 64], ~bit, __ATOMIC_RELEASE);
+	}
+}
 
 bool storage_fold_start(struct storage_handle *h, uint64_t *offset)
 {
-	if (!storage_foldable(h) || h->entry->fold_pass != 0 ||
-	    monotime_ns() < h->entry->fold_retry_ns)
+	struct file_entry *e = h != NULL ? h->entry : NULL;
+	uint64_t now = monotime_ns();
+
+	if (!storage_foldable(h) || now < e->fold_retry_ns)
+		return false;
+	if (e->fold_pass == 2 && now >= e->fold_recheck_ns && e->fold_chunks > 0) {
+		fold_forget(e, 0, e->fold_chunks - 1);
+		e->fold_pass = 0;
+		e->fold_next = 0;
+	}
+	if (e->fold_pass != 0)
 		return false;
 	h->entry->fold_pass = 1;
 	*offset = h->entry->fold_next;
@@ -171,6 +201,8 @@ void storage_fold_end(struct storage_handle *h, uint64_t reached, bool cold)
 	if (reached > e->fold_next)
 		e->fold_next = reached;
 	e->fold_pass = e->fold_next >= e->size ? 2 : 0;
+	if (e->fold_pass == 2)
+		e->fold_recheck_ns = monotime_ns() + (uint64_t)FOLD_RECHECK_MS * 1000000u;
 }
 
 /* Chunks in a row that stay small after a fold before an entry's folds
@@ -185,7 +217,7 @@ void storage_fold_end(struct storage_handle *h, uint64_t reached, bool cold)
 /* One chunk of e: folded once, by whoever claims it first; the others
  * wait till it is done.  The result of fplat_fold, or -EAGAIN when it was
  * folded (or is left) by another. */
-static int fold_chunk(struct file_entry *e, size_t k, uint64_t chunk)
+static int fold_chunk(struct file_entry *e, size_t k, uint64_t chunk, bool cold_too)
 {
 	uint64_t bit = 1ull << (k % 64);
 	uint64_t *claim = &e->fold_claim[k / 64], *done = &e->fold_done[k / 64];
@@ -204,7 +236,7 @@ static int fold_chunk(struct file_entry *e, size_t k, uint64_t chunk)
 	}
 	own = e->file.map != NULL && (k + 1) * chunk <= e->file.map_len ?
 	      (char *)e->file.map + k * chunk : NULL;
-	r = fplat_fold(e->file.fd, k * chunk, own);
+	r = fplat_fold(e->file.fd, k * chunk, own, cold_too);
 	if (r == FPLAT_FOLD_COLD)
 		__atomic_fetch_and(claim, ~bit, __ATOMIC_RELEASE);	/* another may, later */
 	else	/* folded, or tried: never dropped again for this entry */
@@ -213,23 +245,29 @@ static int fold_chunk(struct file_entry *e, size_t k, uint64_t chunk)
 }
 
 /* The chunks of [offset, end) wholly inside the file, folded (see
- * storage_warm_detached). */
+ * storage_warm_detached).  A warm (not fold_only) looks at each chunk
+ * again, whatever an earlier fold found (the kernel may have reclaimed it
+ * since, and read it back in small folios), and reads in huge folios what
+ * is not in memory: it is to be read anyway. */
 static void storage_fold(const struct storage_handle *h, uint64_t offset, uint64_t end,
 			 struct storage_io *io)
 {
 	struct file_entry *e = h->entry;
 	uint64_t chunk = fplat_fold_chunk(e->fs_type);
+	bool warm = !io->fold_only;
 	size_t k;
 
-	if (!storage_foldable(h) || chunk == 0)
+	if (!storage_foldable(h) || chunk == 0 || end <= offset)
 		return;
+	if (warm)
+		fold_forget(e, (size_t)(offset / chunk), (size_t)((end - 1) / chunk));
 	for (k = (size_t)(offset / chunk); k < e->fold_chunks && k * chunk < end; k++) {
 		int r;
 
 		if (__atomic_load_n(&e->fold_off, __ATOMIC_RELAXED) ||
 		    __atomic_load_n(&fold_off_all, __ATOMIC_RELAXED))
 			return;
-		r = fold_chunk(e, k, chunk);
+		r = fold_chunk(e, k, chunk, warm);
 		if (r == FPLAT_FOLD_DONE || r == FPLAT_FOLD_HUGE) {
 			if (r == FPLAT_FOLD_DONE)
 				io->folds++;

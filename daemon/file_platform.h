@@ -159,6 +159,9 @@ size_t fplat_page_size(void);
  * (clean pages are dropped, dirty ones kept); the chunk is only slower to
  * read while it is read back.  Nothing is touched through the mapping, so
  * a file cut short meanwhile is an error (-EFAULT), never a SIGBUS.
+ * With cold_too (a warm: the chunk is to be read anyway), a chunk not
+ * all in memory is read in the same way, its cached pages dropped first,
+ * instead of being left alone.
  * Returns an enum fplat_fold, -ENOTSUP when the kernel cannot tell a huge
  * mapping (Linux before 6.7: PAGEMAP_SCAN), or -errno.
  */
@@ -171,7 +174,7 @@ enum fplat_fold {
 				 * huge page could be had */
 };
 size_t fplat_fold_chunk(uint32_t fs_type);
-int fplat_fold(hm_fd fd, uint64_t offset, void *own);
+int fplat_fold(hm_fd fd, uint64_t offset, void *own, bool cold_too);
 /* Sleeps the calling thread ms milliseconds (a worker waiting for another). */
 void fplat_sleep_ms(unsigned ms);
 

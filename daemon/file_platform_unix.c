@@ -456,7 +456,7 @@ void fplat_sleep_ms(unsigned ms)
 		;
 }
 
-int fplat_fold(hm_fd fd, uint64_t offset, void *own)
+int fplat_fold(hm_fd fd, uint64_t offset, void *own, bool cold_too)
 {
 	size_t len = fplat_fold_chunk(0);
 	int rc;
@@ -468,11 +468,11 @@ int fplat_fold(hm_fd fd, uint64_t offset, void *own)
 	rc = fold_read(fd, offset, len, true);
 	if (rc < 0)
 		return rc;
-	if (rc == 0)
+	if (rc == 0 && !cold_too)
 		return FPLAT_FOLD_COLD;
 	if (rc == 1)
 		return FPLAT_FOLD_HUGE;
-	/* Cached in small folios.  The pages go only if nothing maps them
+	/* Cached in small folios (or in part, for a warm).  The pages go only if nothing maps them
 	 * and they are clean: our own mapping's entries first (the next copy
 	 * out of it faults them back), and what is dirty written back now,
 	 * as the kernel would within dirty_expire_centisecs (a file just

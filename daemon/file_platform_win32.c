@@ -373,11 +373,12 @@ void fplat_sleep_ms(unsigned ms)
 	Sleep(ms);
 }
 
-int fplat_fold(hm_fd fd, uint64_t offset, void *own)
+int fplat_fold(hm_fd fd, uint64_t offset, void *own, bool cold_too)
 {
 	(void)fd;
 	(void)offset;
 	(void)own;
+	(void)cold_too;
 	return -ENOTSUP;
 }
 

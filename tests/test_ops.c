@@ -607,6 +607,61 @@ test_huge_folios_off(void **state)
 	huge_file_remove(dir, path);
 }
 
+/*
+ * A warm of a file not in memory reads its chunks in huge folios, not in
+ * what the kernel's readahead would give them; and a warm looks at each
+ * chunk again (one reclaimed since an earlier fold is read back): the
+ * second warm finds every chunk huge and reads nothing.
+ */
+static void
+test_huge_folios_warm_cold(void **state)
+{
+	struct harness *h = *state;
+	const char *why = NULL;
+	size_t chunk = huge_chunk(&why);
+	char dir[PATH_MAX], path[PATH_MAX];
+	hm_client *admin, *cl;
+	uint64_t folds, misses;
+	hm_file *f;
+	int fd;
+
+	if (chunk == 0 || huge_file(dir, sizeof dir, path, &why) == NULL)
+		skip_because(why);
+	if (huge_chunks(path, chunk) < 0 || !kernel_folds(dir, chunk)) {
+		huge_file_remove(dir, path);
+		skip_because("no huge folio could be had here");
+	}
+	/* out of memory: written back at huge_file, nothing maps it now */
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED), 0);
+	admin = harness_connect(h);
+	cl = harness_connect(h);
+	f = hm_open(cl, path, 0);
+	assert_non_null(f);
+	assert_int_equal(hm_warm(f, 0, HUGE_FILE), HUGE_FILE);
+	folds = harness_stat(admin, "huge_folds");
+	misses = harness_stat(admin, "huge_fold_misses");
+	print_message("a warm of the cold file: %llu chunks read in huge, %llu not\n",
+		      (unsigned long long)folds, (unsigned long long)misses);
+	/* (the kernel's readahead of one chunk may read the next in huge
+	 * too: then that one is found huge, and not counted) */
+	if (folds == 0)	/* the kernel could, a moment ago (kernel_folds) */
+		fail_msg("a warm of a cold file read no chunk in a huge folio (%llu misses)",
+			 (unsigned long long)misses);
+	assert_int_equal(huge_chunks(path, chunk), (int)(HUGE_FILE / chunk - misses));
+	harness_check_read(f, fd, 0, HUGE_FILE);
+	harness_check_read(f, fd, 3 * MiB - 100, 200);
+	/* looked at again, all huge: nothing read back */
+	assert_int_equal(hm_warm(f, 0, HUGE_FILE), HUGE_FILE);
+	assert_int_equal(harness_stat(admin, "huge_folds"), folds);
+	close(fd);
+	hm_close(f);
+	hm_disconnect(cl);
+	hm_disconnect(admin);
+	huge_file_remove(dir, path);
+}
+
 static const struct harness_opts opts_inflight_1 = {
 	.extra = { "--max-inflight", "1", NULL },
 };
@@ -1207,6 +1262,7 @@ main(void)
 		T(test_access_by_descriptor, opts_none),
 		T(test_huge_folios, opts_none),
 		T(test_huge_folios_off, opts_no_huge),
+		T(test_huge_folios_warm_cold, opts_none),
 		/* last: they leave the process in a mount namespace of its own */
 		cmocka_unit_test_prestate_setup_teardown(test_cross_mounts_refused, setup_mounts,
 							 teardown_mounts, (void *)&opts_no_cross),
