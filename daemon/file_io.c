@@ -171,18 +171,32 @@ static void fold_forget(struct file_entry *e, size_t first, size_t last)
 	}
 }
 
+void storage_fold_renew(struct storage_handle *h)
+{
+	struct file_entry *e = h != NULL ? h->entry : NULL;
+
+	if (e == NULL || e->fold_claim == NULL || !e->hashed)
+		return;	/* an evicted entry's work is stopping */
+	__atomic_store_n(&e->fold_misses, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&e->fold_off, 0, __ATOMIC_RELAXED);
+}
+
 bool storage_fold_start(struct storage_handle *h, uint64_t *offset)
 {
 	struct file_entry *e = h != NULL ? h->entry : NULL;
 	uint64_t now = monotime_ns();
 
-	if (!storage_foldable(h) || now < e->fold_retry_ns)
+	if (e == NULL || now < e->fold_retry_ns)
 		return false;
 	if (e->fold_pass == 2 && now >= e->fold_recheck_ns && e->fold_chunks > 0) {
+		/* again, from the start, misses forgiven */
 		fold_forget(e, 0, e->fold_chunks - 1);
+		storage_fold_renew(h);
 		e->fold_pass = 0;
 		e->fold_next = 0;
 	}
+	if (!storage_foldable(h))
+		return false;
 	if (e->fold_pass != 0)
 		return false;
 	h->entry->fold_pass = 1;

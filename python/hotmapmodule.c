@@ -891,22 +891,22 @@ client_check(ClientObject *self)
  * O_WARM and a file read directly: the daemon warms the file, and this
  * puts it in this process's page tables too, so that reads copy from the
  * mapping without a page fault each (which several processes sampling one
- * file pay dearly, in parallel).  A view of the whole file is a pointer
- * into the mapping, populated and given back; nothing is read.  Files not
- * read directly are left alone (their view would be a copy).
+ * file pay dearly, in parallel).  hm_warm: it returns once the daemon's
+ * warm is done, then populates the mapping.  Populating it before (a view
+ * of the whole file, as this did) mapped the pages the daemon was about
+ * to read back into huge folios, which a mapped page cannot be: the file
+ * stayed half in small folios, and every later mapping of it paid for
+ * them.  Files not read directly are left alone (the daemon's warm at
+ * the open is theirs).
  */
 static void
 warm_mapping(hm_file *f)
 {
 	struct hm_stat st;
-	struct hm_view v;
 
-	if (hm_stat(f, &st) < 0 || st.direct != HM_DIRECT_YES || !st.size || st.size > SIZE_MAX)
+	if (hm_stat(f, &st) < 0 || st.direct != HM_DIRECT_YES || !st.size)
 		return;
-	if (hm_view_range(f, 0, (size_t)st.size, &v) < 0)
-		return;
-	populate(&v);
-	hm_view_release(&v);
+	(void)hm_warm(f, 0, st.size);
 }
 
 static PyObject *

@@ -662,6 +662,65 @@ test_huge_folios_warm_cold(void **state)
 	huge_file_remove(dir, path);
 }
 
+/*
+ * A chunk another process maps cannot be read back into a huge folio (a
+ * miss); four in a row stop the folds for the file.  The next warm tries
+ * again: once nothing maps the file, its chunks become huge.
+ */
+static void
+test_huge_folios_retry(void **state)
+{
+	struct harness *h = *state;
+	const char *why = NULL;
+	size_t chunk = huge_chunk(&why);
+	char dir[PATH_MAX], path[PATH_MAX];
+	hm_client *admin, *cl;
+	uint64_t misses, folds;
+	hm_file *f;
+	void *pin;
+	int fd;
+
+	if (chunk == 0 || huge_file(dir, sizeof dir, path, &why) == NULL)
+		skip_because(why);
+	if (huge_chunks(path, chunk) < 0 || !kernel_folds(dir, chunk)) {
+		huge_file_remove(dir, path);
+		skip_because("no huge folio could be had here");
+	}
+	/* in memory in small folios, every page mapped by this process */
+	harness_write_file(path, HUGE_FILE, 41);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(fdatasync(fd), 0);
+	pin = mmap(NULL, HUGE_FILE, PROT_READ, MAP_SHARED, fd, 0);
+	assert_true(pin != MAP_FAILED);
+	assert_int_equal(madvise(pin, HUGE_FILE, MADV_POPULATE_READ), 0);
+	admin = harness_connect(h);
+	cl = harness_connect(h);
+	f = hm_open(cl, path, 0);
+	assert_non_null(f);
+	assert_int_equal(hm_warm(f, 0, HUGE_FILE), HUGE_FILE);
+	misses = harness_stat(admin, "huge_fold_misses");
+	folds = harness_stat(admin, "huge_folds");
+	print_message("pinned: %llu folds, %llu misses\n", (unsigned long long)folds,
+		      (unsigned long long)misses);
+	harness_check_read(f, fd, 0, HUGE_FILE);
+	/* let go of it: the next warm reads it back */
+	munmap(pin, HUGE_FILE);
+	assert_int_equal(hm_warm(f, 0, HUGE_FILE), HUGE_FILE);
+	print_message("unpinned: %llu folds, %llu misses\n",
+		      (unsigned long long)harness_stat(admin, "huge_folds"),
+		      (unsigned long long)harness_stat(admin, "huge_fold_misses"));
+	assert_true(harness_stat(admin, "huge_folds") > folds);
+	assert_int_equal(huge_chunks(path, chunk),
+			 (int)(HUGE_FILE / chunk - (harness_stat(admin, "huge_fold_misses") - misses)));
+	harness_check_read(f, fd, 0, HUGE_FILE);
+	close(fd);
+	hm_close(f);
+	hm_disconnect(cl);
+	hm_disconnect(admin);
+	huge_file_remove(dir, path);
+}
+
 static const struct harness_opts opts_inflight_1 = {
 	.extra = { "--max-inflight", "1", NULL },
 };
@@ -1263,6 +1322,7 @@ main(void)
 		T(test_huge_folios, opts_none),
 		T(test_huge_folios_off, opts_no_huge),
 		T(test_huge_folios_warm_cold, opts_none),
+		T(test_huge_folios_retry, opts_none),
 		/* last: they leave the process in a mount namespace of its own */
 		cmocka_unit_test_prestate_setup_teardown(test_cross_mounts_refused, setup_mounts,
 							 teardown_mounts, (void *)&opts_no_cross),
