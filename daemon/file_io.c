@@ -171,14 +171,20 @@ static void fold_forget(struct file_entry *e, size_t first, size_t last)
 	}
 }
 
-void storage_fold_renew(struct storage_handle *h)
+void storage_fold_renew(struct storage_handle *h, uint64_t offset, uint64_t len)
 {
 	struct file_entry *e = h != NULL ? h->entry : NULL;
+	uint64_t chunk, end;
 
-	if (e == NULL || e->fold_claim == NULL || !e->hashed)
+	if (e == NULL || e->fold_claim == NULL || !e->hashed || e->fold_chunks == 0)
 		return;	/* an evicted entry's work is stopping */
 	__atomic_store_n(&e->fold_misses, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&e->fold_off, 0, __ATOMIC_RELAXED);
+	chunk = fplat_fold_chunk(e->fs_type);
+	if (chunk == 0 || len == 0 || offset / chunk >= e->fold_chunks)
+		return;
+	end = len > UINT64_MAX - offset ? UINT64_MAX : offset + len;
+	fold_forget(e, (size_t)(offset / chunk), (size_t)((end - 1) / chunk));
 }
 
 bool storage_fold_start(struct storage_handle *h, uint64_t *offset)
@@ -190,8 +196,7 @@ bool storage_fold_start(struct storage_handle *h, uint64_t *offset)
 		return false;
 	if (e->fold_pass == 2 && now >= e->fold_recheck_ns && e->fold_chunks > 0) {
 		/* again, from the start, misses forgiven */
-		fold_forget(e, 0, e->fold_chunks - 1);
-		storage_fold_renew(h);
+		storage_fold_renew(h, 0, UINT64_MAX);
 		e->fold_pass = 0;
 		e->fold_next = 0;
 	}
@@ -259,10 +264,14 @@ static int fold_chunk(struct file_entry *e, size_t k, uint64_t chunk, bool cold_
 }
 
 /* The chunks of [offset, end) wholly inside the file, folded (see
- * storage_warm_detached).  A warm (not fold_only) looks at each chunk
- * again, whatever an earlier fold found (the kernel may have reclaimed it
- * since, and read it back in small folios), and reads in huge folios what
- * is not in memory: it is to be read anyway. */
+ * storage_warm_detached).  A warm (not fold_only) reads in huge folios
+ * what is not in memory: it is to be read anyway; and each chunk of its
+ * range is looked at again, whatever an earlier fold found (the kernel
+ * may have reclaimed it since, and read it back in small folios): its
+ * request forgot them (storage_fold_renew), once, not each step.  Its
+ * misses count for the file only: a chunk a client keeps mapped misses
+ * at every warm, and the daemon-wide stop is for a kernel that gives no
+ * file huge folios, which the open's passes find out. */
 static void storage_fold(const struct storage_handle *h, uint64_t offset, uint64_t end,
 			 struct storage_io *io)
 {
@@ -273,8 +282,6 @@ static void storage_fold(const struct storage_handle *h, uint64_t offset, uint64
 
 	if (!storage_foldable(h) || chunk == 0 || end <= offset)
 		return;
-	if (warm)
-		fold_forget(e, (size_t)(offset / chunk), (size_t)((end - 1) / chunk));
 	for (k = (size_t)(offset / chunk); k < e->fold_chunks && k * chunk < end; k++) {
 		int r;
 
@@ -291,7 +298,7 @@ static void storage_fold(const struct storage_handle *h, uint64_t offset, uint64
 			io->fold_misses++;
 			if (__atomic_add_fetch(&e->fold_misses, 1, __ATOMIC_RELAXED) >= FOLD_MISSES_MAX)
 				__atomic_store_n(&e->fold_off, 1, __ATOMIC_RELAXED);
-			if (__atomic_add_fetch(&fold_misses_all, 1, __ATOMIC_RELAXED) >=
+			if (!warm && __atomic_add_fetch(&fold_misses_all, 1, __ATOMIC_RELAXED) >=
 			    FOLD_MISSES_ALL_MAX)
 				__atomic_store_n(&fold_off_all, 1, __ATOMIC_RELAXED);
 		} else if (r == -ENOTSUP || r == -EFAULT) {

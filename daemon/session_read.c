@@ -355,7 +355,7 @@ session_warm(struct session *s, uint32_t id, ProtobufCMessage *msg)
 	if (len > (uint64_t)INT64_MAX - m->offset)
 		len = (uint64_t)INT64_MAX - m->offset;	/* "to the end" */
 	if (s->srv->cfg.huge_folios)
-		storage_fold_renew(&sh->h);
+		storage_fold_renew(&sh->h, m->offset, len);
 	if (session_submit(s, &read_kind_warm, id, &sh->h, m->offset, (size_t)len, NULL) < 0)
 		return session_error(s, id, ENOMEM, "warm: out of memory");
 	s->srv->counters.warms++;
@@ -372,7 +372,7 @@ session_warm_open(struct session *s, uint32_t id, struct session_handle *sh, boo
 		/* the whole file, behind the reply; a failure only costs the
 		 * warmth */
 		if (s->srv->cfg.huge_folios)
-			storage_fold_renew(&sh->h);
+			storage_fold_renew(&sh->h, 0, UINT64_MAX);
 		if (session_submit(s, &read_kind_warm_open, id, &sh->h, 0, (size_t)INT64_MAX, NULL) == 0)
 			s->srv->counters.warms++;
 	} else if (sh->h.fresh && s->srv->cfg.warm == HM_WARM_WILLNEED) {

@@ -285,10 +285,11 @@ bool storage_cached(const struct storage_handle *h);
  * is being read in, and folding behind the reader would read it twice;
  * the job ends (cold), and the next may start FOLD_COLD_RETRY_MS later. */
 bool storage_fold_start(struct storage_handle *h, uint64_t *offset);
-/* On the loop thread, when a warm is asked for: a file whose folds
- * stopped after misses in a row (chunks that a client mapped while they
- * were read back cannot become huge) is tried again. */
-void storage_fold_renew(struct storage_handle *h);
+/* On the loop thread, when a warm of [offset, offset + len) is asked for:
+ * the chunks of the range are looked at again by the next fold, and a
+ * file whose folds stopped after misses in a row (chunks that a client
+ * mapped while they were read back cannot become huge) is tried again. */
+void storage_fold_renew(struct storage_handle *h, uint64_t offset, uint64_t len);
 void storage_fold_end(struct storage_handle *h, uint64_t reached, bool cold);
 
 /* Another reference to h's entry (a job that may outlive the handle);
