@@ -920,17 +920,9 @@ direct_warm(hm_file *f, uint64_t offset, uint64_t len)
 static void
 view_populate(struct direct_map *m, uint64_t offset, size_t n)
 {
-	static long page_size;	/* atomic: the system's, which may be 16 or 64 KiB */
-	long pg = __atomic_load_n(&page_size, __ATOMIC_RELAXED);
-	uint64_t from;
-
-	if (pg <= 0) {
-		pg = sysconf(_SC_PAGESIZE);
-		if (pg <= 0 || (pg & (pg - 1)) != 0)
-			return;
-		__atomic_store_n(&page_size, pg, __ATOMIC_RELAXED);
-	}
-	from = offset & ~(uint64_t)(pg - 1);
+	/* the system's page size, which may be 16 or 64 KiB (as repair) */
+	uint64_t pg = (uint64_t)sysconf(_SC_PAGESIZE);
+	uint64_t from = offset & ~(pg - 1);
 
 	if (__atomic_load_n(&populate_off, __ATOMIC_RELAXED))
 		return;

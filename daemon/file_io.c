@@ -204,8 +204,8 @@ bool storage_fold_start(struct storage_handle *h, uint64_t *offset)
 		return false;
 	if (e->fold_pass != 0)
 		return false;
-	h->entry->fold_pass = 1;
-	*offset = h->entry->fold_next;
+	e->fold_pass = 1;
+	*offset = e->fold_next;
 	return true;
 }
 

@@ -472,11 +472,12 @@ int fplat_fold(hm_fd fd, uint64_t offset, void *own, bool cold_too)
 		return FPLAT_FOLD_COLD;
 	if (rc == 1)
 		return FPLAT_FOLD_HUGE;
-	/* Cached in small folios (or in part, for a warm).  The pages go only if nothing maps them
-	 * and they are clean: our own mapping's entries first (the next copy
-	 * out of it faults them back), and what is dirty written back now,
-	 * as the kernel would within dirty_expire_centisecs (a file just
-	 * written is the usual hot file). */
+	/* Cached in small folios (or in part, for a warm).  The pages go
+	 * only if nothing maps them and they are clean: our own mapping's
+	 * entries first (the next copy out of it faults them back), and what
+	 * is dirty written back now, as the kernel would within
+	 * dirty_expire_centisecs (a file just written is the usual hot
+	 * file). */
 	if (own != NULL)
 		(void)madvise(own, len, MADV_DONTNEED);
 	(void)sync_file_range(fd, (off_t)offset, (off_t)len, SYNC_FILE_RANGE_WAIT_BEFORE |

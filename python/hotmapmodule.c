@@ -608,9 +608,13 @@ file_readinto(FileObject *self, PyObject *args)
  * A view of a file opened with O_WARM comes with its pages in this
  * process's page tables: one madvise instead of a fault per few pages as
  * it is first read.  A view into the file's mapping gains; a copy is in
- * memory already.  Pages past the end of the file fail the call (EFAULT),
- * never raise SIGBUS; every failure is ignored: it only warms.
+ * memory already.  libhotmap populates a view of VIEW_POPULATED or more
+ * itself (libhotmap(3)): only smaller ones are left to this.  Pages past
+ * the end of the file fail the call (EFAULT), never raise SIGBUS; every
+ * failure is ignored: it only warms.
  */
+#define VIEW_POPULATED	(2u << 20)
+
 static void
 populate(const struct hm_view *v)
 {
@@ -618,7 +622,7 @@ populate(const struct hm_view *v)
 	uintptr_t lo = (uintptr_t)v->data & ~(pg - 1);
 	uintptr_t hi = ((uintptr_t)v->data + v->len + pg - 1) & ~(pg - 1);
 
-	if (v->len)
+	if (v->len > 0 && v->len < VIEW_POPULATED)
 		(void)madvise((void *)lo, hi - lo, MADV_POPULATE_READ);
 }
 

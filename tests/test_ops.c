@@ -607,6 +607,53 @@ test_huge_folios_off(void **state)
 	huge_file_remove(dir, path);
 }
 
+/* A file of huge_file's for a test of folds the kernel can make here, its
+ * descriptor (fd), and once huge_case_open ran, a client's handle of it
+ * and an admin client for the counters. */
+struct huge_case {
+	size_t chunk;
+	char dir[PATH_MAX], path[PATH_MAX];
+	int fd;
+	hm_client *admin, *cl;
+	hm_file *f;
+};
+
+/* Skips the test where no huge folio can be had. */
+static void
+huge_case_begin(struct huge_case *hc)
+{
+	const char *why = NULL;
+
+	hc->chunk = huge_chunk(&why);
+	if (hc->chunk == 0 || huge_file(hc->dir, sizeof hc->dir, hc->path, &why) == NULL)
+		skip_because(why);
+	if (huge_chunks(hc->path, hc->chunk) < 0 || !kernel_folds(hc->dir, hc->chunk)) {
+		huge_file_remove(hc->dir, hc->path);
+		skip_because("no huge folio could be had here");
+	}
+	hc->fd = open(hc->path, O_RDONLY | O_CLOEXEC);
+	assert_true(hc->fd >= 0);
+}
+
+static void
+huge_case_open(struct harness *h, struct huge_case *hc)
+{
+	hc->admin = harness_connect(h);
+	hc->cl = harness_connect(h);
+	hc->f = hm_open(hc->cl, hc->path, 0);
+	assert_non_null(hc->f);
+}
+
+static void
+huge_case_end(struct huge_case *hc)
+{
+	close(hc->fd);
+	hm_close(hc->f);
+	hm_disconnect(hc->cl);
+	hm_disconnect(hc->admin);
+	huge_file_remove(hc->dir, hc->path);
+}
+
 /*
  * A warm of a file not in memory reads its chunks in huge folios, not in
  * what the kernel's readahead would give them; and a warm looks at each
@@ -616,32 +663,16 @@ test_huge_folios_off(void **state)
 static void
 test_huge_folios_warm_cold(void **state)
 {
-	struct harness *h = *state;
-	const char *why = NULL;
-	size_t chunk = huge_chunk(&why);
-	char dir[PATH_MAX], path[PATH_MAX];
-	hm_client *admin, *cl;
+	struct huge_case hc;
 	uint64_t folds, misses;
-	hm_file *f;
-	int fd;
 
-	if (chunk == 0 || huge_file(dir, sizeof dir, path, &why) == NULL)
-		skip_because(why);
-	if (huge_chunks(path, chunk) < 0 || !kernel_folds(dir, chunk)) {
-		huge_file_remove(dir, path);
-		skip_because("no huge folio could be had here");
-	}
+	huge_case_begin(&hc);
 	/* out of memory: written back at huge_file, nothing maps it now */
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	assert_true(fd >= 0);
-	assert_int_equal(posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED), 0);
-	admin = harness_connect(h);
-	cl = harness_connect(h);
-	f = hm_open(cl, path, 0);
-	assert_non_null(f);
-	assert_int_equal(hm_warm(f, 0, HUGE_FILE), HUGE_FILE);
-	folds = harness_stat(admin, "huge_folds");
-	misses = harness_stat(admin, "huge_fold_misses");
+	assert_int_equal(posix_fadvise(hc.fd, 0, 0, POSIX_FADV_DONTNEED), 0);
+	huge_case_open(*state, &hc);
+	assert_int_equal(hm_warm(hc.f, 0, HUGE_FILE), HUGE_FILE);
+	folds = harness_stat(hc.admin, "huge_folds");
+	misses = harness_stat(hc.admin, "huge_fold_misses");
 	print_message("a warm of the cold file: %llu chunks read in huge, %llu not\n",
 		      (unsigned long long)folds, (unsigned long long)misses);
 	/* (the kernel's readahead of one chunk may read the next in huge
@@ -649,17 +680,13 @@ test_huge_folios_warm_cold(void **state)
 	if (folds == 0)	/* the kernel could, a moment ago (kernel_folds) */
 		fail_msg("a warm of a cold file read no chunk in a huge folio (%llu misses)",
 			 (unsigned long long)misses);
-	assert_int_equal(huge_chunks(path, chunk), (int)(HUGE_FILE / chunk - misses));
-	harness_check_read(f, fd, 0, HUGE_FILE);
-	harness_check_read(f, fd, 3 * MiB - 100, 200);
+	assert_int_equal(huge_chunks(hc.path, hc.chunk), (int)(HUGE_FILE / hc.chunk - misses));
+	harness_check_read(hc.f, hc.fd, 0, HUGE_FILE);
+	harness_check_read(hc.f, hc.fd, 3 * MiB - 100, 200);
 	/* looked at again, all huge: nothing read back */
-	assert_int_equal(hm_warm(f, 0, HUGE_FILE), HUGE_FILE);
-	assert_int_equal(harness_stat(admin, "huge_folds"), folds);
-	close(fd);
-	hm_close(f);
-	hm_disconnect(cl);
-	hm_disconnect(admin);
-	huge_file_remove(dir, path);
+	assert_int_equal(hm_warm(hc.f, 0, HUGE_FILE), HUGE_FILE);
+	assert_int_equal(harness_stat(hc.admin, "huge_folds"), folds);
+	huge_case_end(&hc);
 }
 
 /*
@@ -670,55 +697,35 @@ test_huge_folios_warm_cold(void **state)
 static void
 test_huge_folios_retry(void **state)
 {
-	struct harness *h = *state;
-	const char *why = NULL;
-	size_t chunk = huge_chunk(&why);
-	char dir[PATH_MAX], path[PATH_MAX];
-	hm_client *admin, *cl;
+	struct huge_case hc;
 	uint64_t misses, folds;
-	hm_file *f;
 	void *pin;
-	int fd;
 
-	if (chunk == 0 || huge_file(dir, sizeof dir, path, &why) == NULL)
-		skip_because(why);
-	if (huge_chunks(path, chunk) < 0 || !kernel_folds(dir, chunk)) {
-		huge_file_remove(dir, path);
-		skip_because("no huge folio could be had here");
-	}
+	huge_case_begin(&hc);
 	/* in memory in small folios, every page mapped by this process */
-	harness_write_file(path, HUGE_FILE, 41);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	assert_true(fd >= 0);
-	assert_int_equal(fdatasync(fd), 0);
-	pin = mmap(NULL, HUGE_FILE, PROT_READ, MAP_SHARED, fd, 0);
+	harness_write_file(hc.path, HUGE_FILE, 41);
+	assert_int_equal(fdatasync(hc.fd), 0);
+	pin = mmap(NULL, HUGE_FILE, PROT_READ, MAP_SHARED, hc.fd, 0);
 	assert_true(pin != MAP_FAILED);
 	assert_int_equal(madvise(pin, HUGE_FILE, MADV_POPULATE_READ), 0);
-	admin = harness_connect(h);
-	cl = harness_connect(h);
-	f = hm_open(cl, path, 0);
-	assert_non_null(f);
-	assert_int_equal(hm_warm(f, 0, HUGE_FILE), HUGE_FILE);
-	misses = harness_stat(admin, "huge_fold_misses");
-	folds = harness_stat(admin, "huge_folds");
+	huge_case_open(*state, &hc);
+	assert_int_equal(hm_warm(hc.f, 0, HUGE_FILE), HUGE_FILE);
+	misses = harness_stat(hc.admin, "huge_fold_misses");
+	folds = harness_stat(hc.admin, "huge_folds");
 	print_message("pinned: %llu folds, %llu misses\n", (unsigned long long)folds,
 		      (unsigned long long)misses);
-	harness_check_read(f, fd, 0, HUGE_FILE);
+	harness_check_read(hc.f, hc.fd, 0, HUGE_FILE);
 	/* let go of it: the next warm reads it back */
 	munmap(pin, HUGE_FILE);
-	assert_int_equal(hm_warm(f, 0, HUGE_FILE), HUGE_FILE);
+	assert_int_equal(hm_warm(hc.f, 0, HUGE_FILE), HUGE_FILE);
 	print_message("unpinned: %llu folds, %llu misses\n",
-		      (unsigned long long)harness_stat(admin, "huge_folds"),
-		      (unsigned long long)harness_stat(admin, "huge_fold_misses"));
-	assert_true(harness_stat(admin, "huge_folds") > folds);
-	assert_int_equal(huge_chunks(path, chunk),
-			 (int)(HUGE_FILE / chunk - (harness_stat(admin, "huge_fold_misses") - misses)));
-	harness_check_read(f, fd, 0, HUGE_FILE);
-	close(fd);
-	hm_close(f);
-	hm_disconnect(cl);
-	hm_disconnect(admin);
-	huge_file_remove(dir, path);
+		      (unsigned long long)harness_stat(hc.admin, "huge_folds"),
+		      (unsigned long long)harness_stat(hc.admin, "huge_fold_misses"));
+	assert_true(harness_stat(hc.admin, "huge_folds") > folds);
+	assert_int_equal(huge_chunks(hc.path, hc.chunk),
+			 (int)(HUGE_FILE / hc.chunk - (harness_stat(hc.admin, "huge_fold_misses") - misses)));
+	harness_check_read(hc.f, hc.fd, 0, HUGE_FILE);
+	huge_case_end(&hc);
 }
 
 static const struct harness_opts opts_inflight_1 = {
