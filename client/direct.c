@@ -739,9 +739,8 @@ populate_block(struct direct_map *m, size_t blk)
  * of touched pages would otherwise never learn what pread costs, and go
  * on copying out of pages that trap); and while copies lose, no block is
  * populated.  A probe that copies while copies lose moves the average half
- * way (it is the only copy in COST_PROBE_EVERY reads), and wakes its
- * block first (block_wake): else it measures the aging that losing
- * itself causes, and copies lose for good.
+ * way (it is the only copy in COST_PROBE_EVERY reads).  A timed copy wakes
+ * its block first (block_wake).
  */
 #define COST_SAMPLE_EVERY	8u
 #define COST_FIRST_MAX_NS	20000u
@@ -807,16 +806,21 @@ copies_pay(const struct mapping *map)
 
 /*
  * Reads a byte of another page of the 2 MiB block that [offset, offset +
- * n) starts in, if it has one beside that range.  A process's mapping of
- * a hot file ages while it is not read through (on the test VM a block
- * not read for some 100 ms traps once at its next read: 5-6 us, the
- * accessed bit of its huge entry cleared), and while copies lose no read
- * but the probes goes through it: each probe then lands in a block that
- * has aged and measures the trap, not the copy, and copies seem to lose
- * for good.  Reading a byte of the block first takes the trap out of the
- * probe's time.  (In a block mapped by small entries the byte wakes its
- * own page only: the probe then measures what a copy out of an aged page
- * costs, which is right there.)
+ * n) starts in, if it has one beside that range: before a timed copy, so
+ * that the copy's time is the copy's.  A process's mapping of a hot file
+ * ages while it is not read through: on the test VM a block not read for
+ * some 100 ms traps once at its next read (5-6 us, the accessed bit of its
+ * huge entry cleared), after which its pages copy at 0.5-0.7 us.  Timed
+ * with the copy, that one trap per block made a burst of reads after a
+ * pause look like copies cost 3-13 us against pread's 2-3, and copies
+ * were given up for pread (debug counts: 7,000-9,800 of 10,000 random
+ * reads a round); and while copies lose, only the probes copy, each into
+ * a block that aged meanwhile, so they never won back.  A block's trap is
+ * paid once whichever read pays it, and a read out of the file often
+ * enough to be worth a mapping reads each block more than once in 100 ms;
+ * what decides is the copy.  (Where a block is mapped by small entries,
+ * or its pages are new to the host, the byte wakes its own page only: the
+ * copy then pays its page's trap, and copies lose where they should.)
  */
 static void
 block_wake(const struct direct_map *m, uint64_t offset, size_t n)
@@ -890,9 +894,9 @@ direct_read(hm_file *f, void *buf, size_t len, uint64_t offset)
 	timed = n < DIRECT_PREAD_MIN && (touched || use_pread) &&
 		(tick % COST_SAMPLE_EVERY == 0 ||
 		 (touched && !use_pread && __atomic_load_n(&map->burst, __ATOMIC_RELAXED) > 0));
-	/* A probe's copy while copies lose: its block woken first (below) */
+	/* a timed copy out of touched pages: its block woken first */
 	reprobe = !pays && probe && touched && !use_pread;
-	if (reprobe)
+	if (timed && touched && !use_pread)
 		block_wake(m, offset, n);
 	if (timed || (!touched && !use_pread))
 		t0 = now_ns_mono();
