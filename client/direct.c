@@ -825,7 +825,7 @@ copies_pay(const struct mapping *map)
 static void
 block_wake(const struct direct_map *m, uint64_t offset, size_t n)
 {
-	const uint64_t page = (uint64_t)1 << PAGE_SHIFT_4K;
+	const uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
 	uint64_t block = offset - offset % BLOCK_BYTES, other;
 	uint8_t b;
 

@@ -80,12 +80,15 @@ struct scene {
 	int fda, fdb;		/* reference descriptors; fdb also fb's own */
 	struct hm_view v;	/* of fa at VIEW_OFF, taken before the forks */
 	uint8_t *vref;		/* its bytes, as pread gave them */
-	/* The children's buffers, allocated before the forks: a child of a
-	 * process with threads must not malloc what another thread may be
-	 * allocating at the fork.  glibc's malloc is safe there;
-	 * AddressSanitizer's (GCC 12) is not: a child forked while the
-	 * reader allocated its 600 KiB spun for ever on the allocator's
-	 * lock, holding make check's pipe. */
+	/* The children's buffers, allocated before the forks, as the
+	 * reader's are before its thread.  glibc's malloc is safe across
+	 * fork; AddressSanitizer's (GCC 12) is not: its blocks past 128 KiB
+	 * share one lock, and a child forked while the reader allocated its
+	 * 600 KiB spun for ever on it, before its alarm was set, holding
+	 * make check's pipe.  No thread allocates such a block in the fork
+	 * window now but the library's view fallback (a region full); and
+	 * a child's alarm is its first call, so a hang would fail, not
+	 * hang. */
 	uint8_t *cbuf, *cref;
 };
 
