@@ -858,7 +858,7 @@ direct_read(hm_file *f, void *buf, size_t len, uint64_t offset)
 	struct mapping *map;
 	size_t n, first, last;
 	int fd = f->fd >= 0 ? f->fd : f->own_fd;
-	bool touched, pays, probe, lean, use_pread, timed, reprobe;
+	bool touched, pays, probe, lean, use_pread, timed, copy_timed, reprobe;
 	unsigned tick;
 	uint64_t t0 = 0;
 	ssize_t got;
@@ -894,9 +894,11 @@ direct_read(hm_file *f, void *buf, size_t len, uint64_t offset)
 	timed = n < DIRECT_PREAD_MIN && (touched || use_pread) &&
 		(tick % COST_SAMPLE_EVERY == 0 ||
 		 (touched && !use_pread && __atomic_load_n(&map->burst, __ATOMIC_RELAXED) > 0));
-	/* a timed copy out of touched pages: its block woken first */
-	reprobe = !pays && probe && touched && !use_pread;
-	if (timed && touched && !use_pread)
+	/* a timed copy out of touched pages wakes its block first; a probe's
+	 * (a probe is timed), while copies lose, moves the average half way */
+	copy_timed = timed && touched && !use_pread;
+	reprobe = copy_timed && probe && !pays;
+	if (copy_timed)
 		block_wake(m, offset, n);
 	if (timed || (!touched && !use_pread))
 		t0 = now_ns_mono();
