@@ -87,8 +87,11 @@ struct file_entry {
 	uint64_t fold_retry_ns;		/* loop thread: no job before (monotime) */
 	uint64_t fold_recheck_ns;	/* loop thread: once gone through, gone
 					 * through again from then (monotime) */
-	/* Direct reads (file_lease.c): grants holding the read lease, and
-	 * what clients reported reading themselves. */
+	/* Direct reads (file_lease.c): whether file.fd is an open file
+	 * description hotmapd opened itself (fplat_reopen_private), the only
+	 * kind it leases; grants holding the read lease; and what clients
+	 * reported reading themselves. */
+	bool own_fd;
 	unsigned lease_refs;
 	uint64_t direct_reads;
 	uint64_t direct_bytes;

@@ -8,7 +8,8 @@
  *
  * What it must not do: touch a client's memory (the grants are the
  * service layer's), or take a lease on a descriptor that is not the
- * entry's own: a lease belongs to the open file description it was set on.
+ * entry's own, opened by hotmapd itself: a lease, its signal and its
+ * owner belong to the open file description they were set on.
  */
 #include "config.h"
 
@@ -20,13 +21,30 @@
 #include "daemon/file_cache_priv.h"
 
 int
-storage_lease(struct storage_handle *h, int sig)
+storage_leasable(const struct storage_handle *h)
 {
-	struct file_entry *e = h->entry;
+	const struct file_entry *e = h->entry;
 
 	if (e == NULL || !e->hashed || e->fs != FS_LOCAL || e->file.map == NULL ||
 	    h->backend != STORAGE_BACKEND_MMAP)
 		return -ENODEV;
+	/* The lease, its signal (F_SETSIG) and the process it goes to
+	 * (F_SETOWN) belong to the open file description.  On a client's,
+	 * the client could name the signal (SIGKILL, SIGSTOP) or its
+	 * receiver (itself, so that the daemon never revokes). */
+	if (!e->own_fd)
+		return -ENOLCK;
+	return 0;
+}
+
+int
+storage_lease(struct storage_handle *h, int sig)
+{
+	struct file_entry *e = h->entry;
+	int rc = storage_leasable(h);
+
+	if (rc < 0)
+		return rc;
 	if (e->lease_refs > 0 && !fplat_lease_held(e->file.fd))
 		return -EAGAIN;	/* breaking: a writer waits for it */
 	if (e->lease_refs == 0) {
@@ -56,6 +74,24 @@ storage_lease_breaking(const struct storage_handle *h)
 	const struct file_entry *e = h->entry;
 
 	return e != NULL && e->lease_refs > 0 && !fplat_lease_held(e->file.fd);
+}
+
+int
+storage_lease_fd(const struct storage_handle *h)
+{
+	const struct file_entry *e = h->entry;
+
+	if (e == NULL || e->lease_refs == 0)
+		return -1;
+	return fplat_lease_id(e->file.fd);
+}
+
+int
+storage_writers(const struct storage_handle *h, struct storage_writers *out)
+{
+	if (h->entry == NULL)
+		return -EBADF;
+	return fplat_writers(h->entry->file.fd, out);
 }
 
 void

@@ -5,8 +5,9 @@
  * new mapping to the budget and maps it, step by step (struct open_req).
  *
  * What it must not do: reopen anything but a regular file on a data file
- * system (that would read it with the daemon's credentials), or free an
- * entry with a handle.
+ * system (that would read it with the daemon's credentials), share an
+ * entry whose descriptor is a client's (its open file description is the
+ * client's to change), or free an entry with a handle.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -125,6 +126,7 @@ struct open_req {
 	uint32_t fs_type;
 	bool fs_data;			/* a data file system (file_platform.h) */
 	bool shared;			/* may be cached and read by other openers */
+	bool own;			/* fd is a description the daemon opened */
 	bool read_only;			/* fd is open for reading only */
 	struct file_entry *e;
 	enum storage_backend backend;
@@ -223,14 +225,28 @@ static int open_take_entry(struct file_cache *cache, struct open_req *o)
 	 * succeeds: the descriptor is the client's to read. */
 	if (o->shared && !file_cache_trim_files(cache, 1))
 		o->over_files = true;
-	if (o->shared)
-		o->fd = fplat_reopen_private(o->fd, &o->st);
+	if (o->shared) {
+		hm_fd own = fplat_reopen_private(o->fd, &o->st);
+
+		/* Not reopened (the daemon's user may not read the file, or
+		 * the client holds a lease on it): the descriptor is the
+		 * client's, and so is its open file description, with its
+		 * flags, owner and signal (F_SETFL, F_SETOWN, F_SETSIG).
+		 * Other clients must not read through it, and the daemon
+		 * must not lease it: its lease-break signal would go where
+		 * the client says.  So the entry is this handle's alone. */
+		o->own = own != o->fd;
+		o->fd = own;
+		if (!o->own)
+			o->shared = false;
+	}
 	o->e = file_cache_entry_new(cache, o->fd, &o->st, o->fs, o->fs_type, o->fs_data);
 	if (o->e == NULL) {
 		set_err(o->err, o->errlen, "out of memory");
 		safe_close(o->fd);
 		return -ENOMEM;
 	}
+	o->e->own_fd = o->own;
 	if (o->shared) {
 		o->e->unkept = o->over_files;	/* before cache_insert counts it */
 		file_cache_insert(cache, o->e);

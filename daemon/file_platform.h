@@ -200,5 +200,10 @@ void fplat_watch_read(int w, void (*cb)(int wd, void *arg), void *arg);
 int fplat_lease(hm_fd fd, int sig);
 void fplat_unlease(hm_fd fd);
 bool fplat_lease_held(hm_fd fd);
+/* The number the lease signal names fd by (si_fd); -1 without leases. */
+int fplat_lease_id(hm_fd fd);
+/* Who could write fd's file (storage.h): 0 or -errno. */
+struct storage_writers;
+int fplat_writers(hm_fd fd, struct storage_writers *w);
 
 #endif

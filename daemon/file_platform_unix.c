@@ -26,12 +26,15 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/statvfs.h>
+#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "closer.h"
 #include "file_platform.h"
 #include "proto/pagemap.h"
+#include "storage.h"
 
 static void set_err(char *err, size_t errlen, const char *msg)
 {
@@ -558,4 +561,28 @@ bool fplat_lease_held(hm_fd fd)
 {
 	/* during a break, F_GETLEASE answers the type it is breaking to */
 	return fcntl(fd, F_GETLEASE) == F_RDLCK;
+}
+
+int fplat_lease_id(hm_fd fd)
+{
+	return fd;
+}
+
+int fplat_writers(hm_fd fd, struct storage_writers *w)
+{
+	struct statvfs vfs;
+	struct stat st;
+	ssize_t n;
+
+	if (fstat(fd, &st) < 0 || fstatvfs(fd, &vfs) < 0)
+		return -errno;
+	w->uid = (uint32_t)st.st_uid;
+	w->gid = (uint32_t)st.st_gid;
+	w->mode = (uint32_t)st.st_mode;
+	w->read_only = (vfs.f_flag & ST_RDONLY) != 0;
+	/* A file system without ACLs answers ENOTSUP or ENODATA: none.  An
+	 * error that says nothing counts as one (the stricter reading). */
+	n = fgetxattr(fd, "system.posix_acl_access", NULL, 0);
+	w->acl = n > 0 || (n < 0 && errno != ENODATA && errno != ENOTSUP && errno != EOPNOTSUPP);
+	return 0;
 }

@@ -431,3 +431,16 @@ bool fplat_lease_held(hm_fd fd)
 	(void)fd;
 	return false;
 }
+
+int fplat_lease_id(hm_fd fd)
+{
+	(void)fd;
+	return -1;
+}
+
+int fplat_writers(hm_fd fd, struct storage_writers *w)
+{
+	(void)fd;
+	(void)w;
+	return -EOPNOTSUPP;	/* no lease, no direct tier on Windows */
+}

@@ -378,15 +378,36 @@ int file_cache_evict_path(struct file_cache *cache, const char *path,
  * waits in the kernel until the lease is let go, and the lease holder is
  * sent signal sig.  storage_lease counts the grants sharing one lease:
  * 0; -EAGAIN when the file is open for writing somewhere; -EACCES when the
- * daemon neither owns the file nor has CAP_LEASE; -ENODEV for an entry
- * that is not a cached regular file on a local file system with a mapping.
+ * daemon neither owns the file nor has CAP_LEASE; -ENOLCK when the entry's
+ * descriptor is not one the daemon opened itself (it could not reopen the
+ * file: a client's open file description, whose lease signal and owner
+ * the client sets, is never leased); -ENODEV for an entry that is not a
+ * cached regular file on a local file system with a mapping.
  * storage_unlease drops one grant and lets the lease go with the last.
  * storage_lease_breaking: someone waits for the lease (revoke, then let
- * go).
+ * go).  storage_lease_fd: the descriptor number the lease is on, which
+ * the lease signal names (si_fd), while h's entry is leased; else -1.
  */
 int storage_lease(struct storage_handle *h, int sig);
+/* Whether storage_lease could lease h's file, before the kernel is
+ * asked: 0, -ENOLCK or -ENODEV as it says. */
+int storage_leasable(const struct storage_handle *h);
 void storage_unlease(struct storage_handle *h);
 bool storage_lease_breaking(const struct storage_handle *h);
+int storage_lease_fd(const struct storage_handle *h);
+
+/* Who could write a file now: what the direct tier's lease rule
+ * (policy_may_lease) looks at. */
+struct storage_writers {
+	uint32_t uid, gid;	/* the file's owner and group */
+	uint32_t mode;		/* its st_mode */
+	bool read_only;		/* on a read-only mount: nobody writes it */
+	bool acl;		/* it has an access ACL: who may write is in
+				 * its entries, not only in the mode's bits */
+};
+/* Fills w for h's file: 0, or -errno (-EOPNOTSUPP where the platform has
+ * no lease). */
+int storage_writers(const struct storage_handle *h, struct storage_writers *w);
 /* A new read-only descriptor of h's file, an open file description of its
  * own (path-descriptors): the descriptor, or -errno. */
 int storage_reopen(const struct storage_handle *h);
