@@ -66,6 +66,8 @@ enum hm_config_key {
 	HM_KEY_POLL_US,
 	HM_KEY_LOG_LEVEL,
 	HM_KEY_DIRECT_READS,
+	HM_KEY_DIRECT_LEASE_RULE,
+	HM_KEY_MAX_DIRECT_GRANTS_PER_UID,
 	HM_KEY_PATH_DESCRIPTORS,
 	HM_KEY_HUGE_FOLIOS,
 	HM_KEY_FOREGROUND,
@@ -87,6 +89,13 @@ enum hm_warm {
 enum hm_network_fs {
 	HM_NETWORK_FS_PREAD = 0,	/* pread in network_fs_chunk chunks */
 	HM_NETWORK_FS_MMAP = 1,		/* like local files */
+};
+
+/* Which files a client may have leased for its direct reads
+ * (policy_may_lease). */
+enum hm_lease_rule {
+	HM_LEASE_RULE_CAN_WRITE = 0,	/* it could write the file, or nobody can */
+	HM_LEASE_RULE_CAN_READ = 1,	/* it can read it (trusting local users) */
 };
 
 /* Where a value came from. */
@@ -113,6 +122,7 @@ struct hm_gid_list {
 };
 
 #define HM_CONFIG_MAX_PER_UID_DEFAULT		4096u
+#define HM_CONFIG_MAX_DIRECT_PER_UID_DEFAULT	16384u
 #define HM_CONFIG_MAX_OPEN_FILES_DEFAULT	16384u
 #define HM_CONFIG_MAX_INFLIGHT_DEFAULT		32u
 #define HM_CONFIG_MAX_INFLIGHT_BYTES_DEFAULT	(64ull << 20)
@@ -133,6 +143,8 @@ struct hm_config {
 	struct hm_config_source *root_sources;	/* one per root */
 	bool direct_reads;		/* direct-reads: clients may read granted
 					 * files from their own mappings */
+	enum hm_lease_rule direct_lease_rule;	/* direct-lease-rule */
+	unsigned max_direct_per_uid;	/* max-direct-grants-per-uid */
 	bool path_descriptors;		/* path-descriptors: a client that opens
 					 * by path gets a read-only descriptor,
 					 * to read the file directly */

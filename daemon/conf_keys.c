@@ -28,6 +28,7 @@
 static const char *const backend_names[] = { "auto", "mmap", "pread" };
 static const char *const warm_names[] = { "none", "willneed", "populate" };
 static const char *const network_fs_names[] = { "pread", "mmap" };
+static const char *const lease_rule_names[] = { "can-write", "can-read" };
 static const char *const log_level_names[] = {
 	[LOG_ERR] = "error", [LOG_WARNING] = "warning", [LOG_NOTICE] = "notice",
 	[LOG_INFO] = "info", [LOG_DEBUG] = "debug",
@@ -41,7 +42,8 @@ static const char *const log_level_names[] = {
 /* Enums are stored as the unsigned int they are the size of. */
 _Static_assert(sizeof(enum storage_policy) == sizeof(unsigned) &&
 	       sizeof(enum hm_warm) == sizeof(unsigned) &&
-	       sizeof(enum hm_network_fs) == sizeof(unsigned) && sizeof(int) == sizeof(unsigned) &&
+	       sizeof(enum hm_network_fs) == sizeof(unsigned) &&
+	       sizeof(enum hm_lease_rule) == sizeof(unsigned) && sizeof(int) == sizeof(unsigned) &&
 	       sizeof(bool) == 1, "fields are 1, 4 or 8 bytes");
 
 /*
@@ -133,6 +135,15 @@ static const struct key_def keys[HM_CONFIG__NKEYS] = {
 	{ HM_KEY_DIRECT_READS, "direct-reads", KEY_BOOL, FIELD(direct_reads), .def = true,
 	  .metavar = "yes|no", .help = "let clients read hot local files from their own\n"
 				       "mappings, under a lease (default yes)" },
+	{ HM_KEY_DIRECT_LEASE_RULE, "direct-lease-rule", KEY_ENUM, FIELD(direct_lease_rule),
+	  CHOICES(lease_rule_names), .def = HM_LEASE_RULE_CAN_WRITE, .metavar = "RULE",
+	  .help = "can-write (default): lease a file for a client's\n"
+		  "direct reads only if it could write the file\n"
+		  "itself, or nobody can; can-read: if it can read it" },
+	{ HM_KEY_MAX_DIRECT_GRANTS_PER_UID, "max-direct-grants-per-uid", KEY_NUMBER,
+	  FIELD(max_direct_per_uid), .min = 1, .max = 1000000,
+	  .def = HM_CONFIG_MAX_DIRECT_PER_UID_DEFAULT, .metavar = "N",
+	  .help = "direct-read grants one uid may hold (default 16384)" },
 	{ HM_KEY_PATH_DESCRIPTORS, "path-descriptors", KEY_BOOL, FIELD(path_descriptors),
 	  .def = false, .metavar = "yes|no",
 	  .help = "give a client that opens a file by path beneath\n"

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,6 +15,7 @@
 #include "daemon/policy.h"
 #include "daemon/server.h"
 #include "daemon/server_platform.h"
+#include "daemon/storage.h"
 
 unsigned
 policy_count_connections(struct server *srv, const struct peer_ident *id, int delta)
@@ -142,4 +144,54 @@ policy_ident_may_connect(const struct server *srv, const struct peer_ident *id)
 		return true;
 	return policy_may_connect(srv, id->uid, id->gid, id->groups, id->ngroups) ||
 	       (c->allow_uid.n == 0 && c->allow_gid.n == 0);
+}
+
+/* Whether the client is in group gid (primary or supplementary). */
+static bool
+ident_in_group(const struct peer_ident *id, gid_t gid)
+{
+	size_t i;
+
+	if (id->gid == gid)
+		return true;
+	for (i = 0; i < id->ngroups; i++)
+		if (id->groups[i] == gid)
+			return true;
+	return false;
+}
+
+/* The write bits of a POSIX mode (S_IWUSR, S_IWGRP, S_IWOTH, which not
+ * every platform's headers name). */
+#define MODE_W_USR	0200u
+#define MODE_W_GRP	0020u
+#define MODE_W_OTH	0002u
+
+bool
+policy_may_lease(enum hm_lease_rule rule, const struct peer_ident *id,
+		 const struct storage_writers *w, char *why, size_t whylen)
+{
+	bool can;
+
+	if (rule == HM_LEASE_RULE_CAN_READ)
+		return true;
+	if (w->read_only || (w->mode & (MODE_W_USR | MODE_W_GRP | MODE_W_OTH)) == 0)
+		return true;	/* nobody writes it */
+	if (!id->known || id->uid == (uid_t)-1) {
+		snprintf(why, whylen, "lease refused: who the client is is unknown "
+			 "(direct-lease-rule can-write)");
+		return false;
+	}
+	if (id->uid == 0 || id->uid == (uid_t)w->uid)
+		return true;
+	/* the kernel's order: owner, else group, else others */
+	if (w->acl)
+		can = false;
+	else if (ident_in_group(id, (gid_t)w->gid))
+		can = (w->mode & MODE_W_GRP) != 0;
+	else
+		can = (w->mode & MODE_W_OTH) != 0;
+	if (!can)
+		snprintf(why, whylen, "lease refused: uid %u may not write the file, others may "
+			 "(direct-lease-rule)", (unsigned)id->uid);
+	return can;
 }

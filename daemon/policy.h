@@ -6,7 +6,9 @@
  *
  * What it must not do: accept, close or answer connections (server.c and
  * session.c do, and ask here first), or keep state other than the
- * per-uid connection counts in struct server.
+ * per-uid connection counts in struct server.  It also says which files
+ * a client may have leased for direct reads (policy_may_lease), from
+ * what the storage core tells of the file: it takes no lease itself.
  */
 #ifndef HOTMAP_POLICY_H
 #define HOTMAP_POLICY_H
@@ -15,6 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "daemon/conf.h"	/* enum hm_lease_rule */
 #include "daemon/platform.h"	/* uid_t, gid_t */
 #include "daemon/transport.h"	/* struct peer_ident */
 
@@ -53,6 +56,26 @@ bool policy_is_admin(const struct server *srv, uid_t uid, gid_t gid,
  */
 bool policy_ident_may_connect(const struct server *srv, const struct peer_ident *id);
 bool policy_ident_is_admin(const struct server *srv, const struct peer_ident *id);
+/*
+ * The direct tier's lease rule (direct-lease-rule): whether hotmapd may
+ * hold a read lease on a file for client id's direct reads.  While it
+ * does, every writer of the file waits for the daemon (a blocking open
+ * for writing, or truncate, until the grants are revoked; one with
+ * O_NONBLOCK fails with EAGAIN), so a grant must give a client no power
+ * over the file's writers that it did not have already.  With
+ * HM_LEASE_RULE_CAN_WRITE, yes when nobody can write the file (a
+ * read-only mount, or no write bit in its mode: its owner would have to
+ * chmod it first), or when the client could write it itself: root, the
+ * file's owner (who may chmod it), or the mode's group bits for a member
+ * of its group, its other bits for anyone else.  A file with an access
+ * ACL is judged by its owner alone (the ACL's entries are not read).
+ * With HM_LEASE_RULE_CAN_READ, always (the client proved it can read the
+ * file).  No: why says so, in fewer than 96 bytes.
+ */
+struct storage_writers;
+bool policy_may_lease(enum hm_lease_rule rule, const struct peer_ident *id,
+		      const struct storage_writers *w, char *why, size_t whylen);
+
 /*
  * A connected Unix socket's peer: uid and primary gid (SO_PEERCRED) and,
  * in groups (room for *ngroups), its supplementary groups (SO_PEERGROUPS);

@@ -84,6 +84,8 @@ server_apply(struct server *srv)
 	file_cache_set_limits(srv->cache, &lim);
 	if (!c->direct_reads && direct_revoke_file(&srv->direct, true, 0, 0) > 0)
 		log_info("direct-reads is off: every grant revoked");
+	/* a lowered cap takes no grant back: new ones wait till under it */
+	srv->direct.max_per_uid = c->max_direct_per_uid;
 	if (c->poll_us >= 0)
 		srv->poll_us = (unsigned)c->poll_us;
 	else
@@ -406,6 +408,7 @@ server_fini(struct server *srv)
 	if (srv->ev_watch != NULL)
 		event_free(srv->ev_watch);
 	server_signals_stop(srv);
+	direct_registry_fini(&srv->direct);
 	srv->cache = file_cache_free(srv->cache);
 	/* After every session and entry: each handed its descriptors over. */
 	closer_stop(SERVER_CLOSER_STOP_MS);

@@ -48,7 +48,7 @@ struct server {
 	struct workers *workers;	/* reads that may wait for the disk */
 	struct server_counters counters;
 	struct direct_registry direct;	/* direct-read grants */
-	struct event *ev_lease[2];	/* the lease signal, and SIGIO */
+	struct event *ev_lease;		/* the lease signals' pipe (server_unix.c) */
 
 	int listen_fd;
 	struct pipe_listener *pipes;	/* Windows: the named pipe's listener */

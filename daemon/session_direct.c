@@ -13,6 +13,7 @@
 #include "daemon/direct.h"
 #include "daemon/log.h"
 #include "daemon/peer.h"
+#include "daemon/policy.h"
 #include "daemon/server.h"
 #include "daemon/session_direct.h"
 #include "daemon/session_priv.h"
@@ -56,9 +57,33 @@ refusal(int err)
 		return "hotmapd may not lease the file (not its owner, no CAP_LEASE)";
 	case -ENODEV:
 		return "not a mapped regular file on a local file system";
+	case -ENOLCK:
+		return "hotmapd could not open the file itself, and leases only its own descriptors";
+	case -EDQUOT:
+		return "the uid holds max-direct-grants-per-uid grants already";
 	default:
 		return strerror(-err);
 	}
+}
+
+/* direct-lease-rule: whether this client may have sh's file leased for
+ * it (policy_may_lease); text says why not. */
+static bool
+lease_allowed(struct session *s, struct session_handle *sh, char *text, size_t textlen)
+{
+	struct storage_writers w;
+	int rc;
+
+	if (s->srv->cfg.direct_lease_rule == HM_LEASE_RULE_CAN_READ)
+		return true;
+	rc = storage_writers(&sh->h, &w);
+	if (rc < 0) {
+		snprintf(text, textlen, "lease refused: who may write the file is unknown (%s)",
+			 strerror(-rc));
+		return false;
+	}
+	return policy_may_lease(s->srv->cfg.direct_lease_rule, peer_ident(s->peer), &w, text,
+				textlen);
 }
 
 void
@@ -88,13 +113,22 @@ session_direct_open(struct session *s, struct session_handle *sh, uint64_t handl
 		snprintf(text, textlen, "all %u direct-read slots are in use", s->direct_slots);
 		return;
 	}
+	/* a file that cannot be leased says so before the rule is asked */
+	rc = storage_leasable(&sh->h);
+	if (rc < 0 || !lease_allowed(s, sh, text, textlen)) {
+		if (rc < 0)
+			snprintf(text, textlen, "%s", refusal(rc));
+		s->srv->direct.refused++;
+		return;
+	}
 	g = calloc(1, sizeof *g);
 	if (g == NULL) {
 		snprintf(text, textlen, "%s", strerror(ENOMEM));
 		return;
 	}
 	rc = direct_grant(&s->srv->direct, g, &sh->h,
-			  hm_direct_slot(s->shm, s->shm_map_size, s->direct_slots, i), handle, gen);
+			  hm_direct_slot(s->shm, s->shm_map_size, s->direct_slots, i), handle,
+			  (uint32_t)peer_uid(s->peer), gen);
 	if (rc < 0) {
 		free(g);
 		snprintf(text, textlen, "%s", refusal(rc));

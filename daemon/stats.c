@@ -200,12 +200,16 @@ stats_foreach(struct server *srv, stats_cb cb, void *arg)
 	cb("direct_granted", COUNTER, srv->direct.granted, NULL, "Direct-read grants made.", arg);
 	cb("direct_refused", COUNTER, srv->direct.refused, NULL,
 	   "Opens that asked for a direct-read grant and were refused.", arg);
+	cb("direct_refused_cap", COUNTER, srv->direct.refused_cap, NULL,
+	   "Of them, refused because the uid held max-direct-grants-per-uid grants.", arg);
 	cb("direct_revoked", COUNTER, srv->direct.revoked, NULL, "Direct-read grants taken back.",
 	   arg);
+	cb("direct_lease_checks", COUNTER, srv->direct.lease_checks, NULL,
+	   "Leases looked at to revoke grants (one per file a lease signal names).", arg);
 	cb("direct_reads", COUNTER, srv->direct.reads, NULL,
-	   "Reads clients served from their own mappings, as they report them.", arg);
+	   "Reads clients served from their own mappings, as they report them (bounded).", arg);
 	cb("direct_bytes", COUNTER, srv->direct.bytes, NULL,
-	   "Bytes clients read from their own mappings, as they report them.", arg);
+	   "Bytes clients read from their own mappings, as they report them (bounded).", arg);
 	cb("regions_huge", GAUGE, c->regions_huge, NULL,
 	   "Clients connected now whose shared region asked for huge pages.", arg);
 	cb("clients_polling", GAUGE, srv->ring_sessions, NULL,
@@ -252,6 +256,7 @@ stats_reset(struct server *srv)
 	file_cache_reset_counters(srv->cache);
 	direct_sync(&srv->direct);	/* what was read before the reset is not counted after */
 	srv->direct.granted = srv->direct.refused = srv->direct.revoked = 0;
+	srv->direct.refused_cap = srv->direct.lease_checks = 0;
 	srv->direct.reads = srv->direct.bytes = 0;
 	srv->status_requests = 0;
 }

@@ -27,8 +27,9 @@
  *   64   reads    client  reads served in the client (relaxed adds)
  *   72   bytes    client  bytes they returned
  *
- * The daemon trusts nothing the client writes: reads and bytes only ever
- * feed the client's own statistics.
+ * The daemon trusts nothing the client writes: reads and bytes feed only
+ * the statistics of the grant's file and client, bounded (daemon/direct.h:
+ * a read per DIRECT_READ_MIN_NS at most, each at most the grant's size).
  *
  * What it must not do: any I/O.
  */
