@@ -111,17 +111,19 @@ privdrop(uid_t user, gid_t group, char *err, size_t errlen)
 		return -EPERM;
 	}
 	/*
-	 * Changing ids makes the kernel mark the process not dumpable, and
-	 * its /proc/self root's: the reopen of clients' files through
-	 * /proc/self/fd (file_open.c) would then fail, and every cached file
-	 * be read through a client's own descriptor, whose flags the client
-	 * controls.  Dumpable again, hotmapd is what it would be had it been
-	 * started as user, as systemd's DynamicUser= starts it: that user's
-	 * other processes may trace it, hence a user of its own.
+	 * Changing ids leaves the process not dumpable, and so it stays:
+	 * the descriptors hotmapd opened as root (its socket, pid file and
+	 * log file, the stderr it was given) would otherwise be the user's
+	 * other processes' to take (pidfd_getfd, ptrace), and with them
+	 * files that user may not open.  Its own reopens through
+	 * /proc/self/fd work all the same: a process may always reach its
+	 * own descriptors there.  Core dumps go with it; a crash is still
+	 * logged by whatever started hotmapd (systemd records the signal).
 	 */
-	if (user != (uid_t)-1 && prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) < 0) {
+	if (user != (uid_t)-1 && prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) != 0 &&
+	    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0) {
 		e = errno;
-		snprintf(err, errlen, "user: cannot make /proc/self readable again: %s", strerror(e));
+		snprintf(err, errlen, "user: cannot make hotmapd undumpable: %s", strerror(e));
 		return -e;
 	}
 	return 0;

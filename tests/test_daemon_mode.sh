@@ -323,11 +323,11 @@ if [ "$(id -u)" -eq 0 ] && getent passwd nobody >/dev/null 2>&1; then
 	groups=$(sed -n 's/^Groups:[[:space:]]*//p' "/proc/$pid/status" 2>/dev/null | tr -d ' \t')
 	if [ $rc -eq 0 ] && [ -n "$pid" ] && [ "$uids" = "$nuid $nuid $nuid $nuid" ] &&
 	   [ "$gids" = "$ngid $ngid $ngid $ngid" ] && { [ -z "$groups" ] || [ "$groups" != 0 ]; } &&
-	   [ "$(stat -c %u "/proc/$pid/fd")" = "$nuid" ] &&
+	   [ "$(stat -c %u "/proc/$pid/fd")" = 0 ] &&
 	   [ "$(cat "$pidfile")" = "$pid" ]; then
-		ok "user nobody: every uid and gid is nobody's, /proc/PID too, the pid file written"
+		ok "user nobody: every uid and gid is nobody's, /proc/PID/fd root's (not dumpable), the pid file written"
 	else
-		not_ok "user nobody: every uid and gid is nobody's, /proc/PID too, the pid file written" \
+		not_ok "user nobody: every uid and gid is nobody's, /proc/PID/fd root's (not dumpable), the pid file written" \
 			"exit $rc, pid '$pid', Uid $uids, Gid $gids, Groups $groups" \
 			"$(ls -ld "/proc/$pid/fd")" "$(cat "$dir/err")"
 	fi
