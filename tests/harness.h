@@ -31,7 +31,15 @@ struct harness_opts {
 	bool with_root;		/* --root DIR/root */
 	bool keep_notify;	/* pass NOTIFY_SOCKET and WATCHDOG_USEC on */
 	const char *extra[8];	/* more options for hotmapd, NULL-terminated */
+	/* Not 0: run hotmapd as this uid (and gid), with CAP_LEASE its only
+	 * capability (ambient, as hotmapd.service's AmbientCapabilities=
+	 * gives it), through setpriv(1); the directory becomes that uid's.
+	 * Needs root and setpriv: harness_can_run_as says. */
+	uid_t run_as;
 };
+
+/* Whether harness_opts.run_as can be honoured here (root, setpriv). */
+bool harness_can_run_as(void);
 
 struct harness {
 	char dir[PATH_MAX];	/* mkdtemp directory, removed at the end */

@@ -29,6 +29,7 @@
 #include <cmocka.h>
 
 #include "daemon/conf.h"
+#include "daemon/policy.h"
 #include "daemon/server.h"
 
 static char dir[PATH_MAX];
@@ -282,13 +283,15 @@ test_every_key_good(void **state)
 		   "poll-us = 75\n"			/* 23 */
 		   "log-level = debug\n"		/* 24 */
 		   "direct-reads = no\n"		/* 25 */
-		   "path-descriptors = yes\n"		/* 26 */
-		   "huge-folios = no\n"		/* 27 */
-		   "foreground = yes\n"		/* 28 */
-		   "log-file = %1$s/hotmapd.log\n"	/* 29 */
-		   "pid-file = %1$s/hotmapd.pid\n"	/* 30 */
-		   "user = root\n"			/* 31 */
-		   "group = %2$s\n",			/* 32 */
+		   "direct-lease-rule = can-read\n"	/* 26 */
+		   "max-direct-grants-per-uid = 77\n"	/* 27 */
+		   "path-descriptors = yes\n"		/* 28 */
+		   "huge-folios = no\n"		/* 29 */
+		   "foreground = yes\n"		/* 30 */
+		   "log-file = %1$s/hotmapd.log\n"	/* 31 */
+		   "pid-file = %1$s/hotmapd.pid\n"	/* 32 */
+		   "user = root\n"			/* 33 */
+		   "group = %2$s\n",			/* 34 */
 		   dir, group0());
 	load_ok(&cfg, &args);
 	assert_string_equal(cfg.socket_path + strlen(dir), "/s.sock");
@@ -323,6 +326,8 @@ test_every_key_good(void **state)
 	assert_int_equal(cfg.poll_us, 75);
 	assert_int_equal(cfg.log_level, LOG_DEBUG);
 	assert_false(cfg.direct_reads);
+	assert_int_equal(cfg.direct_lease_rule, HM_LEASE_RULE_CAN_READ);
+	assert_int_equal(cfg.max_direct_per_uid, 77);
 	assert_true(cfg.path_descriptors);
 	assert_false(cfg.huge_folios);
 	assert_true(cfg.foreground);
@@ -373,6 +378,8 @@ test_every_key_bad_all_errors_at_once(void **state)
 		{ "poll-us = 10001", "poll-us: 10001 is out of range (0 to 10000)" },
 		{ "log-level = loud", "log-level: unknown value 'loud' (error, warning, notice, info, debug)" },
 		{ "direct-reads = sometimes", "direct-reads: not yes or no: 'sometimes'" },
+		{ "direct-lease-rule = anyone", "direct-lease-rule: unknown value 'anyone' (can-write, can-read)" },
+		{ "max-direct-grants-per-uid = 0", "max-direct-grants-per-uid: 0 is out of range (1 to 1000000)" },
 		{ "path-descriptors = 2", "path-descriptors: not yes or no: '2'" },
 		{ "huge-folios = perhaps", "huge-folios: not yes or no: 'perhaps'" },
 		{ "foreground = maybe", "foreground: not yes or no: 'maybe'" },
@@ -972,6 +979,78 @@ test_large_entries(void **state)
 	conf_clear(&cfg);
 }
 
+/* --- the direct tier's lease rule (policy_may_lease) ------------------------ */
+
+static struct peer_ident
+lease_ident(uid_t uid, gid_t gid, gid_t *groups, size_t ngroups)
+{
+	struct peer_ident id = { .known = true, .uid = uid, .gid = gid, .groups = groups,
+				 .ngroups = ngroups };
+
+	return id;
+}
+
+static bool
+may_lease(enum hm_lease_rule rule, const struct peer_ident *id, uint32_t owner,
+	  uint32_t group, uint32_t mode, bool ro, bool acl)
+{
+	struct storage_writers w = { .uid = owner, .gid = group, .mode = S_IFREG | mode,
+				     .read_only = ro, .acl = acl };
+	char why[96] = "";
+	bool ok = policy_may_lease(rule, id, &w, why, sizeof why);
+
+	/* a refusal always says why, and names the key */
+	if (!ok)
+		assert_non_null(strstr(why, "direct-lease-rule"));
+	return ok;
+}
+
+static void
+test_lease_rule_can_write(void **state)
+{
+	gid_t groups[] = { 300, 400 };
+	struct peer_ident alice = lease_ident(1000, 1000, groups, 2);
+	struct peer_ident root = lease_ident(0, 0, NULL, 0);
+	struct peer_ident unknown = { .known = false, .uid = (uid_t)-1 };
+	enum hm_lease_rule w = HM_LEASE_RULE_CAN_WRITE;
+
+	(void)state;
+	/* someone else's 0644: she may read it, not write it */
+	assert_false(may_lease(w, &alice, 2000, 2000, 0644, false, false));
+	/* her own file, even read-only to her: she may chmod it */
+	assert_true(may_lease(w, &alice, 1000, 1000, 0644, false, false));
+	assert_true(may_lease(w, &alice, 1000, 1000, 0444, false, false));
+	/* nobody may write it: no write bit, or a read-only mount */
+	assert_true(may_lease(w, &alice, 2000, 2000, 0444, false, false));
+	assert_true(may_lease(w, &alice, 2000, 2000, 0666, true, false));
+	/* the group's bit, for a member (primary or supplementary group) */
+	assert_true(may_lease(w, &alice, 2000, 400, 0664, false, false));
+	assert_true(may_lease(w, &alice, 2000, 1000, 0664, false, false));
+	assert_false(may_lease(w, &alice, 2000, 500, 0664, false, false));
+	/* the kernel's order: a member of the group gets the group's bits,
+	 * not the others' */
+	assert_false(may_lease(w, &alice, 2000, 300, 0646, false, false));
+	assert_true(may_lease(w, &alice, 2000, 500, 0646, false, false));
+	/* an ACL: its entries decide, so only the owner counts */
+	assert_false(may_lease(w, &alice, 2000, 400, 0666, false, true));
+	assert_true(may_lease(w, &alice, 1000, 400, 0666, false, true));
+	/* root writes anything */
+	assert_true(may_lease(w, &root, 2000, 2000, 0600, false, false));
+	/* who the client is is unknown: only when nobody writes */
+	assert_false(may_lease(w, &unknown, 2000, 2000, 0644, false, false));
+	assert_true(may_lease(w, &unknown, 2000, 2000, 0444, false, false));
+}
+
+static void
+test_lease_rule_can_read(void **state)
+{
+	struct peer_ident alice = lease_ident(1000, 1000, NULL, 0);
+
+	(void)state;
+	assert_true(may_lease(HM_LEASE_RULE_CAN_READ, &alice, 2000, 2000, 0644, false, false));
+	assert_true(may_lease(HM_LEASE_RULE_CAN_READ, &alice, 2000, 2000, 0666, false, true));
+}
+
 int
 main(void)
 {
@@ -995,6 +1074,8 @@ main(void)
 		cmocka_unit_test(test_policy_open_by_default),
 		cmocka_unit_test(test_policy_allow_lists),
 		cmocka_unit_test(test_policy_admins),
+		cmocka_unit_test(test_lease_rule_can_write),
+		cmocka_unit_test(test_lease_rule_can_read),
 		cmocka_unit_test(test_peer_creds),
 		cmocka_unit_test(test_large_entries),
 	};
