@@ -19,6 +19,8 @@
  * truncated nothing but the lease did not cover), the SIGBUS handler maps
  * zero pages over the lost part and marks the mapping lost, so that
  * touching the view never kills the program; hm_view_check reports it.
+ * Nothing is read out of a lost mapping again: reads are pread's, views
+ * the daemon's (map_lost).
  * Faults that are not ours go to the program's handlers, the newest
  * first and each once as one chains to the next, and then to the
  * default action (on_sigbus).
@@ -170,10 +172,12 @@ repair(uintptr_t addr)
 		if (addr < lo || addr >= hi)
 			continue;
 		from = addr & ~((uintptr_t)page - 1);
+		/* lost before the zeros are there: a read that copied them
+		 * finds it set when it looks after its copy (direct_read) */
+		__atomic_store_n(&m->lost, 1, __ATOMIC_SEQ_CST);
 		if (mmap((void *)from, hi - from, PROT_READ,
 			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == MAP_FAILED)
 			return false;
-		__atomic_store_n(&m->lost, 1, __ATOMIC_RELEASE);
 		return true;
 	}
 	return false;
@@ -651,7 +655,7 @@ direct_heat(hm_file *f, ssize_t n)
 }
 
 /* The mapping f reads through now, or NULL (none, revoked, another
- * process's). */
+ * process's).  It may be lost (map_lost): the caller looks. */
 static struct direct_map *
 live_map(hm_file *f)
 {
@@ -660,6 +664,20 @@ live_map(hm_file *f)
 	if (m == NULL || f->c->pid != fork_pid() || hm_direct_gen(m->slot) != m->gen)
 		return NULL;
 	return m;
+}
+
+/*
+ * Whether m's pages were gone and zero-filled (repair): the file shrank
+ * while the grant held, which only a lease the kernel broke by force
+ * allows (the daemon stopped or too slow to revoke; issue 26).  Until the
+ * daemon revokes, the generation says nothing, so nothing may be read
+ * out of the mapping: its zeros are not the file's, and its size is not
+ * the file's any more.
+ */
+static bool
+map_lost(const struct direct_map *m)
+{
+	return __atomic_load_n(&m->map->lost, __ATOMIC_SEQ_CST) != 0;
 }
 
 /*
@@ -961,6 +979,35 @@ block_wake(const struct direct_map *m, uint64_t offset, size_t n)
 }
 
 /*
+ * A read of a lost mapping's file (map_lost): pread on the client's own
+ * descriptor, exact whatever became of the file, and not bounded by the
+ * grant's size, which the file no longer keeps; else through the daemon
+ * (DIRECT_MISS), which reads the file as it is now.
+ */
+static ssize_t
+lost_read(struct direct_map *m, int fd, void *buf, size_t len, uint64_t offset)
+{
+	size_t done = 0;
+
+	if (fd < 0)
+		return DIRECT_MISS;
+	while (done < len) {	/* as pread_all, but the end of the file may come */
+		ssize_t k = pread(fd, (uint8_t *)buf + done, len - done, (off_t)(offset + done));
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0 && done == 0)
+			return DIRECT_MISS;	/* the daemon says why */
+		if (k <= 0)
+			break;
+		done += (size_t)k;
+	}
+	__atomic_fetch_add(&m->slot->reads, 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&m->slot->bytes, done, __ATOMIC_RELAXED);
+	return (ssize_t)done;
+}
+
+/*
  * A read in the client: no round trip, one copy.  Which copy depends on
  * what the pages cost here.  A page read through the mapping for the first
  * time costs a page fault (and on a virtual machine with shadow page
@@ -987,6 +1034,8 @@ direct_read(hm_file *f, void *buf, size_t len, uint64_t offset)
 
 	if (m == NULL)
 		return DIRECT_MISS;
+	if (map_lost(m))
+		return lost_read(m, fd, buf, len, offset);
 	map = m->map;
 	/* the size cannot change while the grant holds */
 	n = offset >= m->maplen ? 0 : len < m->maplen - offset ? len : (size_t)(m->maplen - offset);
@@ -1053,6 +1102,8 @@ direct_read(hm_file *f, void *buf, size_t len, uint64_t offset)
 	__atomic_thread_fence(__ATOMIC_ACQUIRE);
 	if (__atomic_load_n(&m->slot->gen, __ATOMIC_RELAXED) != m->gen)
 		return DIRECT_MISS;	/* revoked during the copy: it may be torn */
+	if (map_lost(m))	/* another thread's view repaired it meanwhile */
+		return lost_read(m, fd, buf, len, offset);
 	if (!touched)
 		page_state_mark(&map->pages, first, last);
 done:
@@ -1069,7 +1120,7 @@ direct_warm(hm_file *f, uint64_t offset, uint64_t len)
 	struct direct_map *m = live_map(f);
 	size_t b, last;
 
-	if (m == NULL || offset >= m->maplen || len == 0)
+	if (m == NULL || map_lost(m) || offset >= m->maplen || len == 0)
 		return;
 	if (len > m->maplen - offset)
 		len = m->maplen - offset;
@@ -1111,7 +1162,8 @@ direct_view(hm_file *f, uint64_t offset, size_t len, const void **data, size_t *
 	struct direct_map *m = live_map(f);
 	size_t n;
 
-	if (m == NULL)
+	/* a lost mapping's zeros are not the file's: through the daemon */
+	if (m == NULL || map_lost(m))
 		return -1;
 	direct_map_ref(m);
 	n = offset >= m->maplen ? 0 : len < m->maplen - offset ? len : m->maplen - offset;

@@ -1315,7 +1315,7 @@ enum sigbus_mode {
 };
 static const char *const sigbus_modes[] = { "chained", "first-too", "guarded" };
 
-#define SIGBUS_SKIP	77	/* the child's status: no direct reads here */
+#define SIGBUS_SKIP	77	/* a child's status: no direct reads here */
 #define SIGBUS_CHILD_ALARM_S 10
 #define SIGBUS_DEEPER	24	/* frames deeper, the second guarded fault */
 
@@ -1365,7 +1365,7 @@ child_fail(int status, const char *fmt, ...)
 {
 	va_list ap;
 
-	fprintf(stderr, "# sigbus child: ");
+	fprintf(stderr, "# child %ld: ", (long)getpid());
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
@@ -1614,6 +1614,204 @@ test_program_sigbus_guarded(void **state)
 
 	run_sigbus_child(*state, SIGBUS_GUARDED, &run);
 	expect_sigbus_death(&run, 3, 0);
+}
+
+/* --- a lease broken by force ------------------------------------------- */
+
+/*
+ * The kernel breaks a lease by force when its holder does not let go in
+ * time (/proc/sys/fs/lease-break-time): a daemon that is stopped, or too
+ * busy, then cannot revoke, and the file shrinks under a grant that still
+ * holds.  A view touching the lost pages gets zero pages (the mapping is
+ * lost); a read must still return what pread(2) returns, never the
+ * zeros.  The daemon is stopped for real here (SIGSTOP), and the break
+ * time set to 1 s, which needs root.  The client runs in a child with an
+ * alarm; the parent lets the daemon go on and puts the break time back
+ * whatever happened to it.
+ */
+#define LOST_SIZE	(4 * MiB)
+#define LOST_CUT	(3 * MiB + 100007)	/* the new size */
+#define LOST_VIEW	(3 * MiB)		/* a view of the last MiB */
+#define LOST_ALARM_S	20
+#define LEASE_BREAK_TIME "/proc/sys/fs/lease-break-time"
+
+/* Reads across the new end of the file, and one before it. */
+static const struct {
+	uint64_t off;
+	size_t len;
+} lost_reads[] = {
+	{ LOST_CUT - 1000, 8192 },
+	{ LOST_CUT - 5, 1 },
+	{ LOST_CUT + 3 * 4096, 4096 },
+	{ LOST_VIEW, 60000 },
+	{ LOST_CUT - 10007, 50000 },
+	{ LOST_SIZE - 100, 100 },
+};
+
+/* Every read of lost_reads through f as pread(fd) gives it, rounds
+ * times (a read of touched pages copies out of them, but one in a few
+ * goes through pread to keep the costs measured). */
+static void
+lost_check_reads(hm_file *f, int fd, int rounds, uint8_t *buf, uint8_t *ref, const char *when)
+{
+	char why[256];
+	size_t i;
+	int r;
+
+	for (r = 0; r < rounds; r++) {
+		for (i = 0; i < sizeof lost_reads / sizeof lost_reads[0]; i++) {
+			if (harness_compare_read(f, fd, lost_reads[i].off, lost_reads[i].len, buf,
+						 ref, NULL, why, sizeof why) < 0)
+				child_fail(5, "%s, round %d: %s", when, r, why);
+		}
+	}
+}
+
+struct lost_view {
+	hm_file *f;
+	struct hm_view v;
+	int rc, err;
+};
+
+static void *
+lost_view_main(void *arg)
+{
+	struct lost_view *lv = arg;
+
+	lv->rc = hm_view_range(lv->f, LOST_CUT - 1000, 8192, &lv->v);
+	lv->err = errno;
+	return NULL;
+}
+
+static void
+lost_child(const struct harness *h, const char *path, int lfd, const char *old)
+{
+	struct hm_options o = HM_OPTIONS_INIT;
+	struct lost_view lv = { 0 };
+	uint8_t *buf = malloc(64 * KiB + HARNESS_SLACK), *ref = malloc(64 * KiB + HARNESS_SLACK);
+	const volatile uint8_t *p;
+	struct hm_view v;
+	struct hm_stat st;
+	pthread_t t;
+	int64_t t0;
+	uint64_t sum = 0;
+	ssize_t want;
+	size_t i;
+	hm_client *c;
+	hm_file *f;
+	int fd;
+
+	alarm(LOST_ALARM_S);
+	o.direct = 1;
+	o.direct_after = 0;
+	c = hm_connect_opts(h->sock, &o);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (c == NULL || fd < 0 || buf == NULL || ref == NULL)
+		child_fail(2, "hm_connect_opts, open: %s", strerror(errno));
+	f = hm_open(c, path, HM_O_DIRECT);
+	if (f == NULL || hm_stat(f, &st) < 0)
+		child_fail(2, "hm_open, hm_stat: %s", strerror(errno));
+	if (st.direct != HM_DIRECT_YES)
+		child_fail(SIGBUS_SKIP, "not read directly here (%s)", st.direct_text);
+	/* every page touched, so that reads of them copy out of the mapping */
+	if (hm_warm(f, 0, LOST_SIZE) < 0)
+		child_fail(2, "hm_warm: %s", strerror(errno));
+	lost_check_reads(f, fd, 3, buf, ref, "before the cut");
+	if (hm_view_range(f, LOST_VIEW, LOST_SIZE - LOST_VIEW, &v) < 0 ||
+	    v.len != LOST_SIZE - LOST_VIEW)
+		child_fail(2, "hm_view_range: %s", strerror(errno));
+
+	/* the daemon cannot revoke; the kernel breaks its lease after 1 s */
+	if (kill(h->pid, SIGSTOP) < 0)
+		child_fail(2, "SIGSTOP: %s", strerror(errno));
+	if (pwrite(lfd, "1\n", 2, 0) != 2)
+		child_fail(2, LEASE_BREAK_TIME ": %s", strerror(errno));
+	t0 = harness_now_ms();
+	if (truncate(path, LOST_CUT) < 0)
+		child_fail(2, "truncate: %s", strerror(errno));
+	fprintf(stderr, "# the truncation waited %lld ms for the lease\n",
+		(long long)(harness_now_ms() - t0));
+	(void)!pwrite(lfd, old, strlen(old), 0);
+	if (hm_view_check(&v) != 0)
+		child_fail(3, "the grant did not hold: hm_view_check %s", strerror(errno));
+
+	/* the view touches the lost pages: zeros in their place */
+	p = v.data;
+	for (i = 0; i < v.len; i += 4096)
+		sum += p[i];
+	(void)sum;
+	if (hm_view_check(&v) != -1 || errno != EIO)
+		child_fail(4, "hm_view_check after touching the lost pages: not EIO");
+
+	/* reads are pread's, not the zeros, with the daemon still stopped */
+	lost_check_reads(f, fd, 100, buf, ref, "after the cut");
+
+	/* a new view of the lost range waits for the daemon, which reads
+	 * the file as it is now */
+	lv.f = f;
+	if (pthread_create(&t, NULL, lost_view_main, &lv) != 0)
+		child_fail(2, "pthread_create");
+	harness_sleep_ms(200);
+	if (kill(h->pid, SIGCONT) < 0)
+		child_fail(2, "SIGCONT: %s", strerror(errno));
+	pthread_join(t, NULL);
+	want = pread(fd, ref, 8192, LOST_CUT - 1000);
+	if (lv.rc < 0)
+		child_fail(6, "hm_view_range of the lost range: %s", strerror(lv.err));
+	if ((ssize_t)lv.v.len != want || memcmp(lv.v.data, ref, lv.v.len) != 0)
+		child_fail(6, "a view of the lost range: %zu bytes, pread %zd%s", lv.v.len, want,
+			   (ssize_t)lv.v.len == want ? ", not its bytes" : "");
+	hm_view_release(&lv.v);
+
+	lost_check_reads(f, fd, 3, buf, ref, "with the daemon back");
+	hm_view_release(&v);
+	if (hm_close(f) < 0)
+		child_fail(2, "hm_close: %s", strerror(errno));
+	hm_disconnect(c);
+	_exit(0);
+}
+
+static void
+test_lost_mapping_reads_as_pread(void **state)
+{
+	const struct harness *h = *state;
+	char path[PATH_MAX], old[32];
+	ssize_t n;
+	int lfd, status;
+	pid_t pid;
+
+	if (geteuid() != 0) {
+		print_message("# skipped: breaking a lease by force (%s) needs root\n",
+			      LEASE_BREAK_TIME);
+		skip();
+	}
+	lfd = open(LEASE_BREAK_TIME, O_RDWR | O_CLOEXEC);
+	if (lfd < 0) {
+		print_message("# skipped: %s: %s\n", LEASE_BREAK_TIME, strerror(errno));
+		skip();
+	}
+	n = pread(lfd, old, sizeof old - 1, 0);
+	assert_true(n > 0);
+	old[n] = '\0';
+	make_file(h, "root/lost", LOST_SIZE, 43, path);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0)
+		lost_child(h, path, lfd, old);
+	/* whatever became of the child: the daemon goes on, the break time
+	 * is what it was */
+	n = waitpid(pid, &status, 0);
+	kill(h->pid, SIGCONT);
+	if (pwrite(lfd, old, strlen(old), 0) != (ssize_t)strlen(old))
+		print_error("could not put back %s (%s): %s\n", LEASE_BREAK_TIME, old,
+			    strerror(errno));
+	close(lfd);
+	assert_int_equal(n, pid);
+	if (WIFEXITED(status) && WEXITSTATUS(status) == SIGBUS_SKIP)
+		skip();
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		fail_msg("the child ended with status 0x%x (%s)", status,
+			 WIFSIGNALED(status) ? strsignal(WTERMSIG(status)) : "see above");
 }
 
 /* --- regions that cost less -------------------------------------------- */
@@ -1875,6 +2073,7 @@ main(int argc, char **argv)
 		T(test_program_sigbus_chained_twice, opts_default),
 		T(test_program_sigbus_first_too, opts_default),
 		T(test_program_sigbus_guarded, opts_default),
+		T(test_lost_mapping_reads_as_pread, opts_default),
 		T(test_options, opts_default),
 		T(test_large_read_split, opts_default),
 		T(test_region_huge_pages, opts_default),
