@@ -19,7 +19,11 @@
  * truncated nothing but the lease did not cover), the SIGBUS handler maps
  * zero pages over the lost part and marks the mapping lost, so that
  * touching the view never kills the program; hm_view_check reports it.
- * Faults that are not ours go to the handler that was there before.
+ * Nothing is read out of a lost mapping again: reads are pread's, views
+ * the daemon's (map_lost).
+ * Faults that are not ours go to the program's handlers, the newest
+ * first and each once as one chains to the next, and then to the
+ * default action (on_sigbus).
  *
  * Must not: read through a grant whose generation changed, take the
  * client's lock on the read path, or swallow a SIGBUS that is not its own.
@@ -126,7 +130,17 @@ static __thread struct copy_guard copy_guard __attribute__((tls_model("initial-e
 #define DIRECT_MAPS_MAX 4096
 static struct mapping *maps[DIRECT_MAPS_MAX];
 
-static struct sigaction prev_bus;
+/*
+ * The handlers the library found in SIGBUS's place when it put its own
+ * in front (guard_ensure), oldest first: a fault that is not the
+ * library's goes to the newest, and on down the list as each chains to
+ * the handler it found (see on_sigbus).  An entry is written before
+ * nprev counts it and never changes after, so that the handler reads the
+ * list without a lock.
+ */
+#define PREV_MAX 16
+static struct sigaction prevs[PREV_MAX];
+static unsigned nprev;		/* atomic */
 static pthread_mutex_t guard_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static bool
@@ -158,19 +172,83 @@ repair(uintptr_t addr)
 		if (addr < lo || addr >= hi)
 			continue;
 		from = addr & ~((uintptr_t)page - 1);
+		/* lost before the zeros are there: a read that copied them
+		 * finds it set when it looks after its copy (direct_read) */
+		__atomic_store_n(&m->lost, 1, __ATOMIC_SEQ_CST);
 		if (mmap((void *)from, hi - from, PROT_READ,
 			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == MAP_FAILED)
 			return false;
-		__atomic_store_n(&m->lost, 1, __ATOMIC_RELEASE);
 		return true;
 	}
 	return false;
+}
+
+/*
+ * A fault the handler is handing to one of the program's handlers, while
+ * that handler runs: the fault's siginfo and context as the kernel gave
+ * them, on_sigbus's frame, and the entry of prevs it went to.  Per
+ * thread, initial-exec (as copy_guard): the handler reads it.
+ */
+struct forward {
+	const siginfo_t *si;
+	const void *uc;
+	uintptr_t frame;
+	unsigned to;
+	volatile sig_atomic_t live;
+};
+
+static __thread struct forward forward __attribute__((tls_model("initial-exec")));
+
+/* The default action: the program dies of the signal, as it would have
+ * without the library (a synchronous fault with SIGBUS ignored too). */
+static void
+sigbus_default(void)
+{
+	signal(SIGBUS, SIG_DFL);
+	raise(SIGBUS);
+}
+
+/*
+ * Whether this entry of on_sigbus, at frame, is the program's handler
+ * calling back the handler it found (the library's) while the library is
+ * handing it the fault: a call, not a new fault, so the fault must go on
+ * down the chain, not to that handler once more.
+ *
+ * Each promotion puts the library's handler in front again (guard_ensure),
+ * so a program handler installed since, that chains to what it found,
+ * found the library's: the library forwards to it, it calls the library,
+ * and forwarding to it again made the two call each other for ever (a
+ * program's real fault spun at 100% CPU instead of killing it; issue
+ * 26).  Such a call comes while the forward is live on this thread, from
+ * deeper in the stack (the program's handler runs on the forward's frame:
+ * the stack grows down on every Linux target the library is built for),
+ * and with the siginfo or context the library passed (a handler with no
+ * siginfo of its own, an sa_handler one, passes NULL).
+ *
+ * A handler that jumps out of the forward (a database's own guard
+ * siglongjmps from its handler) leaves the record live but stale.  A new
+ * fault is never mistaken for a call back: one at the same depth enters
+ * on_sigbus at the same frame, not a deeper one; one from deeper frames
+ * comes with a siginfo and context the kernel wrote below them, not the
+ * stale ones.  (The faulting address alone would not do: a guarded read
+ * of the same page from a deeper function was taken for a loop and the
+ * program killed.)
+ */
+static bool
+called_back(const struct forward *fw, const siginfo_t *si, const void *uc, uintptr_t frame)
+{
+	return fw->live && frame < fw->frame &&
+	       (si == NULL || si == fw->si || (uc != NULL && uc == fw->uc));
 }
 
 static void
 on_sigbus(int sig, siginfo_t *si, void *uc)
 {
 	struct copy_guard *g = &copy_guard;
+	struct forward *fw = &forward, saved;
+	uintptr_t frame = (uintptr_t)__builtin_frame_address(0);
+	const struct sigaction *to;
+	unsigned k;
 
 	if (sync_fault(si)) {
 		uintptr_t addr = (uintptr_t)si->si_addr;
@@ -182,43 +260,91 @@ on_sigbus(int sig, siginfo_t *si, void *uc)
 		if (repair(addr))
 			return;
 	}
-	/* not ours: what the program had before us */
-	if ((prev_bus.sa_flags & SA_SIGINFO) && prev_bus.sa_sigaction != NULL) {
-		prev_bus.sa_sigaction(sig, si, uc);
+	/* Not ours: the program's newest handler, or, when one chained back
+	 * to us, the one it had found before it. */
+	k = called_back(fw, si, uc, frame) ? fw->to : __atomic_load_n(&nprev, __ATOMIC_ACQUIRE);
+	if (k == 0) {
+		sigbus_default();
 		return;
 	}
-	if (prev_bus.sa_handler != SIG_DFL && prev_bus.sa_handler != SIG_IGN) {
-		prev_bus.sa_handler(sig);
+	to = &prevs[k - 1];
+	/* (sa_handler and sa_sigaction share their place: SIG_DFL is a null
+	 * sa_sigaction too) */
+	if (to->sa_handler == SIG_DFL || to->sa_handler == SIG_IGN) {
+		sigbus_default();
 		return;
 	}
-	signal(SIGBUS, SIG_DFL);
-	raise(SIGBUS);
+	/* Recorded for the length of the call (a fault inside it, a new
+	 * one, keeps the record of the one it interrupted), and not a tail
+	 * call: the frame stays, deeper than any call back. */
+	saved = *fw;
+	fw->live = 0;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	fw->si = si;
+	fw->uc = uc;
+	fw->frame = frame;
+	fw->to = k - 1;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	fw->live = 1;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	if (to->sa_flags & SA_SIGINFO)
+		to->sa_sigaction(sig, si, uc);
+	else
+		to->sa_handler(sig);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	fw->live = 0;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	*fw = saved;
+}
+
+/* Whether a and b run the same handler. */
+static bool
+same_action(const struct sigaction *a, const struct sigaction *b)
+{
+	if ((a->sa_flags & SA_SIGINFO) != (b->sa_flags & SA_SIGINFO))
+		return false;
+	return a->sa_flags & SA_SIGINFO ? a->sa_sigaction == b->sa_sigaction :
+	       a->sa_handler == b->sa_handler;
 }
 
 /*
  * Puts the handler in place, in front of whatever the program has there
  * now: at every promotion, so that a handler the program installed since
- * (after its first hm_open) is chained to rather than left to meet our
- * faults.  0, or -EBUSY when SIGBUS cannot be had (a sanitizer keeps it).
+ * (after its first hm_open) that does not chain never meets the library's
+ * faults.  What it found goes on the list the handler forwards down
+ * (prevs), unless it is the newest there already (a program that puts
+ * its one handler back now and then).  0, or -EBUSY when SIGBUS cannot
+ * be had: a sanitizer keeps it, or the program has put PREV_MAX handlers
+ * there between promotions, and its newest then stays in front (chained
+ * to the library's, if it chains) and nothing more is promoted.
  */
 static int
 guard_ensure(void)
 {
 	struct sigaction sa = { .sa_sigaction = on_sigbus, .sa_flags = SA_SIGINFO | SA_NODEFER };
 	struct sigaction cur, prev;
+	unsigned n;
 	int rc = 0;
 
 	sigemptyset(&sa.sa_mask);
 	pthread_mutex_lock(&guard_lock);
+	n = __atomic_load_n(&nprev, __ATOMIC_RELAXED);
 	if (sigaction(SIGBUS, NULL, &cur) < 0)
 		rc = -errno;
-	else if (!(cur.sa_flags & SA_SIGINFO) || cur.sa_sigaction != on_sigbus) {
-		if (sigaction(SIGBUS, &sa, &prev) < 0 || sigaction(SIGBUS, NULL, &cur) < 0)
-			rc = -errno;
-		else if (!(cur.sa_flags & SA_SIGINFO) || cur.sa_sigaction != on_sigbus)
-			rc = -EBUSY;
-		else
-			prev_bus = prev;
+	else if ((cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == on_sigbus)
+		;	/* in front already */
+	else if (sigaction(SIGBUS, &sa, &prev) < 0 || sigaction(SIGBUS, NULL, &cur) < 0)
+		rc = -errno;
+	else if (!(cur.sa_flags & SA_SIGINFO) || cur.sa_sigaction != on_sigbus)
+		rc = -EBUSY;
+	else if (n > 0 && same_action(&prevs[n - 1], &prev))
+		;	/* the newest link of the chain already */
+	else if (n == PREV_MAX) {
+		sigaction(SIGBUS, &prev, NULL);
+		rc = -EBUSY;
+	} else {
+		prevs[n] = prev;
+		__atomic_store_n(&nprev, n + 1, __ATOMIC_RELEASE);
 	}
 	pthread_mutex_unlock(&guard_lock);
 	return rc;
@@ -529,7 +655,7 @@ direct_heat(hm_file *f, ssize_t n)
 }
 
 /* The mapping f reads through now, or NULL (none, revoked, another
- * process's). */
+ * process's).  It may be lost (map_lost): the caller looks. */
 static struct direct_map *
 live_map(hm_file *f)
 {
@@ -538,6 +664,20 @@ live_map(hm_file *f)
 	if (m == NULL || f->c->pid != fork_pid() || hm_direct_gen(m->slot) != m->gen)
 		return NULL;
 	return m;
+}
+
+/*
+ * Whether m's pages were gone and zero-filled (repair): the file shrank
+ * while the grant held, which only a lease the kernel broke by force
+ * allows (the daemon stopped or too slow to revoke; issue 26).  Until the
+ * daemon revokes, the generation says nothing, so nothing may be read
+ * out of the mapping: its zeros are not the file's, and its size is not
+ * the file's any more.
+ */
+static bool
+map_lost(const struct direct_map *m)
+{
+	return __atomic_load_n(&m->map->lost, __ATOMIC_SEQ_CST) != 0;
 }
 
 /*
@@ -839,6 +979,35 @@ block_wake(const struct direct_map *m, uint64_t offset, size_t n)
 }
 
 /*
+ * A read of a lost mapping's file (map_lost): pread on the client's own
+ * descriptor, exact whatever became of the file, and not bounded by the
+ * grant's size, which the file no longer keeps; else through the daemon
+ * (DIRECT_MISS), which reads the file as it is now.
+ */
+static ssize_t
+lost_read(struct direct_map *m, int fd, void *buf, size_t len, uint64_t offset)
+{
+	size_t done = 0;
+
+	if (fd < 0)
+		return DIRECT_MISS;
+	while (done < len) {	/* as pread_all, but the end of the file may come */
+		ssize_t k = pread(fd, (uint8_t *)buf + done, len - done, (off_t)(offset + done));
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0 && done == 0)
+			return DIRECT_MISS;	/* the daemon says why */
+		if (k <= 0)
+			break;
+		done += (size_t)k;
+	}
+	__atomic_fetch_add(&m->slot->reads, 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&m->slot->bytes, done, __ATOMIC_RELAXED);
+	return (ssize_t)done;
+}
+
+/*
  * A read in the client: no round trip, one copy.  Which copy depends on
  * what the pages cost here.  A page read through the mapping for the first
  * time costs a page fault (and on a virtual machine with shadow page
@@ -865,6 +1034,8 @@ direct_read(hm_file *f, void *buf, size_t len, uint64_t offset)
 
 	if (m == NULL)
 		return DIRECT_MISS;
+	if (map_lost(m))
+		return lost_read(m, fd, buf, len, offset);
 	map = m->map;
 	/* the size cannot change while the grant holds */
 	n = offset >= m->maplen ? 0 : len < m->maplen - offset ? len : (size_t)(m->maplen - offset);
@@ -931,6 +1102,8 @@ direct_read(hm_file *f, void *buf, size_t len, uint64_t offset)
 	__atomic_thread_fence(__ATOMIC_ACQUIRE);
 	if (__atomic_load_n(&m->slot->gen, __ATOMIC_RELAXED) != m->gen)
 		return DIRECT_MISS;	/* revoked during the copy: it may be torn */
+	if (map_lost(m))	/* another thread's view repaired it meanwhile */
+		return lost_read(m, fd, buf, len, offset);
 	if (!touched)
 		page_state_mark(&map->pages, first, last);
 done:
@@ -947,7 +1120,7 @@ direct_warm(hm_file *f, uint64_t offset, uint64_t len)
 	struct direct_map *m = live_map(f);
 	size_t b, last;
 
-	if (m == NULL || offset >= m->maplen || len == 0)
+	if (m == NULL || map_lost(m) || offset >= m->maplen || len == 0)
 		return;
 	if (len > m->maplen - offset)
 		len = m->maplen - offset;
@@ -989,7 +1162,8 @@ direct_view(hm_file *f, uint64_t offset, size_t len, const void **data, size_t *
 	struct direct_map *m = live_map(f);
 	size_t n;
 
-	if (m == NULL)
+	/* a lost mapping's zeros are not the file's: through the daemon */
+	if (m == NULL || map_lost(m))
 		return -1;
 	direct_map_ref(m);
 	n = offset >= m->maplen ? 0 : len < m->maplen - offset ? len : m->maplen - offset;

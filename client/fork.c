@@ -37,9 +37,12 @@ hm_client *clients;
  *    waits for the daemon for as long as a reconnect may take, or for
  *    ever when the daemon is stopped (and a process that forks to restart
  *    the daemon would deadlock).  Calls wait with none of the short locks
- *    held (a client's lock and files_lock, every region's), so the prepare
- *    handler takes all of those, and the state it sees is whole; both
- *    sides let go after the fork.  The long locks (send_lock, held across
+ *    held (a client's lock and files_lock, every region's: the reader
+ *    lets go of the client's lock before it reads the socket, the other
+ *    waiters sleep on their condition; tests/test_fork.c's
+ *    test_fork_daemon_stopped holds every kind of call to it), so the
+ *    prepare handler takes all of those, and the state it sees is whole;
+ *    both sides let go after the fork.  The long locks (send_lock, held across
  *    a write; ring_lock, across a ring sleep) are never taken: the child
  *    initialises them anew, with the client's condition variable, since
  *    the threads that held or waited on them are the parent's.  A client

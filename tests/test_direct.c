@@ -8,7 +8,8 @@
  * through the daemon when someone opens the file for writing, truncates
  * it or evicts it, views that survive a truncation without SIGBUS, many
  * threads reading one client at once, a forked child, and the program's
- * own SIGBUS handler still getting the faults that are its own.  The
+ * own SIGBUS handlers still getting the faults that are their own, each
+ * once, however they chain to the library's handler.  The
  * contract tests of test_integration run through this tier too.
  */
 #include "config.h"
@@ -1295,6 +1296,524 @@ test_program_sigbus_chained(void **state)
 	sigaction(SIGBUS, &old, NULL);
 }
 
+/*
+ * A program that chains SIGBUS to the handler it found, installed between
+ * two promotions: each promotion puts the library's handler in front of
+ * whatever is there, so the program's handler and the library's each
+ * found the other.  A fault of the program's own (a mapping of its own
+ * cut short) must reach each of the program's handlers once and then the
+ * default action: the program dies of SIGBUS, as it would without the
+ * library.  Each case runs in a fresh process, this program run again
+ * with --sigbus-child (sigbus_child): the library's handler is installed
+ * once per process and keeps the handlers it found, so a process that
+ * ran the other tests would bring theirs along.
+ */
+enum sigbus_mode {
+	SIGBUS_CHAINED,		/* a handler installed between two promotions */
+	SIGBUS_FIRST_TOO,	/* and one installed before the first */
+	SIGBUS_GUARDED,		/* and faults the handler jumps out of first */
+};
+static const char *const sigbus_modes[] = { "chained", "first-too", "guarded" };
+
+#define SIGBUS_SKIP	77	/* a child's status: no direct reads here */
+#define SIGBUS_CHILD_ALARM_S 10
+#define SIGBUS_DEEPER	24	/* frames deeper, the second guarded fault */
+
+/* The child's handlers: each writes its letter to the pipe (the parent
+ * counts them), then chains to the handler it found, as a program that
+ * shares SIGBUS with others does. */
+static int sigbus_out = -1;
+static struct sigaction found_first, found_app;
+static sigjmp_buf sigbus_jb;
+static volatile sig_atomic_t sigbus_guarded, app_calls;
+
+static void
+chain_to(const struct sigaction *found, int sig, siginfo_t *si, void *uc)
+{
+	if ((found->sa_flags & SA_SIGINFO) && found->sa_sigaction != NULL) {
+		found->sa_sigaction(sig, si, uc);
+	} else if (found->sa_handler == SIG_DFL || found->sa_handler == SIG_IGN) {
+		signal(sig, SIG_DFL);
+		raise(sig);
+	} else {
+		found->sa_handler(sig);
+	}
+}
+
+static void
+first_on_sigbus(int sig, siginfo_t *si, void *uc)
+{
+	(void)!write(sigbus_out, "F", 1);
+	chain_to(&found_first, sig, si, uc);
+}
+
+static void
+app_chain_on_sigbus(int sig, siginfo_t *si, void *uc)
+{
+	app_calls++;
+	(void)!write(sigbus_out, "A", 1);
+	if (sigbus_guarded) {
+		/* a database's guard: the fault was expected, back to it */
+		sigbus_guarded = 0;
+		siglongjmp(sigbus_jb, 1);
+	}
+	chain_to(&found_app, sig, si, uc);
+}
+
+static void __attribute__((format(printf, 2, 3), noreturn))
+child_fail(int status, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "# child %ld: ", (long)getpid());
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\n");
+	_exit(status);
+}
+
+static void
+child_install(void (*fn)(int, siginfo_t *, void *), struct sigaction *found)
+{
+	struct sigaction sa = { .sa_sigaction = fn, .sa_flags = SA_SIGINFO };
+
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(SIGBUS, &sa, found) < 0)
+		child_fail(2, "sigaction: %s", strerror(errno));
+}
+
+/* A file of the child's own, mapped, then cut to nothing: reading the
+ * mapping faults, and the fault is not the library's. */
+static const volatile uint8_t *
+child_own_mapping(const char *path)
+{
+	static uint8_t zeros[64 * 1024];
+	void *p;
+	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+
+	if (fd < 0 || write(fd, zeros, sizeof zeros) != (ssize_t)sizeof zeros)
+		child_fail(2, "%s: %s", path, strerror(errno));
+	p = mmap(NULL, sizeof zeros, PROT_READ, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED || ftruncate(fd, 0) < 0)
+		child_fail(2, "mmap, ftruncate: %s", strerror(errno));
+	close(fd);
+	return p;
+}
+
+/* Reads p[8192] (gone) depth frames deeper than its caller, the program's
+ * handler jumping back: 0, or -1 when it did not fault. */
+static __attribute__((noinline)) int
+guarded_read(const volatile uint8_t *p, unsigned depth)
+{
+	volatile uint8_t pad[256];
+
+	pad[0] = 0;
+	if (depth > 0)
+		return guarded_read(p, depth - 1) + pad[0];
+	sigbus_guarded = 1;
+	if (sigsetjmp(sigbus_jb, 1) == 0) {
+		(void)p[8192];
+		sigbus_guarded = 0;
+		return -1;
+	}
+	return 0;
+}
+
+static hm_file *
+child_open_direct(hm_client *c, const char *path)
+{
+	struct hm_stat st;
+	hm_file *f = hm_open(c, path, HM_O_DIRECT);
+
+	if (f == NULL)
+		child_fail(2, "hm_open(%s): %s", path, strerror(errno));
+	if (hm_stat(f, &st) < 0)
+		child_fail(2, "hm_stat: %s", strerror(errno));
+	if (st.direct != HM_DIRECT_YES)
+		child_fail(SIGBUS_SKIP, "%s is not read directly here (%s)", path, st.direct_text);
+	return f;
+}
+
+/* this program --sigbus-child MODE SOCKET DIR OUT-FD */
+static int
+sigbus_child(char **argv)
+{
+	const char *mode = argv[2], *dir = argv[4];
+	struct hm_options o = HM_OPTIONS_INIT;
+	char pa[PATH_MAX], pb[PATH_MAX], mine[PATH_MAX];
+	const volatile uint8_t *p;
+	struct sigaction cur;
+	struct hm_view v;
+	hm_client *c;
+	hm_file *fa, *fb;
+	uint64_t sum = 0;
+	size_t i;
+	int m;
+
+	alarm(SIGBUS_CHILD_ALARM_S);
+	sigbus_out = atoi(argv[5]);
+	for (m = 0; m < 3 && strcmp(mode, sigbus_modes[m]) != 0; m++)
+		;
+	if (m == 3)
+		child_fail(2, "no mode %s", mode);
+	snprintf(pa, sizeof pa, "%s/sigbus-a", dir);
+	snprintf(pb, sizeof pb, "%s/sigbus-b", dir);
+	snprintf(mine, sizeof mine, "%s/sigbus-mine", dir);
+	/* a program that starts with the default action (a sanitizer's
+	 * handler, if it lets go of SIGBUS, would end the chain with its
+	 * own report instead) */
+	signal(SIGBUS, SIG_DFL);
+	if (m == SIGBUS_FIRST_TOO)
+		child_install(first_on_sigbus, &found_first);
+	o.direct = 1;
+	o.direct_after = 0;
+	c = hm_connect_opts(argv[3], &o);
+	if (c == NULL)
+		child_fail(2, "hm_connect_opts: %s", strerror(errno));
+	fa = child_open_direct(c, pa);
+	/* the program's handler, installed after the first promotion:
+	 * it finds the library's */
+	child_install(app_chain_on_sigbus, &found_app);
+	fb = child_open_direct(c, pb);
+	if (sigaction(SIGBUS, NULL, &cur) < 0 || cur.sa_sigaction == app_chain_on_sigbus)
+		child_fail(3, "the second promotion left the program's handler in front");
+
+	/* the library's own faults stay the library's: a view of b cut
+	 * short under it reads zeros, the program's handler never called */
+	if (hm_view_range(fb, 0, 512 * 1024, &v) < 0 || v.len != 512 * 1024)
+		child_fail(2, "hm_view_range: %s", strerror(errno));
+	if (truncate(pb, 3 * 4096) < 0)
+		child_fail(2, "truncate: %s", strerror(errno));
+	for (i = 0; i < v.len; i += 4096)
+		sum += ((const volatile uint8_t *)v.data)[i];
+	if (hm_view_check(&v) != -1 || errno != EIO)
+		child_fail(5, "hm_view_check after the truncation: not EIO");
+	for (i = 3 * 4096; i < v.len; i += 4096)
+		if (((const volatile uint8_t *)v.data)[i] != 0)
+			child_fail(5, "the lost part of the view is not zeros");
+	if (app_calls != 0)
+		child_fail(5, "the library's fault reached the program's handler");
+	hm_view_release(&v);
+	(void)sum;
+	(void)fa;
+
+	p = child_own_mapping(mine);
+	if (m == SIGBUS_GUARDED) {
+		/* faults the program's guard catches, the second from deeper
+		 * frames than the first (whose forward never returned) */
+		if (guarded_read(p, 0) < 0 || guarded_read(p, SIGBUS_DEEPER) < 0)
+			child_fail(6, "the guarded read did not fault");
+		if (app_calls != 2)
+			child_fail(6, "the program's guard saw %d faults of 2", (int)app_calls);
+	}
+	/* the program's own fault, unguarded: the last thing it does */
+	(void)!write(sigbus_out, "R", 1);
+	(void)p[8192];
+	child_fail(7, "read a page past the end of a file and lived");
+	return 7;
+}
+
+/* What the child's handlers wrote, counted, and how it ended. */
+struct sigbus_run {
+	size_t app, first, ready;
+	int status;
+};
+
+/* Runs the child in mode m. */
+static void
+run_sigbus_child(const struct harness *h, enum sigbus_mode m, struct sigbus_run *run)
+{
+	char self[PATH_MAX], fdtext[16], pa[PATH_MAX], pb[PATH_MAX], buf[4096];
+	int pfd[2];
+	ssize_t r, i;
+	pid_t pid;
+
+	memset(run, 0, sizeof *run);
+	assert_non_null(realpath("/proc/self/exe", self));
+	make_file(h, "sigbus-a", MiB, 41, pa);
+	make_file(h, "sigbus-b", MiB, 42, pb);
+	assert_int_equal(pipe2(pfd, O_CLOEXEC), 0);
+	/* never blocks a handler that runs away: what does not fit is lost */
+	assert_int_equal(fcntl(pfd[1], F_SETFL, O_NONBLOCK), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		char *argv[] = { self, (char *)"--sigbus-child", (char *)sigbus_modes[m],
+				 (char *)h->sock, (char *)h->dir, fdtext, NULL };
+		int w = dup(pfd[1]);	/* without O_CLOEXEC */
+
+		snprintf(fdtext, sizeof fdtext, "%d", w);
+		execv(self, argv);
+		_exit(127);
+	}
+	close(pfd[1]);
+	/* read to the end: a handler that runs away writes until it dies */
+	while ((r = read(pfd[0], buf, sizeof buf)) > 0) {
+		for (i = 0; i < r; i++) {
+			run->app += buf[i] == 'A';
+			run->first += buf[i] == 'F';
+			run->ready += buf[i] == 'R';
+		}
+	}
+	close(pfd[0]);
+	assert_int_equal(waitpid(pid, &run->status, 0), pid);
+	if (WIFEXITED(run->status) && WEXITSTATUS(run->status) == SIGBUS_SKIP)
+		skip();
+}
+
+/* The child died of SIGBUS at its last fault, having called the
+ * program's handler app times and the first one first times. */
+static void
+expect_sigbus_death(const struct sigbus_run *run, size_t app, size_t first)
+{
+	int st = run->status;
+
+	if (!WIFSIGNALED(st) || WTERMSIG(st) != SIGBUS)
+		fail_msg("the program %s %d, not of SIGBUS; its handler was called %zu times, "
+			 "the first one %zu", WIFSIGNALED(st) ? "died of signal" : "exited with",
+			 WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st), run->app, run->first);
+	if (run->ready != 1)
+		fail_msg("the program died of SIGBUS before its own unguarded fault "
+			 "(its handler was called %zu times)", run->app);
+	if (run->app != app || run->first != first)
+		fail_msg("the program's handler was called %zu times (want %zu), the first "
+			 "one %zu (want %zu)", run->app, app, run->first, first);
+}
+
+/* (The library forwarded to the program's handler, which called the
+ * library's, which forwarded again: the program spun at 100% CPU until
+ * its alarm, instead of dying of its fault.) */
+static void
+test_program_sigbus_chained_twice(void **state)
+{
+	struct sigbus_run run;
+
+	run_sigbus_child(*state, SIGBUS_CHAINED, &run);
+	expect_sigbus_death(&run, 1, 0);
+}
+
+/* The handler the program had before the first promotion gets the fault
+ * too, after the one installed later: each once, as they chained. */
+static void
+test_program_sigbus_first_too(void **state)
+{
+	struct sigbus_run run;
+
+	run_sigbus_child(*state, SIGBUS_FIRST_TOO, &run);
+	expect_sigbus_death(&run, 1, 1);
+}
+
+/* A handler that jumps out of faults it expects (a database's guard)
+ * leaves the library's forward unfinished: a later fault from deeper
+ * frames is a new one, and reaches the program again. */
+static void
+test_program_sigbus_guarded(void **state)
+{
+	struct sigbus_run run;
+
+	run_sigbus_child(*state, SIGBUS_GUARDED, &run);
+	expect_sigbus_death(&run, 3, 0);
+}
+
+/* --- a lease broken by force ------------------------------------------- */
+
+/*
+ * The kernel breaks a lease by force when its holder does not let go in
+ * time (/proc/sys/fs/lease-break-time): a daemon that is stopped, or too
+ * busy, then cannot revoke, and the file shrinks under a grant that still
+ * holds.  A view touching the lost pages gets zero pages (the mapping is
+ * lost); a read must still return what pread(2) returns, never the
+ * zeros.  The daemon is stopped for real here (SIGSTOP), and the break
+ * time set to 1 s, which needs root.  The client runs in a child with an
+ * alarm; the parent lets the daemon go on and puts the break time back
+ * whatever happened to it.
+ */
+#define LOST_SIZE	(4 * MiB)
+#define LOST_CUT	(3 * MiB + 100007)	/* the new size */
+#define LOST_VIEW	(3 * MiB)		/* a view of the last MiB */
+#define LOST_ALARM_S	20
+#define LEASE_BREAK_TIME "/proc/sys/fs/lease-break-time"
+
+/* Reads across the new end of the file, and one before it. */
+static const struct {
+	uint64_t off;
+	size_t len;
+} lost_reads[] = {
+	{ LOST_CUT - 1000, 8192 },
+	{ LOST_CUT - 5, 1 },
+	{ LOST_CUT + 3 * 4096, 4096 },
+	{ LOST_VIEW, 60000 },
+	{ LOST_CUT - 10007, 50000 },
+	{ LOST_SIZE - 100, 100 },
+};
+
+/* Every read of lost_reads through f as pread(fd) gives it, rounds
+ * times (a read of touched pages copies out of them, but one in a few
+ * goes through pread to keep the costs measured). */
+static void
+lost_check_reads(hm_file *f, int fd, int rounds, uint8_t *buf, uint8_t *ref, const char *when)
+{
+	char why[256];
+	size_t i;
+	int r;
+
+	for (r = 0; r < rounds; r++) {
+		for (i = 0; i < sizeof lost_reads / sizeof lost_reads[0]; i++) {
+			if (harness_compare_read(f, fd, lost_reads[i].off, lost_reads[i].len, buf,
+						 ref, NULL, why, sizeof why) < 0)
+				child_fail(5, "%s, round %d: %s", when, r, why);
+		}
+	}
+}
+
+struct lost_view {
+	hm_file *f;
+	struct hm_view v;
+	int rc, err;
+};
+
+static void *
+lost_view_main(void *arg)
+{
+	struct lost_view *lv = arg;
+
+	lv->rc = hm_view_range(lv->f, LOST_CUT - 1000, 8192, &lv->v);
+	lv->err = errno;
+	return NULL;
+}
+
+static void
+lost_child(const struct harness *h, const char *path, int lfd, const char *old)
+{
+	struct hm_options o = HM_OPTIONS_INIT;
+	struct lost_view lv = { 0 };
+	uint8_t *buf = malloc(64 * KiB + HARNESS_SLACK), *ref = malloc(64 * KiB + HARNESS_SLACK);
+	const volatile uint8_t *p;
+	struct hm_view v;
+	struct hm_stat st;
+	pthread_t t;
+	int64_t t0;
+	uint64_t sum = 0;
+	ssize_t want;
+	size_t i;
+	hm_client *c;
+	hm_file *f;
+	int fd;
+
+	alarm(LOST_ALARM_S);
+	o.direct = 1;
+	o.direct_after = 0;
+	c = hm_connect_opts(h->sock, &o);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (c == NULL || fd < 0 || buf == NULL || ref == NULL)
+		child_fail(2, "hm_connect_opts, open: %s", strerror(errno));
+	f = hm_open(c, path, HM_O_DIRECT);
+	if (f == NULL || hm_stat(f, &st) < 0)
+		child_fail(2, "hm_open, hm_stat: %s", strerror(errno));
+	if (st.direct != HM_DIRECT_YES)
+		child_fail(SIGBUS_SKIP, "not read directly here (%s)", st.direct_text);
+	/* every page touched, so that reads of them copy out of the mapping */
+	if (hm_warm(f, 0, LOST_SIZE) < 0)
+		child_fail(2, "hm_warm: %s", strerror(errno));
+	lost_check_reads(f, fd, 3, buf, ref, "before the cut");
+	if (hm_view_range(f, LOST_VIEW, LOST_SIZE - LOST_VIEW, &v) < 0 ||
+	    v.len != LOST_SIZE - LOST_VIEW)
+		child_fail(2, "hm_view_range: %s", strerror(errno));
+
+	/* the daemon cannot revoke; the kernel breaks its lease after 1 s */
+	if (kill(h->pid, SIGSTOP) < 0)
+		child_fail(2, "SIGSTOP: %s", strerror(errno));
+	if (pwrite(lfd, "1\n", 2, 0) != 2)
+		child_fail(2, LEASE_BREAK_TIME ": %s", strerror(errno));
+	t0 = harness_now_ms();
+	if (truncate(path, LOST_CUT) < 0)
+		child_fail(2, "truncate: %s", strerror(errno));
+	fprintf(stderr, "# the truncation waited %lld ms for the lease\n",
+		(long long)(harness_now_ms() - t0));
+	(void)!pwrite(lfd, old, strlen(old), 0);
+	if (hm_view_check(&v) != 0)
+		child_fail(3, "the grant did not hold: hm_view_check %s", strerror(errno));
+
+	/* the view touches the lost pages: zeros in their place */
+	p = v.data;
+	for (i = 0; i < v.len; i += 4096)
+		sum += p[i];
+	(void)sum;
+	if (hm_view_check(&v) != -1 || errno != EIO)
+		child_fail(4, "hm_view_check after touching the lost pages: not EIO");
+
+	/* reads are pread's, not the zeros, with the daemon still stopped */
+	lost_check_reads(f, fd, 100, buf, ref, "after the cut");
+
+	/* a new view of the lost range waits for the daemon, which reads
+	 * the file as it is now */
+	lv.f = f;
+	if (pthread_create(&t, NULL, lost_view_main, &lv) != 0)
+		child_fail(2, "pthread_create");
+	harness_sleep_ms(200);
+	if (kill(h->pid, SIGCONT) < 0)
+		child_fail(2, "SIGCONT: %s", strerror(errno));
+	pthread_join(t, NULL);
+	want = pread(fd, ref, 8192, LOST_CUT - 1000);
+	if (lv.rc < 0)
+		child_fail(6, "hm_view_range of the lost range: %s", strerror(lv.err));
+	if ((ssize_t)lv.v.len != want || memcmp(lv.v.data, ref, lv.v.len) != 0)
+		child_fail(6, "a view of the lost range: %zu bytes, pread %zd%s", lv.v.len, want,
+			   (ssize_t)lv.v.len == want ? ", not its bytes" : "");
+	hm_view_release(&lv.v);
+
+	lost_check_reads(f, fd, 3, buf, ref, "with the daemon back");
+	hm_view_release(&v);
+	if (hm_close(f) < 0)
+		child_fail(2, "hm_close: %s", strerror(errno));
+	hm_disconnect(c);
+	_exit(0);
+}
+
+static void
+test_lost_mapping_reads_as_pread(void **state)
+{
+	const struct harness *h = *state;
+	char path[PATH_MAX], old[32];
+	ssize_t n;
+	int lfd, status;
+	pid_t pid;
+
+	if (geteuid() != 0) {
+		print_message("# skipped: breaking a lease by force (%s) needs root\n",
+			      LEASE_BREAK_TIME);
+		skip();
+	}
+	lfd = open(LEASE_BREAK_TIME, O_RDWR | O_CLOEXEC);
+	if (lfd < 0) {
+		print_message("# skipped: %s: %s\n", LEASE_BREAK_TIME, strerror(errno));
+		skip();
+	}
+	n = pread(lfd, old, sizeof old - 1, 0);
+	assert_true(n > 0);
+	old[n] = '\0';
+	make_file(h, "root/lost", LOST_SIZE, 43, path);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0)
+		lost_child(h, path, lfd, old);
+	/* whatever became of the child: the daemon goes on, the break time
+	 * is what it was */
+	n = waitpid(pid, &status, 0);
+	kill(h->pid, SIGCONT);
+	if (pwrite(lfd, old, strlen(old), 0) != (ssize_t)strlen(old))
+		print_error("could not put back %s (%s): %s\n", LEASE_BREAK_TIME, old,
+			    strerror(errno));
+	close(lfd);
+	assert_int_equal(n, pid);
+	if (WIFEXITED(status) && WEXITSTATUS(status) == SIGBUS_SKIP)
+		skip();
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		fail_msg("the child ended with status 0x%x (%s)", status,
+			 WIFSIGNALED(status) ? strsignal(WTERMSIG(status)) : "see above");
+}
+
 /* --- regions that cost less -------------------------------------------- */
 
 /* A read longer than the region goes through it in pieces, not over the
@@ -1526,7 +2045,7 @@ test_path_open_descriptor_not_asked(void **state)
 #define T(f, opts) cmocka_unit_test_prestate_setup_teardown(f, setup, teardown, (void *)&opts)
 
 int
-main(void)
+main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 		T(test_promoted_by_heat, opts_default),
@@ -1551,6 +2070,10 @@ main(void)
 		T(test_threads_parallel, opts_default),
 		T(test_fork, opts_default),
 		T(test_program_sigbus_chained, opts_default),
+		T(test_program_sigbus_chained_twice, opts_default),
+		T(test_program_sigbus_first_too, opts_default),
+		T(test_program_sigbus_guarded, opts_default),
+		T(test_lost_mapping_reads_as_pread, opts_default),
 		T(test_options, opts_default),
 		T(test_large_read_split, opts_default),
 		T(test_region_huge_pages, opts_default),
@@ -1559,5 +2082,7 @@ main(void)
 		T(test_path_open_descriptor_not_asked, opts_path_fds),
 	};
 
+	if (argc == 6 && strcmp(argv[1], "--sigbus-child") == 0)
+		return sigbus_child(argv);
 	return cmocka_run_group_tests_name("direct", tests, NULL, NULL);
 }

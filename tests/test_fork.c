@@ -12,7 +12,9 @@
  * fork, although the parent has released it and reused its place in the
  * region by then.  The parent's reads, during and after, stay right.
  * Every child runs under alarm(2), so that a hang fails the test instead
- * of stalling it.  Once with polling (the ring) and once without.
+ * of stalling it.  Once with polling (the ring) and once without.  And
+ * fork(2) itself never waits for the daemon: not for a reconnect in
+ * flight, nor for calls of every kind waiting on a stopped daemon.
  */
 #include "config.h"
 
@@ -605,6 +607,243 @@ test_fork_during_wait(void **state)
 	alarm(0);
 }
 
+/*
+ * fork() while the daemon is stopped (SIGSTOP: a debugger, a cgroup
+ * freezer, a daemon being restarted) and threads of the process wait on
+ * it in every kind of call: a read through the region, one over the
+ * socket, an hm_open, an hm_ping, an hm_connect.  The fork handlers take
+ * every client's short locks (fork.c); a call that held one while it
+ * waited for the daemon would hold fork() up for as long as the daemon
+ * stays stopped.  fork must return at once, in the parent and the child,
+ * and the calls complete right once the daemon goes on.  The process
+ * runs in a child of the test with an alarm, so that a fork that hangs
+ * fails the test; the test lets the daemon go on whatever happened.
+ */
+#define STOPPED_ALARM_S	10
+#define STOPPED_FORK_MS	1000	/* "at once", on a loaded machine */
+#define STOPPED_BIG	(200 * KiB + 3)	/* through the region */
+#define STOPPED_SMALL	100		/* over the socket */
+
+struct stopped {
+	struct harness *h;
+	hm_client *c;
+	hm_file *f;
+	int fd;
+	char pb[PATH_MAX];
+	/* results, each set by its thread once its call returned */
+	atomic_int returned;
+	ssize_t big_n, small_n;
+	uint8_t *big, *small;
+	hm_file *opened;
+	hm_client *connected;
+	int ping_rc, ping2_rc;
+	int big_err, small_err, open_err, connect_err, ping_err;
+};
+
+static void __attribute__((format(printf, 1, 2), noreturn))
+stopped_fail(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "# process %ld: ", (long)getpid());
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\n");
+	_exit(1);
+}
+
+static void *
+stopped_big(void *arg)
+{
+	struct stopped *s = arg;
+
+	s->big_n = hm_pread(s->f, s->big, STOPPED_BIG, 12345);
+	s->big_err = errno;
+	atomic_fetch_add(&s->returned, 1);
+	return NULL;
+}
+
+static void *
+stopped_small(void *arg)
+{
+	struct stopped *s = arg;
+
+	s->small_n = hm_pread(s->f, s->small, STOPPED_SMALL, 777);
+	s->small_err = errno;
+	atomic_fetch_add(&s->returned, 1);
+	return NULL;
+}
+
+static void *
+stopped_open(void *arg)
+{
+	struct stopped *s = arg;
+
+	s->opened = hm_open(s->c, s->pb, 0);
+	s->open_err = errno;
+	atomic_fetch_add(&s->returned, 1);
+	return NULL;
+}
+
+static void *
+stopped_ping(void *arg)
+{
+	struct stopped *s = arg;
+
+	s->ping_rc = hm_ping(s->c, NULL);
+	s->ping_err = errno;
+	atomic_fetch_add(&s->returned, 1);
+	return NULL;
+}
+
+static void *
+stopped_connect(void *arg)
+{
+	struct stopped *s = arg;
+	struct hm_options o = HM_OPTIONS_INIT;
+
+	o.direct = 0;
+	s->connected = hm_connect_opts(s->h->sock, &o);
+	s->connect_err = errno;
+	if (s->connected != NULL)
+		s->ping2_rc = hm_ping(s->connected, NULL);
+	atomic_fetch_add(&s->returned, 1);
+	return NULL;
+}
+
+static void
+stopped_main(struct stopped *s, const char *pa)
+{
+	static void *(*const fns[])(void *) = {
+		stopped_big, stopped_small, stopped_open, stopped_ping, stopped_connect,
+	};
+	enum { NT = sizeof fns / sizeof fns[0] };
+	struct hm_options o = HM_OPTIONS_INIT;
+	uint8_t *ref = malloc(STOPPED_BIG);
+	pthread_t t[NT];
+	int64_t t0, took;
+	int i, status;
+	pid_t pid;
+
+	alarm(STOPPED_ALARM_S);
+	s->big = malloc(STOPPED_BIG);
+	s->small = malloc(STOPPED_SMALL);
+	/* no direct reads: every read waits for the daemon */
+	o.direct = 0;
+	s->c = hm_connect_opts(s->h->sock, &o);
+	if (s->c == NULL || ref == NULL || s->big == NULL || s->small == NULL)
+		stopped_fail("hm_connect_opts: %s", strerror(errno));
+	s->f = hm_open(s->c, pa, 0);
+	s->fd = open(pa, O_RDONLY | O_CLOEXEC);
+	if (s->f == NULL || s->fd < 0)
+		stopped_fail("hm_open: %s", strerror(errno));
+
+	if (kill(s->h->pid, SIGSTOP) < 0)
+		stopped_fail("SIGSTOP: %s", strerror(errno));
+	for (i = 0; i < NT; i++)
+		if (pthread_create(&t[i], NULL, fns[i], s) != 0)
+			stopped_fail("pthread_create");
+	harness_sleep_ms(300);	/* each is in its call, waiting */
+	if (atomic_load(&s->returned) != 0)
+		stopped_fail("%d calls returned with the daemon stopped", atomic_load(&s->returned));
+
+	t0 = harness_now_ms();
+	pid = fork();
+	if (pid < 0)
+		stopped_fail("fork: %s", strerror(errno));
+	if (pid == 0)
+		_exit(harness_now_ms() - t0 < STOPPED_FORK_MS ? 0 : 1);
+	took = harness_now_ms() - t0;
+	if (waitpid(pid, &status, 0) != pid)
+		stopped_fail("waitpid: %s", strerror(errno));
+	fprintf(stderr, "# fork returned in %lld ms, the daemon stopped\n", (long long)took);
+	if (took >= STOPPED_FORK_MS)
+		stopped_fail("fork took %lld ms in the parent", (long long)took);
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		stopped_fail("the child: status 0x%x (fork took %d ms or more there)", status,
+			     STOPPED_FORK_MS);
+	if (atomic_load(&s->returned) != 0)
+		stopped_fail("a call returned before the daemon went on");
+
+	if (kill(s->h->pid, SIGCONT) < 0)
+		stopped_fail("SIGCONT: %s", strerror(errno));
+	for (i = 0; i < NT; i++)
+		pthread_join(t[i], NULL);
+	if (s->big_n != pread(s->fd, ref, STOPPED_BIG, 12345) ||
+	    memcmp(s->big, ref, STOPPED_BIG) != 0)
+		stopped_fail("the read through the region: %zd (%s)", s->big_n,
+			     strerror(s->big_err));
+	if (s->small_n != pread(s->fd, ref, STOPPED_SMALL, 777) ||
+	    memcmp(s->small, ref, STOPPED_SMALL) != 0)
+		stopped_fail("the read over the socket: %zd (%s)", s->small_n,
+			     strerror(s->small_err));
+	if (s->opened == NULL)
+		stopped_fail("hm_open: %s", strerror(s->open_err));
+	if (s->ping_rc != 0)
+		stopped_fail("hm_ping: %s", strerror(s->ping_err));
+	if (s->connected == NULL || s->ping2_rc != 0)
+		stopped_fail("hm_connect, then hm_ping: %s", strerror(s->connect_err));
+	{
+		char why[256];
+		uint8_t *b = malloc(5000 + HARNESS_SLACK), *r = malloc(5000 + HARNESS_SLACK);
+		int fdb = open(s->pb, O_RDONLY | O_CLOEXEC);
+
+		if (b == NULL || r == NULL || fdb < 0 ||
+		    harness_compare_read(s->opened, fdb, 3, 5000, b, r, NULL, why, sizeof why) < 0)
+			stopped_fail("the file opened while the daemon was stopped: %s", why);
+		close(fdb);
+		free(b);
+		free(r);
+	}
+	hm_close(s->opened);
+	hm_close(s->f);
+	hm_disconnect(s->connected);
+	hm_disconnect(s->c);
+	_exit(0);
+}
+
+static void
+run_fork_daemon_stopped(struct harness *h, bool poll)
+{
+	struct stopped s = { .h = h };
+	char pa[PATH_MAX];
+	int status;
+	pid_t pid, got;
+
+	alarm(TEST_ALARM_S);
+	setenv("HOTMAP_POLL", poll ? "1" : "0", 1);
+	harness_path(h, "root/a", pa);
+	harness_path(h, "root/b", s.pb);
+	harness_write_file(pa, SIZE_A, 6);
+	harness_write_file(s.pb, SIZE_B, 7);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0)
+		stopped_main(&s, pa);
+	got = waitpid(pid, &status, 0);
+	kill(h->pid, SIGCONT);	/* whatever became of the process */
+	assert_int_equal(got, pid);
+	if (WIFSIGNALED(status))
+		fail_msg("the process died of signal %d (%s)", WTERMSIG(status),
+			 WTERMSIG(status) == SIGALRM ? "it hung" : strsignal(WTERMSIG(status)));
+	if (WEXITSTATUS(status) != 0)
+		fail_msg("the process failed (see above)");
+	alarm(0);
+}
+
+static void
+test_fork_daemon_stopped(void **state)
+{
+	run_fork_daemon_stopped(*state, false);
+}
+
+static void
+test_fork_daemon_stopped_polling(void **state)
+{
+	run_fork_daemon_stopped(*state, true);
+}
+
 #define T(f, opts) cmocka_unit_test_prestate_setup_teardown(f, setup, teardown, (void *)&opts)
 
 int
@@ -615,6 +854,8 @@ main(void)
 		T(test_fork_polling, opts_default),
 		T(test_fork_child_closes, opts_default),
 		T(test_fork_during_wait, opts_default),
+		T(test_fork_daemon_stopped, opts_default),
+		T(test_fork_daemon_stopped_polling, opts_default),
 	};
 
 	return cmocka_run_group_tests_name("fork", tests, NULL, NULL);
