@@ -21,15 +21,22 @@
 #include <stdint.h>
 
 #include "daemon/transport.h"
+#include "proto/pipe_win32.h"
 
 struct event_base;
 struct pipe_listener;
 
-/* The default security descriptor of the pipe (section 6): network logons
- * denied; SYSTEM, Administrators and the owner full control;
- * authenticated users read and write. */
+/*
+ * The default security descriptor of the pipe (docs/windows.md, section 6
+ * and "The pipe's trust"): network logons denied; SYSTEM, Administrators
+ * and the owner full control; authenticated users what a client needs,
+ * PIPE_USER_RIGHTS (proto/pipe_win32.h): read, write data and write
+ * attributes.  Not GW: GENERIC_WRITE holds FILE_CREATE_PIPE_INSTANCE, and
+ * with it any user could make instances of hotmapd's pipe name and answer
+ * some of its clients in its place.
+ */
 #define TRANSPORT_WIN32_SDDL \
-	"D:P(D;;GA;;;NU)(A;;GA;;;SY)(A;;GA;;;BA)(A;;GRGW;;;AU)(A;;GA;;;OW)"
+	"D:P(D;;GA;;;NU)(A;;GA;;;SY)(A;;GA;;;BA)(A;;" PIPE_SDDL_RIGHTS ";;;AU)(A;;GA;;;OW)"
 
 /* Starts the completion port and its thread for base.  0 or negative
  * errno (err says what failed). */

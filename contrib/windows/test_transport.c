@@ -12,6 +12,14 @@
  * while other clients go on, a client that vanishes mid-frame, the
  * client's pid and user, refusal at accept, FIRST_PIPE_INSTANCE, and
  * handles pulled from the client with DuplicateHandle.
+ *
+ * And the pipe's trust (docs/windows.md, "The pipe's trust"), as far as
+ * wine shows it: the security descriptor read back gives authenticated
+ * users no FILE_CREATE_PIPE_INSTANCE; clients connect with libhotmap's
+ * narrower access (PIPE_CLIENT_ACCESS) and wine refuses a write through a
+ * handle without FILE_WRITE_DATA, so every check here passing says those
+ * rights suffice.  (Wine checks no pipe DACL: every process is one user,
+ * the owner.)
  */
 #include "config.h"
 
@@ -24,6 +32,8 @@
 
 #include <winsock2.h>
 #include <windows.h>
+#include <aclapi.h>
+#include <sddl.h>
 
 #include <event2/event.h>
 #include <event2/thread.h>
@@ -248,8 +258,8 @@ cl_connect(void)
 	int i;
 
 	for (i = 0; i < 100; i++) {
-		HANDLE h = CreateFileW(pipe_name_w, GENERIC_READ | GENERIC_WRITE, 0, NULL,
-				       OPEN_EXISTING,
+		/* the access libhotmap asks for: all a client may have */
+		HANDLE h = CreateFileW(pipe_name_w, PIPE_CLIENT_ACCESS, 0, NULL, OPEN_EXISTING,
 				       SECURITY_SQOS_PRESENT | SECURITY_IDENTIFICATION, NULL);
 
 		if (h != INVALID_HANDLE_VALUE)
@@ -654,6 +664,110 @@ test_handle_pull(void)
 		CloseHandle(h);
 }
 
+/* --- the pipe's trust ------------------------------------------------- */
+
+/* What an ACE's mask gives on a pipe, its generic rights mapped as the
+ * system maps them for a file object (Windows maps them when it stores a
+ * pipe's descriptor; wine keeps them as written). */
+static ACCESS_MASK
+pipe_rights(ACCESS_MASK m)
+{
+	GENERIC_MAPPING map = { FILE_GENERIC_READ, FILE_GENERIC_WRITE, FILE_GENERIC_EXECUTE,
+				FILE_ALL_ACCESS };
+
+	MapGenericMask(&m, &map);
+	return m;
+}
+
+/* Whether acl gives FILE_CREATE_PIPE_INSTANCE to anyone but SYSTEM,
+ * Administrators and the owner; *users gets the authenticated users'
+ * allowed rights (mapped). */
+static bool
+others_may_create(PACL acl, ACCESS_MASK *users)
+{
+	bool found = false;
+	DWORD i;
+
+	*users = 0;
+	for (i = 0; acl != NULL && i < acl->AceCount; i++) {
+		ACCESS_ALLOWED_ACE *ace;
+		PSID sid;
+
+		if (!GetAce(acl, i, (void **)&ace) || ace->Header.AceType != ACCESS_ALLOWED_ACE_TYPE)
+			continue;
+		sid = &ace->SidStart;
+		if (IsWellKnownSid(sid, WinAuthenticatedUserSid))
+			*users |= pipe_rights(ace->Mask);
+		if (IsWellKnownSid(sid, WinLocalSystemSid) ||
+		    IsWellKnownSid(sid, WinBuiltinAdministratorsSid) ||
+		    IsWellKnownSid(sid, WinCreatorOwnerRightsSid))
+			continue;
+		if (pipe_rights(ace->Mask) & FILE_CREATE_PIPE_INSTANCE)
+			found = true;
+	}
+	return found;
+}
+
+static void
+test_pipe_dacl(void)
+{
+	PSECURITY_DESCRIPTOR sd = NULL, old = NULL;
+	HANDLE h = cl_connect(), w = INVALID_HANDLE_VALUE;
+	ACCESS_MASK users = 0;
+	PACL acl = NULL;
+	BOOL present, defaulted;
+	DWORD e = ERROR_INVALID_HANDLE, n;
+	char *text = NULL;
+	bool others;
+
+	/* read back from a client's end, as anyone who can connect can */
+	if (h != INVALID_HANDLE_VALUE)
+		e = GetSecurityInfo(h, SE_KERNEL_OBJECT, DACL_SECURITY_INFORMATION, NULL, NULL, &acl,
+				    NULL, &sd);
+	if (e == 0)
+		ConvertSecurityDescriptorToStringSecurityDescriptorA(sd, SDDL_REVISION_1,
+								     DACL_SECURITY_INFORMATION,
+								     &text, NULL);
+	others = e != 0 || others_may_create(acl, &users);
+	check(e == 0 && !others && users == PIPE_USER_RIGHTS,
+	      "the pipe's DACL (%s) gives authenticated users 0x%lx: read, write data and "
+	      "attributes, no FILE_CREATE_PIPE_INSTANCE, nor does it to anyone but SYSTEM, "
+	      "Administrators and the owner (GetSecurityInfo: %lu)", text != NULL ? text : "?",
+	      (unsigned long)users, (unsigned long)e);
+	check(users != 0 && (PIPE_CLIENT_ACCESS & ~users) == 0,
+	      "libhotmap's access 0x%lx is within what the DACL gives users",
+	      (unsigned long)PIPE_CLIENT_ACCESS);
+	/* the same reading of the descriptor hotmapd had before: it finds
+	 * what was wrong with it */
+	acl = NULL;
+	others = ConvertStringSecurityDescriptorToSecurityDescriptorA(
+			 "D:P(D;;GA;;;NU)(A;;GA;;;SY)(A;;GA;;;BA)(A;;GRGW;;;AU)(A;;GA;;;OW)",
+			 SDDL_REVISION_1, &old, NULL) &&
+		 GetSecurityDescriptorDacl(old, &present, &acl, &defaulted) &&
+		 others_may_create(acl, &users);
+	check(others && (users & FILE_CREATE_PIPE_INSTANCE),
+	      "the old DACL's GRGW gave authenticated users FILE_CREATE_PIPE_INSTANCE (0x%lx)",
+	      (unsigned long)users);
+	/* wine checks a handle's access on each write: with these rights a
+	 * client writes and reads (the checks above and below do), without
+	 * FILE_WRITE_DATA it cannot */
+	if (h != INVALID_HANDLE_VALUE)
+		CloseHandle(h);
+	for (n = 0; n < 100 && w == INVALID_HANDLE_VALUE; n++) {
+		w = CreateFileW(pipe_name_w, FILE_GENERIC_READ, 0, NULL, OPEN_EXISTING,
+				SECURITY_SQOS_PRESENT | SECURITY_IDENTIFICATION, NULL);
+		if (w == INVALID_HANDLE_VALUE)
+			WaitNamedPipeW(pipe_name_w, 1000);
+	}
+	check(w != INVALID_HANDLE_VALUE && !WriteFile(w, "x", 1, &n, NULL),
+	      "a pipe handle without FILE_WRITE_DATA cannot write (wine checks handle rights)");
+	if (w != INVALID_HANDLE_VALUE)
+		CloseHandle(w);
+	LocalFree(text);
+	LocalFree(sd);
+	LocalFree(old);
+}
+
 int
 main(void)
 {
@@ -688,6 +802,7 @@ main(void)
 	test_refuse();
 	test_silent();
 	test_handle_pull();
+	test_pipe_dacl();
 
 	event_base_loopexit(base, NULL);
 	WaitForSingleObject(loop, INFINITE);
