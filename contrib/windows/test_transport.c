@@ -18,8 +18,9 @@
  * users no FILE_CREATE_PIPE_INSTANCE; clients connect with libhotmap's
  * narrower access (PIPE_CLIENT_ACCESS) and wine refuses a write through a
  * handle without FILE_WRITE_DATA, so every check here passing says those
- * rights suffice.  (Wine checks no pipe DACL: every process is one user,
- * the owner.)
+ * rights suffice; and pipe_client_process_check refuses a process of
+ * another user, of a higher integrity level, or made after the connect.
+ * (Wine checks no pipe DACL: every process is one user, the owner.)
  */
 #include "config.h"
 
@@ -768,8 +769,92 @@ test_pipe_dacl(void)
 	LocalFree(old);
 }
 
+/* The current time, as pipe_client_process_check takes it. */
+static uint64_t
+now_ticks(void)
+{
+	FILETIME t;
+
+	GetSystemTimePreciseAsFileTime(&t);
+	return ((uint64_t)t.dwHighDateTime << 32) | t.dwLowDateTime;
+}
+
+static void
+test_process_check(void)
+{
+	union {
+		TOKEN_USER tu;
+		uint8_t b[SECURITY_MAX_SID_SIZE + sizeof(TOKEN_USER)];
+	} user;
+	union {
+		TOKEN_MANDATORY_LABEL l;
+		uint8_t b[SECURITY_MAX_SID_SIZE + sizeof(TOKEN_MANDATORY_LABEL)];
+	} label;
+	uint8_t system[SECURITY_MAX_SID_SIZE];
+	FILETIME created, x1, x2, x3;
+	PROCESS_INFORMATION pi;
+	STARTUPINFOW si = { .cb = sizeof si };
+	wchar_t self[MAX_PATH], cmd[MAX_PATH + 16];
+	HANDLE token;
+	DWORD len = sizeof user, level = 0;
+	uint64_t born, before;
+	char why[256] = "";
+	int rc;
+
+	if (!OpenProcessToken(GetCurrentProcess(), TOKEN_QUERY, &token) ||
+	    !GetTokenInformation(token, TokenUser, &user, sizeof user, &len) ||
+	    !GetTokenInformation(token, TokenIntegrityLevel, &label, sizeof label, &len)) {
+		check(false, "this process's token cannot be read (%lu)", GetLastError());
+		return;
+	}
+	CloseHandle(token);
+	level = *GetSidSubAuthority(label.l.Label.Sid, *GetSidSubAuthorityCount(label.l.Label.Sid) - 1);
+	GetProcessTimes(GetCurrentProcess(), &created, &x1, &x2, &x3);
+	born = ((uint64_t)created.dwHighDateTime << 32) | created.dwLowDateTime;
+
+	rc = pipe_client_process_check(GetCurrentProcess(), user.tu.User.Sid, level, now_ticks(), why,
+				       sizeof why);
+	check(rc == 0, "the client's own process passes the process check (%s)", why);
+	len = sizeof system;
+	CreateWellKnownSid(WinLocalSystemSid, NULL, system, &len);
+	rc = pipe_client_process_check(GetCurrentProcess(), system, level, now_ticks(), why,
+				       sizeof why);
+	check(rc == -EACCES && strstr(why, "runs as") != NULL,
+	      "a process of another user than the client's token is refused: %s", why);
+	rc = pipe_client_process_check(GetCurrentProcess(), user.tu.User.Sid, level - 0x1000,
+				       now_ticks(), why, sizeof why);
+	check(rc == -EACCES && strstr(why, "integrity level") != NULL,
+	      "a process above the client's integrity level (elevated) is refused: %s", why);
+	rc = pipe_client_process_check(GetCurrentProcess(), user.tu.User.Sid, level, born - 1000,
+				       why, sizeof why);
+	check(rc == -EACCES && strstr(why, "created") != NULL,
+	      "a process created after the connect is refused: %s", why);
+	/* a real one: a process made after the moment (as a process that
+	 * took a gone client's pid would be) */
+	before = now_ticks();
+	Sleep(20);
+	GetModuleFileNameW(NULL, self, MAX_PATH);
+	_snwprintf(cmd, sizeof cmd / sizeof cmd[0], L"\"%ls\" child", self);
+	if (CreateProcessW(NULL, cmd, NULL, NULL, FALSE, CREATE_SUSPENDED, NULL, NULL, &si, &pi)) {
+		rc = pipe_client_process_check(pi.hProcess, user.tu.User.Sid, level, before, why,
+					       sizeof why);
+		check(rc == -EACCES && strstr(why, "created") != NULL,
+		      "a new process of the same user, made after the connect, is refused: %s",
+		      why);
+		rc = pipe_client_process_check(pi.hProcess, user.tu.User.Sid, level, now_ticks(),
+					       why, sizeof why);
+		check(rc == 0, "... and passes with a connect after it was made (%s)", why);
+		TerminateProcess(pi.hProcess, 0);
+		CloseHandle(pi.hThread);
+		CloseHandle(pi.hProcess);
+	} else {
+		check(false, "CreateProcessW: %lu", GetLastError());
+		check(false, "(skipped)");
+	}
+}
+
 int
-main(void)
+main(int argc, char **argv)
 {
 	struct pipe_listener *l;
 	char err[256] = "";
@@ -777,6 +862,8 @@ main(void)
 	HANDLE loop;
 	int rc;
 
+	if (argc > 1 && strcmp(argv[1], "child") == 0)
+		return 0;	/* test_process_check's process, never resumed */
 	setvbuf(stdout, NULL, _IONBF, 0);
 	InitializeCriticalSection(&lock);
 	snprintf(pipe_name, sizeof pipe_name, "\\\\.\\pipe\\hotmap-transport-%lu",
@@ -803,6 +890,7 @@ main(void)
 	test_silent();
 	test_handle_pull();
 	test_pipe_dacl();
+	test_process_check();
 
 	event_base_loopexit(base, NULL);
 	WaitForSingleObject(loop, INFINITE);
