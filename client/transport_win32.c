@@ -7,7 +7,10 @@
  * synchronous handle is serialized per file object, so the one thread
  * blocked reading replies would block every other thread's request.
  * SECURITY_SQOS_PRESENT | SECURITY_IDENTIFICATION: the daemon may learn
- * who we are, never act as us.
+ * who we are, never act as us.  The access asked for is PIPE_CLIENT_ACCESS
+ * (proto/pipe_win32.h: read, and write data), not GENERIC_WRITE: the
+ * pipe's security descriptor gives users no more, since GENERIC_WRITE
+ * holds the right to make instances of the pipe.
  *
  * Each thread has one event for its I/O (a thread has one ReadFile or
  * WriteFile in flight at a time, and starting one resets the event),
@@ -35,6 +38,7 @@
 #include "client/transport.h"
 #include "client/win32.h"
 #include "proto/endpoint.h"
+#include "proto/pipe_win32.h"
 
 /* How long a connect waits for a free pipe instance (ERROR_PIPE_BUSY). */
 #define PIPE_BUSY_WAIT_MS	5000u
@@ -120,7 +124,7 @@ transport_connect(hm_client *c, const char *path)
 		DWORD err;
 		ULONGLONG now;
 
-		h = CreateFileW(wpath, GENERIC_READ | GENERIC_WRITE, 0, NULL, OPEN_EXISTING,
+		h = CreateFileW(wpath, PIPE_CLIENT_ACCESS, 0, NULL, OPEN_EXISTING,
 				FILE_FLAG_OVERLAPPED | SECURITY_SQOS_PRESENT | SECURITY_IDENTIFICATION,
 				NULL);
 		if (h != INVALID_HANDLE_VALUE)

@@ -16,6 +16,11 @@
  * An instance given up while an operation is in flight is cancelled
  * (CancelIoEx) and freed when the last completion arrives, never before:
  * the kernel writes into its OVERLAPPED until then.
+ *
+ * The client's process, which handles are pulled from, is opened at
+ * connect by the pid the pipe reports, and kept only once it is shown to
+ * be the client (pipe_client_process_check, at accept): a pid names the
+ * process that opened the pipe, not the one that holds it now.
  */
 #include "config.h"
 
@@ -32,6 +37,7 @@
 #include <event2/buffer.h>
 #include <event2/event.h>
 
+#include "daemon/log.h"
 #include "daemon/peer.h"
 #include "daemon/peer_priv.h"
 #include "daemon/transport_win32.h"
@@ -73,7 +79,15 @@ struct pipe_conn {
 	struct event *ev_first;		/* deadline for the first bytes */
 	DWORD first_bytes;		/* read before the peer existed */
 	DWORD pid;
-	HANDLE process;			/* the client's, for DuplicateHandle */
+	/* The system time (100 ns since 1601) when this process learned of
+	 * the client: no process created later can be the client. */
+	uint64_t connected_at;
+	/* The process of pid, for DuplicateHandle: opened at connect, used
+	 * only once process_checked (pipe_client_process_check passed);
+	 * closed and NULL when it failed. */
+	HANDLE process;
+	DWORD process_error;		/* why OpenProcess failed */
+	bool process_checked;
 	uint8_t rbuf[TW_BUF];
 	uint8_t wbuf[TW_BUF];
 };
@@ -115,6 +129,18 @@ tw_queue(struct tw_op *op)
 {
 	bool wake;
 
+	if (op->kind == TW_CONNECT) {
+		/* As early as this process can know of a client (the port's
+		 * thread, or the call that found it connected), for the
+		 * creation time pipe_client_process_check compares.  The
+		 * precise clock: a process's creation time is the system
+		 * time when it was made, and the coarse clock may still show
+		 * the tick before it. */
+		FILETIME now;
+
+		GetSystemTimePreciseAsFileTime(&now);
+		op->c->connected_at = ((uint64_t)now.dwHighDateTime << 32) | now.dwLowDateTime;
+	}
 	EnterCriticalSection(&tw.lock);
 	op->next = NULL;
 	wake = tw.head == NULL;
@@ -544,9 +570,20 @@ listener_connected(struct pipe_conn *c, DWORD error)
 		conn_give_up(c, false);
 		return;
 	}
-	/* the process is opened now, while the pid cannot have been reused */
-	if (GetNamedPipeClientProcessId(c->h, &c->pid) && c->pid != 0)
-		c->process = OpenProcess(PROCESS_DUP_HANDLE, FALSE, c->pid);
+	/*
+	 * The client's process, for handle pulls, opened as soon as we know
+	 * of it: once it is open its pid cannot name another process.  But
+	 * the pid is that of the process that opened the pipe, which may
+	 * have passed its handle on and exited before now, and its pid been
+	 * given to another process: peer_ident_of checks which process this
+	 * is (pipe_client_process_check) before any pull may use it.
+	 */
+	if (GetNamedPipeClientProcessId(c->h, &c->pid) && c->pid != 0) {
+		c->process = OpenProcess(PROCESS_DUP_HANDLE | PROCESS_QUERY_LIMITED_INFORMATION,
+					 FALSE, c->pid);
+		if (c->process == NULL)
+			c->process_error = GetLastError();
+	}
 	/*
 	 * Windows lets a pipe server impersonate its client only once data
 	 * has been read from the pipe (ERROR_CANNOT_IMPERSONATE), and who the
@@ -735,6 +772,162 @@ ident_from_token(HANDLE token, struct peer_ident *id)
 	return 0;
 }
 
+/* The token's mandatory integrity level (its label's last RID,
+ * SECURITY_MANDATORY_*_RID), or -1 when it has none. */
+static int64_t
+token_integrity(HANDLE token)
+{
+	union {
+		TOKEN_MANDATORY_LABEL l;
+		uint8_t b[SECURITY_MAX_SID_SIZE + sizeof(TOKEN_MANDATORY_LABEL)];
+	} label;
+	DWORD len = sizeof label;
+	UCHAR n;
+
+	if (!GetTokenInformation(token, TokenIntegrityLevel, &label, sizeof label, &len) ||
+	    label.l.Label.Sid == NULL || !IsValidSid(label.l.Label.Sid))
+		return -1;
+	n = *GetSidSubAuthorityCount(label.l.Label.Sid);
+	return n > 0 ? (int64_t)*GetSidSubAuthority(label.l.Label.Sid, n - 1) : -1;
+}
+
+/* sid as S-1-..., into buf. */
+static void
+sid_text(PSID sid, char *buf, size_t len)
+{
+	char *text = NULL;
+
+	if (sid != NULL && ConvertSidToStringSidA(sid, &text)) {
+		snprintf(buf, len, "%s", text);
+		LocalFree(text);
+	} else {
+		snprintf(buf, len, "?");
+	}
+}
+
+int
+pipe_client_process_check(void *process, const void *user, uint32_t integrity,
+			  uint64_t connected_at, char *why, size_t whylen)
+{
+	union {
+		TOKEN_USER tu;
+		uint8_t b[SECURITY_MAX_SID_SIZE + sizeof(TOKEN_USER)];
+	} pu;
+	FILETIME created, exited, kernel, usr;
+	uint64_t born;
+	HANDLE token;
+	int64_t level;
+	DWORD len = sizeof pu;
+	char a[192], b[192];
+
+	if (whylen > 0)
+		why[0] = '\0';
+	/* Made after we learned of the client: a process that took the
+	 * client's pid once the client was gone. */
+	if (!GetProcessTimes(process, &created, &exited, &kernel, &usr)) {
+		snprintf(why, whylen, "its creation time cannot be read (Windows error %lu)",
+			 GetLastError());
+		return -EACCES;
+	}
+	born = ((uint64_t)created.dwHighDateTime << 32) | created.dwLowDateTime;
+	if (born > connected_at) {
+		snprintf(why, whylen, "it was created %llu us after the client connected: "
+			 "the client is gone and its pid taken",
+			 (unsigned long long)(born - connected_at) / 10);
+		return -EACCES;
+	}
+	/* Another user's process, or one of the same user that runs above
+	 * the client's integrity level (an elevated one): the pull would
+	 * take what the client could not open itself. */
+	if (!OpenProcessToken(process, TOKEN_QUERY, &token)) {
+		snprintf(why, whylen, "its token cannot be read (Windows error %lu)",
+			 GetLastError());
+		return -EACCES;
+	}
+	if (!GetTokenInformation(token, TokenUser, &pu, sizeof pu, &len)) {
+		snprintf(why, whylen, "its token's user cannot be read (Windows error %lu)",
+			 GetLastError());
+		CloseHandle(token);
+		return -EACCES;
+	}
+	if (!EqualSid(pu.tu.User.Sid, (PSID)user)) {
+		sid_text(pu.tu.User.Sid, a, sizeof a);
+		sid_text((PSID)user, b, sizeof b);
+		snprintf(why, whylen, "it runs as %s, the client as %s", a, b);
+		CloseHandle(token);
+		return -EACCES;
+	}
+	level = token_integrity(token);
+	CloseHandle(token);
+	if (level < 0) {
+		snprintf(why, whylen, "its integrity level cannot be read");
+		return -EACCES;
+	}
+	if (level > (int64_t)integrity) {
+		snprintf(why, whylen, "its integrity level 0x%llx is above the client's 0x%lx",
+			 (long long)level, (unsigned long)integrity);
+		return -EACCES;
+	}
+	return 0;
+}
+
+/* The process opened at connect is given up: no handle will be pulled
+ * from this client. */
+static void
+conn_drop_process(struct pipe_conn *c)
+{
+	if (c->process != NULL)
+		CloseHandle(c->process);
+	c->process = NULL;
+	c->process_checked = true;
+}
+
+/*
+ * Keeps the process opened at connect for handle pulls if it is the
+ * client whose token (the pipe's impersonation token) this is; drops it,
+ * with a log line, if it is not.  Once per connection.
+ */
+static void
+conn_check_process(struct pipe_conn *c, HANDLE token, const struct peer_ident *id)
+{
+	union {
+		TOKEN_USER tu;
+		uint8_t b[SECURITY_MAX_SID_SIZE + sizeof(TOKEN_USER)];
+	} user;
+	DWORD len = sizeof user;
+	int64_t level;
+	char why[256];
+
+	if (c->process_checked)
+		return;
+	if (c->process == NULL) {
+		/* nothing to pull from: every pull is -EACCES (the daemon's
+		 * account may not open the client's process at all) */
+		if (c->process_error != 0)
+			log_info("pid %lu %s: its process cannot be opened (Windows error %lu): "
+				 "no handle can be taken from it", (unsigned long)c->pid, id->user,
+				 (unsigned long)c->process_error);
+		conn_drop_process(c);
+		return;
+	}
+	level = token_integrity(token);
+	if (!GetTokenInformation(token, TokenUser, &user, sizeof user, &len) || level < 0) {
+		log_warn("pid %lu %s: the client's token says too little to tell its process "
+			 "(Windows error %lu): no handle will be taken from it",
+			 (unsigned long)c->pid, id->user, GetLastError());
+		conn_drop_process(c);
+		return;
+	}
+	if (pipe_client_process_check(c->process, user.tu.User.Sid, (uint32_t)level,
+				      c->connected_at, why, sizeof why) < 0) {
+		log_warn("pid %lu %s: the process with that pid is not the pipe's client (%s): "
+			 "no handle will be taken from it", (unsigned long)c->pid, id->user, why);
+		conn_drop_process(c);
+		return;
+	}
+	c->process_checked = true;
+}
+
 int
 peer_ident_of(hm_conn c, struct peer_ident *id)
 {
@@ -750,14 +943,22 @@ peer_ident_of(hm_conn c, struct peer_ident *id)
 	 * straight back to our
 	 * own (clients connect with SECURITY_IDENTIFICATION: the daemon can
 	 * tell who they are and never act as them) */
-	if (!ImpersonateNamedPipeClient(c->h))
+	if (!ImpersonateNamedPipeClient(c->h)) {
+		conn_drop_process(c);	/* nobody to compare the process with */
 		return -EACCES;
+	}
 	opened = OpenThreadToken(GetCurrentThread(), TOKEN_QUERY, TRUE, &token);
 	if (!RevertToSelf())
 		abort();	/* never go on as the client */
-	if (!opened)
+	if (!opened) {
+		conn_drop_process(c);
 		return -EACCES;
+	}
 	rc = ident_from_token(token, id);
+	if (rc == 0)
+		conn_check_process(c, token, id);
+	else
+		conn_drop_process(c);
 	CloseHandle(token);
 	if (rc < 0) {
 		ident_init(id);
@@ -867,7 +1068,8 @@ peer_pull_handle(struct peer *p, uint64_t value, hm_fd *f)
 
 	if (value == 0 || (uintptr_t)value != value)
 		return -EBADF;
-	if (c->process == NULL)
+	/* only from a process shown to be the client (conn_check_process) */
+	if (c->process == NULL || !c->process_checked)
 		return -EACCES;
 	if (!DuplicateHandle(c->process, (HANDLE)(uintptr_t)value, GetCurrentProcess(), &h, 0,
 			     FALSE, DUPLICATE_SAME_ACCESS))

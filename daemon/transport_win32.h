@@ -21,15 +21,22 @@
 #include <stdint.h>
 
 #include "daemon/transport.h"
+#include "proto/pipe_win32.h"
 
 struct event_base;
 struct pipe_listener;
 
-/* The default security descriptor of the pipe (section 6): network logons
- * denied; SYSTEM, Administrators and the owner full control;
- * authenticated users read and write. */
+/*
+ * The default security descriptor of the pipe (docs/windows.md, section 6
+ * and "The pipe's trust"): network logons denied; SYSTEM, Administrators
+ * and the owner full control; authenticated users what a client needs,
+ * PIPE_USER_RIGHTS (proto/pipe_win32.h): read, write data and write
+ * attributes.  Not GW: GENERIC_WRITE holds FILE_CREATE_PIPE_INSTANCE, and
+ * with it any user could make instances of hotmapd's pipe name and answer
+ * some of its clients in its place.
+ */
 #define TRANSPORT_WIN32_SDDL \
-	"D:P(D;;GA;;;NU)(A;;GA;;;SY)(A;;GA;;;BA)(A;;GRGW;;;AU)(A;;GA;;;OW)"
+	"D:P(D;;GA;;;NU)(A;;GA;;;SY)(A;;GA;;;BA)(A;;" PIPE_SDDL_RIGHTS ";;;AU)(A;;GA;;;OW)"
 
 /* Starts the completion port and its thread for base.  0 or negative
  * errno (err says what failed). */
@@ -61,7 +68,35 @@ void pipe_listener_free(struct pipe_listener *l);
 struct peer;
 /* Any handle the client holds, pulled from its process as peer_take_file
  * does, without the disk-file check (the shared region is a section).
- * 0 with *h (the caller's to close), or -EBADF / -EACCES. */
+ * 0 with *h (the caller's to close), or -EBADF / -EACCES: -EACCES also
+ * when the process of the client's pid could not be opened or is not the
+ * client (pipe_client_process_check failed at accept, and said so in the
+ * log). */
 int peer_pull_handle(struct peer *p, uint64_t value, hm_fd *h);
+
+/*
+ * Whether process (a HANDLE with PROCESS_QUERY_LIMITED_INFORMATION) is the
+ * pipe client whose token's user SID is user and whose integrity level is
+ * integrity (the last RID of its mandatory label): its token has that
+ * user, an integrity level no higher, and it was created no later than
+ * connected_at (a FILETIME as a number: 100 ns since 1601, UTC).
+ *
+ * Why: the daemon opens the client's process by the pid the pipe reports,
+ * which is the pid of the process that opened the pipe.  That process may
+ * have duplicated its pipe handle into another one and exited, and its
+ * pid been given to a new process; a handle pull would then duplicate a
+ * handle of that process, which the client could not take itself.  A new
+ * process is created after the connect; another user's process, or the
+ * same user's at a higher integrity level (elevated), runs under another
+ * token.  A process of the same user at the same level or below is one
+ * the client may open itself (a process's default DACL gives its user
+ * full access): a pull from it gives the client nothing it lacks.
+ *
+ * 0, or -EACCES with the reason in why (also when a time or the token
+ * cannot be read).  peer_ident_of runs it at accept, with the token
+ * ImpersonateNamedPipeClient gives; declared here for the tests.
+ */
+int pipe_client_process_check(void *process, const void *user, uint32_t integrity,
+			      uint64_t connected_at, char *why, size_t whylen);
 
 #endif

@@ -8,8 +8,11 @@
  * read split over several READ_DATA frames, an ERROR reply turned into
  * errno and hm_last_error, a server that hangs up in the middle of a
  * reply (an error, not a hang), and the shared region: a section whose
- * handle the server pulls and maps, reads and views copied into it.  Built by contrib/windows/build as
- * hotmap-client.exe; run by contrib/windows/test.
+ * handle the server pulls and maps, reads and views copied into it; and
+ * the access the library's pipe handle has (PIPE_CLIENT_ACCESS, no
+ * FILE_CREATE_PIPE_INSTANCE), which is all hotmapd's DACL gives users.
+ * Built by contrib/windows/build as hotmap-client.exe; run by
+ * contrib/windows/test.
  *
  * "hotmap-client.exe serve NAME SECONDS" only serves \\.\pipe\NAME for
  * that long (reads of any file whose handle it can pull), for
@@ -26,10 +29,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <windows.h>
+#include <winternl.h>
 
 #include "client/hotmap.h"
 #include "proto/frame.h"
 #include "proto/hotmap.pb-c.h"
+#include "proto/pipe_win32.h"
 
 #define FILE_BYTES	300000u
 #define READ_FRAMES	3	/* READ_DATA frames with bytes per read */
@@ -512,6 +517,29 @@ serve_only(const char *name, const char *seconds)
 	return 0;
 }
 
+/* The access this process's client ends of named pipes were opened
+ * with (hotmap.dll's connections, the only ones here), ORed; 0: none. */
+static ACCESS_MASK
+client_pipe_access(void)
+{
+	ACCESS_MASK all = 0;
+	uintptr_t v;
+
+	for (v = 4; v < 0x10000; v += 4) {
+		PUBLIC_OBJECT_BASIC_INFORMATION info;
+		HANDLE h = (HANDLE)v;
+		ULONG got;
+		DWORD flags;
+
+		if (GetFileType(h) != FILE_TYPE_PIPE ||
+		    !GetNamedPipeInfo(h, &flags, NULL, NULL, NULL) || (flags & PIPE_SERVER_END))
+			continue;
+		if (NtQueryObject(h, ObjectBasicInformation, &info, sizeof info, &got) == 0)
+			all |= info.GrantedAccess;
+	}
+	return all;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -529,7 +557,7 @@ main(int argc, char **argv)
 
 	if (argc == 4 && strcmp(argv[1], "serve") == 0)
 		return serve_only(argv[2], argv[3]);
-	printf("1..30\n");
+	printf("1..31\n");
 	no_region.shm_size = 0;
 	snprintf(pipe_a, sizeof pipe_a, "\\\\.\\pipe\\hotmap-client-test-%lu", GetCurrentProcessId());
 	MultiByteToWideChar(CP_UTF8, 0, pipe_a, -1, pipe_w, 96);
@@ -554,6 +582,16 @@ main(int argc, char **argv)
 	   !(hello_features & HM_FEATURE_FD_PASSING) && hello_shm == 0 && hello_region == 0,
 	   "HELLO offers HANDLE_PULL and SHM, not FD_PASSING; shm_size 0: no section");
 	ok(strcmp(hello_name, "hotmap-client") == 0, "HELLO names the program (GetModuleFileNameW)");
+	/* all that hotmapd's DACL gives users: a client that asked for
+	 * GENERIC_WRITE would be refused by it on Windows */
+	{
+		ACCESS_MASK a = client_pipe_access();
+
+		printf("# the pipe handle's access: 0x%lx\n", (unsigned long)a);
+		ok(a == PIPE_CLIENT_ACCESS,
+		   "the library's pipe handle has read and write-data access only, "
+		   "no FILE_CREATE_PIPE_INSTANCE");
+	}
 
 	/* hm_open: the library opens the file, the server pulls the handle */
 	f = hm_open(c, path, 0);

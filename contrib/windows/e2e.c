@@ -36,6 +36,7 @@
 #include "hotmap.h"
 #include "hotmap_admin.h"
 #include "proto/frame.h"
+#include "proto/pipe_win32.h"
 
 #define FILE_SIZE	(1u << 20)
 #define THREADS		4
@@ -163,7 +164,8 @@ raw_connect(void)
 	int i;
 
 	for (i = 0; i < 100 && h == INVALID_HANDLE_VALUE; i++) {
-		h = CreateFileA(pipe_name, GENERIC_READ | GENERIC_WRITE, 0, NULL, OPEN_EXISTING,
+		/* what any user may have of the pipe (proto/pipe_win32.h) */
+		h = CreateFileA(pipe_name, PIPE_CLIENT_ACCESS, 0, NULL, OPEN_EXISTING,
 				SECURITY_SQOS_PRESENT | SECURITY_IDENTIFICATION, NULL);
 		if (h == INVALID_HANDLE_VALUE)
 			WaitNamedPipeA(pipe_name, 100);

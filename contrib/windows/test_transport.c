@@ -12,6 +12,15 @@
  * while other clients go on, a client that vanishes mid-frame, the
  * client's pid and user, refusal at accept, FIRST_PIPE_INSTANCE, and
  * handles pulled from the client with DuplicateHandle.
+ *
+ * And the pipe's trust (docs/windows.md, "The pipe's trust"), as far as
+ * wine shows it: the security descriptor read back gives authenticated
+ * users no FILE_CREATE_PIPE_INSTANCE; clients connect with libhotmap's
+ * narrower access (PIPE_CLIENT_ACCESS) and wine refuses a write through a
+ * handle without FILE_WRITE_DATA, so every check here passing says those
+ * rights suffice; and pipe_client_process_check refuses a process of
+ * another user, of a higher integrity level, or made after the connect.
+ * (Wine checks no pipe DACL: every process is one user, the owner.)
  */
 #include "config.h"
 
@@ -24,6 +33,8 @@
 
 #include <winsock2.h>
 #include <windows.h>
+#include <aclapi.h>
+#include <sddl.h>
 
 #include <event2/event.h>
 #include <event2/thread.h>
@@ -248,8 +259,8 @@ cl_connect(void)
 	int i;
 
 	for (i = 0; i < 100; i++) {
-		HANDLE h = CreateFileW(pipe_name_w, GENERIC_READ | GENERIC_WRITE, 0, NULL,
-				       OPEN_EXISTING,
+		/* the access libhotmap asks for: all a client may have */
+		HANDLE h = CreateFileW(pipe_name_w, PIPE_CLIENT_ACCESS, 0, NULL, OPEN_EXISTING,
 				       SECURITY_SQOS_PRESENT | SECURITY_IDENTIFICATION, NULL);
 
 		if (h != INVALID_HANDLE_VALUE)
@@ -654,8 +665,196 @@ test_handle_pull(void)
 		CloseHandle(h);
 }
 
+/* --- the pipe's trust ------------------------------------------------- */
+
+/* What an ACE's mask gives on a pipe, its generic rights mapped as the
+ * system maps them for a file object (Windows maps them when it stores a
+ * pipe's descriptor; wine keeps them as written). */
+static ACCESS_MASK
+pipe_rights(ACCESS_MASK m)
+{
+	GENERIC_MAPPING map = { FILE_GENERIC_READ, FILE_GENERIC_WRITE, FILE_GENERIC_EXECUTE,
+				FILE_ALL_ACCESS };
+
+	MapGenericMask(&m, &map);
+	return m;
+}
+
+/* Whether acl gives FILE_CREATE_PIPE_INSTANCE to anyone but SYSTEM,
+ * Administrators and the owner; *users gets the authenticated users'
+ * allowed rights (mapped). */
+static bool
+others_may_create(PACL acl, ACCESS_MASK *users)
+{
+	bool found = false;
+	DWORD i;
+
+	*users = 0;
+	for (i = 0; acl != NULL && i < acl->AceCount; i++) {
+		ACCESS_ALLOWED_ACE *ace;
+		PSID sid;
+
+		if (!GetAce(acl, i, (void **)&ace) || ace->Header.AceType != ACCESS_ALLOWED_ACE_TYPE)
+			continue;
+		sid = &ace->SidStart;
+		if (IsWellKnownSid(sid, WinAuthenticatedUserSid))
+			*users |= pipe_rights(ace->Mask);
+		if (IsWellKnownSid(sid, WinLocalSystemSid) ||
+		    IsWellKnownSid(sid, WinBuiltinAdministratorsSid) ||
+		    IsWellKnownSid(sid, WinCreatorOwnerRightsSid))
+			continue;
+		if (pipe_rights(ace->Mask) & FILE_CREATE_PIPE_INSTANCE)
+			found = true;
+	}
+	return found;
+}
+
+static void
+test_pipe_dacl(void)
+{
+	PSECURITY_DESCRIPTOR sd = NULL, old = NULL;
+	HANDLE h = cl_connect(), w = INVALID_HANDLE_VALUE;
+	ACCESS_MASK users = 0;
+	PACL acl = NULL;
+	BOOL present, defaulted;
+	DWORD e = ERROR_INVALID_HANDLE, n;
+	char *text = NULL;
+	bool others;
+
+	/* read back from a client's end, as anyone who can connect can */
+	if (h != INVALID_HANDLE_VALUE)
+		e = GetSecurityInfo(h, SE_KERNEL_OBJECT, DACL_SECURITY_INFORMATION, NULL, NULL, &acl,
+				    NULL, &sd);
+	if (e == 0)
+		ConvertSecurityDescriptorToStringSecurityDescriptorA(sd, SDDL_REVISION_1,
+								     DACL_SECURITY_INFORMATION,
+								     &text, NULL);
+	others = e != 0 || others_may_create(acl, &users);
+	check(e == 0 && !others && users == PIPE_USER_RIGHTS,
+	      "the pipe's DACL (%s) gives authenticated users 0x%lx: read, write data and "
+	      "attributes, no FILE_CREATE_PIPE_INSTANCE, nor does it to anyone but SYSTEM, "
+	      "Administrators and the owner (GetSecurityInfo: %lu)", text != NULL ? text : "?",
+	      (unsigned long)users, (unsigned long)e);
+	check(users != 0 && (PIPE_CLIENT_ACCESS & ~users) == 0,
+	      "libhotmap's access 0x%lx is within what the DACL gives users",
+	      (unsigned long)PIPE_CLIENT_ACCESS);
+	/* the same reading of the descriptor hotmapd had before: it finds
+	 * what was wrong with it */
+	acl = NULL;
+	others = ConvertStringSecurityDescriptorToSecurityDescriptorA(
+			 "D:P(D;;GA;;;NU)(A;;GA;;;SY)(A;;GA;;;BA)(A;;GRGW;;;AU)(A;;GA;;;OW)",
+			 SDDL_REVISION_1, &old, NULL) &&
+		 GetSecurityDescriptorDacl(old, &present, &acl, &defaulted) &&
+		 others_may_create(acl, &users);
+	check(others && (users & FILE_CREATE_PIPE_INSTANCE),
+	      "the old DACL's GRGW gave authenticated users FILE_CREATE_PIPE_INSTANCE (0x%lx)",
+	      (unsigned long)users);
+	/* wine checks a handle's access on each write: with these rights a
+	 * client writes and reads (the checks above and below do), without
+	 * FILE_WRITE_DATA it cannot */
+	if (h != INVALID_HANDLE_VALUE)
+		CloseHandle(h);
+	for (n = 0; n < 100 && w == INVALID_HANDLE_VALUE; n++) {
+		w = CreateFileW(pipe_name_w, FILE_GENERIC_READ, 0, NULL, OPEN_EXISTING,
+				SECURITY_SQOS_PRESENT | SECURITY_IDENTIFICATION, NULL);
+		if (w == INVALID_HANDLE_VALUE)
+			WaitNamedPipeW(pipe_name_w, 1000);
+	}
+	check(w != INVALID_HANDLE_VALUE && !WriteFile(w, "x", 1, &n, NULL),
+	      "a pipe handle without FILE_WRITE_DATA cannot write (wine checks handle rights)");
+	if (w != INVALID_HANDLE_VALUE)
+		CloseHandle(w);
+	LocalFree(text);
+	LocalFree(sd);
+	LocalFree(old);
+}
+
+/* The current time, as pipe_client_process_check takes it. */
+static uint64_t
+now_ticks(void)
+{
+	FILETIME t;
+
+	GetSystemTimePreciseAsFileTime(&t);
+	return ((uint64_t)t.dwHighDateTime << 32) | t.dwLowDateTime;
+}
+
+static void
+test_process_check(void)
+{
+	union {
+		TOKEN_USER tu;
+		uint8_t b[SECURITY_MAX_SID_SIZE + sizeof(TOKEN_USER)];
+	} user;
+	union {
+		TOKEN_MANDATORY_LABEL l;
+		uint8_t b[SECURITY_MAX_SID_SIZE + sizeof(TOKEN_MANDATORY_LABEL)];
+	} label;
+	uint8_t system[SECURITY_MAX_SID_SIZE];
+	FILETIME created, x1, x2, x3;
+	PROCESS_INFORMATION pi;
+	STARTUPINFOW si = { .cb = sizeof si };
+	wchar_t self[MAX_PATH], cmd[MAX_PATH + 16];
+	HANDLE token;
+	DWORD len = sizeof user, level = 0;
+	uint64_t born, before;
+	char why[256] = "";
+	int rc;
+
+	if (!OpenProcessToken(GetCurrentProcess(), TOKEN_QUERY, &token) ||
+	    !GetTokenInformation(token, TokenUser, &user, sizeof user, &len) ||
+	    !GetTokenInformation(token, TokenIntegrityLevel, &label, sizeof label, &len)) {
+		check(false, "this process's token cannot be read (%lu)", GetLastError());
+		return;
+	}
+	CloseHandle(token);
+	level = *GetSidSubAuthority(label.l.Label.Sid, *GetSidSubAuthorityCount(label.l.Label.Sid) - 1);
+	GetProcessTimes(GetCurrentProcess(), &created, &x1, &x2, &x3);
+	born = ((uint64_t)created.dwHighDateTime << 32) | created.dwLowDateTime;
+
+	rc = pipe_client_process_check(GetCurrentProcess(), user.tu.User.Sid, level, now_ticks(), why,
+				       sizeof why);
+	check(rc == 0, "the client's own process passes the process check (%s)", why);
+	len = sizeof system;
+	CreateWellKnownSid(WinLocalSystemSid, NULL, system, &len);
+	rc = pipe_client_process_check(GetCurrentProcess(), system, level, now_ticks(), why,
+				       sizeof why);
+	check(rc == -EACCES && strstr(why, "runs as") != NULL,
+	      "a process of another user than the client's token is refused: %s", why);
+	rc = pipe_client_process_check(GetCurrentProcess(), user.tu.User.Sid, level - 0x1000,
+				       now_ticks(), why, sizeof why);
+	check(rc == -EACCES && strstr(why, "integrity level") != NULL,
+	      "a process above the client's integrity level (elevated) is refused: %s", why);
+	rc = pipe_client_process_check(GetCurrentProcess(), user.tu.User.Sid, level, born - 1000,
+				       why, sizeof why);
+	check(rc == -EACCES && strstr(why, "created") != NULL,
+	      "a process created after the connect is refused: %s", why);
+	/* a real one: a process made after the moment (as a process that
+	 * took a gone client's pid would be) */
+	before = now_ticks();
+	Sleep(20);
+	GetModuleFileNameW(NULL, self, MAX_PATH);
+	_snwprintf(cmd, sizeof cmd / sizeof cmd[0], L"\"%ls\" child", self);
+	if (CreateProcessW(NULL, cmd, NULL, NULL, FALSE, CREATE_SUSPENDED, NULL, NULL, &si, &pi)) {
+		rc = pipe_client_process_check(pi.hProcess, user.tu.User.Sid, level, before, why,
+					       sizeof why);
+		check(rc == -EACCES && strstr(why, "created") != NULL,
+		      "a new process of the same user, made after the connect, is refused: %s",
+		      why);
+		rc = pipe_client_process_check(pi.hProcess, user.tu.User.Sid, level, now_ticks(),
+					       why, sizeof why);
+		check(rc == 0, "... and passes with a connect after it was made (%s)", why);
+		TerminateProcess(pi.hProcess, 0);
+		CloseHandle(pi.hThread);
+		CloseHandle(pi.hProcess);
+	} else {
+		check(false, "CreateProcessW: %lu", GetLastError());
+		check(false, "(skipped)");
+	}
+}
+
 int
-main(void)
+main(int argc, char **argv)
 {
 	struct pipe_listener *l;
 	char err[256] = "";
@@ -663,6 +862,8 @@ main(void)
 	HANDLE loop;
 	int rc;
 
+	if (argc > 1 && strcmp(argv[1], "child") == 0)
+		return 0;	/* test_process_check's process, never resumed */
 	setvbuf(stdout, NULL, _IONBF, 0);
 	InitializeCriticalSection(&lock);
 	snprintf(pipe_name, sizeof pipe_name, "\\\\.\\pipe\\hotmap-transport-%lu",
@@ -688,6 +889,8 @@ main(void)
 	test_refuse();
 	test_silent();
 	test_handle_pull();
+	test_pipe_dacl();
+	test_process_check();
 
 	event_base_loopexit(base, NULL);
 	WaitForSingleObject(loop, INFINITE);
