@@ -16,6 +16,7 @@
 #include <stdlib.h>
 
 #include "daemon/direct.h"
+#include "proto/hm_errno.h"
 #include "daemon/monotime.h"
 
 /* The grants on one leased file (one entry, one lease), found by the

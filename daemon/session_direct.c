@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "daemon/direct.h"
+#include "proto/hm_errno.h"
 #include "daemon/log.h"
 #include "daemon/peer.h"
 #include "daemon/policy.h"

@@ -7,7 +7,8 @@
  * them in <errno.h> and this header adds nothing there.  mingw-w64's
  * <errno.h> has neither ESTALE (a view or grant of a file that changed),
  * EUSERS (too many clients) nor ESHUTDOWN (the daemon is stopping): they
- * get numbers above mingw's own (which end at EWOULDBLOCK, 140).
+ * get numbers above mingw's own (which end at EWOULDBLOCK, 140), as does
+ * EDQUOT, which the daemon uses inside (daemon/direct.h).
  *
  * client/hotmap.h repeats this block for programs built against the
  * installed header; a redefinition with another value is a compiler
@@ -27,6 +28,11 @@
 #endif
 #ifndef ESHUTDOWN
 #define ESHUTDOWN 182
+#endif
+/* The daemon's own (a user's direct-read grants at their cap): never in a
+ * reply, so hotmap.h need not repeat it. */
+#ifndef EDQUOT
+#define EDQUOT 183
 #endif
 #endif
 
