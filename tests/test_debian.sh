@@ -2,7 +2,8 @@
 # test_debian.sh - the Debian packages (contrib/debian): built by
 # contrib/debian/build-debs from the working tree, lintian clean, holding
 # what they should, with only debhelper's maintainer scripts, and the
-# daemon and hotmapctl from the unpacked packages serving a read.
+# daemon and hotmapctl from the unpacked packages serving a read, and
+# python3-hotmap's module reading through that daemon.
 #
 # TAP.  Skips unless dpkg-buildpackage, debhelper, lintian, git and the
 # Build-Depends are installed and the source tree is a git work tree;
@@ -13,7 +14,7 @@ LC_ALL=C
 export LC_ALL
 top=$(cd "${TESTS_SRCDIR:-$(dirname "$0")}/.." && pwd)
 . "$top/tests/tap.sh"
-PLAN=13
+PLAN=16
 
 skip_all() {
 	if [ "${HOTMAP_REQUIRE_DEB:-0}" = 1 ]; then
@@ -73,14 +74,14 @@ version=$(dpkg-parsechangelog -l "$top/contrib/debian/changelog" -S Version)
 arch=$(dpkg-architecture -qDEB_HOST_ARCH 2>/dev/null || dpkg --print-architecture)
 multiarch=$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || gcc -print-multiarch)
 missing=
-for p in hotmapd libhotmap0 libhotmap-dev hotmap-tools; do
+for p in hotmapd libhotmap0 libhotmap-dev hotmap-tools python3-hotmap; do
 	[ -f "$out/${p}_${version}_$arch.deb" ] || missing="$missing $p"
 done
 [ -f "$out/hotmap_$version.dsc" ] || missing="$missing hotmap_$version.dsc"
 if [ -z "$missing" ]; then
-	ok "the four packages: hotmapd, libhotmap0, libhotmap-dev, hotmap-tools, and the source"
+	ok "the five packages: hotmapd, libhotmap0, libhotmap-dev, hotmap-tools, python3-hotmap, and the source"
 else
-	not_ok "the four packages: hotmapd, libhotmap0, libhotmap-dev, hotmap-tools, and the source" \
+	not_ok "the five packages: hotmapd, libhotmap0, libhotmap-dev, hotmap-tools, python3-hotmap, and the source" \
 		"missing:$missing" "$(ls "$out" 2>&1)"
 	bail "no packages to look into"
 fi
@@ -125,6 +126,10 @@ has_files "libhotmap-dev: headers, the .so link, libhotmap.pc, libhotmap(3)" lib
 	'usr/share/man/man3/libhotmap\.3\.gz'
 has_files "hotmap-tools: hotmapctl and hotmapctl(1)" hotmap-tools \
 	usr/bin/hotmapctl 'usr/share/man/man1/hotmapctl\.1\.gz'
+# the module under the name dh_python3 gives it (hotmap.cpython-3X-<multiarch>.so)
+has_files "python3-hotmap: the module and hotmap.pyi in python3's dist-packages" python3-hotmap \
+	"usr/lib/python3/dist-packages/hotmap\\.cpython-3[0-9]+-$multiarch\\.so" \
+	'usr/lib/python3/dist-packages/hotmap\.pyi' usr/share/doc/python3-hotmap/copyright
 
 # hotmap-tools depends on libhotmap0 (shlibs, from the symbols file), the
 # -dev package on the same version of libhotmap0
@@ -138,9 +143,20 @@ else
 		"hotmap-tools: $tools_dep" "libhotmap-dev: $dev_dep"
 fi
 
+# python3-hotmap depends on the library through shlibs and on python3 for
+# the version its module is built for (dh_python3)
+py_dep=$(dpkg-deb -f "$(deb python3-hotmap)" Depends)
+if printf '%s\n' "$py_dep" | grep -q 'libhotmap0 (>= ' &&
+   printf '%s\n' "$py_dep" | grep -q 'python3 (>= 3\.[0-9]*~)' &&
+   printf '%s\n' "$py_dep" | grep -q 'python3 (<< 3\.[0-9]*)'; then
+	ok "python3-hotmap depends on libhotmap0 and on its python3 version"
+else
+	not_ok "python3-hotmap depends on libhotmap0 and on its python3 version" "$py_dep"
+fi
+
 # --- maintainer scripts: debhelper's snippets and nothing else --------------
 extra=
-for p in hotmapd libhotmap0 libhotmap-dev hotmap-tools; do
+for p in hotmapd libhotmap0 libhotmap-dev hotmap-tools python3-hotmap; do
 	dpkg-deb -e "$(deb "$p")" "$dir/control-$p"
 	for s in preinst postinst prerm postrm config; do
 		f=$dir/control-$p/$s
@@ -163,7 +179,7 @@ else
 fi
 
 # --- the unpacked packages at work --------------------------------------------
-for p in hotmapd libhotmap0 libhotmap-dev hotmap-tools; do
+for p in hotmapd libhotmap0 libhotmap-dev hotmap-tools python3-hotmap; do
 	dpkg-deb -x "$(deb "$p")" "$root" || bail "dpkg-deb -x $p failed"
 done
 LD_LIBRARY_PATH=$root/usr/lib/$multiarch${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
@@ -204,6 +220,26 @@ if ctl read "$data" >"$dir/read" 2>"$dir/read.err" && cmp -s "$data" "$dir/read"
 else
 	not_ok "hotmapctl read through the packaged daemon: the file byte for byte" \
 		"$(wc -c <"$dir/read") bytes of $(wc -c <"$data")" "$(cat "$dir/read.err")"
+fi
+# Debian's python3 (the one the package is built for) imports the
+# packaged module, which loads the packaged libhotmap, and reads the file
+if pyout=$(PYTHONPATH=$root/usr/lib/python3/dist-packages PYTHONDONTWRITEBYTECODE=1 \
+	/usr/bin/python3 - "$sock" "$data" "$dir/pyread" 2>&1 <<'EOF'
+import sys
+import hotmap
+sock, path, out = sys.argv[1:4]
+with hotmap.connect(sock) as c, c.open(path) as f, open(out, "wb") as o:
+    o.write(f.pread(f.stat().size + 1, 0))
+lib = [l.split()[-1] for l in open("/proc/self/maps") if "libhotmap.so" in l]
+print("module", hotmap.__file__)
+print("libhotmap", lib[0] if lib else "none")
+EOF
+) && cmp -s "$data" "$dir/pyread" &&
+   printf '%s\n' "$pyout" | grep -q "^module $root/usr/lib/python3/dist-packages/" &&
+   printf '%s\n' "$pyout" | grep -q "^libhotmap $root/"; then
+	ok "python3-hotmap's module reads through the packaged daemon: the file byte for byte"
+else
+	not_ok "python3-hotmap's module reads through the packaged daemon: the file byte for byte" "$pyout"
 fi
 kill -TERM "$pid" 2>/dev/null
 wait "$pid" 2>/dev/null

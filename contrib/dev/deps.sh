@@ -8,16 +8,20 @@
 # file system); clang (the fuzzers); prometheus has promtool, which checks
 # stats --prometheus; kubernetes-client (kubectl), nodejs and npm check
 # contrib/kubernetes (tests/test_kubernetes.sh); dpkg-dev, debhelper
-# (with dh-autoreconf) and lintian build and check the Debian packages
-# (contrib/debian, tests/test_debian.sh).
+# (with dh-autoreconf), dh-python (python3-hotmap's dh_python3) and
+# lintian build and check the Debian packages
+# (contrib/debian, tests/test_debian.sh); python3-venv, python3-setuptools
+# and python3-wheel build the Python package with pip, offline, in a venv
+# (tests/test_python_packaging.sh).
 HOTMAP_DEPS="build-essential autoconf automake libtool pkg-config
 	libevent-dev libprotobuf-c-dev protobuf-c-compiler libsystemd-dev
 	libcmocka-dev python3 python3-dev"
 HOTMAP_TEST_DEPS="mandoc systemd procps util-linux python3-numpy mypy
+	python3-venv python3-setuptools python3-wheel
 	clang libclang-rt-dev
 	libfuse3-dev fuse3
 	prometheus kubernetes-client nodejs npm
-	dpkg-dev debhelper lintian"
+	dpkg-dev debhelper dh-python lintian"
 
 # hotmap_install_deps [--tests]: the build's packages, and with --tests
 # the tests' too (and npm's modules for tests/test_kubernetes.sh).
