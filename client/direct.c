@@ -1,6 +1,7 @@
 /*
  * direct.c - the direct tier: reading a granted file from the client's own
- * mapping of it, with no round trip (DESIGN.md section 9, proto/direct.h).
+ * mapping of it, with no round trip (docs/design.md, "Tiers";
+ * proto/direct.h).
  *
  * A file is granted at OPEN (the daemon holds a read lease on it and gave
  * the handle a slot in the region's slot table) and promoted here when it

@@ -60,7 +60,7 @@ platform_qsort_r(void *base, size_t n, size_t size, platform_compare_fn compare,
 }
 #endif
 
-/* --- s18-win-client: the client's handle types ----------------------------
+/* --- the client's handle types ---------------------------------------------
  * hm_conn: the connection to hotmapd, as transport.h's platform file keeps
  * it (the socket on POSIX; on Windows transport_win32.c's connection
  * object as a number).  hm_osfile: a file the process holds (a descriptor
@@ -107,6 +107,6 @@ platform_binary_stdout(void)
 {
 }
 #endif
-/* --- end s18-win-client --- */
+/* --- end --- */
 
 #endif

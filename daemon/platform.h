@@ -27,7 +27,7 @@ typedef unsigned int gid_t;
 #endif
 
 /*
- * --- storage (branch s18-win-storage) -------------------------------------
+ * --- storage -------------------------------------------------------------
  * hm_fd: what the storage core holds a file by.  A descriptor on POSIX; a
  * HANDLE on Windows, used natively (no CRT descriptor: the CRT caps them
  * below the open-files budget).  HM_FD_INVALID is the "none" value.
@@ -44,7 +44,7 @@ typedef int hm_fd;
 #endif
 /* --- end storage ----------------------------------------------------------- */
 
-/* --- transport (branch s18-win-transport) --- */
+/* --- transport --- */
 /*
  * HM_PRINTF(f, a): printf-like arguments, checked as the C library the
  * program uses formats them: mingw's own stdio (with _GNU_SOURCE, %zu

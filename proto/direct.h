@@ -2,8 +2,8 @@
  * direct.h - the direct-read slots in a client's shared region, shared by
  * hotmapd and libhotmap.
  *
- * What it is for: the direct tier (DESIGN.md section 9).  A client reads a
- * file the daemon granted it from its own mapping of the file, with no
+ * What it is for: the direct tier (docs/design.md, "Tiers").  A client
+ * reads a file the daemon granted it from its own mapping of the file, with no
  * round trip.  The daemon stays the authority through one slot per granted
  * handle: it writes there whether the grant holds, and the client writes
  * there what it read, for stats.

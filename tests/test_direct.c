@@ -1,5 +1,5 @@
 /*
- * test_direct.c - the direct tier (DESIGN.md section 9) against a real
+ * test_direct.c - the direct tier (docs/design.md, "Tiers") against a real
  * hotmapd (tests/harness.h): a granted file read from the client's own
  * mapping, with no round trip, and taken back when the file may change.
  *
