@@ -74,14 +74,14 @@ version=$(dpkg-parsechangelog -l "$top/contrib/debian/changelog" -S Version)
 arch=$(dpkg-architecture -qDEB_HOST_ARCH 2>/dev/null || dpkg --print-architecture)
 multiarch=$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || gcc -print-multiarch)
 missing=
-for p in hotmapd libhotmap0 libhotmap-dev hotmap-tools python3-hotmap; do
+for p in hotmapd libhotmap1 libhotmap-dev hotmap-tools python3-hotmap; do
 	[ -f "$out/${p}_${version}_$arch.deb" ] || missing="$missing $p"
 done
 [ -f "$out/hotmap_$version.dsc" ] || missing="$missing hotmap_$version.dsc"
 if [ -z "$missing" ]; then
-	ok "the five packages: hotmapd, libhotmap0, libhotmap-dev, hotmap-tools, python3-hotmap, and the source"
+	ok "the five packages: hotmapd, libhotmap1, libhotmap-dev, hotmap-tools, python3-hotmap, and the source"
 else
-	not_ok "the five packages: hotmapd, libhotmap0, libhotmap-dev, hotmap-tools, python3-hotmap, and the source" \
+	not_ok "the five packages: hotmapd, libhotmap1, libhotmap-dev, hotmap-tools, python3-hotmap, and the source" \
 		"missing:$missing" "$(ls "$out" 2>&1)"
 	bail "no packages to look into"
 fi
@@ -118,8 +118,8 @@ has_files "hotmapd: the daemon, its units, man pages and example config" hotmapd
 	usr/sbin/hotmapd "$unitdir/hotmapd\\.service" "$unitdir/hotmapd\\.socket" \
 	'usr/share/man/man8/hotmapd\.8\.gz' 'usr/share/man/man5/hotmapd\.conf\.5\.gz' \
 	'usr/share/doc/hotmapd/examples/hotmapd\.conf(\.gz)?' usr/share/doc/hotmapd/copyright
-has_files "libhotmap0: libhotmap.so.0 in the multiarch libdir" libhotmap0 \
-	"usr/lib/$multiarch/libhotmap\\.so\\.0" "usr/lib/$multiarch/libhotmap\\.so\\.0\\.[0-9.]+"
+has_files "libhotmap1: libhotmap.so.1 in the multiarch libdir" libhotmap1 \
+	"usr/lib/$multiarch/libhotmap\\.so\\.1" "usr/lib/$multiarch/libhotmap\\.so\\.1\\.[0-9.]+"
 has_files "libhotmap-dev: headers, the .so link, libhotmap.pc, libhotmap(3)" libhotmap-dev \
 	'usr/include/hotmap\.h' 'usr/include/hotmap_admin\.h' \
 	"usr/lib/$multiarch/libhotmap\\.so" "usr/lib/$multiarch/pkgconfig/libhotmap\\.pc" \
@@ -131,32 +131,32 @@ has_files "python3-hotmap: the module and hotmap.pyi in python3's dist-packages"
 	"usr/lib/python3/dist-packages/hotmap\\.cpython-3[0-9]+-$multiarch\\.so" \
 	'usr/lib/python3/dist-packages/hotmap\.pyi' usr/share/doc/python3-hotmap/copyright
 
-# hotmap-tools depends on libhotmap0 (shlibs, from the symbols file), the
-# -dev package on the same version of libhotmap0
+# hotmap-tools depends on libhotmap1 (shlibs, from the symbols file), the
+# -dev package on the same version of libhotmap1
 tools_dep=$(dpkg-deb -f "$(deb hotmap-tools)" Depends)
 dev_dep=$(dpkg-deb -f "$(deb libhotmap-dev)" Depends)
-if printf '%s\n' "$tools_dep" | grep -q 'libhotmap0 (>= ' &&
-   printf '%s\n' "$dev_dep" | grep -q "libhotmap0 (= $version)"; then
-	ok "hotmap-tools and libhotmap-dev depend on libhotmap0"
+if printf '%s\n' "$tools_dep" | grep -q 'libhotmap1 (>= ' &&
+   printf '%s\n' "$dev_dep" | grep -q "libhotmap1 (= $version)"; then
+	ok "hotmap-tools and libhotmap-dev depend on libhotmap1"
 else
-	not_ok "hotmap-tools and libhotmap-dev depend on libhotmap0" \
+	not_ok "hotmap-tools and libhotmap-dev depend on libhotmap1" \
 		"hotmap-tools: $tools_dep" "libhotmap-dev: $dev_dep"
 fi
 
 # python3-hotmap depends on the library through shlibs and on python3 for
 # the version its module is built for (dh_python3)
 py_dep=$(dpkg-deb -f "$(deb python3-hotmap)" Depends)
-if printf '%s\n' "$py_dep" | grep -q 'libhotmap0 (>= ' &&
+if printf '%s\n' "$py_dep" | grep -q 'libhotmap1 (>= ' &&
    printf '%s\n' "$py_dep" | grep -q 'python3 (>= 3\.[0-9]*~)' &&
    printf '%s\n' "$py_dep" | grep -q 'python3 (<< 3\.[0-9]*)'; then
-	ok "python3-hotmap depends on libhotmap0 and on its python3 version"
+	ok "python3-hotmap depends on libhotmap1 and on its python3 version"
 else
-	not_ok "python3-hotmap depends on libhotmap0 and on its python3 version" "$py_dep"
+	not_ok "python3-hotmap depends on libhotmap1 and on its python3 version" "$py_dep"
 fi
 
 # --- maintainer scripts: debhelper's snippets and nothing else --------------
 extra=
-for p in hotmapd libhotmap0 libhotmap-dev hotmap-tools python3-hotmap; do
+for p in hotmapd libhotmap1 libhotmap-dev hotmap-tools python3-hotmap; do
 	dpkg-deb -e "$(deb "$p")" "$dir/control-$p"
 	for s in preinst postinst prerm postrm config; do
 		f=$dir/control-$p/$s
@@ -179,7 +179,7 @@ else
 fi
 
 # --- the unpacked packages at work --------------------------------------------
-for p in hotmapd libhotmap0 libhotmap-dev hotmap-tools python3-hotmap; do
+for p in hotmapd libhotmap1 libhotmap-dev hotmap-tools python3-hotmap; do
 	dpkg-deb -x "$(deb "$p")" "$root" || bail "dpkg-deb -x $p failed"
 done
 LD_LIBRARY_PATH=$root/usr/lib/$multiarch${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
@@ -196,8 +196,8 @@ fi
 
 lib=$(ldd "$hotmapctl" 2>&1 | sed -n 's/^[[:space:]]*libhotmap\.so\.0 => \([^ ]*\).*/\1/p')
 case $lib in
-"$root"/*) ok "the packaged hotmapctl loads the packaged libhotmap.so.0" ;;
-*) not_ok "the packaged hotmapctl loads the packaged libhotmap.so.0" "$(ldd "$hotmapctl" 2>&1)" ;;
+"$root"/*) ok "the packaged hotmapctl loads the packaged libhotmap.so.1" ;;
+*) not_ok "the packaged hotmapctl loads the packaged libhotmap.so.1" "$(ldd "$hotmapctl" 2>&1)" ;;
 esac
 
 sock=$dir/sock
