@@ -25,7 +25,7 @@
 LC_ALL=C
 export LC_ALL
 . "${TESTS_SRCDIR:-$(dirname "$0")}/tap.sh"
-PLAN=10
+PLAN=11
 
 HOTMAPD=${HOTMAPD:-daemon/hotmapd}
 HOTMAPCTL=${HOTMAPCTL:-client/hotmapctl}
@@ -112,6 +112,15 @@ else
 	bail "no libhotmap to build against"
 fi
 pcdir=$dest$libdir/pkgconfig
+
+# --- the package's version is the release's --------------------------------
+pyver=$(sed -n 's/^version *= *"\([^"]*\)".*/\1/p' "$srcdir/python/pyproject.toml" | head -n 1)
+pcver=$(sed -n 's/^Version: *//p' "$pcdir/libhotmap.pc" | head -n 1)
+if [ -n "$pyver" ] && [ "$pyver" = "$pcver" ]; then
+	ok "python/pyproject.toml's version is the release's ($pcver)"
+else
+	not_ok "python/pyproject.toml's version is the release's" "pyproject: '$pyver', libhotmap.pc: '$pcver'"
+fi
 
 # --- 2: pkg-config finds it --------------------------------------------------
 flags=$(PKG_CONFIG_PATH=$pcdir PKG_CONFIG_SYSROOT_DIR=$dest "$PKG_CONFIG" --cflags --libs libhotmap 2>&1)

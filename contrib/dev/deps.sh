@@ -21,7 +21,8 @@ HOTMAP_TEST_DEPS="mandoc systemd procps util-linux python3-numpy mypy
 	clang libclang-rt-dev
 	libfuse3-dev fuse3
 	prometheus kubernetes-client nodejs npm
-	dpkg-dev debhelper dh-python lintian"
+	dpkg-dev debhelper dh-python lintian
+	abigail-tools"
 
 # hotmap_install_deps [--tests]: the build's packages, and with --tests
 # the tests' too (and npm's modules for tests/test_kubernetes.sh).
