@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bench.h - hmbench, the benchmark of hotmap against in-process reads,
  * nginx and the machine's own floors (see bench/run and

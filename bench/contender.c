@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * contender.c - the ways a client can read a byte range, side by side.
  *

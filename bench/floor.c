@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * floor.c - the machine's own floors, measured in the same run as the
  * contenders: what no socket daemon, no shared-memory transport and no

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * hmbench.c - hotmap side by side with in-process reads, nginx and the
  * machine's own floors (see bench.h, bench/run and docs/performance.md).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * httpc.c - a minimal HTTP/1.1 client for the nginx contender: Range GETs
  * on one keep-alive connection over a Unix socket, pipelined for batches.

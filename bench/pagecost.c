@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * pagecost.c - what reading a hot file through a mapping costs on this
  * machine, by the size of the page cache's folios, side by side with

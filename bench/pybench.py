@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 """pybench.py - the Python binding (import hotmap) against what Python
 programs do without it.
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * report.c - hmbench's results: rows of metrics over rounds, printed as a
  * plain-text table and written as CSV and JSON (see bench.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * server.c - hotmapd and nginx as children of hmbench: started on sockets
  * in the run directory, waited for until they answer, stopped with SIGTERM

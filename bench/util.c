@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * util.c - clocks, percentiles, /proc, page cache control, test data and
  * child processes for hmbench (see bench.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * admin.c - the administrative calls (hm_ping, hm_stats, hm_stats_reset,
  * hm_files, hm_clients, hm_evict, hm_config, hm_stop): one request each (hm_files: one a page)

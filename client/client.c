@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * client.c - libhotmap (see hotmap.h and libhotmap(3)).
  *

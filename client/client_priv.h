@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * client_priv.h - what the files of libhotmap share; never installed.
  *

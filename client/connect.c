@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * connect.c - a client's connection: the options (hm_connect_opts, over
  * the environment, over the built-in defaults), connecting with the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * ctl_cmds.c - hotmapctl's commands but top: their options, as the
  * command table in hotmapctl.c refers to them, and their handlers.

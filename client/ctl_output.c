@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * ctl_output.c - hotmapctl's output formats: the daemon's counters as
  * "key value" lines, JSON or Prometheus text; its files as a table or

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * ctl_stat.c - hotmapctl stat PATH...: what the daemon holds of each file
  * (backend, why, size, handles, resident bytes), found by its identity.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * ctl_term.h - the terminal of hotmapctl top, one platform file each:
  * ctl_top_unix.c (termios, signals, ppoll) and ctl_top_win32.c (the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * ctl_top.c - hotmapctl top: a live view of the daemon.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * ctl_top_unix.c - hotmapctl top's terminal on POSIX (ctl_term.h):
  * termios for raw keys, TIOCGWINSZ for the size, signals to stop, redraw

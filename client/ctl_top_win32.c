@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * ctl_top_win32.c - hotmapctl top's terminal on Windows (ctl_term.h), with
  * the console API: ENABLE_VIRTUAL_TERMINAL_PROCESSING so that the escape

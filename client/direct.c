@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * direct.c - the direct tier: reading a granted file from the client's own
  * mapping of it, with no round trip (docs/design.md, "Tiers";

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * direct_win32.c - the direct tier on Windows: not offered.  A grant needs
  * the daemon to learn that a writer came (the read lease on Linux; an

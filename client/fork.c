@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fork.c - libhotmap across fork(2): the handlers that keep a child's
  * inherited views intact and every lock usable, and the child's first call

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fork_unix.c - the fork(2) handlers of fork.c's rules (read them there):
  * the prepare handler's snapshot of every region's used blocks, the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fork_win32.c - fork.c's platform half on Windows, which has no fork: a
  * child process starts with no client, so a client's pid is the process's

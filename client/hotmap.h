@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * hotmap.h - libhotmap, the client library of hotmapd.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * hotmap_admin.h - libhotmap's administrative calls, for tools such as
  * hotmapctl: the daemon's counters, its cached files, eviction, and its

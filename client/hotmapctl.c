@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * hotmapctl.c - the admin and test CLI of hotmapd, over libhotmap: the
  * command table, the one parser that reads a command line against it,

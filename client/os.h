@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * os.h - what libhotmap needs of the operating system besides its
  * connection (transport.h): the files a client opens itself, the

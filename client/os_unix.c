@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * os_unix.c - os.h on POSIX: descriptors, getrlimit, getcwd.
  */

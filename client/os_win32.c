@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * os_win32.c - os.h on Windows: file HANDLEs used natively (not CRT
  * descriptors, which the CRT caps), UTF-8 paths as wide ones; and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * page_state.h - what the direct tier knows of each 4 KiB page of a
  * mapping: how often it was read with pread, and whether it has been

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * platform.h - the few libc differences the client side (libhotmap and
  * hotmapctl) meets between its platforms, so that the files using them

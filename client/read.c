@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * read.c - hm_pread and hm_read_batch: a read in the client when the file
  * is granted (direct.c), else one READ per range, through the region when

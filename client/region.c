@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * region.c - the shared region and the views into it.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * region_unix.c - the shared region's memory on Linux: a sealed memfd
  * (it can neither grow nor shrink, so the daemon's mapping of it never

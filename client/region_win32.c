@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * region_win32.c - the shared region's memory on Windows: a section backed
  * by the paging file (CreateFileMappingW of INVALID_HANDLE_VALUE), mapped

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * ring.c - polling mode (proto/ring.h): reads published as entries of the
  * submission ring at the start of the region, completions taken from the

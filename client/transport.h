@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * transport.h - libhotmap's connection to hotmapd, one platform file each:
  * transport_unix.c (a Unix stream socket, descriptors passed with

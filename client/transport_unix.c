@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * transport_unix.c - libhotmap's connection on POSIX (see transport.h): a
  * Unix stream socket; descriptors go with a request's first byte and come

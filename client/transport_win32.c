@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * transport_win32.c - libhotmap's connection on Windows (see transport.h):
  * a named pipe, \\.\pipe\hotmap by default (docs/windows.md, section 6).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * trust.c - whom libhotmap hands descriptors to (see trust.h).
  */

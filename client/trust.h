@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * trust.h - whom libhotmap hands descriptors to.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * trust_win32.c - whom libhotmap talks to on Windows (trust.h): the user
  * and groups of the process that serves the pipe, from its token

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * win32.h - what the client's Windows platform files (*_win32.c) share:
  * Windows errors as errno values, and UTF-8 names as wide ones.  Included

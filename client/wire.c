@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * wire.c - libhotmap's frames on its socket: encoding and sending requests
  * (with a descriptor when one goes along), buffering what arrives, reading

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * admin.c - the administrative requests (see admin.h).
  */

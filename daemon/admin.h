@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * admin.h - the administrative requests: STATS (and its reset), FILES,
  * CLIENTS, EVICT, CONFIG and STOP.  Each answers one request with one reply built from

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * backend.h - how the bytes of a cache entry are fetched: one ops struct
  * per backend, found by name or by kind.

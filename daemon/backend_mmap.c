@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * backend_mmap.c - the mmap backend: bytes are copied out of one shared,
  * read-only mapping of the whole file (as long as it was when mapped),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * backend_pread.c - the pread backend: every byte comes from pread(2) on
  * the entry's descriptor (POSIX; backend_win32.c is the Windows one).

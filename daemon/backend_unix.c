@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * backend_unix.c - the mapping calls of backend.h on POSIX: mmap(2),
  * munmap(2), fstat(2) and mincore(2).  backend_mmap.c reads through them;

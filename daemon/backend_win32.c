@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * backend_win32.c - the backends' Windows half: the mapping calls of
  * backend.h (CreateFileMappingW with PAGE_READONLY, MapViewOfFile with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * closer.c - see closer.h.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * closer.h - closes descriptors that came from clients, off the event loop.
  *

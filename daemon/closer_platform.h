@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * closer_platform.h - what closer.c needs of the platform: whether a
  * value names nothing, making a close cheap before it is queued (a

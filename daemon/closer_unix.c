@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * closer_unix.c - closer_platform.h on POSIX: descriptors.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * closer_win32.c - closer_platform.h on Windows: handles.  No socket
  * ever reaches the closer there (handles are pulled, and only disk files

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * conf.c - hotmapd.conf and the command line into struct hm_config (see
  * conf.h): reading the file, loading (defaults, file, command line),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * conf.h - hotmapd's configuration: built-in defaults, the file
  * (hotmapd.conf, parsed in conf.c), the command line over both, and where

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * conf_error.c - the errors of one load of the configuration: every one
  * kept, in the order of the file's lines and then the command line, each

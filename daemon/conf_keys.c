@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * conf_keys.c - the key table of hotmapd.conf and the command line
  * (keys[]): every key's name, type, field, limits, choices, default,

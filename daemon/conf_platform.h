@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * conf_platform.h - what reading hotmapd.conf asks of the operating
  * system, so that conf.c and conf_value.c carry no #ifdef:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * conf_platform_unix.c - conf_platform.h on POSIX.
  */

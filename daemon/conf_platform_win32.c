@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * conf_platform_win32.c - conf_platform.h on Windows.  Windows builds
  * only; conf_platform_unix.c is the POSIX half.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * conf_priv.h - what the rooms of the configuration share, and nothing
  * else includes.  They call one another in one direction only:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * conf_value.c - the value types of hotmapd.conf and the command line:
  * numbers, sizes, booleans, choices, octal modes, and the types no

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * daemonize.c - see daemonize.h.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * daemonize.h - hotmapd becoming a daemon, as daemon(7) describes a
  * SysV daemon and nginx, memcached and redis behave: detach from the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * daemonize_win32.c - daemonize.h on Windows: no fork and no setsid, so
  * hotmapd runs in the foreground (a service comes later: docs/windows.md,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * direct.c - see direct.h.
  *

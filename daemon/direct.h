@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * direct.h - direct-read grants: which handles a client may read from its
  * own mapping of the file, and taking that back (docs/design.md, "Tiers").

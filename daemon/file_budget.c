@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * file_budget.c - what the file cache keeps: the budget (max_files,
  * max_mapped_bytes), the limits that set it, the sweep of entries idle

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * file_cache.c - the file cache itself (storage.h): made and freed, its
  * handles closed and duplicated, its counters, and the names of backends

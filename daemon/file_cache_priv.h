@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * file_cache_priv.h - what the rooms of the file cache share: the entry
  * and cache structs and the few helpers that reach into more than one.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * file_entry.c - the file cache's entries: made, found by (st_dev, st_ino)
  * in the hash, moved on and off the idle lists (watched with inotify from

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * file_io.c - the I/O of the storage core: reads through a handle (inline
  * or detached on a worker, then accounted on the loop), warming, the

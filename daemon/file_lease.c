@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * file_lease.c - the read lease behind direct reads (storage.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * file_list.c - listing and eviction of the cache's entries (storage.h):
  * file_cache_foreach with each file's residency (mincore), and the

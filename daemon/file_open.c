@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * file_open.c - file_cache_open: from a client's descriptor to a handle.
  * It checks the descriptor, classifies the file system, picks the

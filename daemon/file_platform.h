@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * file_platform.h - what the file cache asks of the operating system, so
  * that its rooms (file_*.c) carry no #ifdef: one implementation per

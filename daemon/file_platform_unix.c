@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * file_platform_unix.c - file_platform.h on Linux: fstat, fstatfs and its
  * magic numbers, /proc/self/fd, mincore, posix_fadvise,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * file_platform_win32.c - file_platform.h on Windows.  Windows builds
  * only; file_platform_unix.c is the POSIX half.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * guard.h - the SIGBUS-guarded copy out of a file mapping.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * guard_win32.c - guard.h on Windows: the guarded copy out of a file
  * mapping, with a vectored exception handler where Linux has SIGBUS.

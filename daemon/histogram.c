@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * histogram.c - log-scaled latency histograms (see histogram.h).
  */

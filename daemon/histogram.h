@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * histogram.h - latency histograms for the daemon's event loop.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * listen_unix.c - hotmapd's listener on a Unix socket (server_platform.h):
  * the socket systemd passed, or one bound at the configured path in a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * listen_win32.c - hotmapd's listener on Windows (server_platform.h): the
  * named pipe the configuration's socket names (\\.\pipe\hotmap by

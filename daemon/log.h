@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * log.h - hotmapd's log: one line per event, to one of three places.
  *

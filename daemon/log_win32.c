@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * log_win32.c - log.h on Windows: stderr (the console), or a file opened
  * for appending, with the same line formats as log.c.  No syslog: a

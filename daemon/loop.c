@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * loop.c - hotmapd's event loop driver (see loop.h).
  *

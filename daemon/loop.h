@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * loop.h - hotmapd's event loop driver: runs libevent, and while clients
  * use request rings (proto/ring.h) polls them for a bounded time after

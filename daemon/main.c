@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * main.c - hotmapd: options, process set-up, and the server's run.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * monotime.h - hotmapd's one clock: CLOCK_MONOTONIC in nanoseconds.
  *

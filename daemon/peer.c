@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * peer.c - a client connection on libevent (see peer.h): the portable
  * half.  Input buffering, the header checks, dispatch, the output queue

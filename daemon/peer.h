@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * peer.h - one client connection of hotmapd: the transport layer.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * peer_fds.c - see peer_fds.h.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * peer_fds.h - descriptors sent to a client with a frame (SCM_RIGHTS).
  *

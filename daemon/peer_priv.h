@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * peer_priv.h - between the portable peer (peer.c: buffering, header
  * checks, dispatch, timers) and its transport half (peer_unix.c on a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * peer_unix.c - the peer's transport half on a Unix stream socket (see
  * peer_priv.h): recvmsg with SCM_RIGHTS, EV_READ and EV_WRITE events,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * platform.h - the few types the daemon's portable files need that one of
  * its platforms lacks, so that those files and their headers carry no

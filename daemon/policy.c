@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * policy.c - who may connect and who administers hotmapd (see policy.h).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * policy.h - hotmapd's peer policy: the credentials of a connected peer,
  * whether it may connect and whether it administers (from allow-uid,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * privdrop.c - see privdrop.h.
  */

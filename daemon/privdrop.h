@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * privdrop.h - hotmapd giving up root for the configured user and group
  * (the keys user and group), once everything that needs root is done:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * privdrop_win32.c - privdrop.h on Windows: a process cannot become
  * another user there.  hotmapd runs as the account that starts it (a

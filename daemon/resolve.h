@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * resolve.h - open a path a client names, only beneath the roots that the
  * daemon was given (--root).

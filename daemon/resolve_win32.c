@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * resolve_win32.c - resolve.h on Windows.  Windows builds only; resolve.c
  * is the POSIX half.

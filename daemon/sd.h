@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * sd.h - the sd-daemon calls hotmapd makes, or stubs without libsystemd.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * server.c - reload, systemd status and the life of hotmapd's service
  * state (see server.h).  The listener and the signals (or the console's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * server.h - hotmapd's service state: configuration, listener, sessions,
  * statistics and the event loop.

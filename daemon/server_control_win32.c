@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * server_control_win32.c - what stops hotmapd on Windows
  * (server_platform.h): Ctrl+C, Ctrl+Break and the console's close drain

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * server_platform.h - the platform halves of the server (server.h):
  * the listener (listen_unix.c: bind, socket activation, the socket

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * server_unix.c - what stops or reloads hotmapd on POSIX
  * (server_platform.h): SIGTERM and SIGINT drain and exit, SIGHUP

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * session.c - a client's connection (see session.h): admission at accept
  * and at HELLO, the dispatch table, the handle requests (OPEN, STAT,

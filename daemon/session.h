@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * session.h - one client of hotmapd: its handle table and the dispatch of
  * its requests (the service layer between peer.c and the storage core).

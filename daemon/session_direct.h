@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * session_direct.h - a session's part in direct reads: the slots in its
  * region and the grants on its handles (daemon/direct.h is the registry).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * session_handle.c - a client's handle table, and the few services every
  * part of a session uses: its ERROR reply, the count of bytes it was

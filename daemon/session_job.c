@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * session_job.c - the reads and warms a session hands to the workers
  * (workers.h), their steps, and their return to the loop thread, where

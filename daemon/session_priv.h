@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * session_priv.h - what the rooms of a session share, and nothing else
  * includes.  They call one another in one direction only:

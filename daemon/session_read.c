@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * session_read.c - READ and WARM on the socket: a read into the shared
  * region, a read of one frame, a stream of frames for a longer read, and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * session_region.h - a client's shared region (HELLO shm_size), as the
  * platform passes it: a memfd sealed against shrinking and growing, with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * session_region_unix.c - the shared region on Linux (see
  * session_region.h): the memfd that came with HELLO.

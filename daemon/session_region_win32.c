@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * session_region_win32.c - the shared region on Windows (see
  * session_region.h): the client makes a pagefile-backed section

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * session_ring.c - polling mode (see session_ring.h and proto/ring.h).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * session_ring.h - polling mode (proto/ring.h): a client's requests taken
  * from the ring at the start of its shared region, and their completions

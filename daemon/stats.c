@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * stats.c - hotmapd's counters, latency histograms and the one list of
  * stats keys (see stats.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * stats.h - hotmapd's statistics: the service counters, the latency
  * histograms by operation, errors by errno, and the one callback that

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * storage.h - the storage core of hotmapd: the file cache, the backends
  * (mmap, pread) and the SIGBUS-guarded copy.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * storage_win32.h - what the Windows halves of the storage core share
  * (backend_win32.c, file_platform_win32.c): Win32 errors as the negative

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * transport.h - the daemon's transport seam: what a client connection is
  * on this platform, and who is at its other end.

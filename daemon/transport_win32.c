@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * transport_win32.c - the named pipe transport (transport_win32.h) and
  * the peer's half on Windows (peer_priv.h).

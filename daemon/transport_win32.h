@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * transport_win32.h - hotmapd's named pipe transport on Windows
  * (docs/windows.md, sections 3 and 6): one completion port with one

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * workers.c - see workers.h.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * workers.h - a small pool of threads for reads that may block: copies
  * that may fault on cold pages, preads that wait for the disk, files whose

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * workers_platform.h - the platform halves of the worker pool
  * (workers.h): how a worker thread wakes the event loop, and how it

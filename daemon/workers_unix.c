@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * workers_unix.c - the worker pool's wake-up on Linux (see
  * workers_platform.h): an eventfd the event loop watches.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * workers_win32.c - the worker pool's wake-up on Windows (see
  * workers_platform.h): event_active() on the loop's base, which is

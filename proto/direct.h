@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * direct.h - the direct-read slots in a client's shared region, shared by
  * hotmapd and libhotmap.

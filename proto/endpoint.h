@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * endpoint.h - where a hotmapd listens by default on this platform (for
  * frame_default_socket() once $HOTMAP_SOCKET is not set), and whether

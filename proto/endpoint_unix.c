@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * endpoint_unix.c - the default endpoint on Linux and other POSIX systems
  * (see endpoint.h): the system's socket for root, else the user's own

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * endpoint_win32.c - the default endpoint on Windows (see endpoint.h):
  * one named pipe for every user (docs/windows.md, section 6).  Who may

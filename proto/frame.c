@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * frame.c - hotmap frame header and message packing (see frame.h).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * frame.h - the hotmap wire framing, shared by hotmapd and libhotmap.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * hm_errno.h - the errno values hotmap uses that one of its platforms
  * lacks, defined once for the daemon, the library and hotmapctl.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * pagemap.h - PAGEMAP_SCAN (Linux 6.7), for the daemon's huge folios
  * (daemon/file_platform_unix.c) and the library's direct tier

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * ring.h - the polling-mode rings in a client's shared region, shared by
  * hotmapd and libhotmap.

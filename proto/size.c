@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * size.c - byte counts as size.h's grammar has them.
  */

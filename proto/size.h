@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * size.h - the one grammar of byte counts, shared by hotmapd (hotmapd.conf
  * and its options), libhotmap (HOTMAP_SHM_SIZE, HOTMAP_SHM_THRESHOLD) and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * vocab.c - names from the descriptors of proto/hotmap.proto.
  *

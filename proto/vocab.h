@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * vocab.h - the names of the wire's vocabulary, made from protobuf-c's
  * descriptors of proto/hotmap.proto, so that hotmapd, libhotmap and

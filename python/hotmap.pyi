@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Type stub of the hotmap extension module (python/hotmapmodule.c).
 # See docs/python.md.
 import builtins

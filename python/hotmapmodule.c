@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * hotmapmodule.c - `import hotmap`: a CPython extension over libhotmap.
  *

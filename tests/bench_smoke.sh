@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # bench_smoke.sh - a smoke run of the benchmarks (bench/run --quick, nginx
 # and charts skipped): fails if the bench fails or writes no results.  No
 # timing is asserted.  TAP.

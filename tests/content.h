@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * content.h - the tests' file content: byte pos of the content for seed,
  * the same function in the harness (harness_fill) and in faultfs, which

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * faultfs.c - a tiny FUSE file system for the fault tests (test_faults.c):
  * it serves a few read-only files of harness_fill content and, on command,

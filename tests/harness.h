@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * harness.h - what the integration tests share: a real hotmapd on a
  * private socket, files of deterministic pseudo-random content, reads

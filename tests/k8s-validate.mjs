@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // k8s-validate.mjs - checks Kubernetes manifests offline, for
 // tests/test_kubernetes.sh.
 //

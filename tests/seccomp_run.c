@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * seccomp_run.c - runs a command under a seccomp filter that allows only
  * the system calls whose numbers it is given and kills the process at any

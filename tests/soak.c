@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * soak.c - 64 clients, file churn and reloads against one hotmapd for
  * minutes (make soak; not part of make check).

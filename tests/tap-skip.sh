@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # The log compiler of every test: runs the test ("$@") and passes its TAP
 # on, with cmocka's "not ok N # SKIP" written "ok N # SKIP".  cmocka
 # prints a skipped test as "not ok", which automake's TAP driver counts as

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # tap.sh - TAP, and waiting for hotmapd, for the shell tests; sourced:
 #   . "${TESTS_SRCDIR:-$(dirname "$0")}/tap.sh"
 #

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_conf_win32.c - the configuration's Windows half, under wine
  * (contrib/windows/test): conf_platform_win32.c (reading lines, absolute

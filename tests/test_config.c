@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_config.c - hotmapd.conf and the command line (daemon/conf.h),
  * and the peer policy (policy_may_connect, policy_is_admin,

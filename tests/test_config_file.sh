@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # test_config_file.sh - hotmapd run from hotmapd.conf, as an administrator
 # runs it: --check-config on good and bad files, the socket and roots from
 # the file, socket-mode and socket-group applied, and SIGHUP reloading a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_ctl_prometheus.c - hotmapctl's Prometheus text (client/ctl_output.c)
  * from stats given by hand: what a daemon too old to send kinds and help

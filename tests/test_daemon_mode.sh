@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # test_daemon_mode.sh - hotmapd as an operator runs it without systemd:
 # detaching (a caller reading its output through a pipe gets it back at
 # once), the pid file, the log file and syslog, dropping to another user,

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # test_debian.sh - the Debian packages (contrib/debian): built by
 # contrib/debian/build-debs from the working tree, lintian clean, holding
 # what they should, with only debhelper's maintainer scripts, and the

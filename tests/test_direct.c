@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_direct.c - the direct tier (docs/design.md, "Tiers") against a real
  * hotmapd (tests/harness.h): a granted file read from the client's own

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_fastpath.c - batched reads, the shared-memory transport and
  * zero-copy views, against a real hotmapd (tests/harness.h), checked byte

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_faults.c - I/O errors and truncation under a real hotmapd: files
  * on a FUSE file system of our own (tests/faultfs.c) that fails reads of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_fork.c - a libhotmap client inherited across fork(2), as PyTorch's
  * DataLoader does with its workers, against a real hotmapd

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_frame.c - framing: the header codec and checks (proto/frame.c), and
  * the daemon's peer (daemon/peer.c) fed byte by byte over a socketpair.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_histogram.c - daemon/histogram.c: percentiles within the bound its
  * header documents (never low, at most 1/16 high), clamping, reset.

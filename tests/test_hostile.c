@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_hostile.c - attacks by an unprivileged client that speaks the wire
  * protocol by hand, each against a hotmapd started with its defaults.

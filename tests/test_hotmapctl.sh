@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # test_hotmapctl.sh - hotmapctl against a real hotmapd, as a user runs it.
 #
 # Prints TAP.  make check sets HOTMAPD and HOTMAPCTL (absolute paths of the

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # hotmapd's command line: bad values are refused with exit 2 and a message
 # naming the option, before anything is bound; --help and --version work.
 # TAP.

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # make install (TAP), from the build tree make check runs in, into a
 # DESTDIR: everything lands beneath the configured prefix (the systemd
 # units too, unless the prefix is /usr), the units run the installed

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_integration.c - libhotmap against a real hotmapd (tests/harness.h):
  * what a user of the library sees, checked byte for byte against pread(2)

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # The integration suite again with no shared region: every byte then
 # travels over the socket, the path older daemons and small clients use.
 HOTMAP_SHM_SIZE=0

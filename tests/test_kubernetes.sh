@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # test_kubernetes.sh - contrib/kubernetes's manifests, checked offline:
 # kubectl decodes each into the API's types (YAML, kinds, field types),
 # npm's kubernetes-models validates each object against the API's schemas

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_limits.c - resource exhaustion against a real hotmapd
  * (tests/harness.h): the daemon out of descriptors, a client that opens

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # Every man page is mandoc -Tlint clean at warning level (TAP).
 srcdir=${TESTS_SRCDIR:-$(dirname "$0")}/..
 # hotmapd.8 and hotmapd.conf.5 are made from their .in in the build tree

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_notify.c - hotmapd speaks to its service manager: READY=1 once it
  * listens, WATCHDOG=1 within the watchdog interval, a STATUS= summary,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_ops.c - what an operator configures, against a real hotmapd
  * (tests/harness.h): the memory budget (least recently used first, a

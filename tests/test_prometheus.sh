@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # test_prometheus.sh - hotmapctl stats --prometheus, as Prometheus's own
 # checker sees it: `promtool check metrics` must accept it and say nothing
 # (no lint either), and a few families must count what was done.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_races.c - a writer shrinks a file and grows it back while 8 clients
  * read it through every backend and transport, against a real hotmapd

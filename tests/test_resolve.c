@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_resolve.c - daemon/resolve.c: what open by path lets a client
  * reach, through openat2(2) and through the fallback a kernel without it

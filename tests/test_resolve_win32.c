@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_resolve_win32.c - resolve_win32.c under wine: opening by path only
  * beneath a root.  contrib/windows/test makes the fixture from outside

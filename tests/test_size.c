@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_size.c - proto/size.c: the one grammar of byte counts that
  * hotmapd.conf, hotmapd's options, HOTMAP_SHM_SIZE and hotmapctl read,

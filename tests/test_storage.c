@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_storage.c - unit tests of the storage core (storage.h, guard.h):
  * backend choice and its fallbacks, descriptor checks, the entry cache,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_storage_win32.c - the storage core on Windows (run under wine by
  * contrib/windows/test): file_cache_open on HANDLEs, the file mapping

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # test_system_socket.sh - a user without a daemon of her own finds the
 # system's, at /run/hotmap/hotmapd.sock, where the systemd socket unit and
 # a root daemon listen; her own daemon, when she runs one, comes first.

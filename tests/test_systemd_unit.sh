@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # hotmapd.service and hotmapd.socket (TAP): systemd-analyze verifies them,
 # the service's exposure (systemd-analyze security) stays at 2.5 or lower,
 # its ExecStartPre= and ExecReload= check the file with ExecStart='s

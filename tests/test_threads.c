@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_threads.c - one hm_client shared by several threads, against a real
  * hotmapd (tests/harness.h), with direct reads off so that every read goes

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_trust.c - a client must know whom it talks to (issue 11).
  *

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # The systemd units: systemd-analyze verify clean (with ExecStart pointed at
 # the hotmapd just built), and the settings hotmapd relies on are there.
 # TAP.

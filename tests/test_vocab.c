@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_vocab.c - proto/vocab.c: the names people read, made from the
  * .proto's value names, are the ones hotmapctl(1), hotmapd(8) and the

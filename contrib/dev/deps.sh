@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Sourced by contrib/dev/quickstart and contrib/dev/test: installs, with
 # apt-get, the Debian/Ubuntu packages hotmap needs that are not installed
 # yet.  HOTMAP_DEPS builds hotmap and runs it (the quickstart);

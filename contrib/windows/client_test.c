@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * client_test.c - libhotmap (hotmap.dll) against a pipe server of its own
  * under wine, TAP.  The server thread speaks the real protocol through

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * e2e.c - hotmapd.exe and hotmap.dll together, under wine: the read
  * contract of the Linux integration tests (tests/test_integration.c)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * smoke.c - the first Windows pieces of hotmap, end to end, in one program.
  *

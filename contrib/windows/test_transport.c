@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_transport.c - the daemon's named pipe transport under wine:
  * daemon/peer.c (the portable framing) over daemon/transport_win32.c (the

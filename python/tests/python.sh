@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # python.sh - the Python binding's tests (make check): the configured
 # interpreter imports hotmap from the build tree (python/.libs, with
 # libhotmap from client/.libs) and runs python/tests/test_hotmap.py, which

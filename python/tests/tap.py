@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Runs the unittest module named on the command line and prints TAP, one
 line per test case, for automake's TAP driver (python/tests/python.sh)."""
 import importlib.util

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Tests of the Python binding (import hotmap) against a real hotmapd.
 
 Run by python/tests/python.sh (make check), which points PYTHONPATH and

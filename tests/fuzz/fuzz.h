@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fuzz.h - what the libFuzzer targets share: the entry points libFuzzer
  * calls, and check(), an assertion that stays in every build and aborts

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fuzz_config.c - libFuzzer target: hotmapd.conf and the command line
  * through conf_load (daemon/conf.c and its parser).

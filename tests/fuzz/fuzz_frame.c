@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fuzz_frame.c - libFuzzer target: the frame layer (proto/frame.c) as the
  * daemon and the library meet it, on bytes nobody checked.

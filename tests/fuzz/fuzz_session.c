@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fuzz_session.c - libFuzzer target: hotmapd's request handling, from the
  * bytes on the socket to the replies: the peer (framing, descriptor

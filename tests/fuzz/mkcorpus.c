@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * mkcorpus.c - writes the seed corpus of the frame and session fuzz
  * targets: valid frames of every message type, and client conversations

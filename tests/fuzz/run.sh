@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # Runs each libFuzzer target for FUZZ_SECONDS (default 5) from its seed
 # corpus, and prints TAP: one test per target, with the executions and
 # coverage it reached.  make check runs it; make fuzz-long runs it with
