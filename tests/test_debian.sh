@@ -195,7 +195,7 @@ else
 	not_ok "the example hotmapd.conf passes hotmapd --check-config" "$cout"
 fi
 
-lib=$(ldd "$hotmapctl" 2>&1 | sed -n 's/^[[:space:]]*libhotmap\.so\.0 => \([^ ]*\).*/\1/p')
+lib=$(ldd "$hotmapctl" 2>&1 | sed -n 's/^[[:space:]]*libhotmap\.so\.1 => \([^ ]*\).*/\1/p')
 case $lib in
 "$root"/*) ok "the packaged hotmapctl loads the packaged libhotmap.so.1" ;;
 *) not_ok "the packaged hotmapctl loads the packaged libhotmap.so.1" "$(ldd "$hotmapctl" 2>&1)" ;;

@@ -114,12 +114,12 @@ fi
 pcdir=$dest$libdir/pkgconfig
 
 # --- the package's version is the release's --------------------------------
-pyver=$(sed -n 's/^version *= *"\([^"]*\)".*/\1/p' "$srcdir/python/pyproject.toml" | head -n 1)
+pkgver=$(sed -n 's/^version *= *"\([^"]*\)".*/\1/p' "$srcdir/python/pyproject.toml" | head -n 1)
 pcver=$(sed -n 's/^Version: *//p' "$pcdir/libhotmap.pc" | head -n 1)
-if [ -n "$pyver" ] && [ "$pyver" = "$pcver" ]; then
+if [ -n "$pkgver" ] && [ "$pkgver" = "$pcver" ]; then
 	ok "python/pyproject.toml's version is the release's ($pcver)"
 else
-	not_ok "python/pyproject.toml's version is the release's" "pyproject: '$pyver', libhotmap.pc: '$pcver'"
+	not_ok "python/pyproject.toml's version is the release's" "pyproject: '$pkgver', libhotmap.pc: '$pcver'"
 fi
 
 # --- 2: pkg-config finds it --------------------------------------------------
