@@ -16,7 +16,7 @@ LC_ALL=C
 export LC_ALL
 
 HOTMAPD=${HOTMAPD:-daemon/hotmapd}
-HOTMAPCTL=${HOTMAPCTL:-client/hotmapctl}
+HOTMAPCTL=${HOTMAPCTL:-hotmapctl/hotmapctl}
 PLAN=21
 
 . "${TESTS_SRCDIR:-$(dirname "$0")}/tap.sh"

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * test_ctl_prometheus.c - hotmapctl's Prometheus text (client/ctl_output.c)
+ * test_ctl_prometheus.c - hotmapctl's Prometheus text (hotmapctl/ctl_output.c)
  * from stats given by hand: what a daemon too old to send kinds and help
  * gets, families printed whole whatever the daemon's order, and units
  * scaled exactly.  tests/test_prometheus.sh checks a real daemon's with
@@ -19,7 +19,7 @@
 
 #include <cmocka.h>
 
-#include "client/ctl.h"
+#include "hotmapctl/ctl.h"
 
 struct stat_in {
 	const char *key;

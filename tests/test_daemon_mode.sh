@@ -16,7 +16,7 @@ LC_ALL=C
 export LC_ALL
 
 HOTMAPD=${HOTMAPD:-daemon/hotmapd}
-HOTMAPCTL=${HOTMAPCTL:-client/hotmapctl}
+HOTMAPCTL=${HOTMAPCTL:-hotmapctl/hotmapctl}
 # Absolute: tests run hotmapd from other directories.
 case $HOTMAPD in /*) ;; *) HOTMAPD=$PWD/$HOTMAPD ;; esac
 case $HOTMAPCTL in /*) ;; *) HOTMAPCTL=$PWD/$HOTMAPCTL ;; esac

@@ -11,7 +11,7 @@ LC_ALL=C
 export LC_ALL
 
 HOTMAPD=${HOTMAPD:-daemon/hotmapd}
-HOTMAPCTL=${HOTMAPCTL:-client/hotmapctl}
+HOTMAPCTL=${HOTMAPCTL:-hotmapctl/hotmapctl}
 # Absolute: one test runs hotmapctl from another directory.
 case $HOTMAPD in /*) ;; *) HOTMAPD=$PWD/$HOTMAPD ;; esac
 case $HOTMAPCTL in /*) ;; *) HOTMAPCTL=$PWD/$HOTMAPCTL ;; esac

@@ -12,7 +12,7 @@ LC_ALL=C
 export LC_ALL
 
 HOTMAPD=${HOTMAPD:-daemon/hotmapd}
-HOTMAPCTL=${HOTMAPCTL:-client/hotmapctl}
+HOTMAPCTL=${HOTMAPCTL:-hotmapctl/hotmapctl}
 PROMTOOL=${PROMTOOL:-promtool}
 PLAN=9
 

@@ -15,7 +15,7 @@
 . "${TESTS_SRCDIR:-$(dirname "$0")}/tap.sh"
 
 HOTMAPD=${HOTMAPD:-daemon/hotmapd}
-HOTMAPCTL=${HOTMAPCTL:-client/hotmapctl}
+HOTMAPCTL=${HOTMAPCTL:-hotmapctl/hotmapctl}
 srcdir=${TESTS_SRCDIR:-$(dirname "$0")}/..
 builddir=${TESTS_BUILDDIR:-$(dirname "$0")}/..
 service=$builddir/contrib/systemd/hotmapd.service

@@ -552,7 +552,7 @@ test_client_refuses_another_users_daemon(void **state)
 	struct world *w = *state;
 	char sock[PATH_MAX], why[PATH_MAX], out[PATH_MAX], err[PATH_MAX];
 	struct read_args ra = { .sock = sock };
-	const char *ctl = program("HOTMAPCTL", "client/hotmapctl");
+	const char *ctl = program("HOTMAPCTL", "hotmapctl/hotmapctl");
 	hm_client *c;
 	int status;
 	pid_t pid;

@@ -47,7 +47,7 @@ else
 fi
 # Socket activation: hotmapd serves the socket it is given, and leaves it
 # in place at exit (systemd owns it).
-hotmapctl=${HOTMAPCTL:-$(dirname "$0")/../client/hotmapctl}
+hotmapctl=${HOTMAPCTL:-$(dirname "$0")/../hotmapctl/hotmapctl}
 if command -v systemd-socket-activate >/dev/null 2>&1 && [ -x "$hotmapctl" ]; then
 	sock=$tmp/activated.sock
 	systemd-socket-activate -l "$sock" "$hotmapd" --foreground 2>"$tmp/log" &

@@ -41,6 +41,7 @@
 #include <event2/thread.h>
 
 #include "client/platform.h"
+#include "hotmapctl/ctl_platform.h"
 #include "daemon/guard.h"
 #include "proto/endpoint.h"
 #include "proto/frame.h"

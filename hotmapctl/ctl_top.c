@@ -17,9 +17,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "client/ctl.h"
-#include "client/ctl_term.h"
-#include "client/platform.h"
+#include "hotmapctl/ctl.h"
+#include "hotmapctl/ctl_term.h"
+#include "hotmapctl/ctl_platform.h"
 
 /* The request types top shows apart; every other requests_* key (hello,
  * ping, stats, files, ... and top's own) is summed into "other". */

@@ -17,7 +17,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "client/ctl.h"
+#include "hotmapctl/ctl.h"
 #include "proto/size.h"
 
 const struct ctl_option ctl_stat_options[] = {

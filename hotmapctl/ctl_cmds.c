@@ -17,8 +17,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "client/ctl.h"
-#include "client/platform.h"
+#include "hotmapctl/ctl.h"
+#include "hotmapctl/ctl_platform.h"
 #include "proto/endpoint.h"
 #include "proto/frame.h"
 #include "proto/size.h"

@@ -22,7 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "client/ctl.h"
+#include "hotmapctl/ctl.h"
 #include "proto/endpoint.h"
 #include "proto/frame.h"
 #include "proto/size.h"

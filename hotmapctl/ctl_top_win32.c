@@ -16,8 +16,8 @@
 #include <stdlib.h>
 #include <windows.h>
 
-#include "client/ctl.h"
-#include "client/ctl_term.h"
+#include "hotmapctl/ctl.h"
+#include "hotmapctl/ctl_term.h"
 
 #define TOP_SCREEN_ENTER	"\033[?1049h\033[?25l\033[H\033[2J"
 #define TOP_SCREEN_LEAVE	"\033[?25h\033[?1049l"

@@ -18,8 +18,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "client/ctl.h"
-#include "client/ctl_term.h"
+#include "hotmapctl/ctl.h"
+#include "hotmapctl/ctl_term.h"
 
 /*
  * The terminal.  Keys are read one at a time without echo (ICANON and
