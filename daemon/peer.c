@@ -392,13 +392,7 @@ peer_ident_move(struct peer_ident *to, struct peer_ident *from)
 }
 
 struct peer *
-peer_new(struct event_base *base, hm_conn conn, const struct peer_ops *ops, void *arg)
-{
-	return peer_new_as(base, conn, NULL, ops, arg);
-}
-
-struct peer *
-peer_new_as(struct event_base *base, hm_conn conn, struct peer_ident *ident,
+peer_new(struct event_base *base, hm_conn conn, struct peer_ident *ident,
 	    const struct peer_ops *ops, void *arg)
 {
 	struct peer *p;

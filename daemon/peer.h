@@ -77,12 +77,11 @@ struct peer_ops {
 	bool (*yield)(struct peer *p, void *arg);
 };
 
-/* A peer for conn, which it owns from then on (not on failure: NULL). */
-struct peer *peer_new(struct event_base *base, hm_conn conn, const struct peer_ops *ops, void *arg);
-/* peer_new, with the client's identity learned already (peer_ident_of):
- * taken over (ident is cleared), not asked again. */
-struct peer *peer_new_as(struct event_base *base, hm_conn conn, struct peer_ident *ident,
-			 const struct peer_ops *ops, void *arg);
+/* A peer for conn, which it owns from then on (not on failure: NULL).
+ * ident: the client's identity learned already (peer_ident_of), taken
+ * over (ident is cleared) and not asked again; NULL: asked now. */
+struct peer *peer_new(struct event_base *base, hm_conn conn, struct peer_ident *ident,
+		      const struct peer_ops *ops, void *arg);
 /* Closes the connection and every unclaimed descriptor.  Takes NULL. */
 void peer_free(struct peer *p);
 

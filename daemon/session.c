@@ -564,7 +564,7 @@ session_new(struct server *srv, hm_conn conn)
 	s->max_inflight_bytes = srv->cfg.max_inflight_bytes;
 	s->admitted = id.known ? policy_ident_may_connect(srv, &id) :
 				 srv->cfg.allow_uid.n == 0 && srv->cfg.allow_gid.n == 0;
-	s->peer = peer_new_as(srv->base, conn, &id, &session_peer_ops, s);
+	s->peer = peer_new(srv->base, conn, &id, &session_peer_ops, s);
 	if (s->peer == NULL) {
 		peer_ident_clear(&id);
 		peer_refuse(conn, ENOMEM, "out of memory");

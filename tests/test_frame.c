@@ -234,7 +234,7 @@ peer_setup(void **state)
 	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
 	t->base = event_base_new();
 	assert_non_null(t->base);
-	t->peer = peer_new(t->base, sv[0], &pt_ops, t);
+	t->peer = peer_new(t->base, sv[0], NULL, &pt_ops, t);
 	assert_non_null(t->peer);
 	t->client = sv[1];
 	*state = t;

@@ -200,7 +200,7 @@ d_accept(hm_conn c, void *arg)
 		peer_refuse(c, EUSERS, "refused by the test");
 		return;
 	}
-	p = peer_new_as(base, c, &id, &d_ops, NULL);
+	p = peer_new(base, c, &id, &d_ops, NULL);
 	if (p == NULL)
 		peer_refuse(c, ENOMEM, "out of memory");
 }
