@@ -125,7 +125,7 @@ measure(const char *label, int fd, size_t size, unsigned n, unsigned sleep_ms)
 }
 
 /* Drops each 2 MiB chunk and reads it back through a MADV_HUGEPAGE
- * mapping, as hotmapd's huge-folios does (daemon/file_platform_unix.c). */
+ * mapping, as hotmapd's huge-folios does (daemon/storage/file_platform_unix.c). */
 static double
 fold(int fd, size_t size)
 {

@@ -85,7 +85,7 @@ transport_send(hm_client *c, const uint8_t *buf, size_t len, int pass_fd)
 /*
  * recvmsg, keeping any descriptor that comes with the bytes: the kernel
  * ends a recvmsg with the segment that carried descriptors, and the daemon
- * sends one alone on a frame's first byte (daemon/peer_fds.h), so it
+ * sends one alone on a frame's first byte (daemon/transport/peer_fds.h), so it
  * belongs to the frame that starts at the last byte read.
  */
 ssize_t

@@ -17,12 +17,12 @@
 #include <event2/event.h>
 #include <protobuf-c/protobuf-c.h>
 
-#include "daemon/conf.h"
-#include "daemon/daemonize.h"
-#include "daemon/guard.h"
-#include "daemon/log.h"
-#include "daemon/privdrop.h"
-#include "daemon/server.h"
+#include "daemon/config/conf.h"
+#include "daemon/process/daemonize.h"
+#include "daemon/storage/guard.h"
+#include "daemon/base/log.h"
+#include "daemon/process/privdrop.h"
+#include "daemon/service/server.h"
 
 static void
 usage(FILE *f)

@@ -29,7 +29,7 @@
  *   72   bytes    client  bytes they returned
  *
  * The daemon trusts nothing the client writes: reads and bytes feed only
- * the statistics of the grant's file and client, bounded (daemon/direct.h:
+ * the statistics of the grant's file and client, bounded (daemon/service/direct.h:
  * a read per DIRECT_READ_MIN_NS at most, each at most the grant's size).
  *
  * What it must not do: any I/O.

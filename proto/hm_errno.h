@@ -9,7 +9,7 @@
  * <errno.h> has neither ESTALE (a view or grant of a file that changed),
  * EUSERS (too many clients) nor ESHUTDOWN (the daemon is stopping): they
  * get numbers above mingw's own (which end at EWOULDBLOCK, 140), as does
- * EDQUOT, which the daemon uses inside (daemon/direct.h).
+ * EDQUOT, which the daemon uses inside (daemon/service/direct.h).
  *
  * client/hotmap.h repeats this block for programs built against the
  * installed header; a redefinition with another value is a compiler

@@ -25,9 +25,9 @@
 
 #include <cmocka.h>
 
-#include "daemon/conf.h"
-#include "daemon/conf_platform.h"
-#include "daemon/conf_priv.h"
+#include "daemon/config/conf.h"
+#include "daemon/config/conf_platform.h"
+#include "daemon/config/conf_priv.h"
 
 struct fixture {
 	struct hm_config cfg;

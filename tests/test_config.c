@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * test_config.c - hotmapd.conf and the command line (daemon/conf.h),
+ * test_config.c - hotmapd.conf and the command line (daemon/config/conf.h),
  * and the peer policy (policy_may_connect, policy_is_admin,
- * policy_peer_creds).
+ * transport_peer_creds).
  *
  * Every key good and bad, the defaults, the command line over the file,
  * all errors of a file at once with their lines, sizes, users and groups,
@@ -29,9 +29,9 @@
 
 #include <cmocka.h>
 
-#include "daemon/conf.h"
-#include "daemon/policy.h"
-#include "daemon/server.h"
+#include "daemon/config/conf.h"
+#include "daemon/service/policy.h"
+#include "daemon/service/server.h"
 
 static char dir[PATH_MAX];
 static char conf[PATH_MAX + 16];	/* dir/hotmapd.conf */
@@ -883,7 +883,7 @@ test_peer_creds(void **state)
 	(void)state;
 	assert_true(n >= 0);
 	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
-	rc = policy_peer_creds(sv[0], &uid, &gid, groups, &ngroups);
+	rc = transport_peer_creds(sv[0], &uid, &gid, groups, &ngroups);
 	assert_int_equal(rc, 0);
 	assert_int_equal(uid, geteuid());
 	assert_int_equal(gid, getegid());
@@ -894,13 +894,13 @@ test_peer_creds(void **state)
 			assert_int_equal(groups[i], mine[i]);
 		if (n > 1) {
 			ngroups = 1;
-			assert_int_equal(policy_peer_creds(sv[0], &uid, &gid, one, &ngroups), -ERANGE);
+			assert_int_equal(transport_peer_creds(sv[0], &uid, &gid, one, &ngroups), -ERANGE);
 			assert_int_equal(ngroups, (size_t)n);
 			assert_int_equal(uid, geteuid());
 		}
 	}
 	ngroups = 0;
-	rc = policy_peer_creds(sv[0], &uid, &gid, NULL, &ngroups);
+	rc = transport_peer_creds(sv[0], &uid, &gid, NULL, &ngroups);
 	assert_true(rc == 0 || rc == -ERANGE);
 	close(sv[0]);
 	close(sv[1]);
@@ -908,7 +908,7 @@ test_peer_creds(void **state)
 	ngroups = 1;
 	rc = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	assert_true(rc >= 0);
-	assert_int_equal(policy_peer_creds(rc, &uid, &gid, one, &ngroups), -ENOTSOCK);
+	assert_int_equal(transport_peer_creds(rc, &uid, &gid, one, &ngroups), -ENOTSOCK);
 	close(rc);
 }
 

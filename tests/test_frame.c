@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * test_frame.c - framing: the header codec and checks (proto/frame.c), and
- * the daemon's peer (daemon/peer.c) fed byte by byte over a socketpair.
+ * the daemon's peer (daemon/transport/peer.c) fed byte by byte over a socketpair.
  */
 #include "config.h"
 
@@ -18,7 +18,7 @@
 #include <cmocka.h>
 #include <event2/event.h>
 
-#include "daemon/peer.h"
+#include "daemon/transport/peer.h"
 #include "proto/frame.h"
 
 static struct hm_frame_header

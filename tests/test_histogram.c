@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * test_histogram.c - daemon/histogram.c: percentiles within the bound its
+ * test_histogram.c - daemon/service/histogram.c: percentiles within the bound its
  * header documents (never low, at most 1/16 high), clamping, reset.
  */
 #include "config.h"
@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "daemon/histogram.h"
+#include "daemon/service/histogram.h"
 
 /* The documented bound: the true value v, reported as r. */
 static void

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * test_resolve.c - daemon/resolve.c: what open by path lets a client
+ * test_resolve.c - daemon/storage/resolve_unix.c: what open by path lets a client
  * reach, through openat2(2) and through the fallback a kernel without it
  * (ENOSYS) or a seccomp filter that does not know it (EPERM) gets.  Every
  * case runs in the three ways, so the fallback is held to the same
@@ -35,7 +35,7 @@
 
 #include <cmocka.h>
 
-#include "daemon/resolve.h"
+#include "daemon/storage/resolve.h"
 
 /* 0: openat2 as the kernel has it; else the errno it fails with. */
 static int openat2_errno;

@@ -26,8 +26,8 @@
 
 #include <cmocka.h>
 
-#include "daemon/resolve.h"
-#include "daemon/storage.h"
+#include "daemon/storage/resolve.h"
+#include "daemon/storage/storage.h"
 
 static char fix[MAX_PATH];
 

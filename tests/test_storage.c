@@ -44,8 +44,8 @@
 
 #include <cmocka.h>
 
-#include "../daemon/guard.h"
-#include "../daemon/storage.h"
+#include "../daemon/storage/guard.h"
+#include "../daemon/storage/storage.h"
 
 /* --- linker wrappers -------------------------------------------------- */
 

@@ -31,10 +31,10 @@
 
 #include <cmocka.h>
 
-#include "daemon/backend.h"
-#include "daemon/file_cache_priv.h"
-#include "daemon/guard.h"
-#include "daemon/storage.h"
+#include "daemon/storage/backend.h"
+#include "daemon/storage/storage_priv.h"
+#include "daemon/storage/guard.h"
+#include "daemon/storage/storage.h"
 
 static char tmpdir[MAX_PATH];
 static unsigned serial;

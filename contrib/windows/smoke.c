@@ -11,7 +11,7 @@
  * the daemon's side learning who its client is (process id, token user);
  * a handle passed by DuplicateHandle, the way a descriptor goes with
  * SCM_RIGHTS on Linux; libevent's loop woken from another thread, as
- * pipe completions will wake it; and the guard (daemon/guard_win32.c),
+ * pipe completions will wake it; and the guard (daemon/storage/guard_win32.c),
  * which must let a fault that is not its own crash (checked in a child
  * process of this program, "wild").  With "truncated PATH" it is the
  * guard's recovery test instead, which contrib/windows/test drives (it
@@ -42,7 +42,7 @@
 
 #include "client/platform.h"
 #include "hotmapctl/ctl_platform.h"
-#include "daemon/guard.h"
+#include "daemon/storage/guard.h"
 #include "proto/endpoint.h"
 #include "proto/frame.h"
 #include "proto/vocab.h"
@@ -496,7 +496,7 @@ test_libevent(void)
 	WSACleanup();
 }
 
-/* ---- the guard (daemon/guard_win32.c) ----------------------------------- */
+/* ---- the guard (daemon/storage/guard_win32.c) ----------------------------------- */
 
 /* A temporary file of len bytes of c, mapped whole; its view, or NULL. */
 static const char *

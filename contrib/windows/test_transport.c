@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * test_transport.c - the daemon's named pipe transport under wine:
- * daemon/peer.c (the portable framing) over daemon/transport_win32.c (the
+ * daemon/transport/peer.c (the portable framing) over daemon/transport/transport_win32.c (the
  * completion port, the pipe listener, identity, handle pulling), with a
  * small dispatch of its own in place of the session.  TAP output.
  *
@@ -40,8 +40,8 @@
 #include <event2/event.h>
 #include <event2/thread.h>
 
-#include "daemon/peer.h"
-#include "daemon/transport_win32.h"
+#include "daemon/transport/peer.h"
+#include "daemon/transport/transport_win32.h"
 #include "proto/frame.h"
 
 #define CLIENTS		8

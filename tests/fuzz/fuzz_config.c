@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * fuzz_config.c - libFuzzer target: hotmapd.conf and the command line
- * through conf_load (daemon/conf.c and its parser).
+ * through conf_load (daemon/config/conf.c and its parser).
  *
  * The input up to its first NUL byte is the file; it is written to a memfd
  * and loaded through /proc/self/fd, so no file is left behind and each run
@@ -22,7 +22,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "daemon/conf.h"
+#include "daemon/config/conf.h"
 #include "tests/fuzz/fuzz.h"
 
 static void

@@ -56,13 +56,13 @@
 
 #include <event2/event.h>
 
-#include "daemon/closer.h"
-#include "daemon/conf.h"
-#include "daemon/log.h"
-#include "daemon/server.h"
-#include "daemon/session.h"
-#include "daemon/storage.h"
-#include "daemon/workers.h"
+#include "daemon/base/closer.h"
+#include "daemon/config/conf.h"
+#include "daemon/base/log.h"
+#include "daemon/service/server.h"
+#include "daemon/service/session.h"
+#include "daemon/storage/storage.h"
+#include "daemon/service/workers.h"
 #include "proto/ring.h"
 #include "tests/fuzz/fuzz.h"
 

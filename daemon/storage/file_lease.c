@@ -1,0 +1,113 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * file_lease.c - the read lease behind direct reads (storage.h).
+ *
+ * What it is for: a lease is the kernel's promise that nobody writes the
+ * file without asking first.  Several grants share the entry's one lease
+ * (lease_refs); the last one lets it go, so that writers are not held up
+ * once nobody reads directly.
+ *
+ * What it must not do: touch a client's memory (the grants are the
+ * service layer's), or take a lease on a descriptor that is not the
+ * entry's own, opened by hotmapd itself: a lease, its signal and its
+ * owner belong to the open file description they were set on.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "daemon/storage/storage_priv.h"
+
+int
+storage_leasable(const struct storage_handle *h)
+{
+	const struct file_entry *e = h->entry;
+
+	if (e == NULL || !e->hashed || e->fs != FS_LOCAL || e->file.map == NULL ||
+	    h->backend != STORAGE_BACKEND_MMAP)
+		return -ENODEV;
+	/* The lease, its signal (F_SETSIG) and the process it goes to
+	 * (F_SETOWN) belong to the open file description.  On a client's,
+	 * the client could name the signal (SIGKILL, SIGSTOP) or its
+	 * receiver (itself, so that the daemon never revokes). */
+	if (!e->own_fd)
+		return -ENOLCK;
+	return 0;
+}
+
+int
+storage_lease(struct storage_handle *h, int sig)
+{
+	struct file_entry *e = h->entry;
+	int rc = storage_leasable(h);
+
+	if (rc < 0)
+		return rc;
+	if (e->lease_refs > 0 && !fplat_lease_held(e->file.fd))
+		return -EAGAIN;	/* breaking: a writer waits for it */
+	if (e->lease_refs == 0) {
+		int r = fplat_lease(e->file.fd, sig);
+
+		if (r < 0)
+			return r;
+	}
+	e->lease_refs++;
+	return 0;
+}
+
+void
+storage_unlease(struct storage_handle *h)
+{
+	struct file_entry *e = h->entry;
+
+	if (e == NULL || e->lease_refs == 0)
+		return;
+	if (--e->lease_refs == 0)
+		fplat_unlease(e->file.fd);
+}
+
+bool
+storage_lease_breaking(const struct storage_handle *h)
+{
+	const struct file_entry *e = h->entry;
+
+	return e != NULL && e->lease_refs > 0 && !fplat_lease_held(e->file.fd);
+}
+
+int
+storage_lease_fd(const struct storage_handle *h)
+{
+	const struct file_entry *e = h->entry;
+
+	if (e == NULL || e->lease_refs == 0)
+		return -1;
+	return fplat_lease_id(e->file.fd);
+}
+
+int
+storage_writers(const struct storage_handle *h, struct storage_writers *out)
+{
+	if (h->entry == NULL)
+		return -EBADF;
+	return fplat_writers(h->entry->file.fd, out);
+}
+
+void
+storage_count_direct(struct storage_handle *h, uint64_t reads, uint64_t bytes)
+{
+	if (h->entry == NULL)
+		return;
+	h->entry->direct_reads += reads;
+	h->entry->direct_bytes += bytes;
+}
+
+int
+storage_reopen(const struct storage_handle *h)
+{
+	if (h->entry == NULL)
+		return -EBADF;
+	return fplat_reopen_fd(h->entry->file.fd);
+}
