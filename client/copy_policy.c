@@ -1,0 +1,356 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * copy_policy.c - the direct tier's choice of copy (copy_policy.h; the
+ * model: docs/direct-reads.md, "The copy policy").  No clock, no system
+ * call: what it knows of costs is what cp_account is told.
+ */
+#include "copy_policy.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "../proto/size.h"
+
+#define LD(p)		__atomic_load_n((p), __ATOMIC_RELAXED)
+#define ST(p, v)	__atomic_store_n((p), (v), __ATOMIC_RELAXED)
+/* An estimate never reaches this: far above any read's cost, and its
+ * products with the clamp and the shifts stay in 64 bits. */
+#define EST_MAX		(UINT32_MAX / 8u)
+
+void
+cp_knobs_default(struct cp_knobs *k)
+{
+	*k = (struct cp_knobs){
+		.way = CP_AUTO,
+		.pread_min = 64u * 1024u,
+		.copy_max = 256u * 1024u,
+		.gain_ns = 1500u,
+		.sample_every = 8u,
+		.probe_every = 64u,
+		.burst = 8u,
+		.clamp = 4u,
+		.first_max_ns = 20000u,
+		.populate_ns = 6000u,
+		.populate_min = 4u,
+		.relearn = 8192u,
+		.hits_max = 127u,
+		.heat_max = 0x7fffu,
+	};
+}
+
+static const struct knob {
+	const char *name;
+	size_t off;
+	uint32_t min;	/* the smallest value that makes sense */
+} knobs[] = {
+	{ "pread_min", offsetof(struct cp_knobs, pread_min), 0 },
+	{ "copy_max", offsetof(struct cp_knobs, copy_max), 0 },
+	{ "gain_ns", offsetof(struct cp_knobs, gain_ns), 1 },
+	{ "sample_every", offsetof(struct cp_knobs, sample_every), 1 },
+	{ "probe_every", offsetof(struct cp_knobs, probe_every), 0 },
+	{ "burst", offsetof(struct cp_knobs, burst), 0 },
+	{ "clamp", offsetof(struct cp_knobs, clamp), 1 },
+	{ "first_max_ns", offsetof(struct cp_knobs, first_max_ns), 1 },
+	{ "populate_ns", offsetof(struct cp_knobs, populate_ns), 1 },
+	{ "populate_min", offsetof(struct cp_knobs, populate_min), 1 },
+	{ "relearn", offsetof(struct cp_knobs, relearn), 0 },
+};
+
+static int
+parse_one(struct cp_knobs *k, const char *name, size_t namelen, const char *val, char *err,
+	  size_t errlen)
+{
+	size_t i;
+	uint64_t v;
+
+	if (namelen == 3 && memcmp(name, "way", 3) == 0) {
+		if (strcmp(val, "auto") == 0)
+			k->way = CP_AUTO;
+		else if (strcmp(val, "pread") == 0)
+			k->way = CP_FORCE_PREAD;
+		else if (strcmp(val, "copy") == 0)
+			k->way = CP_FORCE_COPY;
+		else {
+			snprintf(err, errlen, "way=%s: not auto, pread or copy", val);
+			return -1;
+		}
+		return 0;
+	}
+	for (i = 0; i < sizeof(knobs) / sizeof(knobs[0]); i++) {
+		if (strlen(knobs[i].name) != namelen || memcmp(knobs[i].name, name, namelen) != 0)
+			continue;
+		if (size_parse(val, &v) != 0 || v > UINT32_MAX) {
+			snprintf(err, errlen, "%s=%s: not a number of 32 bits", knobs[i].name, val);
+			return -1;
+		}
+		if (v < knobs[i].min) {
+			snprintf(err, errlen, "%s=%s: at least %u", knobs[i].name, val,
+				 (unsigned)knobs[i].min);
+			return -1;
+		}
+		memcpy((char *)k + knobs[i].off, &(uint32_t){ (uint32_t)v }, sizeof(uint32_t));
+		return 0;
+	}
+	snprintf(err, errlen,
+		 "unknown knob \"%.*s\" (way, pread_min, copy_max, gain_ns, sample_every, "
+		 "probe_every, burst, clamp, first_max_ns, populate_ns, populate_min, relearn)",
+		 (int)(namelen > 40 ? 40 : namelen), name);
+	return -1;
+}
+
+int
+cp_knobs_parse(struct cp_knobs *k, const char *spec, char *err, size_t errlen)
+{
+	struct cp_knobs next = *k;
+	const char *p = spec;
+	char val[64];
+
+	while (*p != '\0') {
+		const char *end = strchr(p, ','), *eq;
+		size_t len = end != NULL ? (size_t)(end - p) : strlen(p);
+
+		eq = memchr(p, '=', len);
+		if (len == 0) {
+			p += end != NULL ? 1 : 0;
+			continue;
+		}
+		if (eq == NULL || (size_t)(p + len - eq - 1) >= sizeof(val)) {
+			snprintf(err, errlen, "\"%.*s\": not name=value", (int)(len > 40 ? 40 : len),
+				 p);
+			return -1;
+		}
+		memcpy(val, eq + 1, (size_t)(p + len - eq - 1));
+		val[p + len - eq - 1] = '\0';
+		if (parse_one(&next, p, (size_t)(eq - p), val, err, errlen) < 0)
+			return -1;
+		p += len + (end != NULL ? 1 : 0);
+	}
+	if (next.pread_min > next.copy_max) {
+		snprintf(err, errlen, "pread_min (%u) above copy_max (%u)", (unsigned)next.pread_min,
+			 (unsigned)next.copy_max);
+		return -1;
+	}
+	*k = next;
+	return 0;
+}
+
+void
+cp_costs_init(struct cp_costs *c, const struct cp_costs *seed, const struct cp_knobs *k)
+{
+	memset(c, 0, sizeof(*c));
+	if (seed != NULL) {
+		c->copy_ns = LD(&seed->copy_ns);
+		c->pread_ns = LD(&seed->pread_ns);
+		c->touch_ns = LD(&seed->touch_ns);
+		c->populate_ns = LD(&seed->populate_ns);
+	}
+	if (c->populate_ns == 0)
+		c->populate_ns = k->populate_ns;
+}
+
+bool
+cp_copies_pay(const struct cp_costs *c)
+{
+	uint32_t copy = LD(&c->copy_ns), pread = LD(&c->pread_ns);
+
+	return copy == 0 || pread == 0 || copy <= pread;
+}
+
+/* What a read out of touched pages saves against pread: measured when
+ * both are, else the prior.  Only asked while copies pay. */
+static uint64_t
+gain(const struct cp_costs *c, const struct cp_knobs *k)
+{
+	uint32_t copy = LD(&c->copy_ns), pread = LD(&c->pread_ns);
+
+	return copy != 0 && pread > copy ? pread - copy : k->gain_ns;
+}
+
+/* ceil(cost / gain), within [lo, hi] */
+static unsigned
+reads_to_pay(uint64_t cost, uint64_t g, unsigned lo, unsigned hi)
+{
+	uint64_t r = (cost + g - 1) / g;
+
+	return (unsigned)(r < lo ? lo : r > hi ? hi : r);
+}
+
+unsigned
+cp_touch_after(const struct cp_costs *c, const struct cp_knobs *k)
+{
+	uint32_t t = LD(&c->touch_ns), p = LD(&c->pread_ns);
+
+	/* before the first touch is measured, a page is touched at its
+	 * second read: the cheapest way to learn what a touch costs */
+	if (t == 0)
+		return 1u;
+	/* what touching costs more than the pread it replaces (nothing
+	 * where a fault is cheap: the page is touched at its first read) */
+	if (p == 0)
+		p = k->gain_ns;	/* unmeasured: the prior stands for it */
+	return t <= p ? 0u : reads_to_pay(t - p, gain(c, k), 0u, k->hits_max);
+}
+
+unsigned
+cp_populate_after(const struct cp_costs *c, const struct cp_knobs *k)
+{
+	return reads_to_pay(LD(&c->populate_ns), gain(c, k), k->populate_min, k->heat_max);
+}
+
+void
+cp_decide(struct cp_costs *c, const struct cp_knobs *k, size_t n, bool have_fd,
+	  cp_pages_fn *pages, void *ctx, struct cp_plan *plan)
+{
+	bool small = n < k->pread_min, pays, probe;
+	uint32_t tick;
+
+	memset(plan, 0, sizeof(*plan));
+	if (have_fd && (k->way == CP_FORCE_PREAD || n >= k->copy_max)) {
+		plan->way = CP_PREAD;	/* the kernel's copy: no page tables */
+		return;
+	}
+	/* a racy count (it only picks the reads to time): no locked add */
+	tick = LD(&c->tick);
+	ST(&c->tick, tick + 1);
+	if (!have_fd || k->way == CP_FORCE_COPY) {
+		/* the mapping is the only way: a first touch is still timed,
+		 * so that the estimate is there if the way changes */
+		pages(ctx, &plan->touched, &plan->hits);
+		plan->asked = true;
+		plan->way = plan->touched ? CP_COPY : CP_TOUCH;
+		plan->timed = !plan->touched;
+		return;
+	}
+	pays = cp_copies_pay(c);
+	if (!pays && k->relearn != 0) {
+		uint32_t losing = LD(&c->losing) + 1;
+
+		if (losing >= k->relearn) {
+			/* forgotten: the copy estimate, the touched marks;
+			 * copies are learnt again, from the page's second
+			 * read, as at the start */
+			ST(&c->copy_ns, 0u);
+			ST(&c->burst, 0u);
+			losing = 0;
+			pays = true;
+			plan->forget = true;
+		}
+		ST(&c->losing, losing);
+	}
+	probe = small && k->probe_every != 0 && tick % k->probe_every == 0;
+	if (plan->forget) {
+		plan->way = CP_PREAD;	/* nothing is touched now */
+		plan->timed = small && tick % k->sample_every == 0;
+		plan->hit = small;
+		plan->heat = true;
+		return;
+	}
+	if (!pays && !probe) {
+		/* While copies lose, every read but the probes is pread and
+		 * the page state is neither asked nor kept: a random read's
+		 * page state is a cache miss, a tenth of the read. */
+		plan->way = CP_PREAD;
+		plan->timed = small && tick % k->sample_every == 0;
+		return;
+	}
+	pages(ctx, &plan->touched, &plan->hits);
+	plan->asked = true;
+	if (plan->touched) {
+		/* the cheaper way; a probe goes the other */
+		plan->way = pays != probe ? CP_COPY : CP_PREAD;
+		plan->probe = probe;
+		plan->timed = small && (tick % k->sample_every == 0 || probe ||
+					(plan->way == CP_COPY && LD(&c->burst) > 0));
+		plan->wake = plan->timed && plan->way == CP_COPY;
+		return;
+	}
+	if (!small || !pays || plan->hits < cp_touch_after(c, k)) {
+		/* rent: pread, counted towards the touch and the populate */
+		plan->way = CP_PREAD;
+		plan->timed = small && tick % k->sample_every == 0;
+		plan->hit = small;
+		plan->heat = pays;
+		return;
+	}
+	plan->way = CP_TOUCH;	/* buy */
+	plan->timed = true;
+}
+
+/* A sample for an estimate that stood at old: at most clamp times it (or
+ * first_max_ns, the first).  A sample holds whatever befell the thread
+ * meanwhile (preempted, an interrupt, a hypervisor's exit); a cost that
+ * really grew still gets there, a few samples later. */
+static uint64_t
+clamped(uint32_t old, uint64_t ns, const struct cp_knobs *k)
+{
+	uint64_t cap = old != 0 ? (uint64_t)old * k->clamp : k->first_max_ns;
+
+	return ns > cap ? cap : ns;
+}
+
+/* est moves 1/2^shift of the way to the sample (all the way, the first) */
+static void
+move(uint32_t *est, uint64_t ns, unsigned shift, const struct cp_knobs *k)
+{
+	uint32_t old = LD(est);
+	uint64_t v = clamped(old, ns, k);
+	uint64_t next = old == 0 ? v : ((((uint64_t)old << shift) - old + v) >> shift);
+
+	ST(est, (uint32_t)(next == 0 ? 1 : next > EST_MAX ? EST_MAX : next));
+}
+
+static void
+account_one(struct cp_costs *c, const struct cp_knobs *k, const struct cp_plan *plan, uint64_t ns,
+	    size_t pages)
+{
+	switch (plan->way) {
+	case CP_TOUCH:
+		move(&c->touch_ns, ns / (pages > 0 ? pages : 1), 2, k);
+		break;
+	case CP_PREAD:
+		/* a probe is the only pread in probe_every reads: half way */
+		move(&c->pread_ns, ns, plan->probe ? 1 : 3, k);
+		break;
+	case CP_COPY:
+		if (plan->probe) {
+			move(&c->copy_ns, ns, 1, k);
+			break;
+		}
+		{
+			uint32_t est = LD(&c->copy_ns), burst = LD(&c->burst);
+
+			if (est != 0 && ns > 2u * (uint64_t)est)
+				burst = k->burst;
+			else if (burst > 0)
+				burst--;
+			ST(&c->burst, burst);
+		}
+		move(&c->copy_ns, ns, 3, k);
+		break;
+	}
+}
+
+void
+cp_account(struct cp_costs *c, struct cp_costs *seed, const struct cp_knobs *k,
+	   const struct cp_plan *plan, uint64_t ns, size_t pages)
+{
+	account_one(c, k, plan, ns, pages);
+	if (seed != NULL && seed != c) {
+		struct cp_plan p = *plan;
+
+		p.probe = false;	/* the process's moves slowly */
+		account_one(seed, k, &p, ns, pages);
+	}
+}
+
+void
+cp_populate_account(struct cp_costs *c, struct cp_costs *seed, const struct cp_knobs *k,
+		    uint64_t ns)
+{
+	/* half way: what a block costs depends on the file (its folios'
+	 * size), on whether a view touched its pages already, and on the
+	 * virtual machine's shadow entries, which age */
+	move(&c->populate_ns, ns, 1, k);
+	if (seed != NULL && seed != c)
+		move(&seed->populate_ns, ns, 1, k);
+}

@@ -1,0 +1,652 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The direct tier's copy policy (client/copy_policy.h), driven without a
+ * clock: a simulated machine charges each read what its way costs there,
+ * and the policy is told what the plans it made say to time.  Each
+ * machine is one the policy must serve: bare metal (faults are cheap),
+ * the virtual machine the project is tested on (a first touch exits to
+ * the hypervisor, a block not read for 100 ms traps once more), pages
+ * reclaimed under the mapping, a burst of preemption, costs that fall.
+ *
+ * What is asserted is what a user would notice: the policy's reads cost
+ * at most twice what the better of the two plain ways (always pread;
+ * always the mapping) would have cost on the same reads, over every
+ * window of WINDOW reads, and after the costs change it has changed its
+ * way within a bounded number of reads.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "../client/copy_policy.h"
+
+#define PAGE		4096u
+#define BLOCK_PAGES	512u
+#define WINDOW		2048u
+
+/* What each way costs on a machine, ns. */
+struct machine {
+	double pread_fixed, pread_page;	/* pread of n pages: fixed + n * page */
+	double copy_fixed, copy_page;	/* a copy out of mapped pages */
+	double touch_page;		/* a page not mapped yet: a fault */
+	double populate_block;		/* populating a 2 MiB block */
+	double age_ns, trap_ns;		/* a block not read through the mapping
+					 * for age_ns traps once, trap_ns */
+	double think_ns;		/* the program's own time between reads */
+};
+
+/* Bare metal: a minor fault is a fraction of a microsecond. */
+static const struct machine bare = {
+	.pread_fixed = 600, .pread_page = 150, .copy_fixed = 40, .copy_page = 110,
+	.touch_page = 250, .populate_block = 30000, .think_ns = 200,
+};
+/* The test VM (shadow page tables; DAMON clears accessed bits): a first
+ * touch exits to the hypervisor, and a block left for ~100 ms traps once
+ * (docs/direct-reads.md has the measurements). */
+static const struct machine vm = {
+	.pread_fixed = 2000, .pread_page = 500, .copy_fixed = 150, .copy_page = 400,
+	.touch_page = 2700, .populate_block = 512 * 1500.0 + 20000, .age_ns = 100e6,
+	.trap_ns = 5500, .think_ns = 500,
+};
+
+/* One contender's view of the machine: which pages are mapped in its
+ * page tables, and when each block was last read through them. */
+struct mstate {
+	const struct machine *m;
+	size_t npages;
+	uint8_t *mapped;
+	double *block_seen;
+	double now;
+};
+
+static void
+mstate_init(struct mstate *s, const struct machine *m, size_t npages)
+{
+	s->m = m;
+	s->npages = npages;
+	s->mapped = calloc(npages, 1);
+	s->block_seen = calloc(npages / BLOCK_PAGES + 1, sizeof(double));
+	s->now = 0;
+	assert_non_null(s->mapped);
+	assert_non_null(s->block_seen);
+}
+
+static void
+mstate_free(struct mstate *s)
+{
+	free(s->mapped);
+	free(s->block_seen);
+}
+
+static double
+cost_pread(const struct mstate *s, size_t pages)
+{
+	return s->m->pread_fixed + (double)pages * s->m->pread_page;
+}
+
+/* a block's trap, if it aged; it is awake afterwards */
+static double
+wake(struct mstate *s, size_t page)
+{
+	size_t b = page / BLOCK_PAGES;
+	double c = 0;
+
+	if (s->m->age_ns > 0 && s->block_seen[b] > 0 && s->now - s->block_seen[b] > s->m->age_ns)
+		c = s->m->trap_ns;
+	s->block_seen[b] = s->now;
+	return c;
+}
+
+/* a copy out of the mapping: faults for pages not mapped (and maps them),
+ * the block's trap if it aged, the copy */
+static double
+cost_copy(struct mstate *s, size_t first, size_t pages, double *faults)
+{
+	double c = s->m->copy_fixed + (double)pages * s->m->copy_page, f = 0;
+	size_t p;
+
+	for (p = first; p < first + pages; p++)
+		if (!s->mapped[p]) {
+			f += s->m->touch_page;
+			s->mapped[p] = 1;
+		}
+	c += f + wake(s, first);
+	if (faults != NULL)
+		*faults = f;
+	return c;
+}
+
+/* The policy's page state, as client/page_state.c keeps it. */
+struct pstate {
+	uint8_t *touched, *hits;
+	uint16_t *heat;
+	size_t first, pages;	/* the read being asked about */
+};
+
+static void
+pages_fn(void *ctx, bool *touched, unsigned *hits)
+{
+	struct pstate *ps = ctx;
+	size_t p;
+
+	*touched = true;
+	*hits = 255;
+	for (p = ps->first; p < ps->first + ps->pages; p++) {
+		if (!ps->touched[p])
+			*touched = false;
+		if (ps->hits[p] < *hits)
+			*hits = ps->hits[p];
+	}
+}
+
+/* A run: the policy and the two plain ways over the same reads. */
+struct run {
+	const struct machine *m;
+	size_t npages;
+	struct cp_knobs k;
+	struct cp_costs costs, proc;
+	struct pstate ps;
+	struct mstate pol, map;		/* the policy's machine; always-mapping's */
+	double t_pol, t_pread, t_map;	/* totals */
+	double w_pol, w_pread, w_map;	/* this window's */
+	double worst;			/* the worst, at a window's end, of the cost so
+					 * far / the better plain way's so far */
+	size_t reads, copies, touches, preads, populates, window_copies, forgets;
+	double worst_window;		/* the worst window's alone */
+	/* the first read of an event, so that its window is found */
+	double extra_next;		/* ns added to the next read, every way */
+	uint64_t rng;
+};
+
+static void
+run_init(struct run *r, const struct machine *m, size_t npages)
+{
+	memset(r, 0, sizeof(*r));
+	r->m = m;
+	r->npages = npages;
+	cp_knobs_default(&r->k);
+	cp_costs_init(&r->proc, NULL, &r->k);
+	cp_costs_init(&r->costs, &r->proc, &r->k);
+	r->ps.touched = calloc(npages, 1);
+	r->ps.hits = calloc(npages, 1);
+	r->ps.heat = calloc(npages / BLOCK_PAGES + 1, sizeof(uint16_t));
+	assert_non_null(r->ps.touched);
+	assert_non_null(r->ps.hits);
+	assert_non_null(r->ps.heat);
+	mstate_init(&r->pol, m, npages);
+	mstate_init(&r->map, m, npages);
+	r->rng = 0x9e3779b97f4a7c15u;
+}
+
+static void
+run_free(struct run *r)
+{
+	free(r->ps.touched);
+	free(r->ps.hits);
+	free(r->ps.heat);
+	mstate_free(&r->pol);
+	mstate_free(&r->map);
+}
+
+static uint64_t
+rnd(struct run *r)
+{
+	r->rng ^= r->rng << 13;
+	r->rng ^= r->rng >> 7;
+	r->rng ^= r->rng << 17;
+	return r->rng;
+}
+
+static void
+window_end(struct run *r)
+{
+	double better = r->w_pread < r->w_map ? r->w_pread : r->w_map;
+	double ratio = r->w_pol / better;
+
+	if (ratio > r->worst_window)
+		r->worst_window = ratio;
+	better = r->t_pread < r->t_map ? r->t_pread : r->t_map;
+	ratio = r->t_pol / better;
+	if (ratio > r->worst)
+		r->worst = ratio;
+	r->w_pol = r->w_pread = r->w_map = 0;
+	r->window_copies = 0;
+}
+
+/* One read of `pages` pages from page `first`, through the policy and
+ * through each plain way. */
+static void
+one_read(struct run *r, size_t first, size_t pages)
+{
+	struct cp_plan plan;
+	double c = 0, pr = cost_pread(&r->pol, pages), mp, extra = r->extra_next;
+	size_t p, b;
+
+	r->ps.first = first;
+	r->ps.pages = pages;
+	cp_decide(&r->costs, &r->k, pages * PAGE, true, pages_fn, &r->ps, &plan);
+	if (plan.forget) {
+		memset(r->ps.touched, 0, r->npages);
+		memset(r->ps.hits, 0, r->npages);
+		memset(r->ps.heat, 0, (r->npages / BLOCK_PAGES + 1) * sizeof(uint16_t));
+		r->forgets++;
+	}
+	if (plan.wake)
+		c += wake(&r->pol, first);	/* paid, but not in the sample */
+	switch (plan.way) {
+	case CP_PREAD: {
+		double t = pr + extra;
+
+		r->preads++;
+		c += t;
+		if (plan.timed)
+			cp_account(&r->costs, &r->proc, &r->k, &plan, (uint64_t)t, pages);
+		if (plan.hit)
+			for (p = first; p < first + pages; p++)
+				if (r->ps.hits[p] < 127)
+					r->ps.hits[p]++;
+		if (plan.heat)
+			for (b = first / BLOCK_PAGES; b <= (first + pages - 1) / BLOCK_PAGES; b++) {
+				if (r->ps.heat[b] & 0x8000u)
+					continue;
+				r->ps.heat[b]++;
+				if (r->ps.heat[b] < cp_populate_after(&r->costs, &r->k))
+					continue;
+				/* populate: the pages mapped, the block awake */
+				r->ps.heat[b] |= 0x8000u;
+				{
+					double pc = r->m->populate_block;
+
+					for (p = b * BLOCK_PAGES;
+					     p < (b + 1) * BLOCK_PAGES && p < r->npages; p++) {
+						r->pol.mapped[p] = 1;
+						r->ps.touched[p] = 1;
+					}
+					r->pol.block_seen[b] = r->pol.now;
+					cp_populate_account(&r->costs, &r->proc, &r->k,
+							    (uint64_t)pc);
+					c += pc;
+					r->populates++;
+				}
+			}
+		break;
+	}
+	case CP_COPY:
+	case CP_TOUCH: {
+		double t = cost_copy(&r->pol, first, pages, NULL) + extra;
+
+		c += t;
+		if (plan.way == CP_COPY) {
+			r->copies++;
+			r->window_copies++;
+		} else {
+			r->touches++;
+		}
+		if (plan.timed)
+			cp_account(&r->costs, &r->proc, &r->k, &plan, (uint64_t)t, pages);
+		for (p = first; p < first + pages; p++)
+			r->ps.touched[p] = 1;
+		break;
+	}
+	}
+	mp = cost_copy(&r->map, first, pages, NULL) + extra;
+	pr += extra;
+	r->pol.now += c + r->m->think_ns;
+	r->map.now += mp + r->m->think_ns;
+	r->t_pol += c;
+	r->t_pread += pr;
+	r->t_map += mp;
+	r->w_pol += c;
+	r->w_pread += pr;
+	r->w_map += mp;
+	r->extra_next = 0;
+	if (++r->reads % WINDOW == 0)
+		window_end(r);
+}
+
+/* n random reads of one page among the first `span` pages */
+static void
+random_reads(struct run *r, size_t n, size_t span)
+{
+	while (n-- > 0)
+		one_read(r, (size_t)(rnd(r) % span), 1);
+}
+
+/* Sleeping: the program does something else for ns. */
+static void
+pause_for(struct run *r, double ns)
+{
+	r->pol.now += ns;
+	r->map.now += ns;
+}
+
+/* The fraction of the last window's reads that copied. */
+static double
+copied_last(struct run *r, size_t n, size_t span)
+{
+	size_t before = r->copies;
+
+	random_reads(r, n, span);
+	return (double)(r->copies - before) / (double)n;
+}
+
+static void
+report(const char *name, const struct run *r)
+{
+	print_message("# %s: %zu reads: policy %.2fx pread, %.2fx mapping; worst %.2fx the "
+		      "better way so far, %.2fx in a window of %u; %zu copies, %zu touches, "
+		      "%zu preads, %zu populates, %zu forgets; est copy %u pread %u touch %u "
+		      "populate %u\n",
+		      name, r->reads, r->t_pol / r->t_pread, r->t_pol / r->t_map, r->worst,
+		      r->worst_window, WINDOW, r->copies, r->touches, r->preads, r->populates,
+		      r->forgets, (unsigned)r->costs.copy_ns,
+		      (unsigned)r->costs.pread_ns, (unsigned)r->costs.touch_ns,
+		      (unsigned)r->costs.populate_ns);
+}
+
+/* Bare metal, a hot set read many times: the mapping wins, and the policy
+ * gets there (nearly every read copies) at no more than a little over
+ * the mapping's cost. */
+static void
+test_bare_high_reuse(void **state)
+{
+	struct run r;
+
+	(void)state;
+	run_init(&r, &bare, 65536);
+	random_reads(&r, 100000, 4096);
+	assert_true(copied_last(&r, 20000, 4096) > 0.95);
+	report("bare, high reuse", &r);
+	assert_true(r.worst <= 2.0);
+	assert_true(r.t_pol <= 1.3 * r.t_map);
+	run_free(&r);
+}
+
+/* Bare metal, random reads of a 1 GiB file, few of a page twice: a
+ * page's first touch (a minor fault and the copy) costs less than the
+ * pread it replaces, so the policy reads through the mapping from a
+ * page's first read, as a process mapping the file itself would. */
+static void
+test_bare_low_reuse(void **state)
+{
+	struct run r;
+
+	(void)state;
+	run_init(&r, &bare, 262144);
+	random_reads(&r, 200000, 262144);
+	report("bare, low reuse", &r);
+	assert_true(r.worst <= 2.0);
+	assert_true(r.t_pol <= 1.1 * r.t_map);
+	/* a fault costs less than the pread it replaces: pages are touched
+	 * at their first read */
+	assert_true(r.preads < r.reads / 50);
+	run_free(&r);
+}
+
+/* The VM, a hot set read many times: copies are cheaper than pread once
+ * touched, and the policy gets there. */
+static void
+test_vm_high_reuse(void **state)
+{
+	struct run r;
+
+	(void)state;
+	run_init(&r, &vm, 65536);
+	random_reads(&r, 100000, 4096);
+	assert_true(copied_last(&r, 20000, 4096) > 0.9);
+	report("vm, high reuse", &r);
+	assert_true(r.worst <= 2.0);
+	assert_true(r.t_pol <= 1.3 * r.t_map);
+	run_free(&r);
+}
+
+/* The VM, random reads of a 1 GiB file, few of a page twice: a first
+ * touch costs more than the reads it saves, so nearly everything is
+ * pread, and the policy costs little more than pread would. */
+static void
+test_vm_low_reuse(void **state)
+{
+	struct run r;
+
+	(void)state;
+	run_init(&r, &vm, 262144);
+	random_reads(&r, 100000, 262144);
+	report("vm, low reuse", &r);
+	assert_true(r.worst <= 2.0);
+	assert_true(r.t_pol <= 1.15 * r.t_pread);
+	run_free(&r);
+}
+
+/* The VM, a hot set read in bursts with 300 ms pauses between them: each
+ * block traps once after each pause, whichever read pays it; the copy
+ * itself stays cheap and the policy keeps copying. */
+static void
+test_vm_bursts_after_pauses(void **state)
+{
+	struct run r;
+	int round;
+	size_t before;
+
+	(void)state;
+	run_init(&r, &vm, 65536);
+	random_reads(&r, 60000, 4096);
+	before = r.copies;
+	for (round = 0; round < 20; round++) {
+		pause_for(&r, 300e6);
+		random_reads(&r, 2000, 4096);
+	}
+	report("vm, bursts after pauses", &r);
+	assert_true((double)(r.copies - before) / 40000.0 > 0.85);
+	assert_true(r.worst <= 2.0);
+	run_free(&r);
+}
+
+/* Pages reclaimed under the mapping, again and again (memory pressure):
+ * touched pages fault again at their next copy, which then costs more
+ * than pread; the policy turns to pread within a few hundred reads, and
+ * turns back once the pressure is gone. */
+static void
+test_vm_reclaimed(void **state)
+{
+	struct run r;
+	int round;
+	size_t before;
+
+	(void)state;
+	run_init(&r, &vm, 65536);
+	random_reads(&r, 60000, 4096);
+	assert_true(copied_last(&r, 4096, 4096) > 0.9);
+	before = r.preads;
+	for (round = 0; round < 40; round++) {
+		memset(r.pol.mapped, 0, r.npages);
+		memset(r.map.mapped, 0, r.npages);
+		random_reads(&r, round == 0 ? 1000 : 2000, 4096);
+		if (round == 0)
+			before = r.preads;	/* converged by now */
+	}
+	report("vm, reclaimed", &r);
+	/* after the first 1,000 reads under pressure, mostly pread */
+	assert_true((double)(r.preads - before) / (39 * 2000.0) > 0.75);
+	assert_true(r.worst <= 2.0);
+	/* the pressure is gone: back to copies once they are learnt again:
+	 * relearn reads, then the reads that read most pages of the hot set
+	 * twice (a pread, then a touch) */
+	random_reads(&r, r.k.relearn + 3 * 4096, 4096);
+	assert_true(copied_last(&r, 4096, 4096) > 0.85);
+	run_free(&r);
+}
+
+/* A burst of preemption: 200 reads, one in 4 of them 300 us late (the
+ * thread was descheduled, whichever way it read).  The clamp and the
+ * burst rule keep the estimates: within 500 reads of its end the policy
+ * copies as before. */
+static void
+test_preemption_burst(void **state)
+{
+	struct run r;
+	int i;
+
+	(void)state;
+	run_init(&r, &vm, 65536);
+	random_reads(&r, 60000, 4096);
+	for (i = 0; i < 200; i++) {
+		if (i % 4 == 0)
+			r.extra_next = 300000;
+		random_reads(&r, 1, 4096);
+	}
+	random_reads(&r, 500, 4096);
+	assert_true(copied_last(&r, 2000, 4096) > 0.9);
+	report("vm, preemption burst", &r);
+	run_free(&r);
+}
+
+/* Costs that fall: copies dearer than pread at first, then cheap.  The
+ * probes (one read in 64 goes the other way) and the relearning see it:
+ * copies again within relearn reads and three passes over the hot set. */
+static void
+test_costs_fall(void **state)
+{
+	struct machine dear = vm;
+	struct run r;
+
+	(void)state;
+	dear.copy_fixed = 4000;
+	run_init(&r, &dear, 65536);
+	random_reads(&r, 30000, 4096);
+	assert_true(copied_last(&r, 4096, 4096) < 0.1);
+	dear.copy_fixed = vm.copy_fixed;
+	random_reads(&r, r.k.relearn + 3 * 4096, 4096);
+	assert_true(copied_last(&r, 4096, 4096) > 0.9);
+	report("costs fall", &r);
+	run_free(&r);
+}
+
+/* Large reads are the kernel's copy whatever the pages: never the page
+ * state, never timed. */
+static void
+test_large_reads(void **state)
+{
+	struct cp_knobs k;
+	struct cp_costs c;
+	struct cp_plan plan;
+	struct pstate ps = { 0 };
+
+	(void)state;
+	cp_knobs_default(&k);
+	cp_costs_init(&c, NULL, &k);
+	cp_decide(&c, &k, k.copy_max, true, pages_fn, &ps, &plan);
+	assert_int_equal(plan.way, CP_PREAD);
+	assert_false(plan.asked);
+	assert_false(plan.timed);
+	/* without a descriptor, the mapping is the only way */
+	{
+		uint8_t t = 1, h = 0;
+
+		ps.touched = &t;
+		ps.hits = &h;
+		ps.pages = 1;
+		cp_decide(&c, &k, k.copy_max, false, pages_fn, &ps, &plan);
+		assert_int_equal(plan.way, CP_COPY);
+		t = 0;
+		cp_decide(&c, &k, 4096, false, pages_fn, &ps, &plan);
+		assert_int_equal(plan.way, CP_TOUCH);
+		assert_true(plan.timed);
+	}
+}
+
+/* The rent-or-buy thresholds follow the estimates. */
+static void
+test_thresholds(void **state)
+{
+	struct cp_knobs k;
+	struct cp_costs c;
+	struct cp_plan plan = { .way = CP_TOUCH, .timed = true };
+
+	(void)state;
+	cp_knobs_default(&k);
+	cp_costs_init(&c, NULL, &k);
+	assert_int_equal(cp_touch_after(&c, &k), 1);	/* unmeasured: 2nd read */
+	assert_int_equal(cp_populate_after(&c, &k), 4);	/* 6000 / 1500 */
+	cp_account(&c, NULL, &k, &plan, 3000 * 4, 4);	/* 3 us a page */
+	assert_int_equal(c.touch_ns, 3000);
+	/* (touch - pread) / gain, pread and gain the prior while unmeasured */
+	assert_int_equal(cp_touch_after(&c, &k), 1);	/* 1500 / 1500 */
+	c.copy_ns = 500;
+	c.pread_ns = 2500;
+	assert_int_equal(cp_touch_after(&c, &k), 1);	/* 500 / 2000 */
+	c.copy_ns = 2400;
+	assert_int_equal(cp_touch_after(&c, &k), 5);	/* 500 / 100 */
+	c.copy_ns = 2499;
+	assert_int_equal(cp_touch_after(&c, &k), k.hits_max);	/* 500 / 1 */
+	c.touch_ns = 2000;	/* a fault cheaper than a pread */
+	assert_int_equal(cp_touch_after(&c, &k), 0);
+	c.copy_ns = 2600;	/* copies lose: the prior gain, never asked */
+	assert_false(cp_copies_pay(&c));
+	c.populate_ns = 800000;
+	c.copy_ns = 500;
+	assert_int_equal(cp_populate_after(&c, &k), 400);
+	/* a preempted sample moves an estimate by its clamp at most */
+	plan.way = CP_PREAD;
+	cp_account(&c, NULL, &k, &plan, 300000, 1);
+	assert_int_equal(c.pread_ns, (7 * 2500 + 4 * 2500) / 8);
+}
+
+static void
+test_knobs_parse(void **state)
+{
+	struct cp_knobs k, d;
+	char err[200];
+
+	(void)state;
+	cp_knobs_default(&d);
+	k = d;
+	assert_int_equal(cp_knobs_parse(&k, "", err, sizeof(err)), 0);
+	assert_memory_equal(&k, &d, sizeof(k));
+	assert_int_equal(cp_knobs_parse(&k, "way=pread,pread_min=32K,probe_every=0", err,
+					sizeof(err)), 0);
+	assert_int_equal(k.way, CP_FORCE_PREAD);
+	assert_int_equal(k.pread_min, 32768);
+	assert_int_equal(k.probe_every, 0);
+	k = d;
+	assert_int_equal(cp_knobs_parse(&k, "sample_every=0", err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "sample_every"));
+	assert_memory_equal(&k, &d, sizeof(k));
+	assert_int_equal(cp_knobs_parse(&k, "nosuch=1", err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "unknown knob \"nosuch\""));
+	assert_int_equal(cp_knobs_parse(&k, "way=fast", err, sizeof(err)), -1);
+	assert_int_equal(cp_knobs_parse(&k, "copy_max", err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "name=value"));
+	assert_int_equal(cp_knobs_parse(&k, "pread_min=1M", err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "above copy_max"));
+	assert_int_equal(cp_knobs_parse(&k, "burst=99999999999", err, sizeof(err)), -1);
+	assert_memory_equal(&k, &d, sizeof(k));
+	/* way=copy: every read the mapping's */
+	assert_int_equal(cp_knobs_parse(&k, "way=copy", err, sizeof(err)), 0);
+	assert_int_equal(k.way, CP_FORCE_COPY);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_bare_high_reuse),
+		cmocka_unit_test(test_bare_low_reuse),
+		cmocka_unit_test(test_vm_high_reuse),
+		cmocka_unit_test(test_vm_low_reuse),
+		cmocka_unit_test(test_vm_bursts_after_pauses),
+		cmocka_unit_test(test_vm_reclaimed),
+		cmocka_unit_test(test_preemption_burst),
+		cmocka_unit_test(test_costs_fall),
+		cmocka_unit_test(test_large_reads),
+		cmocka_unit_test(test_thresholds),
+		cmocka_unit_test(test_knobs_parse),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
