@@ -111,10 +111,12 @@ struct hm_options {
 	int direct;		/* HOTMAP_DIRECT: 1 read granted files directly, 0 never */
 	int64_t direct_after;	/* HOTMAP_DIRECT_AFTER: reads of a granted file
 				 * through the daemon before it is read directly */
+	const char *copy_policy;	/* HOTMAP_COPY_POLICY: "name=value,...", over
+					 * the environment's; NULL default (0.2.0) */
 };
 #define HM_DEFAULT (-1)
 #define HM_OPTIONS_INIT { sizeof(struct hm_options), HM_DEFAULT, HM_DEFAULT, HM_DEFAULT, \
-			  HM_DEFAULT, HM_DEFAULT, HM_DEFAULT, HM_DEFAULT }
+			  HM_DEFAULT, HM_DEFAULT, HM_DEFAULT, HM_DEFAULT, NULL }
 /* hm_connect with options (NULL: all default).  EINVAL for a value out of
  * range or a size the library does not know. */
 hm_client *hm_connect_opts(const char *socket_path, const struct hm_options *opts);
@@ -195,6 +197,35 @@ int hm_view_batch(hm_client *c, struct hm_view_io *io, size_t n);
  * file shrank under the view: the lost part reads as zeros).  A view of
  * the region or the socket is a copy and always 0. */
 int hm_view_check(const struct hm_view *v);
+
+/*
+ * How this process has read the file since hm_open: which way each read
+ * went, and what the direct tier's copy policy estimates (libhotmap(3),
+ * COPY POLICY).  Local: no round trip.  Set size to sizeof(struct
+ * hm_read_stats) first; the library fills that many bytes (fields may be
+ * added at the end).  0, or -1 and errno EINVAL for a size it does not
+ * know.
+ */
+struct hm_read_stats {
+	size_t size;		/* sizeof(struct hm_read_stats), set by the caller */
+	uint64_t daemon_reads;	/* through the daemon: socket, region or ring */
+	uint64_t pread_reads;	/* pread(2) on this process's own descriptor */
+	uint64_t copy_reads;	/* copied out of touched pages of the mapping */
+	uint64_t touch_reads;	/* copied, touching pages for the first time */
+	uint64_t probes;	/* of those, reads that went the other way */
+	uint64_t populates;	/* 2 MiB blocks populated */
+	uint64_t populate_ns;	/* the time they took */
+	uint64_t forgets;	/* copy estimates forgotten (they lost too long) */
+	/* the estimates now, ns (0: not measured), and the thresholds */
+	uint32_t copy_ns;	/* a small read copied out of touched pages */
+	uint32_t pread_ns;	/* a small pread */
+	uint32_t touch_ns;	/* a page's first touch, with its copy */
+	uint32_t block_ns;	/* populating a block */
+	uint32_t touch_after;	/* preads of a page before it is touched */
+	uint32_t populate_after;	/* of a block before it is populated */
+	int direct;		/* HM_DIRECT_*: where the file is read now */
+};
+int hm_read_stats(hm_file *f, struct hm_read_stats *st);
 
 /* Brings [offset, offset + len) of the file into memory in the daemon
  * (its mapping's page tables, or the page cache) and returns when done:
