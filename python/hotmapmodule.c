@@ -10,14 +10,11 @@
  * closed; the last call to finish closes it for real.  A View's bytes are
  * given back when it is released or freed, never while a buffer exported
  * from it is alive (Python keeps the View alive through the exporter).
- *
- * Errors are hotmap.Error (an OSError) or, where the errno has a builtin
- * OSError subclass, a class deriving from both: hotmap.FileNotFoundError
- * is a hotmap.Error and a FileNotFoundError.  Its strerror is the
- * daemon's message (hm_last_error) when there is one.  See docs/python.md.
+ * Errors are raised by errors.c; the files and what they share:
+ * hotmap_priv.h.
  */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
+#include "hotmap_priv.h"
+
 #include <structmember.h>
 
 #include <errno.h>
@@ -29,8 +26,6 @@
 #include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
-
-#include "hotmap.h"
 
 /* reads longer than this are first bounded by the file's size, so that
  * pread(1 << 40) of a small file does not try to allocate a terabyte */
@@ -45,70 +40,7 @@
 /* hm_read_batch / hm_view_batch on the stack up to this many */
 #define BATCH_STACK	64
 
-static PyObject *HmError;		/* hotmap.Error */
 static PyTypeObject StatType;		/* hotmap.StatResult */
-
-/* errno -> hotmap.<Builtin>Error, made at import */
-static const struct {
-	int err;
-	const char *name;	/* the builtin's name */
-} errmap[] = {
-	{ ENOENT, "FileNotFoundError" },
-	{ EACCES, "PermissionError" },
-	{ EPERM, "PermissionError" },
-	{ EEXIST, "FileExistsError" },
-	{ EISDIR, "IsADirectoryError" },
-	{ ENOTDIR, "NotADirectoryError" },
-	{ EINTR, "InterruptedError" },
-	{ EAGAIN, "BlockingIOError" },
-	{ ECONNREFUSED, "ConnectionRefusedError" },
-	{ ECONNRESET, "ConnectionResetError" },
-	{ ECONNABORTED, "ConnectionAbortedError" },
-	{ EPIPE, "BrokenPipeError" },
-	{ ESHUTDOWN, "BrokenPipeError" },
-	{ ETIMEDOUT, "TimeoutError" },
-};
-#define NERRMAP (sizeof(errmap) / sizeof(errmap[0]))
-static PyObject *errclass[NERRMAP];
-
-/* Raises the error of a failed libhotmap call: err is its errno, msg the
- * daemon's message (hm_last_error, read in the thread that failed) or "". */
-static PyObject *
-raise_hm(int err, const char *msg, PyObject *filename)
-{
-	PyObject *cls = HmError, *exc;
-
-	for (size_t i = 0; i < NERRMAP; i++)
-		if (errmap[i].err == err) {
-			cls = errclass[i];
-			break;
-		}
-	if (!msg || !*msg)
-		msg = strerror(err);
-	if (filename)
-		exc = PyObject_CallFunction(cls, "isO", err, msg, filename);
-	else
-		exc = PyObject_CallFunction(cls, "is", err, msg);
-	if (exc) {
-		PyErr_SetObject(cls, exc);
-		Py_DECREF(exc);
-	}
-	return NULL;
-}
-
-/* The message of the calling thread's last failure, copied before the
- * next call can change it. */
-struct hm_err {
-	int err;
-	char msg[256];
-};
-
-static void
-save_err(struct hm_err *e)
-{
-	e->err = errno;
-	snprintf(e->msg, sizeof(e->msg), "%s", hm_last_error());
-}
 
 /*
  * hm_pread of a long range in up to SPLIT_MAX threads, one slice each
@@ -124,7 +56,7 @@ struct slice {
 	size_t len;
 	uint64_t off;
 	ssize_t n;
-	struct hm_err e;
+	struct hmpy_err e;
 };
 
 static void *
@@ -134,12 +66,12 @@ slice_run(void *arg)
 
 	s->n = hm_pread(s->f, s->buf, s->len, s->off);
 	if (s->n < 0)
-		save_err(&s->e);
+		hmpy_save_err(&s->e);
 	return NULL;
 }
 
 static ssize_t
-split_pread(hm_file *f, void *buf, size_t len, uint64_t off, struct hm_err *e)
+split_pread(hm_file *f, void *buf, size_t len, uint64_t off, struct hmpy_err *e)
 {
 	struct slice sl[SPLIT_MAX];
 	pthread_t th[SPLIT_MAX];
@@ -157,7 +89,7 @@ split_pread(hm_file *f, void *buf, size_t len, uint64_t off, struct hm_err *e)
 		ssize_t n = hm_pread(f, buf, len, off);
 
 		if (n < 0)
-			save_err(e);
+			hmpy_save_err(e);
 		return n;
 	}
 	per = (len / (size_t)nt + 4095) & ~(size_t)4095;
@@ -237,7 +169,7 @@ client_finish(ClientObject *self)
 }
 
 static void
-file_finish(FileObject *self, struct hm_err *e, int *rc)
+file_finish(FileObject *self, struct hmpy_err *e, int *rc)
 {
 	hm_file *f = self->f;
 
@@ -248,7 +180,7 @@ file_finish(FileObject *self, struct hm_err *e, int *rc)
 	Py_BEGIN_ALLOW_THREADS
 	*rc = hm_close(f);
 	if (*rc < 0)
-		save_err(e);
+		hmpy_save_err(e);
 	Py_END_ALLOW_THREADS
 }
 
@@ -271,7 +203,7 @@ file_leave(FileObject *self)
 	ClientObject *c = self->client;
 
 	if (--self->busy == 0 && self->closed && self->f) {
-		struct hm_err e;
+		struct hmpy_err e;
 		int rc = 0;
 
 		file_finish(self, &e, &rc);
@@ -281,42 +213,6 @@ file_leave(FileObject *self)
 }
 
 /* ------------------------------------------------------------------ */
-/* argument helpers */
-
-static int
-get_offset(PyObject *o, uint64_t *out)
-{
-	long long v = PyLong_AsLongLong(o);
-
-	if (v == -1 && PyErr_Occurred()) {
-		if (PyErr_ExceptionMatches(PyExc_OverflowError)) {
-			PyErr_Clear();
-			PyErr_SetString(PyExc_OverflowError, "offset too large");
-		}
-		return -1;
-	}
-	if (v < 0) {
-		PyErr_SetString(PyExc_ValueError, "negative offset");
-		return -1;
-	}
-	*out = (uint64_t)v;
-	return 0;
-}
-
-static int
-get_length(PyObject *o, Py_ssize_t *out)
-{
-	Py_ssize_t v = PyNumber_AsSsize_t(o, PyExc_OverflowError);
-
-	if (v == -1 && PyErr_Occurred())
-		return -1;
-	if (v < 0) {
-		PyErr_SetString(PyExc_ValueError, "negative length");
-		return -1;
-	}
-	*out = v;
-	return 0;
-}
 
 /* Bounds a long read by the file's size (GIL released by the caller's
  * choice: this does it itself).  -1 with an exception set. */
@@ -324,7 +220,7 @@ static int
 clamp_len(FileObject *self, hm_file *f, uint64_t off, Py_ssize_t *len)
 {
 	struct hm_stat st;
-	struct hm_err e;
+	struct hmpy_err e;
 	int rc;
 
 	if ((size_t)*len <= CLAMP_ABOVE)
@@ -332,10 +228,10 @@ clamp_len(FileObject *self, hm_file *f, uint64_t off, Py_ssize_t *len)
 	Py_BEGIN_ALLOW_THREADS
 	rc = hm_stat(f, &st);
 	if (rc < 0)
-		save_err(&e);
+		hmpy_save_err(&e);
 	Py_END_ALLOW_THREADS
 	if (rc < 0) {
-		raise_hm(e.err, e.msg, self->by_fd ? NULL : self->name);
+		hmpy_raise(e.err, e.msg, self->by_fd ? NULL : self->name);
 		return -1;
 	}
 	if (off >= st.size)
@@ -444,7 +340,7 @@ view_check(ViewObject *self, PyObject *unused)
 		return NULL;
 	}
 	if (hm_view_check(&self->v) < 0)
-		return raise_hm(errno, "", NULL);
+		return hmpy_raise(errno, "", NULL);
 	Py_RETURN_NONE;
 }
 
@@ -533,12 +429,12 @@ file_pread(FileObject *self, PyObject *args)
 	PyObject *no, *oo, *res;
 	Py_ssize_t len;
 	uint64_t off;
-	struct hm_err e;
+	struct hmpy_err e;
 	hm_file *f;
 	ssize_t n;
 
 	if (!PyArg_ParseTuple(args, "OO:pread", &no, &oo) ||
-	    get_length(no, &len) < 0 || get_offset(oo, &off) < 0)
+	    hmpy_get_length(no, &len) < 0 || hmpy_get_offset(oo, &off) < 0)
 		return NULL;
 	if (!(f = file_enter(self)))
 		return NULL;
@@ -557,24 +453,11 @@ file_pread(FileObject *self, PyObject *args)
 	file_leave(self);
 	if (n < 0) {
 		Py_DECREF(res);
-		return raise_hm(e.err, e.msg, self->by_fd ? NULL : self->name);
+		return hmpy_raise(e.err, e.msg, self->by_fd ? NULL : self->name);
 	}
 	if (n < len && _PyBytes_Resize(&res, n) < 0)
 		return NULL;
 	return res;
-}
-
-static int
-get_writable(PyObject *o, Py_buffer *b, const char *fn)
-{
-	if (PyObject_GetBuffer(o, b, PyBUF_WRITABLE) < 0) {
-		PyErr_Clear();
-		PyErr_Format(PyExc_TypeError,
-			     "%s() needs a writable contiguous buffer (bytearray, memoryview, "
-			     "numpy array), not %.100s", fn, Py_TYPE(o)->tp_name);
-		return -1;
-	}
-	return 0;
 }
 
 static PyObject *
@@ -583,13 +466,13 @@ file_readinto(FileObject *self, PyObject *args)
 	PyObject *bo, *oo;
 	Py_buffer b;
 	uint64_t off;
-	struct hm_err e;
+	struct hmpy_err e;
 	hm_file *f;
 	ssize_t n;
 
-	if (!PyArg_ParseTuple(args, "OO:readinto", &bo, &oo) || get_offset(oo, &off) < 0)
+	if (!PyArg_ParseTuple(args, "OO:readinto", &bo, &oo) || hmpy_get_offset(oo, &off) < 0)
 		return NULL;
-	if (get_writable(bo, &b, "readinto") < 0)
+	if (hmpy_get_writable(bo, &b, "readinto") < 0)
 		return NULL;
 	if (!(f = file_enter(self))) {
 		PyBuffer_Release(&b);
@@ -601,7 +484,7 @@ file_readinto(FileObject *self, PyObject *args)
 	file_leave(self);
 	PyBuffer_Release(&b);
 	if (n < 0)
-		return raise_hm(e.err, e.msg, self->by_fd ? NULL : self->name);
+		return hmpy_raise(e.err, e.msg, self->by_fd ? NULL : self->name);
 	return PyLong_FromSsize_t(n);
 }
 
@@ -633,13 +516,13 @@ file_view(FileObject *self, PyObject *args)
 	PyObject *oo, *no;
 	Py_ssize_t len;
 	uint64_t off;
-	struct hm_err e;
+	struct hmpy_err e;
 	ViewObject *v;
 	hm_file *f;
 	int rc;
 
 	if (!PyArg_ParseTuple(args, "OO:view", &oo, &no) ||
-	    get_offset(oo, &off) < 0 || get_length(no, &len) < 0)
+	    hmpy_get_offset(oo, &off) < 0 || hmpy_get_length(no, &len) < 0)
 		return NULL;
 	if (!(f = file_enter(self)))
 		return NULL;
@@ -650,14 +533,14 @@ file_view(FileObject *self, PyObject *args)
 	Py_BEGIN_ALLOW_THREADS
 	rc = hm_view_range(f, off, (size_t)len, &v->v);
 	if (rc < 0)
-		save_err(&e);
+		hmpy_save_err(&e);
 	else if (self->flags & HM_O_WARM)
 		populate(&v->v);
 	Py_END_ALLOW_THREADS
 	file_leave(self);
 	if (rc < 0) {
 		Py_DECREF(v);
-		return raise_hm(e.err, e.msg, self->by_fd ? NULL : self->name);
+		return hmpy_raise(e.err, e.msg, self->by_fd ? NULL : self->name);
 	}
 	v->live = 1;
 	return (PyObject *)v;
@@ -667,7 +550,7 @@ static PyObject *
 file_stat(FileObject *self, PyObject *unused)
 {
 	struct hm_stat st;
-	struct hm_err e;
+	struct hmpy_err e;
 	PyObject *r;
 	hm_file *f;
 	int rc, i = 0;
@@ -677,11 +560,11 @@ file_stat(FileObject *self, PyObject *unused)
 	Py_BEGIN_ALLOW_THREADS
 	rc = hm_stat(f, &st);
 	if (rc < 0)
-		save_err(&e);
+		hmpy_save_err(&e);
 	Py_END_ALLOW_THREADS
 	file_leave(self);
 	if (rc < 0)
-		return raise_hm(e.err, e.msg, self->by_fd ? NULL : self->name);
+		return hmpy_raise(e.err, e.msg, self->by_fd ? NULL : self->name);
 	if (!(r = PyStructSequence_New(&StatType)))
 		return NULL;
 #define SET(x) PyStructSequence_SET_ITEM(r, i++, (x))
@@ -712,18 +595,18 @@ file_warm(FileObject *self, PyObject *args, PyObject *kw)
 	static char *kwlist[] = { "offset", "length", NULL };
 	PyObject *oo = NULL, *lo = Py_None;
 	uint64_t off = 0, len = UINT64_MAX;
-	struct hm_err e;
+	struct hmpy_err e;
 	hm_file *f;
 	ssize_t n;
 
 	if (!PyArg_ParseTupleAndKeywords(args, kw, "|OO:warm", kwlist, &oo, &lo))
 		return NULL;
-	if (oo && get_offset(oo, &off) < 0)
+	if (oo && hmpy_get_offset(oo, &off) < 0)
 		return NULL;
 	if (lo != Py_None) {
 		Py_ssize_t l;
 
-		if (get_length(lo, &l) < 0)
+		if (hmpy_get_length(lo, &l) < 0)
 			return NULL;
 		len = (uint64_t)l;
 	}
@@ -732,18 +615,18 @@ file_warm(FileObject *self, PyObject *args, PyObject *kw)
 	Py_BEGIN_ALLOW_THREADS
 	n = hm_warm(f, off, len);
 	if (n < 0)
-		save_err(&e);
+		hmpy_save_err(&e);
 	Py_END_ALLOW_THREADS
 	file_leave(self);
 	if (n < 0)
-		return raise_hm(e.err, e.msg, self->by_fd ? NULL : self->name);
+		return hmpy_raise(e.err, e.msg, self->by_fd ? NULL : self->name);
 	return PyLong_FromSsize_t(n);
 }
 
 static PyObject *
 file_close(FileObject *self, PyObject *unused)
 {
-	struct hm_err e;
+	struct hmpy_err e;
 	int rc = 0;
 
 	if (self->closed)
@@ -753,7 +636,7 @@ file_close(FileObject *self, PyObject *unused)
 		Py_RETURN_NONE;
 	file_finish(self, &e, &rc);
 	if (rc < 0)
-		return raise_hm(e.err, e.msg, self->by_fd ? NULL : self->name);
+		return hmpy_raise(e.err, e.msg, self->by_fd ? NULL : self->name);
 	Py_RETURN_NONE;
 }
 
@@ -920,7 +803,7 @@ client_open(ClientObject *self, PyObject *args, PyObject *kw)
 	static char *kwlist[] = { "file", "flags", NULL };
 	PyObject *target, *path = NULL;
 	int flags = 0, fd = -1, by_fd = 0;
-	struct hm_err e;
+	struct hmpy_err e;
 	FileObject *fo;
 	hm_file *f;
 
@@ -964,7 +847,7 @@ client_open(ClientObject *self, PyObject *args, PyObject *kw)
 	else
 		f = hm_open(self->c, PyBytes_AS_STRING(path), flags);
 	if (!f)
-		save_err(&e);
+		hmpy_save_err(&e);
 	else if (flags & HM_O_WARM)
 		warm_mapping(f);
 	Py_END_ALLOW_THREADS
@@ -980,7 +863,7 @@ client_open(ClientObject *self, PyObject *args, PyObject *kw)
 	}
 	Py_XDECREF(path);
 	if (!f) {
-		raise_hm(e.err, e.msg, by_fd ? NULL : fo->name);
+		hmpy_raise(e.err, e.msg, by_fd ? NULL : fo->name);
 		Py_DECREF(fo);
 		return NULL;
 	}
@@ -1007,13 +890,13 @@ batch_item(PyObject *item, FileObject **fo, uint64_t *off, Py_ssize_t *len, Py_s
 		goto out;
 	}
 	if (!(*fo = as_file(PySequence_Fast_GET_ITEM(t, 0))) ||
-	    get_offset(PySequence_Fast_GET_ITEM(t, 1), off) < 0 ||
-	    get_length(PySequence_Fast_GET_ITEM(t, 2), len) < 0)
+	    hmpy_get_offset(PySequence_Fast_GET_ITEM(t, 1), off) < 0 ||
+	    hmpy_get_length(PySequence_Fast_GET_ITEM(t, 2), len) < 0)
 		goto out;
 	if (dst && n == 4) {
 		uint64_t d;
 
-		if (get_offset(PySequence_Fast_GET_ITEM(t, 3), &d) < 0)
+		if (hmpy_get_offset(PySequence_Fast_GET_ITEM(t, 3), &d) < 0)
 			goto out;
 		if (d > PY_SSIZE_T_MAX) {
 			PyErr_SetString(PyExc_ValueError, "buffer offset out of range");
@@ -1056,7 +939,7 @@ batch_leave(FileObject **files, Py_ssize_t n)
 static PyObject *
 raise_io(FileObject *fo, int err)
 {
-	return raise_hm(err, "", fo->by_fd ? NULL : fo->name);
+	return hmpy_raise(err, "", fo->by_fd ? NULL : fo->name);
 }
 
 /* read_batch(requests) -> [bytes] and read_batch_into(requests, buffer) ->
@@ -1069,14 +952,14 @@ do_read_batch(ClientObject *self, PyObject *reqs, PyObject *bufobj)
 	PyObject *seq, *out = NULL, **bytes = NULL;
 	Py_buffer b = { 0 };
 	Py_ssize_t n, i, pos = 0, nheld = 0;
-	struct hm_err e;
+	struct hmpy_err e;
 	int rc, entered = 0;
 
 	if (!client_check(self))
 		return NULL;
 	if (!(seq = PySequence_Fast(reqs, "requests must be a sequence of (file, offset, length)")))
 		return NULL;
-	if (bufobj && get_writable(bufobj, &b, "read_batch_into") < 0) {
+	if (bufobj && hmpy_get_writable(bufobj, &b, "read_batch_into") < 0) {
 		Py_DECREF(seq);
 		return NULL;
 	}
@@ -1133,12 +1016,12 @@ do_read_batch(ClientObject *self, PyObject *reqs, PyObject *bufobj)
 	Py_BEGIN_ALLOW_THREADS
 	rc = n ? hm_read_batch(self->c, io, (size_t)n) : 0;
 	if (rc < 0)
-		save_err(&e);
+		hmpy_save_err(&e);
 	Py_END_ALLOW_THREADS
 	batch_leave(files, n);
 	entered = 0;
 	if (rc < 0) {
-		raise_hm(e.err, e.msg, NULL);
+		hmpy_raise(e.err, e.msg, NULL);
 		goto fail;
 	}
 	for (i = 0; i < n; i++)
@@ -1208,7 +1091,7 @@ client_view_batch(ClientObject *self, PyObject *reqs)
 	FileObject **files = NULL;
 	PyObject *seq, *out = NULL;
 	Py_ssize_t n, i, nheld = 0;
-	struct hm_err e;
+	struct hmpy_err e;
 	int rc, entered = 0, left = 0;
 
 	if (!client_check(self))
@@ -1244,12 +1127,12 @@ client_view_batch(ClientObject *self, PyObject *reqs)
 	Py_BEGIN_ALLOW_THREADS
 	rc = n ? hm_view_batch(self->c, io, (size_t)n) : 0;
 	if (rc < 0)
-		save_err(&e);
+		hmpy_save_err(&e);
 	Py_END_ALLOW_THREADS
 	batch_leave(files, n);
 	left = 1;
 	if (rc < 0) {
-		raise_hm(e.err, e.msg, NULL);
+		hmpy_raise(e.err, e.msg, NULL);
 		goto out;
 	}
 	for (i = 0; i < n; i++)
@@ -1289,7 +1172,7 @@ static PyObject *
 client_ping(ClientObject *self, PyObject *unused)
 {
 	struct hm_ping p;
-	struct hm_err e;
+	struct hmpy_err e;
 	int rc;
 
 	if (!client_check(self))
@@ -1298,12 +1181,12 @@ client_ping(ClientObject *self, PyObject *unused)
 	Py_BEGIN_ALLOW_THREADS
 	rc = hm_ping(self->c, &p);
 	if (rc < 0)
-		save_err(&e);
+		hmpy_save_err(&e);
 	Py_END_ALLOW_THREADS
 	if (--self->busy == 0 && self->closed && self->c)
 		client_finish(self);
 	if (rc < 0)
-		return raise_hm(e.err, e.msg, NULL);
+		return hmpy_raise(e.err, e.msg, NULL);
 	return Py_BuildValue("{s:s,s:K,s:I}", "server_version", p.server_version,
 			     "uptime_us", (unsigned long long)p.uptime_us, "pid", (unsigned)p.pid);
 }
@@ -1465,7 +1348,7 @@ hotmap_connect(PyObject *mod, PyObject *args, PyObject *kw)
 	PyObject *sock = Py_None, *sockb = NULL, *opts;
 	struct hm_options o = HM_OPTIONS_INIT;
 	int64_t poll = HM_DEFAULT, direct = HM_DEFAULT;
-	struct hm_err e;
+	struct hmpy_err e;
 	ClientObject *co;
 	hm_client *c;
 	Py_ssize_t pos = 0;
@@ -1515,10 +1398,10 @@ hotmap_connect(PyObject *mod, PyObject *args, PyObject *kw)
 	Py_BEGIN_ALLOW_THREADS
 	c = hm_connect_opts(sockb ? PyBytes_AS_STRING(sockb) : NULL, &o);
 	if (!c)
-		save_err(&e);
+		hmpy_save_err(&e);
 	Py_END_ALLOW_THREADS
 	if (!c) {
-		raise_hm(e.err, e.msg, sock == Py_None ? NULL : sock);
+		hmpy_raise(e.err, e.msg, sock == Py_None ? NULL : sock);
 		Py_DECREF(sock);
 		goto fail;
 	}
@@ -1594,7 +1477,7 @@ hotmap_loop_pread(PyObject *mod, PyObject *args)
 	file_leave(fo);
 	PyMem_Free(buf);
 	if (r < 0)
-		return raise_hm(errno, hm_last_error(), NULL);
+		return hmpy_raise(errno, hm_last_error(), NULL);
 	return PyFloat_FromDouble((double)(t1.tv_sec - t0.tv_sec) +
 				  (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
 }
@@ -1655,45 +1538,17 @@ PyMODINIT_FUNC PyInit_hotmap(void);
 PyMODINIT_FUNC
 PyInit_hotmap(void)
 {
-	PyObject *m = PyModule_Create(&hotmap_module), *builtins = NULL;
+	PyObject *m = PyModule_Create(&hotmap_module);
 
-	if (!m || !(builtins = PyImport_ImportModule("builtins"))) {
-		Py_XDECREF(m);
+	if (!m)
 		return NULL;
-	}
 	if (PyType_Ready(&ClientType) < 0 || PyType_Ready(&FileType) < 0 ||
 	    PyType_Ready(&ViewType) < 0)
 		goto fail;
 	if (!StatType.tp_name && PyStructSequence_InitType2(&StatType, &stat_desc) < 0)
 		goto fail;
-	HmError = PyErr_NewExceptionWithDoc("hotmap.Error",
-		"A failed libhotmap call: an OSError with errno and the daemon's message.",
-		PyExc_OSError, NULL);
-	if (!HmError || PyModule_AddObjectRef(m, "Error", HmError) < 0)
+	if (hmpy_errors_add(m) < 0)
 		goto fail;
-	for (size_t i = 0; i < NERRMAP; i++) {
-		PyObject *builtin, *bases, *name;
-
-		/* a second errno of the same class reuses it (EPERM, ESHUTDOWN) */
-		for (size_t j = 0; j < i; j++)
-			if (strcmp(errmap[j].name, errmap[i].name) == 0)
-				errclass[i] = errclass[j];
-		if (errclass[i])
-			continue;
-		builtin = PyObject_GetAttrString(builtins, errmap[i].name);
-		if (!builtin)
-			goto fail;
-		bases = PyTuple_Pack(2, HmError, builtin);
-		Py_DECREF(builtin);
-		if (!bases)
-			goto fail;
-		name = PyUnicode_FromFormat("hotmap.%s", errmap[i].name);
-		errclass[i] = name ? PyErr_NewException(PyUnicode_AsUTF8(name), bases, NULL) : NULL;
-		Py_XDECREF(name);
-		Py_DECREF(bases);
-		if (!errclass[i] || PyModule_AddObjectRef(m, errmap[i].name, errclass[i]) < 0)
-			goto fail;
-	}
 	if (PyModule_AddObjectRef(m, "Client", (PyObject *)&ClientType) < 0 ||
 	    PyModule_AddObjectRef(m, "File", (PyObject *)&FileType) < 0 ||
 	    PyModule_AddObjectRef(m, "View", (PyObject *)&ViewType) < 0 ||
@@ -1710,10 +1565,8 @@ PyInit_hotmap(void)
 	    PyModule_AddIntConstant(m, "DIRECT_YES", HM_DIRECT_YES) < 0 ||
 	    PyModule_AddStringConstant(m, "__version__", hm_version()) < 0)
 		goto fail;
-	Py_DECREF(builtins);
 	return m;
 fail:
-	Py_DECREF(builtins);
 	Py_DECREF(m);
 	return NULL;
 }

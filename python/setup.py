@@ -20,6 +20,10 @@ from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+# the module's C files, as Makefile.am's python_hotmap_la_SOURCES lists
+# them, and the private header they share (MANIFEST.in puts it in the sdist)
+SOURCES = ["hotmapmodule.c", "errors.c", "args.c"]
+DEPENDS = ["hotmap_priv.h"]
 
 
 def pkg_config(*args):
@@ -109,7 +113,7 @@ setup(
     # it is not part of the distribution
     packages=[],
     py_modules=[],
-    ext_modules=[Extension("hotmap", sources=["hotmapmodule.c"],
+    ext_modules=[Extension("hotmap", sources=SOURCES, depends=DEPENDS,
                            **(flags() if building else {}))],
     cmdclass={"build_ext": BuildExt},
 )

@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * hotmap_priv.h - what the files of the `hotmap` extension module share,
+ * and nothing else includes.  They call one another in one direction
+ * only:
+ *
+ *   hotmapmodule.c  PyInit_hotmap, the module's functions and constants
+ *   errors.c        hotmap.Error and its subclasses; raising one from an
+ *                   errno and the daemon's message
+ *   args.c          offsets, lengths and writable buffers from Python objects
+ *
+ * Each calls only files below it in this list, never one above.
+ *
+ * What it must not do: export anything.  A symbol shared between the
+ * files is hmpy_*, and hidden (-fvisibility=hidden; only PyInit_hotmap
+ * leaves the module); what one file alone uses stays static in it.
+ */
+#ifndef HOTMAP_PY_PRIV_H
+#define HOTMAP_PY_PRIV_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <stdint.h>
+
+#include "hotmap.h"
+
+/* --- errors.c ------------------------------------------------------------ */
+
+/* A failed call's errno and the daemon's message (hm_last_error), copied
+ * in the thread that failed, before the next call can change them. */
+struct hmpy_err {
+	int err;
+	char msg[256];
+};
+
+/* Fills e from errno and hm_last_error() (with the GIL released or not). */
+void hmpy_save_err(struct hmpy_err *e);
+/* Raises hotmap.Error, or its subclass for err: msg is the daemon's
+ * message, or "" (or NULL) for strerror(err); filename is the path the
+ * error is about, or NULL.  Returns NULL. */
+PyObject *hmpy_raise(int err, const char *msg, PyObject *filename);
+/* Makes hotmap.Error and its subclasses (hotmap.FileNotFoundError, ...)
+ * and adds them to the module m.  -1 with an exception set. */
+int hmpy_errors_add(PyObject *m);
+
+/* --- args.c -------------------------------------------------------------- */
+
+/* An offset: an int from 0 to INT64_MAX.  -1 with an exception set. */
+int hmpy_get_offset(PyObject *o, uint64_t *out);
+/* A length: an int from 0 to PY_SSIZE_T_MAX.  -1 with an exception set. */
+int hmpy_get_length(PyObject *o, Py_ssize_t *out);
+/* A writable contiguous buffer of o (to release with PyBuffer_Release);
+ * fn names the method in the TypeError.  -1 with an exception set. */
+int hmpy_get_writable(PyObject *o, Py_buffer *b, const char *fn);
+
+#endif
