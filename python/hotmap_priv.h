@@ -5,11 +5,14 @@
  * only:
  *
  *   hotmapmodule.c  PyInit_hotmap, the module's functions and constants
+ *   split.c         hm_pread of a long range, in slices read by threads at once
  *   errors.c        hotmap.Error and its subclasses; raising one from an
  *                   errno and the daemon's message
  *   args.c          offsets, lengths and writable buffers from Python objects
  *
- * Each calls only files below it in this list, never one above.
+ * Each calls only files below it in this list, never one above; the
+ * declarations below are in the opposite order, each file's after those
+ * of the files it calls.
  *
  * What it must not do: export anything.  A symbol shared between the
  * files is hmpy_*, and hidden (-fvisibility=hidden; only PyInit_hotmap
@@ -22,6 +25,7 @@
 #include <Python.h>
 
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "hotmap.h"
 
@@ -53,5 +57,13 @@ int hmpy_get_length(PyObject *o, Py_ssize_t *out);
 /* A writable contiguous buffer of o (to release with PyBuffer_Release);
  * fn names the method in the TypeError.  -1 with an exception set. */
 int hmpy_get_writable(PyObject *o, Py_buffer *b, const char *fn);
+
+/* --- split.c ------------------------------------------------------------- */
+
+/* hm_pread(f, buf, len, off), with the GIL released: a long range in
+ * slices, read by several threads at once.  Short only at end of file;
+ * -1 and e on the first error. */
+ssize_t hmpy_split_pread(hm_file *f, void *buf, size_t len, uint64_t off,
+			 struct hmpy_err *e);
 
 #endif
