@@ -5,6 +5,7 @@
  * only:
  *
  *   hotmapmodule.c  PyInit_hotmap, the module's functions and constants
+ *   view.c          hotmap.View: a hm_view, through the buffer protocol
  *   split.c         hm_pread of a long range, in slices read by threads at once
  *   errors.c        hotmap.Error and its subclasses; raising one from an
  *                   errno and the daemon's message
@@ -65,5 +66,22 @@ int hmpy_get_writable(PyObject *o, Py_buffer *b, const char *fn);
  * -1 and e on the first error. */
 ssize_t hmpy_split_pread(hm_file *f, void *buf, size_t len, uint64_t off,
 			 struct hmpy_err *e);
+
+/* --- view.c -------------------------------------------------------------- */
+
+/* A hotmap.View */
+typedef struct {
+	PyObject_HEAD
+	struct hm_view v;
+	int live;		/* v holds bytes */
+	Py_ssize_t exports;	/* buffers exported and not yet released */
+	PyObject *weakrefs;
+} ViewObject;
+
+extern PyTypeObject hmpy_ViewType;
+
+/* A new View with no bytes yet: the caller fills in v, then sets live.
+ * NULL with an exception set. */
+ViewObject *hmpy_view_new(void);
 
 #endif

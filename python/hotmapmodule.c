@@ -61,15 +61,7 @@ typedef struct {
 	PyObject *weakrefs;
 } FileObject;
 
-typedef struct {
-	PyObject_HEAD
-	struct hm_view v;
-	int live;		/* v holds bytes */
-	Py_ssize_t exports;	/* buffers exported and not yet released */
-	PyObject *weakrefs;
-} ViewObject;
-
-static PyTypeObject ClientType, FileType, ViewType;
+static PyTypeObject ClientType, FileType;
 
 static void
 client_finish(ClientObject *self)
@@ -168,174 +160,6 @@ as_file(PyObject *o)
 	}
 	return (FileObject *)o;
 }
-
-/* ------------------------------------------------------------------ */
-/* View */
-
-static ViewObject *
-view_new(void)
-{
-	ViewObject *v = PyObject_GC_New(ViewObject, &ViewType);
-
-	if (!v)
-		return NULL;
-	memset(&v->v, 0, sizeof(v->v));
-	v->live = 0;
-	v->exports = 0;
-	v->weakrefs = NULL;
-	PyObject_GC_Track(v);
-	return v;
-}
-
-static void
-view_dealloc(ViewObject *self)
-{
-	PyObject_GC_UnTrack(self);
-	if (self->weakrefs)
-		PyObject_ClearWeakRefs((PyObject *)self);
-	if (self->live)
-		hm_view_release(&self->v);
-	PyObject_GC_Del(self);
-}
-
-static int
-view_traverse(ViewObject *self, visitproc visit, void *arg)
-{
-	return 0;
-}
-
-static int
-view_getbuffer(ViewObject *self, Py_buffer *view, int flags)
-{
-	static char empty[1];
-
-	if (!self->live) {
-		PyErr_SetString(PyExc_ValueError, "operation on released hotmap view");
-		view->obj = NULL;
-		return -1;
-	}
-	if (PyBuffer_FillInfo(view, (PyObject *)self,
-			      self->v.len ? (void *)self->v.data : empty,
-			      (Py_ssize_t)self->v.len, 1, flags) < 0)
-		return -1;
-	self->exports++;
-	return 0;
-}
-
-static void
-view_releasebuffer(ViewObject *self, Py_buffer *view)
-{
-	self->exports--;
-}
-
-static PyBufferProcs view_as_buffer = {
-	(getbufferproc)view_getbuffer,
-	(releasebufferproc)view_releasebuffer,
-};
-
-static PyObject *
-view_release(ViewObject *self, PyObject *unused)
-{
-	if (self->exports > 0) {
-		PyErr_Format(PyExc_BufferError,
-			     "cannot release a hotmap view with %zd exported buffer(s)",
-			     self->exports);
-		return NULL;
-	}
-	if (self->live) {
-		self->live = 0;
-		hm_view_release(&self->v);
-	}
-	Py_RETURN_NONE;
-}
-
-static PyObject *
-view_check(ViewObject *self, PyObject *unused)
-{
-	if (!self->live) {
-		PyErr_SetString(PyExc_ValueError, "operation on released hotmap view");
-		return NULL;
-	}
-	if (hm_view_check(&self->v) < 0)
-		return hmpy_raise(errno, "", NULL);
-	Py_RETURN_NONE;
-}
-
-static PyObject *
-view_enter(ViewObject *self, PyObject *unused)
-{
-	Py_INCREF(self);
-	return (PyObject *)self;
-}
-
-static PyObject *
-view_exit(ViewObject *self, PyObject *args)
-{
-	return view_release(self, NULL);
-}
-
-static Py_ssize_t
-view_length(ViewObject *self)
-{
-	return self->live ? (Py_ssize_t)self->v.len : 0;
-}
-
-static PyObject *
-view_get_released(ViewObject *self, void *closure)
-{
-	return PyBool_FromLong(!self->live);
-}
-
-static PyObject *
-view_repr(ViewObject *self)
-{
-	if (!self->live)
-		return PyUnicode_FromString("<hotmap.View released>");
-	return PyUnicode_FromFormat("<hotmap.View %zu bytes>", self->v.len);
-}
-
-static PyMethodDef view_methods[] = {
-	{ "release", (PyCFunction)view_release, METH_NOARGS,
-	  "release($self)\n--\n\nGives the view's bytes back.  BufferError while a buffer\n"
-	  "exported from it (a memoryview, a numpy array) is alive.  Idempotent." },
-	{ "check", (PyCFunction)view_check, METH_NOARGS,
-	  "check($self)\n--\n\nNone while the view shows the file's bytes; raises hotmap.Error\n"
-	  "with errno ESTALE (the file was written to or evicted since) or EIO\n"
-	  "(the file shrank under the view: the lost part reads as zeros)." },
-	{ "__enter__", (PyCFunction)view_enter, METH_NOARGS, NULL },
-	{ "__exit__", (PyCFunction)view_exit, METH_VARARGS, NULL },
-	{ NULL }
-};
-
-static PyGetSetDef view_getset[] = {
-	{ "released", (getter)view_get_released, NULL, "True once released", NULL },
-	{ NULL }
-};
-
-static PySequenceMethods view_as_sequence = {
-	.sq_length = (lenfunc)view_length,
-};
-
-static PyTypeObject ViewType = {
-	PyVarObject_HEAD_INIT(NULL, 0)
-	.tp_name = "hotmap.View",
-	.tp_basicsize = sizeof(ViewObject),
-	.tp_dealloc = (destructor)view_dealloc,
-	.tp_repr = (reprfunc)view_repr,
-	.tp_as_sequence = &view_as_sequence,
-	.tp_as_buffer = &view_as_buffer,
-	.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
-	.tp_traverse = (traverseproc)view_traverse,
-	.tp_weaklistoffset = offsetof(ViewObject, weakrefs),
-	.tp_methods = view_methods,
-	.tp_getset = view_getset,
-	.tp_doc = "A read-only range of a file that stays valid until released.\n\n"
-		  "Supports the buffer protocol: memoryview(v), numpy.frombuffer(v),\n"
-		  "bytes(v).  The bytes live as long as any buffer exported from it,\n"
-		  "even after its File and Client are closed.  Directly read files give\n"
-		  "views into the file's mapping (zero copies): check() says whether\n"
-		  "they still show the file.",
-};
 
 /* ------------------------------------------------------------------ */
 /* File */
@@ -443,7 +267,7 @@ file_view(FileObject *self, PyObject *args)
 		return NULL;
 	if (!(f = file_enter(self)))
 		return NULL;
-	if (clamp_len(self, f, off, &len) < 0 || !(v = view_new())) {
+	if (clamp_len(self, f, off, &len) < 0 || !(v = hmpy_view_new())) {
 		file_leave(self);
 		return NULL;
 	}
@@ -1060,7 +884,7 @@ client_view_batch(ClientObject *self, PyObject *reqs)
 	if (!(out = PyList_New(n)))
 		goto out;
 	for (i = 0; i < n; i++) {
-		ViewObject *v = view_new();
+		ViewObject *v = hmpy_view_new();
 
 		if (!v) {
 			Py_CLEAR(out);
@@ -1460,7 +1284,7 @@ PyInit_hotmap(void)
 	if (!m)
 		return NULL;
 	if (PyType_Ready(&ClientType) < 0 || PyType_Ready(&FileType) < 0 ||
-	    PyType_Ready(&ViewType) < 0)
+	    PyType_Ready(&hmpy_ViewType) < 0)
 		goto fail;
 	if (!StatType.tp_name && PyStructSequence_InitType2(&StatType, &stat_desc) < 0)
 		goto fail;
@@ -1468,7 +1292,7 @@ PyInit_hotmap(void)
 		goto fail;
 	if (PyModule_AddObjectRef(m, "Client", (PyObject *)&ClientType) < 0 ||
 	    PyModule_AddObjectRef(m, "File", (PyObject *)&FileType) < 0 ||
-	    PyModule_AddObjectRef(m, "View", (PyObject *)&ViewType) < 0 ||
+	    PyModule_AddObjectRef(m, "View", (PyObject *)&hmpy_ViewType) < 0 ||
 	    PyModule_AddObjectRef(m, "StatResult", (PyObject *)&StatType) < 0 ||
 	    PyModule_AddIntConstant(m, "O_MMAP", HM_O_MMAP) < 0 ||
 	    PyModule_AddIntConstant(m, "O_PREAD", HM_O_PREAD) < 0 ||
