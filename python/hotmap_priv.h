@@ -5,6 +5,8 @@
  * only:
  *
  *   hotmapmodule.c  PyInit_hotmap, the module's functions and constants
+ *   lifetime.c      a Client's and a File's calls in flight; the close
+ *                   that waits for the last one
  *   view.c          hotmap.View: a hm_view, through the buffer protocol
  *   split.c         hm_pread of a long range, in slices read by threads at once
  *   errors.c        hotmap.Error and its subclasses; raising one from an
@@ -83,5 +85,45 @@ extern PyTypeObject hmpy_ViewType;
 /* A new View with no bytes yet: the caller fills in v, then sets live.
  * NULL with an exception set. */
 ViewObject *hmpy_view_new(void);
+
+/* --- lifetime.c ---------------------------------------------------------- */
+
+/* A hotmap.Client (client.c) */
+typedef struct {
+	PyObject_HEAD
+	hm_client *c;		/* NULL once disconnected */
+	int closed;		/* close() was called */
+	unsigned busy;		/* calls in flight with the GIL released */
+	PyObject *socket;	/* str or None: for pickling */
+	PyObject *options;	/* dict: for pickling */
+	PyObject *weakrefs;
+} ClientObject;
+
+/* A hotmap.File (file.c) */
+typedef struct {
+	PyObject_HEAD
+	ClientObject *client;
+	hm_file *f;		/* NULL once closed */
+	int closed;
+	unsigned busy;
+	int flags;
+	PyObject *name;		/* the path, or the fd's object */
+	int by_fd;
+	PyObject *weakrefs;
+} FileObject;
+
+/* self, or NULL and ValueError if it is closed. */
+ClientObject *hmpy_client_check(ClientObject *self);
+/* Disconnects for real (under the GIL, no call in flight). */
+void hmpy_client_finish(ClientObject *self);
+/* Closes self->f for real, unless its client's disconnect freed it:
+ * *rc is hm_close's result, e its error. */
+void hmpy_file_finish(FileObject *self, struct hmpy_err *e, int *rc);
+/* Takes the file for a call (a call in flight on it and its client):
+ * its hm_file, or NULL and ValueError if either is closed. */
+hm_file *hmpy_file_enter(FileObject *self);
+/* Ends the call hmpy_file_enter began: the last call in flight on a
+ * closed file or client closes it for real. */
+void hmpy_file_leave(FileObject *self);
 
 #endif

@@ -36,90 +36,7 @@
 #define BATCH_STACK	64
 
 static PyTypeObject StatType;		/* hotmap.StatResult */
-
-/* ------------------------------------------------------------------ */
-
-typedef struct {
-	PyObject_HEAD
-	hm_client *c;		/* NULL once disconnected */
-	int closed;		/* close() was called */
-	unsigned busy;		/* calls in flight with the GIL released */
-	PyObject *socket;	/* str or None: for pickling */
-	PyObject *options;	/* dict: for pickling */
-	PyObject *weakrefs;
-} ClientObject;
-
-typedef struct {
-	PyObject_HEAD
-	ClientObject *client;
-	hm_file *f;		/* NULL once closed */
-	int closed;
-	unsigned busy;
-	int flags;
-	PyObject *name;		/* the path, or the fd's object */
-	int by_fd;
-	PyObject *weakrefs;
-} FileObject;
-
 static PyTypeObject ClientType, FileType;
-
-static void
-client_finish(ClientObject *self)
-{
-	/* under the GIL, no call in flight: disconnect for real */
-	hm_client *c = self->c;
-
-	self->c = NULL;
-	if (c) {
-		Py_BEGIN_ALLOW_THREADS
-		hm_disconnect(c);
-		Py_END_ALLOW_THREADS
-	}
-}
-
-static void
-file_finish(FileObject *self, struct hmpy_err *e, int *rc)
-{
-	hm_file *f = self->f;
-
-	self->f = NULL;
-	/* hm_disconnect freed every file of the client */
-	if (!f || !self->client->c)
-		return;
-	Py_BEGIN_ALLOW_THREADS
-	*rc = hm_close(f);
-	if (*rc < 0)
-		hmpy_save_err(e);
-	Py_END_ALLOW_THREADS
-}
-
-/* Takes f for a call: NULL and ValueError if closed. */
-static hm_file *
-file_enter(FileObject *self)
-{
-	if (self->closed || !self->f || self->client->closed || !self->client->c) {
-		PyErr_SetString(PyExc_ValueError, "I/O operation on closed hotmap file");
-		return NULL;
-	}
-	self->busy++;
-	self->client->busy++;
-	return self->f;
-}
-
-static void
-file_leave(FileObject *self)
-{
-	ClientObject *c = self->client;
-
-	if (--self->busy == 0 && self->closed && self->f) {
-		struct hmpy_err e;
-		int rc = 0;
-
-		file_finish(self, &e, &rc);
-	}
-	if (--c->busy == 0 && c->closed && c->c)
-		client_finish(c);
-}
 
 /* ------------------------------------------------------------------ */
 
@@ -177,21 +94,21 @@ file_pread(FileObject *self, PyObject *args)
 	if (!PyArg_ParseTuple(args, "OO:pread", &no, &oo) ||
 	    hmpy_get_length(no, &len) < 0 || hmpy_get_offset(oo, &off) < 0)
 		return NULL;
-	if (!(f = file_enter(self)))
+	if (!(f = hmpy_file_enter(self)))
 		return NULL;
 	if (clamp_len(self, f, off, &len) < 0) {
-		file_leave(self);
+		hmpy_file_leave(self);
 		return NULL;
 	}
 	res = PyBytes_FromStringAndSize(NULL, len);
 	if (!res) {
-		file_leave(self);
+		hmpy_file_leave(self);
 		return NULL;
 	}
 	Py_BEGIN_ALLOW_THREADS
 	n = hmpy_split_pread(f, PyBytes_AS_STRING(res), (size_t)len, off, &e);
 	Py_END_ALLOW_THREADS
-	file_leave(self);
+	hmpy_file_leave(self);
 	if (n < 0) {
 		Py_DECREF(res);
 		return hmpy_raise(e.err, e.msg, self->by_fd ? NULL : self->name);
@@ -215,14 +132,14 @@ file_readinto(FileObject *self, PyObject *args)
 		return NULL;
 	if (hmpy_get_writable(bo, &b, "readinto") < 0)
 		return NULL;
-	if (!(f = file_enter(self))) {
+	if (!(f = hmpy_file_enter(self))) {
 		PyBuffer_Release(&b);
 		return NULL;
 	}
 	Py_BEGIN_ALLOW_THREADS
 	n = hmpy_split_pread(f, b.buf, (size_t)b.len, off, &e);
 	Py_END_ALLOW_THREADS
-	file_leave(self);
+	hmpy_file_leave(self);
 	PyBuffer_Release(&b);
 	if (n < 0)
 		return hmpy_raise(e.err, e.msg, self->by_fd ? NULL : self->name);
@@ -265,10 +182,10 @@ file_view(FileObject *self, PyObject *args)
 	if (!PyArg_ParseTuple(args, "OO:view", &oo, &no) ||
 	    hmpy_get_offset(oo, &off) < 0 || hmpy_get_length(no, &len) < 0)
 		return NULL;
-	if (!(f = file_enter(self)))
+	if (!(f = hmpy_file_enter(self)))
 		return NULL;
 	if (clamp_len(self, f, off, &len) < 0 || !(v = hmpy_view_new())) {
-		file_leave(self);
+		hmpy_file_leave(self);
 		return NULL;
 	}
 	Py_BEGIN_ALLOW_THREADS
@@ -278,7 +195,7 @@ file_view(FileObject *self, PyObject *args)
 	else if (self->flags & HM_O_WARM)
 		populate(&v->v);
 	Py_END_ALLOW_THREADS
-	file_leave(self);
+	hmpy_file_leave(self);
 	if (rc < 0) {
 		Py_DECREF(v);
 		return hmpy_raise(e.err, e.msg, self->by_fd ? NULL : self->name);
@@ -296,14 +213,14 @@ file_stat(FileObject *self, PyObject *unused)
 	hm_file *f;
 	int rc, i = 0;
 
-	if (!(f = file_enter(self)))
+	if (!(f = hmpy_file_enter(self)))
 		return NULL;
 	Py_BEGIN_ALLOW_THREADS
 	rc = hm_stat(f, &st);
 	if (rc < 0)
 		hmpy_save_err(&e);
 	Py_END_ALLOW_THREADS
-	file_leave(self);
+	hmpy_file_leave(self);
 	if (rc < 0)
 		return hmpy_raise(e.err, e.msg, self->by_fd ? NULL : self->name);
 	if (!(r = PyStructSequence_New(&StatType)))
@@ -351,14 +268,14 @@ file_warm(FileObject *self, PyObject *args, PyObject *kw)
 			return NULL;
 		len = (uint64_t)l;
 	}
-	if (!(f = file_enter(self)))
+	if (!(f = hmpy_file_enter(self)))
 		return NULL;
 	Py_BEGIN_ALLOW_THREADS
 	n = hm_warm(f, off, len);
 	if (n < 0)
 		hmpy_save_err(&e);
 	Py_END_ALLOW_THREADS
-	file_leave(self);
+	hmpy_file_leave(self);
 	if (n < 0)
 		return hmpy_raise(e.err, e.msg, self->by_fd ? NULL : self->name);
 	return PyLong_FromSsize_t(n);
@@ -375,7 +292,7 @@ file_close(FileObject *self, PyObject *unused)
 	self->closed = 1;
 	if (self->busy)		/* the last call in flight closes it */
 		Py_RETURN_NONE;
-	file_finish(self, &e, &rc);
+	hmpy_file_finish(self, &e, &rc);
 	if (rc < 0)
 		return hmpy_raise(e.err, e.msg, self->by_fd ? NULL : self->name);
 	Py_RETURN_NONE;
@@ -506,16 +423,6 @@ static PyTypeObject FileType = {
 /* ------------------------------------------------------------------ */
 /* Client */
 
-static ClientObject *
-client_check(ClientObject *self)
-{
-	if (self->closed || !self->c) {
-		PyErr_SetString(PyExc_ValueError, "operation on closed hotmap client");
-		return NULL;
-	}
-	return self;
-}
-
 /*
  * O_WARM and a file read directly: the daemon warms the file, and this
  * puts it in this process's page tables too, so that reads copy from the
@@ -550,7 +457,7 @@ client_open(ClientObject *self, PyObject *args, PyObject *kw)
 
 	if (!PyArg_ParseTupleAndKeywords(args, kw, "O|i:open", kwlist, &target, &flags))
 		return NULL;
-	if (!client_check(self))
+	if (!hmpy_client_check(self))
 		return NULL;
 	if (PyLong_Check(target) || PyObject_HasAttrString(target, "fileno")) {
 		if ((fd = PyObject_AsFileDescriptor(target)) < 0)
@@ -596,7 +503,7 @@ client_open(ClientObject *self, PyObject *args, PyObject *kw)
 		if (f)
 			hm_close(f);	/* freed by the disconnect anyway */
 		f = NULL;
-		client_finish(self);
+		hmpy_client_finish(self);
 		Py_XDECREF(path);
 		Py_DECREF(fo);
 		PyErr_SetString(PyExc_ValueError, "hotmap client closed during open()");
@@ -660,10 +567,10 @@ batch_enter(ClientObject *self, FileObject **files, Py_ssize_t n)
 	for (Py_ssize_t i = 0; i < n; i++) {
 		if (files[i]->client != self) {
 			PyErr_SetString(PyExc_ValueError, "a batch file belongs to another client");
-		} else if (file_enter(files[i]))
+		} else if (hmpy_file_enter(files[i]))
 			continue;
 		while (i-- > 0)
-			file_leave(files[i]);
+			hmpy_file_leave(files[i]);
 		return -1;
 	}
 	return 0;
@@ -673,7 +580,7 @@ static void
 batch_leave(FileObject **files, Py_ssize_t n)
 {
 	for (Py_ssize_t i = 0; i < n; i++)
-		file_leave(files[i]);
+		hmpy_file_leave(files[i]);
 }
 
 /* The first failed io's error, raised. */
@@ -696,7 +603,7 @@ do_read_batch(ClientObject *self, PyObject *reqs, PyObject *bufobj)
 	struct hmpy_err e;
 	int rc, entered = 0;
 
-	if (!client_check(self))
+	if (!hmpy_client_check(self))
 		return NULL;
 	if (!(seq = PySequence_Fast(reqs, "requests must be a sequence of (file, offset, length)")))
 		return NULL;
@@ -835,7 +742,7 @@ client_view_batch(ClientObject *self, PyObject *reqs)
 	struct hmpy_err e;
 	int rc, entered = 0, left = 0;
 
-	if (!client_check(self))
+	if (!hmpy_client_check(self))
 		return NULL;
 	if (!(seq = PySequence_Fast(reqs, "requests must be a sequence of (file, offset, length)")))
 		return NULL;
@@ -916,7 +823,7 @@ client_ping(ClientObject *self, PyObject *unused)
 	struct hmpy_err e;
 	int rc;
 
-	if (!client_check(self))
+	if (!hmpy_client_check(self))
 		return NULL;
 	self->busy++;
 	Py_BEGIN_ALLOW_THREADS
@@ -925,7 +832,7 @@ client_ping(ClientObject *self, PyObject *unused)
 		hmpy_save_err(&e);
 	Py_END_ALLOW_THREADS
 	if (--self->busy == 0 && self->closed && self->c)
-		client_finish(self);
+		hmpy_client_finish(self);
 	if (rc < 0)
 		return hmpy_raise(e.err, e.msg, NULL);
 	return Py_BuildValue("{s:s,s:K,s:I}", "server_version", p.server_version,
@@ -939,14 +846,14 @@ client_close(ClientObject *self, PyObject *unused)
 		Py_RETURN_NONE;
 	self->closed = 1;
 	if (!self->busy)
-		client_finish(self);
+		hmpy_client_finish(self);
 	Py_RETURN_NONE;
 }
 
 static PyObject *
 client_enter_ctx(ClientObject *self, PyObject *unused)
 {
-	if (!client_check(self))
+	if (!hmpy_client_check(self))
 		return NULL;
 	Py_INCREF(self);
 	return (PyObject *)self;
@@ -981,7 +888,7 @@ client_dealloc(ClientObject *self)
 	if (self->weakrefs)
 		PyObject_ClearWeakRefs((PyObject *)self);
 	if (self->c)
-		client_finish(self);
+		hmpy_client_finish(self);
 	Py_CLEAR(self->socket);
 	Py_CLEAR(self->options);
 	PyObject_GC_Del(self);
@@ -1205,7 +1112,7 @@ hotmap_loop_pread(PyObject *mod, PyObject *args)
 	}
 	if (!(buf = PyMem_Malloc(n ? (size_t)n : 1)))
 		return PyErr_NoMemory();
-	if (!(f = file_enter(fo))) {
+	if (!(f = hmpy_file_enter(fo))) {
 		PyMem_Free(buf);
 		return NULL;
 	}
@@ -1215,7 +1122,7 @@ hotmap_loop_pread(PyObject *mod, PyObject *args)
 		r = hm_pread(f, buf, (size_t)n, off);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	Py_END_ALLOW_THREADS
-	file_leave(fo);
+	hmpy_file_leave(fo);
 	PyMem_Free(buf);
 	if (r < 0)
 		return hmpy_raise(errno, hm_last_error(), NULL);
