@@ -5,6 +5,7 @@
  * only:
  *
  *   hotmapmodule.c  PyInit_hotmap, the module's functions and constants
+ *   file.c          hotmap.File: reads, views, stat, close; hotmap.StatResult
  *   lifetime.c      a Client's and a File's calls in flight; the close
  *                   that waits for the last one
  *   view.c          hotmap.View: a hm_view, through the buffer protocol
@@ -125,5 +126,20 @@ hm_file *hmpy_file_enter(FileObject *self);
 /* Ends the call hmpy_file_enter began: the last call in flight on a
  * closed file or client closes it for real. */
 void hmpy_file_leave(FileObject *self);
+
+/* --- file.c -------------------------------------------------------------- */
+
+extern PyTypeObject hmpy_FileType;	/* hotmap.File: FileObject */
+extern PyTypeObject hmpy_StatType;	/* hotmap.StatResult (File.stat) */
+
+/* Makes hotmap.StatResult (hmpy_StatType) unless made.  -1 with an
+ * exception set. */
+int hmpy_stat_ready(void);
+/* o as a File, or NULL and TypeError. */
+FileObject *hmpy_as_file(PyObject *o);
+/* Bounds a long read (*len at off) by the file's size, so that a read of
+ * a terabyte of a small file does not allocate a terabyte; f is self's
+ * hm_file, entered.  Releases the GIL itself.  -1 with an exception set. */
+int hmpy_clamp_len(FileObject *self, hm_file *f, uint64_t off, Py_ssize_t *len);
 
 #endif
