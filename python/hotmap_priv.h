@@ -5,6 +5,8 @@
  * only:
  *
  *   hotmapmodule.c  PyInit_hotmap, the module's functions and constants
+ *   batch.c         the Client's batch calls (read_batch, read_batch_into,
+ *                   view_batch)
  *   file.c          hotmap.File: reads, views, stat, close; hotmap.StatResult
  *   lifetime.c      a Client's and a File's calls in flight; the close
  *                   that waits for the last one
@@ -141,5 +143,14 @@ FileObject *hmpy_as_file(PyObject *o);
  * a terabyte of a small file does not allocate a terabyte; f is self's
  * hm_file, entered.  Releases the GIL itself.  -1 with an exception set. */
 int hmpy_clamp_len(FileObject *self, hm_file *f, uint64_t off, Py_ssize_t *len);
+
+/* --- batch.c ------------------------------------------------------------- */
+
+/* Client.read_batch(requests) */
+PyObject *hmpy_client_read_batch(ClientObject *self, PyObject *reqs);
+/* Client.read_batch_into(requests, buffer) */
+PyObject *hmpy_client_read_batch_into(ClientObject *self, PyObject *args);
+/* Client.view_batch(requests) */
+PyObject *hmpy_client_view_batch(ClientObject *self, PyObject *reqs);
 
 #endif
