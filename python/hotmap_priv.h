@@ -5,6 +5,7 @@
  * only:
  *
  *   hotmapmodule.c  PyInit_hotmap, the module's functions and constants
+ *   client.c        hotmap.Client: open, ping, close
  *   batch.c         the Client's batch calls (read_batch, read_batch_into,
  *                   view_batch)
  *   file.c          hotmap.File: reads, views, stat, close; hotmap.StatResult
@@ -152,5 +153,9 @@ PyObject *hmpy_client_read_batch(ClientObject *self, PyObject *reqs);
 PyObject *hmpy_client_read_batch_into(ClientObject *self, PyObject *args);
 /* Client.view_batch(requests) */
 PyObject *hmpy_client_view_batch(ClientObject *self, PyObject *reqs);
+
+/* --- client.c ------------------------------------------------------------ */
+
+extern PyTypeObject hmpy_ClientType;	/* hotmap.Client: ClientObject */
 
 #endif
