@@ -1,14 +1,15 @@
 # SPDX-License-Identifier: MIT
 """The `hotmap` extension for pip (pyproject.toml holds the metadata).
 
-hotmapmodule.c is compiled against the libhotmap that pkg-config finds
-(`pkg-config --cflags --libs libhotmap`: set PKG_CONFIG_PATH to the
-lib/pkgconfig directory of a libhotmap installed elsewhere than /usr;
-PKG_CONFIG names another pkg-config).  The module is linked with a
-RUNPATH to the library directory pkg-config names, unless that is one of
-the system's own (pkg-config leaves those out of --libs): it then loads
-the libhotmap it was built against without LD_LIBRARY_PATH.  hotmap.pyi,
-the type stub, is installed beside the module, as make install does.
+The module's C files (SOURCES, below) are compiled against the libhotmap
+that pkg-config finds (`pkg-config --cflags --libs libhotmap`: set
+PKG_CONFIG_PATH to the lib/pkgconfig directory of a libhotmap installed
+elsewhere than /usr; PKG_CONFIG names another pkg-config).  The module
+is linked with a RUNPATH to the library directory pkg-config names,
+unless that is one of the system's own (pkg-config leaves those out of
+--libs): it then loads the libhotmap it was built against without
+LD_LIBRARY_PATH.  hotmap.pyi, the type stub, is installed beside the
+module, as make install does.
 """
 import os
 import shlex
