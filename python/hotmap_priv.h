@@ -8,11 +8,13 @@
  *   client.c        hotmap.Client: open, ping, close
  *   batch.c         the Client's batch calls (read_batch, read_batch_into,
  *                   view_batch)
- *   file.c          hotmap.File: reads, views, stat, close; hotmap.StatResult
+ *   file.c          hotmap.File: reads, views, stat (hotmap.StatResult),
+ *                   close
  *   lifetime.c      a Client's and a File's calls in flight; the close
  *                   that waits for the last one
  *   view.c          hotmap.View: a hm_view, through the buffer protocol
- *   split.c         hm_pread of a long range, in slices read by threads at once
+ *   split.c         hm_pread of a long range, in slices read by several
+ *                   threads at once
  *   errors.c        hotmap.Error and its subclasses; raising one from an
  *                   errno and the daemon's message
  *   args.c          offsets, lengths and writable buffers from Python objects
@@ -21,9 +23,12 @@
  * declarations below are in the opposite order, each file's after those
  * of the files it calls.
  *
- * What it must not do: export anything.  A symbol shared between the
- * files is hmpy_*, and hidden (-fvisibility=hidden; only PyInit_hotmap
- * leaves the module); what one file alone uses stays static in it.
+ * What they must not do: call a file above them (a File's last call
+ * closes its client through lifetime.c, not client.c; the Client's batch
+ * methods are batch.c's, which does not know client.c), or take a second
+ * job (a new type gets a file of its own).  What one file alone uses stays
+ * static in it.  What this declares is hmpy_* and hidden
+ * (-fvisibility=hidden): only PyInit_hotmap leaves the module.
  */
 #ifndef HOTMAP_PY_PRIV_H
 #define HOTMAP_PY_PRIV_H

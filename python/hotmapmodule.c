@@ -226,11 +226,8 @@ PyInit_hotmap(void)
 	if (!m)
 		return NULL;
 	if (PyType_Ready(&hmpy_ClientType) < 0 || PyType_Ready(&hmpy_FileType) < 0 ||
-	    PyType_Ready(&hmpy_ViewType) < 0)
-		goto fail;
-	if (hmpy_stat_ready() < 0)
-		goto fail;
-	if (hmpy_errors_add(m) < 0)
+	    PyType_Ready(&hmpy_ViewType) < 0 || hmpy_stat_ready() < 0 ||
+	    hmpy_errors_add(m) < 0)
 		goto fail;
 	if (PyModule_AddObjectRef(m, "Client", (PyObject *)&hmpy_ClientType) < 0 ||
 	    PyModule_AddObjectRef(m, "File", (PyObject *)&hmpy_FileType) < 0 ||
