@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "client/client_priv.h"
+#include "client/clock.h"
 #include "client/os.h"
 #include "client/transport.h"
 #include "client/trust.h"

@@ -353,7 +353,6 @@ void client_after_fork(hm_client *c);
 
 /* client.c */
 hm_file *client_open_osfile(hm_client *c, hm_osfile f, int flags);
-uint64_t now_us(void);
 int client_connect(hm_client *c, const char *socket_path);
 int client_reopen(hm_client *c);
 int client_do_reads(hm_client *c, struct read_op *ops, size_t n);

@@ -59,15 +59,6 @@ env_uint(const char *name, unsigned dflt, unsigned max)
 	return (unsigned)n;
 }
 
-uint64_t
-now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
-
 /* HOTMAP_POLL: 1/yes/on, 0/no/off, or unset (auto: enough cores). */
 static bool
 env_poll_wanted(void)

@@ -45,6 +45,7 @@
 #include <unistd.h>
 
 #include "client/client_priv.h"
+#include "client/clock.h"
 #include "client/page_state.h"
 #include "proto/direct.h"
 #include "proto/pagemap.h"
@@ -722,15 +723,6 @@ sample_clamp(uint64_t old, uint64_t v)
 	return old != 0 && v > 4 * old ? 4 * old : v;
 }
 
-static uint64_t
-now_ns_mono(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 static void
 touch_account(uint64_t ns, size_t pages)
 {
@@ -846,7 +838,7 @@ populate_block(struct direct_map *m, size_t blk)
 	if (from >= m->maplen || __atomic_load_n(&populate_off, __ATOMIC_RELAXED))
 		return;
 	len = m->maplen - from < BLOCK_BYTES ? m->maplen - from : BLOCK_BYTES;
-	t0 = now_ns_mono();
+	t0 = now_ns();
 	if (madvise(m->base + from, len, MADV_POPULATE_READ) < 0) {
 		if (errno == EINVAL)
 			__atomic_store_n(&populate_off, 1, __ATOMIC_RELAXED);
@@ -863,7 +855,7 @@ populate_block(struct direct_map *m, size_t blk)
 	} else if (guarded_touch(m->base + from, len) < 0) {
 		return;
 	}
-	populate_account(m->map, now_ns_mono() - t0);
+	populate_account(m->map, now_ns() - t0);
 	if (hm_direct_gen(m->slot) != m->gen)
 		return;
 	page_state_mark(&m->map->pages, from >> PAGE_SHIFT_4K, (from + len - 1) >> PAGE_SHIFT_4K);
@@ -1074,7 +1066,7 @@ direct_read(hm_file *f, void *buf, size_t len, uint64_t offset)
 	if (copy_timed)
 		block_wake(m, offset, n);
 	if (timed || (!touched && !use_pread))
-		t0 = now_ns_mono();
+		t0 = now_ns();
 	if (use_pread) {
 		size_t b;
 
@@ -1083,7 +1075,7 @@ direct_read(hm_file *f, void *buf, size_t len, uint64_t offset)
 		if (got < 0)
 			return DIRECT_MISS;	/* the daemon says why */
 		if (timed)
-			cost_account(&map->pread_ns, now_ns_mono() - t0);
+			cost_account(&map->pread_ns, now_ns() - t0);
 		if (n < DIRECT_PREAD_MIN && !touched && !lean)
 			page_state_hit(&map->pages, first, last);
 		if (n < DIRECT_COPY_MAX && pays)
@@ -1096,11 +1088,11 @@ direct_read(hm_file *f, void *buf, size_t len, uint64_t offset)
 	if (guarded_copy(buf, m->base + offset, n) < 0)
 		return DIRECT_MISS;
 	if (!touched)
-		touch_account(now_ns_mono() - t0, last - first + 1);
+		touch_account(now_ns() - t0, last - first + 1);
 	else if (reprobe)	/* the only copy in COST_PROBE_EVERY: half way */
-		cost_account_by(&map->copy_ns, now_ns_mono() - t0, 1);
+		cost_account_by(&map->copy_ns, now_ns() - t0, 1);
 	else if (timed)
-		copy_account(map, now_ns_mono() - t0);
+		copy_account(map, now_ns() - t0);
 	__atomic_thread_fence(__ATOMIC_ACQUIRE);
 	if (__atomic_load_n(&m->slot->gen, __ATOMIC_RELAXED) != m->gen)
 		return DIRECT_MISS;	/* revoked during the copy: it may be torn */
