@@ -2,8 +2,9 @@
 /*
  * connect.c - a client's connection: the options (hm_connect_opts, over
  * the environment, over the built-in defaults), connecting with the
- * handshake that offers the region, the ring and the direct-read slots,
- * and hm_disconnect.
+ * handshake that offers the region, the ring and the direct-read slots
+ * (client_connect, which a reconnect runs again: call.c), hm_disconnect,
+ * and hm_version.
  *
  * Must not: pass a descriptor before the daemon's credentials are checked
  * (trust.c); read or write the socket but through wire.c.
@@ -289,3 +290,8 @@ hm_disconnect(hm_client *c)
 	errno = saved;
 }
 
+HM_EXPORT const char *
+hm_version(void)
+{
+	return PACKAGE_VERSION;
+}

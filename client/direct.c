@@ -629,9 +629,7 @@ direct_promote(hm_file *f)
 	m->slot = grant_slot(f);
 	m->gen = f->dgen;
 	m->region = f->c->region;
-	pthread_mutex_lock(&m->region->lock);
-	m->region->refs++;
-	pthread_mutex_unlock(&m->region->lock);
+	region_ref(m->region);
 	/* hm_open's own descriptor stays open with the grant: the reads
 	 * that go through the kernel use it (direct_read) */
 	__atomic_store_n(&f->dm, m, __ATOMIC_RELEASE);
