@@ -7,7 +7,7 @@
  * and hm_version.
  *
  * Must not: pass a descriptor before the daemon's credentials are checked
- * (trust.c); read or write the socket but through wire.c.
+ * (trust.h); read or write the socket but through wire.c.
  */
 #include "config.h"
 
