@@ -34,7 +34,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <setjmp.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -49,6 +48,7 @@
 #include "client/page_state.h"
 #include "proto/direct.h"
 #include "proto/pagemap.h"
+#include "proto/sigbus.h"
 
 /*
  * A mapping of a file: the memory and its page tables, which cost a fault
@@ -119,15 +119,6 @@ static unsigned nidle;
 
 /* --- the guard ------------------------------------------------------- */
 
-struct copy_guard {
-	sigjmp_buf jb;
-	uintptr_t lo, hi;
-	volatile sig_atomic_t active;
-};
-
-/* initial-exec: the handler must not allocate on its first access */
-static __thread struct copy_guard copy_guard __attribute__((tls_model("initial-exec")));
-
 /* Mappings the handler may repair, for views; a slot is claimed with a
  * compare-and-swap and read by the handler without a lock. */
 #define DIRECT_MAPS_MAX 4096
@@ -145,16 +136,6 @@ static struct mapping *maps[DIRECT_MAPS_MAX];
 static struct sigaction prevs[PREV_MAX];
 static unsigned nprev;		/* atomic */
 static pthread_mutex_t guard_lock = PTHREAD_MUTEX_INITIALIZER;
-
-static bool
-sync_fault(const siginfo_t *si)
-{
-	return si != NULL && (si->si_code == BUS_ADRERR || si->si_code == BUS_OBJERR ||
-#ifdef BUS_MCEERR_AR
-			      si->si_code == BUS_MCEERR_AR ||
-#endif
-			      si->si_code == BUS_ADRALN);
-}
 
 /* The pages of m from the one at addr on are gone (the file shrank): zero
  * pages in their place, so that the access runs again and reads zeros. */
@@ -190,7 +171,8 @@ repair(uintptr_t addr)
  * A fault the handler is handing to one of the program's handlers, while
  * that handler runs: the fault's siginfo and context as the kernel gave
  * them, on_sigbus's frame, and the entry of prevs it went to.  Per
- * thread, initial-exec (as copy_guard): the handler reads it.
+ * thread, initial-exec (as proto/sigbus_unix.c's copy state): the handler
+ * reads it, and must not allocate on its first access.
  */
 struct forward {
 	const siginfo_t *si;
@@ -247,20 +229,15 @@ called_back(const struct forward *fw, const siginfo_t *si, const void *uc, uintp
 static void
 on_sigbus(int sig, siginfo_t *si, void *uc)
 {
-	struct copy_guard *g = &copy_guard;
 	struct forward *fw = &forward, saved;
 	uintptr_t frame = (uintptr_t)__builtin_frame_address(0);
 	const struct sigaction *to;
 	unsigned k;
 
-	if (sync_fault(si)) {
-		uintptr_t addr = (uintptr_t)si->si_addr;
-
-		if (g->active && addr >= g->lo && addr < g->hi) {
-			g->active = 0;
-			siglongjmp(g->jb, 1);
-		}
-		if (repair(addr))
+	if (sigbus_sync_fault(si)) {
+		/* a guarded copy's (guarded_copy): jumps back into it */
+		sigbus_catch(si);
+		if (repair((uintptr_t)si->si_addr))
 			return;
 	}
 	/* Not ours: the program's newest handler, or, when one chained back
@@ -353,22 +330,12 @@ guard_ensure(void)
 	return rc;
 }
 
-/* memcpy, but -EFAULT when the source faulted. */
+/* memcpy, but -EFAULT when the source faulted (the destination is the
+ * caller's: a fault there is not the library's). */
 static int
 guarded_copy(void *dst, const void *src, size_t len)
 {
-	struct copy_guard *g = &copy_guard;
-
-	g->lo = (uintptr_t)src;
-	g->hi = (uintptr_t)src + len;
-	if (sigsetjmp(g->jb, 0) != 0)
-		return -EFAULT;
-	g->active = 1;
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	memcpy(dst, src, len);
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	g->active = 0;
-	return 0;
+	return sigbus_copy(dst, src, len, false) == SIGBUS_COPY_DONE ? 0 : -EFAULT;
 }
 
 /* Reads a byte of every page of [src, src + len): 0, or -EFAULT when one
