@@ -60,8 +60,9 @@ struct hm_direct_slot;
 #define CLIENT_POLL_US		50u
 #define CLIENT_POLL_US_MAX	10000u		/* as hotmapd's poll-us */
 /* Direct reads: slots asked for at HELLO (a whole number of pages), and
- * reads through the daemon before a granted file is mapped (see direct.c;
- * HOTMAP_DIRECT=0 asks for none, HOTMAP_DIRECT_AFTER sets the reads).
+ * reads through the daemon before a granted file is mapped (see
+ * direct_map_unix.c; HOTMAP_DIRECT=0 asks for none, HOTMAP_DIRECT_AFTER
+ * sets the reads).
  * 0: mapped at open.  An untouched mapping costs one mmap, less than the
  * round trip a read through the daemon would take, and its pages are
  * read with pread until they are hot (direct_read). */
@@ -191,7 +192,7 @@ struct hm_client {
 	/* Read from the environment at hm_connect, for every reconnect too. */
 	size_t shm_size;	/* HOTMAP_SHM_SIZE */
 	bool poll_wanted;	/* HOTMAP_POLL */
-	/* Direct reads (direct.c): HOTMAP_DIRECT asks for slots; a granted
+	/* Direct reads (direct_unix.c): HOTMAP_DIRECT asks for slots; a granted
 	 * file is mapped after direct_after reads through the daemon. */
 	uint32_t direct_slots;	/* 0: no direct reads */
 	unsigned direct_after;
@@ -226,7 +227,7 @@ extern hm_client *clients;
 extern pthread_mutex_t regions_lock;	/* region.c */
 extern struct hm_region *regions;
 
-/* The direct tier (direct.c; direct_win32.c
+/* The direct tier (direct_unix.c and the files beside it; direct_win32.c
  * on Windows, where it is not offered).  direct_read: bytes (as pread),
  * or DIRECT_MISS when the read must go through the daemon. */
 #define DIRECT_MISS ((ssize_t)-1)

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * read.c - hm_pread and hm_read_batch: a read in the client when the file
- * is granted (direct.c), else one READ per range, through the region when
- * it has room or over the socket, several threads' reads in flight at once
- * (wire.c hands each reply to its call).
+ * is granted (direct_unix.c), else one READ per range, through the region
+ * when it has room or over the socket, several threads' reads in flight at
+ * once (wire.c hands each reply to its call).
  *
  * Must not: hand out region blocks but through region.c; send a request
  * but through client_do_reads (read_op.c); send a range longer than half
