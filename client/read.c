@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "client/client_priv.h"
+#include "proto/hm_errno.h"
 
 /* Runs ops[0..n) (n <= CLIENT_BATCH_WINDOW): reads of at least the
  * threshold go through the region when it has room, the rest over the
