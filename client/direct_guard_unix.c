@@ -11,8 +11,8 @@
  * next, and then to the default action (on_sigbus).
  *
  * Must not: swallow a SIGBUS that is not its own, or hand one fault to
- * the same handler twice; allocate, lock or make a system call in the
- * handler but the repair's mmap.
+ * the same handler twice; allocate or take a lock in the handler (it
+ * reads its tables without one).
  */
 #include "config.h"
 
