@@ -3,11 +3,16 @@
  * client_priv.h - what the files of libhotmap share; never installed.
  *
  * The client, file and region objects, and the calls between the rooms of
- * the library: wire.c (frames on the socket), region.c (the shared region
- * and views), ring.c (polling mode), fork.c (fork(2)), admin.c (the
- * administrative calls) and client.c (connect, reconnect, open, read,
- * close).  Everything declared here is hidden (-fvisibility=hidden, and
- * libhotmap.sym exports hm_* only); nothing outside libhotmap includes it.
+ * the library, declared bottom up: a file calls only those declared
+ * before its own.  wire.c (frames on the socket), region.c (the shared
+ * region's blocks), ring.c (polling mode), read_op.c (a call's READs),
+ * fork.c (the list of clients fork(2) walks), connect.c (connecting, the
+ * options), open.c (OPEN, and reopening), call.c (a call's life, the
+ * reconnect policy); above them the public calls: file.c (open, stat,
+ * warm, close), read.c, view.c, admin.c.  The direct tier, beside them,
+ * calls down into region.c only.  Everything declared here is hidden
+ * (-fvisibility=hidden, and libhotmap.sym exports hm_* only); nothing
+ * outside libhotmap includes it.
  */
 #ifndef HOTMAP_CLIENT_PRIV_H
 #define HOTMAP_CLIENT_PRIV_H
@@ -55,8 +60,9 @@ struct hm_direct_slot;
 #define CLIENT_POLL_US		50u
 #define CLIENT_POLL_US_MAX	10000u		/* as hotmapd's poll-us */
 /* Direct reads: slots asked for at HELLO (a whole number of pages), and
- * reads through the daemon before a granted file is mapped (see direct.c;
- * HOTMAP_DIRECT=0 asks for none, HOTMAP_DIRECT_AFTER sets the reads).
+ * reads through the daemon before a granted file is mapped (see
+ * direct_map_unix.c; HOTMAP_DIRECT=0 asks for none, HOTMAP_DIRECT_AFTER
+ * sets the reads).
  * 0: mapped at open.  An untouched mapping costs one mmap, less than the
  * round trip a read through the daemon would take, and its pages are
  * read with pread until they are hot (direct_read). */
@@ -186,7 +192,7 @@ struct hm_client {
 	/* Read from the environment at hm_connect, for every reconnect too. */
 	size_t shm_size;	/* HOTMAP_SHM_SIZE */
 	bool poll_wanted;	/* HOTMAP_POLL */
-	/* Direct reads (direct.c): HOTMAP_DIRECT asks for slots; a granted
+	/* Direct reads (direct_unix.c): HOTMAP_DIRECT asks for slots; a granted
 	 * file is mapped after direct_after reads through the daemon. */
 	uint32_t direct_slots;	/* 0: no direct reads */
 	unsigned direct_after;
@@ -216,8 +222,14 @@ struct hm_client {
  * taken by the fork handlers; the others are held for short steps only.
  * A thread waiting for its replies holds none of them.
  */
-extern pthread_mutex_t clients_lock;	/* direct.c.  direct_read: bytes (as pread), or DIRECT_MISS when the
- * read must go through the daemon. */
+extern pthread_mutex_t clients_lock;	/* fork.c */
+extern hm_client *clients;
+extern pthread_mutex_t regions_lock;	/* region.c */
+extern struct hm_region *regions;
+
+/* The direct tier (direct_unix.c and the files beside it; direct_win32.c
+ * on Windows, where it is not offered).  direct_read: bytes (as pread),
+ * or DIRECT_MISS when the read must go through the daemon. */
 #define DIRECT_MISS ((ssize_t)-1)
 bool direct_grant_holds(const hm_file *f);
 int direct_promote(hm_file *f);
@@ -232,11 +244,6 @@ int direct_view(hm_file *f, uint64_t offset, size_t len, const void **data, size
 int direct_map_check(const struct direct_map *m);
 void direct_map_ref(struct direct_map *m);
 void direct_map_unref(struct direct_map *m);
-
-/* fork.c */
-extern hm_client *clients;
-extern pthread_mutex_t regions_lock;	/* region.c */
-extern struct hm_region *regions;
 
 /* One READ on the wire: into buf over the socket, or into the region. */
 struct read_op {
@@ -331,8 +338,9 @@ int client_post(hm_client *c, uint16_t type, const ProtobufCMessage *req, uint16
 int region_map(struct hm_region *r, size_t table, uint32_t slots, hm_osfile *fd);
 void region_unmap(struct hm_region *r);
 
-/* region.c: the shared region's blocks. */
+/* region.c: the shared region's blocks and references. */
 struct hm_region *region_new(size_t size, uint32_t slots, hm_osfile *fd);
+void region_ref(struct hm_region *r);
 void region_unref(struct hm_region *r);
 bool region_block_used(const struct hm_region *r, size_t i);
 void region_mark(struct hm_region *r, size_t first, size_t n, bool used);
@@ -342,26 +350,40 @@ void region_free(struct hm_region *r, size_t off, size_t len);
 /* ring.c: the ring ops of ops[0..n).  ring_lock held, not lock. */
 int client_ring_reads(hm_client *c, struct read_op *ops, size_t n);
 
-/* fork.c */
-void fork_watch(void);
-/* getpid(2), without a system call once fork_watch has run. */
-pid_t fork_pid(void);
+/* read_op.c: ops[0..n), each with its place in the region (shm, shm_off)
+ * or its buffer, sent and waited for, each op's result set.  A user. */
+int client_do_reads(hm_client *c, struct read_op *ops, size_t n);
+
+/* fork.c: the list of clients the fork handlers walk. */
 void client_list(hm_client *c);
 /* true when no client of the process is listed any more */
 bool client_unlist(hm_client *c);
-void client_after_fork(hm_client *c);
+/* fork_unix.c, fork_win32.c */
+void fork_watch(void);
+/* getpid(2), without a system call once fork_watch has run. */
+pid_t fork_pid(void);
 
-/* client.c */
-hm_file *client_open_osfile(hm_client *c, hm_osfile f, int flags);
-uint64_t now_us(void);
+/* connect.c: connects c (socket_path NULL: the default endpoints) and
+ * says HELLO, offering a new region.  0 or -errno. */
 int client_connect(hm_client *c, const char *socket_path);
+
+/* open.c: OPEN of f on c's connection, and of every open file again. */
+int client_open(hm_client *c, hm_file *f, int flags);
 int client_reopen(hm_client *c);
-int client_do_reads(hm_client *c, struct read_op *ops, size_t n);
-int client_with_retry(hm_client *c, int (*fn)(hm_client *c, void *arg), void *arg);
+
+/* call.c: a public call's life on its client, under the reconnect policy. */
 unsigned client_enter(hm_client *c);
 void client_leave(hm_client *c);
 bool client_retry(hm_client *c, int rc, bool *retried, unsigned *gen);
+int client_with_retry(hm_client *c, int (*fn)(hm_client *c, void *arg), void *arg);
+/* Whether c's connection is lost and the policy gets it back.  Lock held. */
+bool client_wants_reconnect(const hm_client *c);
 int client_request(hm_client *c, uint16_t type, const ProtobufCMessage *req, uint16_t reply_type,
 		   ProtobufCMessage **reply);
+int client_file_request(hm_file *f, uint16_t type, const ProtobufCMessage *req, uint64_t *handle,
+			uint16_t reply_type, ProtobufCMessage **reply);
+
+/* file.c: hm_open_fd, or Windows' hm_open_handle: the caller's file f. */
+hm_file *client_open_osfile(hm_client *c, hm_osfile f, int flags);
 
 #endif

@@ -2,11 +2,12 @@
 /*
  * connect.c - a client's connection: the options (hm_connect_opts, over
  * the environment, over the built-in defaults), connecting with the
- * handshake that offers the region, the ring and the direct-read slots,
- * and hm_disconnect.
+ * handshake that offers the region, the ring and the direct-read slots
+ * (client_connect, which a reconnect runs again: call.c), hm_disconnect,
+ * and hm_version.
  *
  * Must not: pass a descriptor before the daemon's credentials are checked
- * (trust.c); read or write the socket but through wire.c.
+ * (trust.h); read or write the socket but through wire.c.
  */
 #include "config.h"
 
@@ -57,15 +58,6 @@ env_uint(const char *name, unsigned dflt, unsigned max)
 	if (errno != 0 || *end != '\0' || n > max)
 		return dflt;
 	return (unsigned)n;
-}
-
-uint64_t
-now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
 /* HOTMAP_POLL: 1/yes/on, 0/no/off, or unset (auto: enough cores). */
@@ -298,3 +290,8 @@ hm_disconnect(hm_client *c)
 	errno = saved;
 }
 
+HM_EXPORT const char *
+hm_version(void)
+{
+	return PACKAGE_VERSION;
+}

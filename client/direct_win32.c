@@ -6,7 +6,9 @@
  * table (region_win32.c), and neither exists there yet: HELLO asks for no
  * slots, the daemon grants nothing, every read goes through the daemon,
  * and no struct direct_map is ever made.  Only hm_open's own handle,
- * kept for a grant on Linux, is closed here as direct.c closes it.
+ * kept for a grant on Linux, is closed here as direct_drop closes it
+ * there (direct_map_unix.c).  It stands alone: the Unix tier is
+ * direct_unix.c and the files beside it.
  */
 #include "config.h"
 

@@ -1,30 +1,25 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * fork.c - libhotmap across fork(2): the handlers that keep a child's
- * inherited views intact and every lock usable, and the child's first call
- * on an inherited client, which gets it a connection of its own.  The
- * handlers and the pid are the platform's: fork_unix.c; fork_win32.c
- * (no fork on Windows: a child process starts with no client, the pid
- * never changes under a client, and client_after_fork never runs there).
+ * fork.c - libhotmap across fork(2): the rules (below) by which a child's
+ * inherited views stay intact, every lock stays usable, and the child's
+ * first call on an inherited client gets it a connection of its own; and
+ * the list of connected clients the handlers walk.  The handlers and the
+ * pid are the platform's: fork_unix.c; fork_win32.c (no fork on Windows:
+ * a child process starts with no client, and the pid never changes under
+ * a client).  The child's first call is call.c's client_enter, which
+ * compares the pid.
  *
  * Must not: wait in a handler for a lock a call may hold while it waits
- * for the daemon; write to, or read from, an inherited socket or ring.
+ * for the daemon; write to, or read from, an inherited socket or ring;
+ * call up into the connection or the calls (connect.c, call.c call it).
  */
 #include "config.h"
 
-#include <errno.h>
-#include <fcntl.h>
-#include <limits.h>
 #include <pthread.h>
 #include <stdbool.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-#include <unistd.h>
+#include <stddef.h>
 
 #include "client/client_priv.h"
-#include "client/transport.h"
 
 pthread_mutex_t clients_lock = PTHREAD_MUTEX_INITIALIZER;
 hm_client *clients;
@@ -104,45 +99,4 @@ client_unlist(hm_client *c)
 	last = clients == NULL;
 	pthread_mutex_unlock(&clients_lock);
 	return last;
-}
-
-/*
- * The first call of a child on a client inherited across fork (see
- * above): a connection, region and handles of its own, whatever the
- * reconnect policy.  The inherited socket is closed unused (the parent
- * keeps its own), the inherited region is dropped (the child's views keep
- * their private copy of it), unless a call had them at the fork.  When
- * the daemon cannot be reached, the client is broken with that error, as
- * a lost connection is (the reconnect policy, if on, then tries again).
- * Exclusive (client_enter), the lock not held.
- */
-void
-client_after_fork(hm_client *c)
-{
-	int rc;
-
-	c->pid = fork_pid();
-	if (c->fork_busy) {
-		/* half changed by a call of the parent's: leave it be */
-		c->fork_busy = false;
-		c->in = NULL;
-		c->cap = 0;
-	} else {
-		transport_close(c);
-		region_unref(c->region);
-	}
-	c->conn = HM_CONN_NONE;
-	c->start = c->end = 0;
-	c->region = NULL;
-	__atomic_store_n(&c->region_size, 0, __ATOMIC_RELAXED);
-	c->ring = false;
-	c->sq_tail = c->cq_head = 0;
-	c->broken = 0;
-	rc = client_connect(c, c->socket_path);
-	if (rc < 0) {
-		transport_close(c);
-		c->broken = -rc;
-		return;
-	}
-	client_reopen(c);
 }

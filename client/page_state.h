@@ -3,8 +3,8 @@
  * page_state.h - what the direct tier knows of each 4 KiB page of a
  * mapping: how often it was read with pread, and whether it has been
  * touched through the mapping, and per 2 MiB block its reads with pread
- * (direct.c decides with them which copy a read takes, and when a block
- * is worth populating).
+ * (direct_policy.c decides with them which copy a read takes, and when a
+ * block is worth populating).  Portable, as the policy is.
  *
  * Kept in blocks of PAGE_STATE_CHUNK pages made on the first write into
  * them and packed several to a page of memory: a short-lived process

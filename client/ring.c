@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "client/client_priv.h"
+#include "client/clock.h"
 #include "proto/ring.h"
 
 /*

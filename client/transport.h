@@ -13,7 +13,7 @@
  * What it must not do: frame, parse or log; keep state but in the client's
  * conn (and, for received descriptors, rx_fds).  Errors are negative
  * errno values, the ones the socket calls give on Linux, so that the
- * reconnect policy (client.c's connection_lost) reads both alike.
+ * reconnect policy (call.c's connection_lost) reads both alike.
  */
 #ifndef HOTMAP_CLIENT_TRANSPORT_H
 #define HOTMAP_CLIENT_TRANSPORT_H

@@ -23,7 +23,7 @@
 
 /* 0 if the peer of the connection conn (at path, for the message) may
  * receive descriptors; otherwise -EPERM, or -errno if its credentials
- * cannot be read, with the reason in why.  trust.c (SO_PEERCRED) on
+ * cannot be read, with the reason in why.  trust_unix.c (SO_PEERCRED) on
  * POSIX; trust_win32.c (the pipe server's process token) on Windows. */
 int client_trust_daemon(hm_conn conn, const char *path, char *why, size_t whylen);
 

@@ -59,7 +59,7 @@ token_user(HANDLE t)
 }
 
 /* Our own user: the thread's token when it impersonates, else the
- * process's (the effective uid of trust.c). */
+ * process's (the effective uid of trust_unix.c). */
 static PSID
 own_user(void)
 {

@@ -2,7 +2,7 @@
 /*
  * pagemap.h - PAGEMAP_SCAN (Linux 6.7), for the daemon's huge folios
  * (daemon/storage/file_platform_unix.c) and the library's direct tier
- * (client/direct.c): whether a range of a mapping is mapped by huge
+ * (client/direct_unix.c): whether a range of a mapping is mapped by huge
  * page-table entries.  Not the wire format: a kernel interface both ends
  * use, declared here because Debian 12's <linux/fs.h> predates it.
  */

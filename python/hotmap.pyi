@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: MIT
-# Type stub of the hotmap extension module (python/hotmapmodule.c).
+# Type stub of the hotmap extension module (python/*.c, which
+# python/hotmap_priv.h lists).
 # See docs/python.md.
 import builtins
 import os

@@ -1,14 +1,15 @@
 # SPDX-License-Identifier: MIT
 """The `hotmap` extension for pip (pyproject.toml holds the metadata).
 
-hotmapmodule.c is compiled against the libhotmap that pkg-config finds
-(`pkg-config --cflags --libs libhotmap`: set PKG_CONFIG_PATH to the
-lib/pkgconfig directory of a libhotmap installed elsewhere than /usr;
-PKG_CONFIG names another pkg-config).  The module is linked with a
-RUNPATH to the library directory pkg-config names, unless that is one of
-the system's own (pkg-config leaves those out of --libs): it then loads
-the libhotmap it was built against without LD_LIBRARY_PATH.  hotmap.pyi,
-the type stub, is installed beside the module, as make install does.
+The module's C files (SOURCES, below) are compiled against the libhotmap
+that pkg-config finds (`pkg-config --cflags --libs libhotmap`: set
+PKG_CONFIG_PATH to the lib/pkgconfig directory of a libhotmap installed
+elsewhere than /usr; PKG_CONFIG names another pkg-config).  The module
+is linked with a RUNPATH to the library directory pkg-config names,
+unless that is one of the system's own (pkg-config leaves those out of
+--libs): it then loads the libhotmap it was built against without
+LD_LIBRARY_PATH.  hotmap.pyi, the type stub, is installed beside the
+module, as make install does.
 """
 import os
 import shlex
@@ -20,6 +21,11 @@ from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+# the module's C files, as Makefile.am's python_hotmap_la_SOURCES lists
+# them, and the private header they share (MANIFEST.in puts it in the sdist)
+SOURCES = ["hotmapmodule.c", "client.c", "batch.c", "file.c", "lifetime.c",
+           "view.c", "split.c", "errors.c", "args.c"]
+DEPENDS = ["hotmap_priv.h"]
 
 
 def pkg_config(*args):
@@ -109,7 +115,7 @@ setup(
     # it is not part of the distribution
     packages=[],
     py_modules=[],
-    ext_modules=[Extension("hotmap", sources=["hotmapmodule.c"],
+    ext_modules=[Extension("hotmap", sources=SOURCES, depends=DEPENDS,
                            **(flags() if building else {}))],
     cmdclass={"build_ext": BuildExt},
 )

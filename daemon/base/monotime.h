@@ -7,8 +7,8 @@
  * so that all of them agree and none steps with the wall clock.
  *
  * What it must not do: depend on anything (the storage core includes it),
- * or give wall-clock time.  libhotmap keeps its own clock: it is a separate
- * library and links none of the daemon.
+ * or give wall-clock time.  libhotmap keeps its own clock (client/clock.h):
+ * it is a separate library and links none of the daemon.
  */
 #ifndef HOTMAP_MONOTIME_H
 #define HOTMAP_MONOTIME_H

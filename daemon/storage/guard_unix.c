@@ -1,13 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * guard.c - see guard.h.
+ * guard_unix.c - see guard.h.
  *
- * How the recovery works: guard_copy() records a jump point and the source
- * and destination ranges in thread-local storage, raises a per-thread
- * "active" flag and runs memcpy.  A SIGBUS on that thread whose fault
- * address lies in either range jumps back to the recorded point (with 1
- * for the source, 2 for the destination), and guard_copy() returns -EFAULT
- * or GUARD_EFAULT_DST.
+ * The recovery is the core the library's guard shares (proto/sigbus.h):
+ * guard_copy() is a sigbus_copy() that guards its destination too, and
+ * the handler hands every SIGBUS to sigbus_catch(), which jumps back into
+ * the copy when the fault is one of its ranges'.  What is the daemon's is
+ * the rule for every other SIGBUS: the process dies of it.
  *
  * No system call per copy: the handler is installed with SA_NODEFER and an
  * empty sa_mask, so entering it blocks nothing, and the jump back uses
@@ -19,31 +18,12 @@
 #endif
 
 #include <errno.h>
-#include <setjmp.h>
 #include <signal.h>
-#include <stdatomic.h>
 #include <stdbool.h>
-#include <stdint.h>
-#include <string.h>
+#include <stddef.h>
 
 #include "daemon/storage/guard.h"
-
-struct guard_state {
-	sigjmp_buf jb;
-	uintptr_t lo;		/* source range of the running copy: [lo, hi) */
-	uintptr_t hi;
-	uintptr_t dlo;		/* its destination range: [dlo, dhi) */
-	uintptr_t dhi;
-	/* Read by the handler; set only around the memcpy. */
-	volatile sig_atomic_t active;
-};
-
-/*
- * initial-exec: the handler reads this variable, and the general-dynamic
- * model could allocate on first access (__tls_get_addr), which is not
- * async-signal-safe.  Every copy touches it before any fault can happen.
- */
-static __thread struct guard_state guard_state __attribute__((tls_model("initial-exec")));
+#include "proto/sigbus.h"
 
 static void guard_restore_default(void)
 {
@@ -53,53 +33,17 @@ static void guard_restore_default(void)
 	(void)sigaction(SIGBUS, &sa, NULL);
 }
 
-/*
- * A SIGBUS raised by the access the thread was executing.  Not so:
- * kill(2), sigqueue(3) (si_code <= 0, and the bytes of si_addr then hold
- * the sender's pid and uid) and BUS_MCEERR_AO, the kernel's early warning
- * about a poisoned page that nobody is touching right now.
- */
-static bool guard_sync_fault(const siginfo_t *si)
-{
-	if (si == NULL)
-		return false;
-	switch (si->si_code) {
-	case BUS_ADRALN:
-	case BUS_ADRERR:
-	case BUS_OBJERR:	/* the page cannot be read: I/O error */
-#ifdef BUS_MCEERR_AR
-	case BUS_MCEERR_AR:	/* the page is poisoned and was accessed */
-#endif
-		return true;
-	default:
-		return false;
-	}
-}
-
 static void guard_on_sigbus(int sig, siginfo_t *si, void *ucontext)
 {
-	struct guard_state *g = &guard_state;
-
 	(void)sig;
 	(void)ucontext;
 	/*
 	 * Ours only when this thread is inside a guarded copy, the access
-	 * faulted, and the fault address is in one of the copy's two ranges.
-	 * A fault in any other code, or at another address, is a bug and must
-	 * still crash.
+	 * faulted, and the fault address is in one of the copy's two ranges:
+	 * sigbus_catch() then jumps back into the copy.  A fault in any other
+	 * code, or at another address, is a bug and must still crash.
 	 */
-	if (g->active && guard_sync_fault(si)) {
-		uintptr_t addr = (uintptr_t)si->si_addr;
-
-		if (addr >= g->lo && addr < g->hi) {
-			g->active = 0;
-			siglongjmp(g->jb, 1);
-		}
-		if (addr >= g->dlo && addr < g->dhi) {
-			g->active = 0;
-			siglongjmp(g->jb, 2);
-		}
-	}
+	sigbus_catch(si);
 
 	/*
 	 * Not ours: die of it with the default action.  Returning so that
@@ -141,37 +85,12 @@ int guard_install(void)
 
 int guard_copy(void *dst, const void *src, size_t len)
 {
-	struct guard_state *g = &guard_state;
-
-	if (len == 0)
+	switch (sigbus_copy(dst, src, len, true)) {
+	case SIGBUS_COPY_DONE:
 		return 0;
-
-	g->lo = (uintptr_t)src;
-	g->hi = (uintptr_t)src + len;
-	g->dlo = (uintptr_t)dst;
-	g->dhi = (uintptr_t)dst + len;
-
-	/*
-	 * No local variable is modified between sigsetjmp() and a possible
-	 * siglongjmp(), so none needs to be volatile; the state the handler
-	 * reads lives in thread-local storage, published by the fences below.
-	 * The handler cleared g->active before it jumped.
-	 */
-	switch (sigsetjmp(g->jb, 0)) {
-	case 0:
-		break;
-	case 1:
+	case SIGBUS_FAULT_SRC:
 		return -EFAULT;
 	default:
 		return GUARD_EFAULT_DST;
 	}
-
-	g->active = 1;
-	/* Keep the range and flag stores before, and every access of the
-	 * copy after, this point, as seen from a signal handler. */
-	atomic_signal_fence(memory_order_seq_cst);
-	memcpy(dst, src, len);
-	atomic_signal_fence(memory_order_seq_cst);
-	g->active = 0;
-	return 0;
 }

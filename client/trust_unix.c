@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * trust.c - whom libhotmap hands descriptors to (see trust.h).
+ * trust_unix.c - whom libhotmap hands descriptors to (see trust.h).
  */
 #include "config.h"
 

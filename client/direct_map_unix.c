@@ -1,0 +1,316 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * direct_map_unix.c - the direct tier's mappings and grants.  A file is
+ * granted at OPEN (the daemon holds a read lease on it and gave the
+ * handle a slot in the region's slot table) and promoted here when it is
+ * hot for this process: after HOTMAP_DIRECT_AFTER reads through the
+ * daemon, or at once with HM_O_DIRECT, HM_O_WARM or hm_warm.  Promotion
+ * maps the descriptor the client opened itself, or takes an idle mapping
+ * of the same file that a grant let go (up to MAPPINGS_IDLE_MAX are
+ * kept), and puts it in the SIGBUS handler's table (guard_watch).
+ *
+ * Must not: map a file without its grant holding; reuse a mapping that
+ * was lost, or another process's; take the client's lock but where said
+ * (direct_heat, and the callers that hold it).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "client/direct_priv.h"
+#include "proto/direct.h"
+
+#define MAPPINGS_IDLE_MAX	32
+static pthread_mutex_t maps_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct mapping *idle;	/* most recently idle first */
+static unsigned nidle;
+
+/* Unmaps m, which no one uses, and takes it out of the handler's table. */
+static void
+mapping_destroy(struct mapping *m)
+{
+	guard_unwatch(m);
+	munmap(m->base, m->len);
+	page_state_free(&m->pages);
+	free(m);
+}
+
+static void
+idle_unlink(struct mapping *m)
+{
+	if (m->prev != NULL)
+		m->prev->next = m->next;
+	else
+		idle = m->next;
+	if (m->next != NULL)
+		m->next->prev = m->prev;
+	m->prev = m->next = NULL;
+	nidle--;
+}
+
+/* A grant is done with m: kept for the next, or unmapped. */
+static void
+mapping_put(struct mapping *m)
+{
+	struct mapping *old = NULL;
+
+	pthread_mutex_lock(&maps_lock);
+	if (--m->refs > 0) {
+		pthread_mutex_unlock(&maps_lock);
+		return;
+	}
+	if (__atomic_load_n(&m->lost, __ATOMIC_ACQUIRE)) {
+		pthread_mutex_unlock(&maps_lock);
+		mapping_destroy(m);
+		return;
+	}
+	m->next = idle;
+	if (idle != NULL)
+		idle->prev = m;
+	idle = m;
+	nidle++;
+	if (nidle > MAPPINGS_IDLE_MAX) {
+		for (old = idle; old->next != NULL; old = old->next)
+			;
+		idle_unlink(old);	/* the least recently idle */
+	}
+	pthread_mutex_unlock(&maps_lock);
+	if (old != NULL)
+		mapping_destroy(old);
+}
+
+/*
+ * The process's last client is gone (hm_disconnect): its idle mappings go
+ * too.  Each holds its file's pages mapped, so that nothing could drop
+ * them from the page cache (POSIX_FADV_DONTNEED skips mapped pages: an
+ * operator's eviction, a benchmark's cold start), and a deleted file's
+ * blocks on the disk.  A process that reads a file every epoch keeps a
+ * client across its epochs and its mappings with it.  A forked child
+ * leaves its parent's be (mapping_get).
+ */
+void
+direct_release_idle(void)
+{
+	struct mapping *m, *next, *gone = NULL;
+	pid_t pid = fork_pid();
+
+	pthread_mutex_lock(&maps_lock);
+	for (m = idle; m != NULL; m = next) {
+		next = m->next;
+		if (m->pid != pid)
+			continue;
+		idle_unlink(m);
+		m->next = gone;
+		gone = m;
+	}
+	pthread_mutex_unlock(&maps_lock);
+	for (m = gone; m != NULL; m = next) {
+		next = m->next;
+		mapping_destroy(m);
+	}
+}
+
+/* A mapping of f's file covering len bytes: an idle one, or a new one of
+ * the descriptor fd.  NULL and errno. */
+static struct mapping *
+mapping_get(const hm_file *f, int fd, size_t len)
+{
+	struct mapping *m, *stale = NULL;
+
+	/* A forked child has its parent's idle mappings but not their page
+	 * tables (fork copies none for shared file mappings), so their marks
+	 * would lie: it leaves them be (destroying one would fault in the
+	 * parent's pages of page state only to free them) and maps anew. */
+	pthread_mutex_lock(&maps_lock);
+	for (m = idle; m != NULL; m = m->next)
+		if (m->dev == f->st.dev && m->ino == f->st.ino && m->pid == fork_pid())
+			break;
+	if (m != NULL) {
+		idle_unlink(m);
+		if (m->len >= len) {
+			m->refs = 1;
+			pthread_mutex_unlock(&maps_lock);
+			return m;	/* its page tables are built already */
+		}
+		stale = m;	/* the file grew past it */
+	}
+	pthread_mutex_unlock(&maps_lock);
+	if (stale != NULL)
+		mapping_destroy(stale);
+	m = calloc(1, sizeof *m);
+	if (m == NULL)
+		return NULL;
+	if (page_state_init(&m->pages, len >> PAGE_SHIFT_4K) < 0) {
+		free(m);
+		errno = ENOMEM;
+		return NULL;
+	}
+	m->base = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
+	if (m->base == MAP_FAILED) {
+		int err = errno;
+
+		page_state_free(&m->pages);
+		free(m);
+		errno = err;
+		return NULL;
+	}
+	m->len = len;
+	direct_cost_init(&m->cost);
+	m->pid = fork_pid();
+	m->dev = f->st.dev;
+	m->ino = f->st.ino;
+	m->refs = 1;
+	if (guard_watch(m) == 0)
+		return m;
+	/* a view of it could not be repaired: no direct reads */
+	munmap(m->base, m->len);
+	page_state_free(&m->pages);
+	free(m);
+	errno = ENFILE;
+	return NULL;
+}
+
+void
+map_unref(struct direct_map *m)
+{
+	if (m == NULL || __atomic_sub_fetch(&m->refs, 1, __ATOMIC_ACQ_REL) > 0)
+		return;
+	mapping_put(m->map);
+	region_unref(m->region);
+	free(m);
+}
+
+void
+direct_map_unref(struct direct_map *m)
+{
+	map_unref(m);
+}
+
+void
+direct_map_ref(struct direct_map *m)
+{
+	__atomic_add_fetch(&m->refs, 1, __ATOMIC_RELAXED);
+}
+
+/* The grant's slot, or NULL when f has none. */
+static struct hm_direct_slot *
+grant_slot(const hm_file *f)
+{
+	struct hm_region *r = f->c->region;
+
+	if (!f->direct_ok || r == NULL || r->slots == NULL || f->dslot >= r->nslots)
+		return NULL;
+	return &r->slots[f->dslot];
+}
+
+bool
+direct_grant_holds(const hm_file *f)
+{
+	struct hm_direct_slot *s = grant_slot(f);
+
+	return s != NULL && hm_direct_gen(s) == f->dgen;
+}
+
+/* Forgets f's grant and mapping (a reopen, a close).  Lock held. */
+void
+direct_drop(hm_file *f)
+{
+	struct direct_map *m = __atomic_exchange_n(&f->dm, NULL, __ATOMIC_ACQ_REL);
+
+	map_unref(m);
+	f->direct_ok = false;
+	if (f->own_fd >= 0)
+		close(f->own_fd);
+	f->own_fd = -1;
+}
+
+/*
+ * Maps f for direct reads, when it is granted and not mapped yet.  0, or
+ * -errno (f then stays on the daemon's tiers).  Lock held.
+ */
+int
+direct_promote(hm_file *f)
+{
+	int fd = f->fd >= 0 ? f->fd : f->own_fd;
+	struct direct_map *m;
+
+	if (f->dm != NULL)
+		return 0;
+	if (fd < 0 || !direct_grant_holds(f))
+		return -ENOENT;
+	if (f->dsize == 0 || f->dsize > SIZE_MAX || guard_ensure() < 0)
+		return -ENOTSUP;
+	m = calloc(1, sizeof *m);
+	if (m == NULL)
+		return -ENOMEM;
+	m->map = mapping_get(f, fd, (size_t)f->dsize);
+	if (m->map == NULL) {
+		int err = errno;
+
+		free(m);
+		f->direct_ok = false;
+		return -err;
+	}
+	m->base = m->map->base;
+	m->maplen = (size_t)f->dsize;
+	m->refs = 1;
+	m->slot = grant_slot(f);
+	m->gen = f->dgen;
+	m->region = f->c->region;
+	region_ref(m->region);
+	/* hm_open's own descriptor stays open with the grant: the reads
+	 * that go through the kernel use it (direct_read) */
+	__atomic_store_n(&f->dm, m, __ATOMIC_RELEASE);
+	return 0;
+}
+
+/* f was read through the daemon: n more bytes.  Promotes it once it is
+ * hot enough.  Takes the lock when it promotes. */
+void
+direct_heat(hm_file *f, ssize_t n)
+{
+	hm_client *c = f->c;
+
+	if (!f->direct_ok || f->dm != NULL || n < 0)
+		return;
+	f->heat_reads++;
+	if (f->heat_reads < c->direct_after)
+		return;
+	pthread_mutex_lock(c->lock);
+	/* not while another thread reconnects: it reopens f */
+	if (c->pid == fork_pid() && !c->exclusive)
+		(void)direct_promote(f);
+	pthread_mutex_unlock(c->lock);
+}
+
+/* The mapping f reads through now, or NULL (none, revoked, another
+ * process's).  It may be lost (map_lost): the caller looks. */
+struct direct_map *
+live_map(hm_file *f)
+{
+	struct direct_map *m = __atomic_load_n(&f->dm, __ATOMIC_ACQUIRE);
+
+	if (m == NULL || f->c->pid != fork_pid() || hm_direct_gen(m->slot) != m->gen)
+		return NULL;
+	return m;
+}
+
+/*
+ * Whether m's pages were gone and zero-filled (repair): the file shrank
+ * while the grant held, which only a lease the kernel broke by force
+ * allows (the daemon stopped or too slow to revoke; issue 26).  Until the
+ * daemon revokes, the generation says nothing, so nothing may be read
+ * out of the mapping: its zeros are not the file's, and its size is not
+ * the file's any more.
+ */
+bool
+map_lost(const struct direct_map *m)
+{
+	return __atomic_load_n(&m->map->lost, __ATOMIC_SEQ_CST) != 0;
+}

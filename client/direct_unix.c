@@ -1,0 +1,354 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * direct_unix.c - the direct tier: reading a granted file from the
+ * client's own mapping of it, with no round trip (docs/design.md, "Tiers";
+ * proto/direct.h).  This file is its reads and views, the tier's face to
+ * the library (direct_* of client_priv.h); the grants and mappings are
+ * direct_map_unix.c's, the SIGBUS guard direct_guard_unix.c's, which copy
+ * a read takes direct_policy.c's (direct_priv.h).  Windows has no direct
+ * tier: direct_win32.c stands in whole.
+ *
+ * A file is granted at OPEN (the daemon holds a read lease on it and gave
+ * the handle a slot in the region's slot table) and promoted when it is
+ * hot for this process: after HOTMAP_DIRECT_AFTER reads through the
+ * daemon, or at once with HM_O_DIRECT, HM_O_WARM or hm_warm.  Promotion
+ * maps the descriptor the client opened itself (direct_promote, in
+ * direct_map_unix.c).
+ *
+ * A read loads the slot's generation, checks it is the grant's, copies
+ * under this file's SIGBUS guard, and loads it again: a change in between
+ * means the daemon revoked the grant (someone waits to write the file)
+ * and the read goes through the daemon instead.  Reads take no lock, so
+ * threads read in parallel.
+ *
+ * Views point into the mapping.  If the file shrinks under a view anyway
+ * (the lease was broken by force, or a writer that kept a writable mapping
+ * truncated nothing but the lease did not cover), the SIGBUS handler maps
+ * zero pages over the lost part and marks the mapping lost, so that
+ * touching the view never kills the program; hm_view_check reports it.
+ * Nothing is read out of a lost mapping again: reads are pread's, views
+ * the daemon's (map_lost).
+ * Faults that are not ours go to the program's handlers, the newest
+ * first and each once as one chains to the next, and then to the
+ * default action (on_sigbus, direct_guard_unix.c).
+ *
+ * Must not: read through a grant whose generation changed, take the
+ * client's lock on the read path, or swallow a SIGBUS that is not its own.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "client/clock.h"
+#include "client/direct_priv.h"
+#include "proto/direct.h"
+#include "proto/pagemap.h"
+
+/* pread(2) of all n bytes (the grant's size holds them), or -1. */
+static ssize_t
+pread_all(int fd, void *buf, size_t n, uint64_t offset)
+{
+	size_t done = 0;
+
+	while (done < n) {
+		ssize_t k = pread(fd, (uint8_t *)buf + done, n - done, (off_t)(offset + done));
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			return done > 0 ? (ssize_t)done : -1;
+		done += (size_t)k;
+	}
+	return (ssize_t)done;
+}
+
+/*
+ * Populating a block of PAGE_STATE_CHUNK pages (2 MiB) of a mapping: its
+ * page tables built in one madvise(MADV_POPULATE_READ), and each page read
+ * once through them.  When a block is worth it, and what it was measured
+ * to cost, is the policy's (direct_policy.c, "Populating").
+ */
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22	/* Linux 5.14 */
+#endif
+static int populate_off;	/* atomic: the kernel cannot (EINVAL) */
+
+/* Whether [p, p + len) of a mapping is mapped by huge entries (the
+ * daemon's huge-folios: the file is cached in huge folios).  Asked of
+ * this process's pagemap, opened once per process (a forked child's
+ * inherited descriptor would ask about the parent). */
+static pthread_mutex_t pagemap_lock = PTHREAD_MUTEX_INITIALIZER;
+static int pagemap_fd = -1;
+static pid_t pagemap_pid;	/* atomic: the process pagemap_fd is of */
+
+static bool
+block_huge(const void *p, size_t len)
+{
+	pid_t pid = fork_pid();
+
+	if (__atomic_load_n(&pagemap_pid, __ATOMIC_ACQUIRE) != pid) {
+		pthread_mutex_lock(&pagemap_lock);
+		if (pagemap_pid != pid) {
+			/* the parent's descriptor is left as it is: its number
+			 * may be the program's own by now */
+			pagemap_fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+			__atomic_store_n(&pagemap_pid, pid, __ATOMIC_RELEASE);
+		}
+		pthread_mutex_unlock(&pagemap_lock);
+	}
+	return pagemap_fd >= 0 && pagemap_all_huge(pagemap_fd, p, len) == 1;
+}
+
+/* Builds the page tables of block blk of m and marks its pages touched,
+ * unless the grant was revoked meanwhile.  A file cut short meanwhile
+ * makes madvise fail (EFAULT), never a SIGBUS. */
+static void
+populate_block(struct direct_map *m, size_t blk)
+{
+	size_t from = blk * BLOCK_BYTES, len;
+	uint64_t t0;
+
+	if (from >= m->maplen || __atomic_load_n(&populate_off, __ATOMIC_RELAXED))
+		return;
+	len = m->maplen - from < BLOCK_BYTES ? m->maplen - from : BLOCK_BYTES;
+	t0 = now_ns();
+	if (madvise(m->base + from, len, MADV_POPULATE_READ) < 0) {
+		if (errno == EINVAL)
+			__atomic_store_n(&populate_off, 1, __ATOMIC_RELAXED);
+		return;
+	}
+	/* A block mapped by one huge entry is touched by touching a byte of
+	 * it (on the test VM, one exit to the hypervisor for the 2 MiB);
+	 * else each page must be, one exit each. */
+	if (len == BLOCK_BYTES && block_huge(m->base + from, len)) {
+		uint8_t b;
+
+		if (guarded_copy(&b, m->base + from, 1) < 0)
+			return;
+	} else if (guarded_touch(m->base + from, len) < 0) {
+		return;
+	}
+	direct_policy_populated(&m->map->cost, now_ns() - t0);
+	if (hm_direct_gen(m->slot) != m->gen)
+		return;
+	page_state_mark(&m->map->pages, from >> PAGE_SHIFT_4K, (from + len - 1) >> PAGE_SHIFT_4K);
+}
+
+/*
+ * Reads a byte of another page of the 2 MiB block that [offset, offset +
+ * n) starts in, if it has one beside that range: before a timed copy, so
+ * that the copy's time is the copy's.  A process's mapping of a hot file
+ * ages while it is not read through: on the test VM a block not read for
+ * some 100 ms traps once at its next read (5-6 us, the accessed bit of its
+ * huge entry cleared), after which its pages copy at 0.5-0.7 us.  Timed
+ * with the copy, that one trap per block made a burst of reads after a
+ * pause look like copies cost 3-13 us against pread's 2-3, and copies
+ * were given up for pread (debug counts: 7,000-9,800 of 10,000 random
+ * reads a round); and while copies lose, only the probes copy, each into
+ * a block that aged meanwhile, so they never won back.  A block's trap is
+ * paid once whichever read pays it, and a read out of the file often
+ * enough to be worth a mapping reads each block more than once in 100 ms;
+ * what decides is the copy.  (Where a block is mapped by small entries,
+ * or its pages are new to the host, the byte wakes its own page only: the
+ * copy then pays its page's trap, and copies lose where they should.)
+ */
+static void
+block_wake(const struct direct_map *m, uint64_t offset, size_t n)
+{
+	const uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+	uint64_t block = offset - offset % BLOCK_BYTES, other;
+	uint8_t b;
+
+	if (offset - block >= page)
+		other = block;	/* the block's first page */
+	else	/* the page after the range */
+		other = (offset + n + page - 1) & ~(page - 1);
+	if (other >= m->maplen || other >= block + BLOCK_BYTES)
+		return;
+	(void)guarded_copy(&b, m->base + other, 1);
+}
+
+/*
+ * A read of a lost mapping's file (map_lost): pread on the client's own
+ * descriptor, exact whatever became of the file, and not bounded by the
+ * grant's size, which the file no longer keeps; else through the daemon
+ * (DIRECT_MISS), which reads the file as it is now.
+ */
+static ssize_t
+lost_read(struct direct_map *m, int fd, void *buf, size_t len, uint64_t offset)
+{
+	size_t done = 0;
+
+	if (fd < 0)
+		return DIRECT_MISS;
+	while (done < len) {	/* as pread_all, but the end of the file may come */
+		ssize_t k = pread(fd, (uint8_t *)buf + done, len - done, (off_t)(offset + done));
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0 && done == 0)
+			return DIRECT_MISS;	/* the daemon says why */
+		if (k <= 0)
+			break;
+		done += (size_t)k;
+	}
+	__atomic_fetch_add(&m->slot->reads, 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&m->slot->bytes, done, __ATOMIC_RELAXED);
+	return (ssize_t)done;
+}
+
+/*
+ * A read in the client: no round trip, one copy, the kernel's (pread on
+ * the client's own descriptor) or a memcpy out of the mapping under the
+ * SIGBUS guard, as the policy plans it (direct_policy_plan, which says
+ * why); the read is timed when the plan says, and the policy told what it
+ * cost.  A copy counts only if the grant's generation did not change
+ * meanwhile.
+ */
+ssize_t
+direct_read(hm_file *f, void *buf, size_t len, uint64_t offset)
+{
+	struct direct_map *m = live_map(f);
+	struct mapping *map;
+	struct direct_plan plan;
+	size_t n, first, last;
+	int fd = f->fd >= 0 ? f->fd : f->own_fd;
+	uint64_t t0 = 0, ns = 0;
+	ssize_t got;
+
+	if (m == NULL)
+		return DIRECT_MISS;
+	if (map_lost(m))
+		return lost_read(m, fd, buf, len, offset);
+	map = m->map;
+	/* the size cannot change while the grant holds */
+	n = offset >= m->maplen ? 0 : len < m->maplen - offset ? len : (size_t)(m->maplen - offset);
+	if (n == 0)
+		goto done;
+	first = (size_t)(offset >> PAGE_SHIFT_4K);
+	last = (size_t)((offset + n - 1) >> PAGE_SHIFT_4K);
+	direct_policy_plan(&map->cost, &map->pages, n, first, last, fd >= 0, &plan);
+	if (plan.wake)
+		block_wake(m, offset, n);
+	if (plan.clock)
+		t0 = now_ns();
+	if (plan.pread) {
+		size_t b;
+
+		/* exact whatever happens to the file: it is pread */
+		got = pread_all(fd, buf, n, offset);
+		if (got < 0)
+			return DIRECT_MISS;	/* the daemon says why */
+		if (plan.clock)
+			ns = now_ns() - t0;
+		direct_policy_preaded(&map->cost, &map->pages, &plan, first, last, ns);
+		if (plan.populate)
+			for (b = first / PAGE_STATE_CHUNK; b <= last / PAGE_STATE_CHUNK; b++)
+				if (page_state_block_heat(&map->pages, b,
+							  direct_policy_populate_after(&map->cost)))
+					populate_block(m, b);
+		n = (size_t)got;
+		goto done;
+	}
+	if (guarded_copy(buf, m->base + offset, n) < 0)
+		return DIRECT_MISS;
+	if (plan.clock)
+		ns = now_ns() - t0;
+	direct_policy_copied(&map->cost, &plan, first, last, ns);
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	if (__atomic_load_n(&m->slot->gen, __ATOMIC_RELAXED) != m->gen)
+		return DIRECT_MISS;	/* revoked during the copy: it may be torn */
+	if (map_lost(m))	/* another thread's view repaired it meanwhile */
+		return lost_read(m, fd, buf, len, offset);
+	if (!plan.touched)
+		page_state_mark(&map->pages, first, last);
+done:
+	__atomic_fetch_add(&m->slot->reads, 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&m->slot->bytes, n, __ATOMIC_RELAXED);
+	return (ssize_t)n;
+}
+
+/* hm_warm on a direct file: the blocks of [offset, offset + len) populated
+ * now, the caller's wish standing for their heat. */
+void
+direct_warm(hm_file *f, uint64_t offset, uint64_t len)
+{
+	struct direct_map *m = live_map(f);
+	size_t b, last;
+
+	if (m == NULL || map_lost(m) || offset >= m->maplen || len == 0)
+		return;
+	if (len > m->maplen - offset)
+		len = m->maplen - offset;
+	last = (size_t)((offset + len - 1) / BLOCK_BYTES);
+	for (b = (size_t)(offset / BLOCK_BYTES); b <= last; b++)
+		if (page_state_block_heat(&m->map->pages, b, 1))
+			populate_block(m, b);
+}
+
+/*
+ * A view is made to be read, every byte of it (a tensor, a shard): one of
+ * a block (2 MiB) or more gets its page tables built now, in one
+ * madvise(MADV_POPULATE_READ), where reading it would take a page fault
+ * per page, or per 2 MiB of a file the daemon cached in huge folios (on
+ * the test VM, 1 GiB of those: populated in 0.4-0.9 ms, against some
+ * 6 ms more of faults when read).  Smaller views (a loader's records) are
+ * left to fault as they are read: the kernel maps 16 pages a fault.  A
+ * file cut short meanwhile makes madvise fail (EFAULT), never a SIGBUS;
+ * what it could not build, the reads fault in.
+ */
+static void
+view_populate(struct direct_map *m, uint64_t offset, size_t n)
+{
+	/* the system's page size, which may be 16 or 64 KiB (as repair) */
+	uint64_t pg = (uint64_t)sysconf(_SC_PAGESIZE);
+	uint64_t from = offset & ~(pg - 1);
+
+	if (__atomic_load_n(&populate_off, __ATOMIC_RELAXED))
+		return;
+	if (madvise(m->base + from, (size_t)(offset + n - from), MADV_POPULATE_READ) < 0 &&
+	    errno == EINVAL)
+		__atomic_store_n(&populate_off, 1, __ATOMIC_RELAXED);
+}
+
+int
+direct_view(hm_file *f, uint64_t offset, size_t len, const void **data, size_t *got,
+	    struct direct_map **held)
+{
+	struct direct_map *m = live_map(f);
+	size_t n;
+
+	/* a lost mapping's zeros are not the file's: through the daemon */
+	if (m == NULL || map_lost(m))
+		return -1;
+	direct_map_ref(m);
+	n = offset >= m->maplen ? 0 : len < m->maplen - offset ? len : m->maplen - offset;
+	*data = n > 0 ? m->base + offset : m->base;
+	*got = n;
+	*held = m;
+	if (hm_direct_gen(m->slot) != m->gen) {
+		map_unref(m);
+		return -1;
+	}
+	if (n >= BLOCK_BYTES)
+		view_populate(m, offset, n);
+	__atomic_fetch_add(&m->slot->reads, 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&m->slot->bytes, n, __ATOMIC_RELAXED);
+	return 0;
+}
+
+int
+direct_map_check(const struct direct_map *m)
+{
+	if (__atomic_load_n(&m->map->lost, __ATOMIC_ACQUIRE))
+		return -EIO;
+	if (hm_direct_gen(m->slot) != m->gen)
+		return -ESTALE;
+	return 0;
+}

@@ -1,0 +1,162 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * open.c - OPEN on the wire: a file opened on the client's connection as
+ * hm_open, hm_open_fd or HM_O_PATH asked (by path, by the caller's
+ * descriptor, or by one opened here and closed again), what the reply
+ * says of it (its hm_stat, its grant), and every open file opened again
+ * on a new connection (a reconnect, a child's first call after fork).
+ *
+ * Must not: run the reconnect policy (call.c runs it, and calls this);
+ * close or dup the caller's descriptor; keep a descriptor of its own but
+ * for a granted file (the direct tier's reads use it).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "client/client_priv.h"
+#include "client/os.h"
+#include "client/transport.h"
+
+/* HM_REASON_* (hotmap.h, which applications include without protobuf-c)
+ * are the wire's Reason values, copied through unchanged. */
+#define SAME_REASON(x) \
+	_Static_assert(HM_REASON_##x == (int)HOTMAP__REASON__REASON_##x, \
+		       "HM_REASON_" #x " is not the wire's")
+SAME_REASON(LOCAL_FILE);
+SAME_REASON(FORCED);
+SAME_REASON(NOT_REGULAR);
+SAME_REASON(EMPTY);
+SAME_REASON(NETWORK_FS);
+SAME_REASON(PSEUDO_FS);
+SAME_REASON(MMAP_FAILED);
+SAME_REASON(TOO_LARGE);
+SAME_REASON(OVER_BUDGET);
+
+/* What the OPEN reply r says of f: the file as opened, and its grant. */
+static void
+client_open_granted(hm_file *f, const Hotmap__OpenReply *r)
+{
+	struct hm_region *reg = f->c->region;
+
+	memset(&f->st, 0, sizeof f->st);
+	f->st.size = r->size;
+	f->st.backend = (int)r->backend;
+	f->st.reason = (int)r->reason;
+	snprintf(f->st.reason_text, sizeof f->st.reason_text, "%s", r->reason_text);
+	f->st.dev = r->dev;
+	f->st.ino = r->ino;
+	f->st.mtime_ns = r->mtime_ns;
+	f->st.mode = r->mode;
+	f->st.handles = r->handles;
+	f->st.mapped_length = r->mapped_length;
+	snprintf(f->st.direct_text, sizeof f->st.direct_text, "%s",
+		 r->direct_text != NULL ? r->direct_text : "");
+	f->heat_reads = 0;
+	f->direct_ok = r->direct && reg != NULL && r->direct_slot < reg->nslots &&
+		       (r->direct_gen & 1) == 0;
+	f->dslot = r->direct_slot;
+	f->dgen = r->direct_gen;
+	f->dsize = r->size;
+}
+
+/*
+ * OPEN of f with flags (checked by the caller): by path (HM_O_PATH), by
+ * the caller's descriptor (hm_open_fd), or by a descriptor opened here
+ * and closed again (hm_open).  Sets f->handle, or returns -errno.  A
+ * call's user (or the reconnect, exclusive); the lock not held.
+ */
+int
+client_open(hm_client *c, hm_file *f, int flags)
+{
+	Hotmap__Open req = HOTMAP__OPEN__INIT;
+	ProtobufCMessage *reply = NULL;
+	Hotmap__OpenReply *r;
+	hm_osfile fd = HM_OSFILE_NONE;
+	uint64_t dev, ino;
+	int given, pass = -1, rc;
+
+	pthread_mutex_lock(c->lock);
+	direct_drop(f);	/* a reopen: the old connection's grant means nothing */
+	pthread_mutex_unlock(c->lock);
+	req.policy = flags & HM_O_MMAP ? 1 : flags & HM_O_PREAD ? 2 : 0;
+	req.warm = (flags & HM_O_WARM) != 0;
+	req.path = f->path;
+	if (f->fd != HM_OSFILE_NONE) {
+		/* A descriptor that is gone must not break the connection
+		 * (sendmsg refuses it) and one that names another file now
+		 * must not be read in its place. */
+		if (os_file_id(f->fd, &dev, &ino) < 0)
+			return -EBADF;
+		if (dev != f->dev || ino != f->ino)
+			return -ESTALE;
+		pass = transport_attach(f->fd, &req.handle_value);
+	} else if (flags & HM_O_PATH) {
+		req.by_path = true;
+	} else {
+		rc = os_file_open(f->path, &fd);
+		if (rc < 0)
+			return rc;
+		pass = transport_attach(fd, &req.handle_value);
+	}
+	rc = client_call_fd(c, HM_MSG_OPEN, &req.base, pass, HM_MSG_OPEN_REPLY, &reply, &given);
+	if (rc < 0) {
+		os_file_close(fd);
+		return rc;
+	}
+	r = (Hotmap__OpenReply *)reply;
+	if (given >= 0 && (!req.by_path || !os_file_from_daemon_ok(given, r->dev, r->ino))) {
+		close(given);
+		given = -1;
+	}
+	if (req.by_path && r->direct && given < 0)
+		r->direct = 0;	/* granted, but nothing to map it with */
+	if (given >= 0)
+		fd = given;	/* path-descriptors: the daemon's, read-only */
+	/* under the lock: another thread may promote a file (direct_heat) */
+	pthread_mutex_lock(c->lock);
+	f->handle = r->handle;
+	client_open_granted(f, r);
+	if (fd != HM_OSFILE_NONE && f->direct_ok)
+		f->own_fd = fd;	/* the direct tier's preads use it */
+	else
+		os_file_close(fd);	/* ours, not the caller's: the daemon has its own copy */
+	if (f->direct_ok && ((flags & (HM_O_DIRECT | HM_O_WARM)) || c->direct_after == 0 ||
+			    !os_file_plenty(f->own_fd)))
+		(void)direct_promote(f);
+	if (f->own_fd != HM_OSFILE_NONE && !os_file_plenty(f->own_fd)) {
+		/* many files open: read them through their mappings only, so
+		 * that the library does not take the process's descriptors */
+		os_file_close(f->own_fd);
+		f->own_fd = HM_OSFILE_NONE;
+	}
+	pthread_mutex_unlock(c->lock);
+	protobuf_c_message_free_unpacked(reply, NULL);
+	return 0;
+}
+
+/* Reopens every open file on a new connection, as hm_open or hm_open_fd
+ * did: a file that cannot be reopened is lost (ESTALE).  0, or -errno when
+ * the connection failed meanwhile.  Exclusive (client_exclusive_begin),
+ * the lock not held. */
+int
+client_reopen(hm_client *c)
+{
+	hm_file *f;
+
+	for (f = c->files; f != NULL; f = f->next)
+		f->handle = 0;	/* the old connection's numbers mean nothing now */
+	for (f = c->files; f != NULL; f = f->next) {
+		if (client_open(c, f, f->flags) < 0) {
+			f->handle = 0;
+			if (c->broken)
+				return -c->broken;
+		}
+	}
+	return 0;
+}
