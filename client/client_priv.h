@@ -25,6 +25,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "client/copy_policy.h"
 #include "client/hotmap.h"
 #include "client/platform.h"
 #include "proto/frame.h"
@@ -196,6 +197,11 @@ struct hm_client {
 	 * file is mapped after direct_after reads through the daemon. */
 	uint32_t direct_slots;	/* 0: no direct reads */
 	unsigned direct_after;
+	/* Which copy a direct read takes: the copy policy's knobs (built-in,
+	 * over them HOTMAP_COPY_POLICY, over it hm_options.copy_policy), and
+	 * HOTMAP_COPY_LOG: each decision written to standard error. */
+	struct cp_knobs copy_knobs;
+	bool copy_log;
 	/* Polling mode: the rings at the start of the region (block 0). */
 	bool ring;
 	uint32_t sq_tail;	/* requests published */
@@ -242,6 +248,8 @@ void direct_release_idle(void);
 int direct_view(hm_file *f, uint64_t offset, size_t len, const void **data, size_t *got,
 		struct direct_map **held);
 int direct_map_check(const struct direct_map *m);
+/* hm_read_stats' direct part: the estimates of f's mapping, if any. */
+void direct_read_stats(hm_file *f, struct hm_read_stats *st);
 void direct_map_ref(struct direct_map *m);
 void direct_map_unref(struct direct_map *m);
 
@@ -290,7 +298,16 @@ struct hm_file {
 	hm_osfile own_fd;
 	unsigned heat_reads;
 	struct hm_stat st;	/* as opened, for hm_stat of a granted file */
+	/* How its reads went (hm_read_stats): relaxed atomic counts. */
+	struct file_reads {
+		uint64_t daemon, pread, copy, touch, view, probes;
+		uint64_t populates, populate_ns, forgets;
+	} reads;
 };
+
+/* One more of a file's reads counted (hm_read_stats). */
+#define FILE_COUNT(f, field, n) \
+	((void)__atomic_fetch_add(&(f)->reads.field, (uint64_t)(n), __ATOMIC_RELAXED))
 
 static inline int
 fail(int err)

@@ -16,6 +16,7 @@
 #include <limits.h>
 #include <pthread.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -173,16 +174,49 @@ client_connect(hm_client *c, const char *socket_path)
 	return rc;
 }
 
+/* The copy policy's knobs: the built-in ones, over them
+ * HOTMAP_COPY_POLICY, over it the option.  0, or -EINVAL with the
+ * reason in hm_last_error. */
+static int
+copy_options(hm_client *c, const char *opt)
+{
+	const char *env = getenv("HOTMAP_COPY_POLICY"), *log = getenv("HOTMAP_COPY_LOG");
+	char err[160], why[200];
+
+	cp_knobs_default(&c->copy_knobs);
+	if (env != NULL && cp_knobs_parse(&c->copy_knobs, env, err, sizeof err) < 0) {
+		snprintf(why, sizeof why, "HOTMAP_COPY_POLICY: %s", err);
+		set_last_error(why);
+		return -EINVAL;
+	}
+	if (opt != NULL && cp_knobs_parse(&c->copy_knobs, opt, err, sizeof err) < 0) {
+		snprintf(why, sizeof why, "copy_policy: %s", err);
+		set_last_error(why);
+		return -EINVAL;
+	}
+	c->copy_log = log != NULL && *log != '\0' && strcmp(log, "0") != 0;
+	return 0;
+}
+
+/* The size of struct hm_options before copy_policy (0.2.0's first form):
+ * a program built against it passes that size, and its fields are read. */
+#define OPTIONS_SIZE_0 offsetof(struct hm_options, copy_policy)
+
 /* Options over the environment over the built-in defaults.  0 or -EINVAL. */
 static int
-client_options(hm_client *c, const struct hm_options *o)
+client_options(hm_client *c, const struct hm_options *in)
 {
-	static const struct hm_options none = HM_OPTIONS_INIT;
+	struct hm_options opts = HM_OPTIONS_INIT;
+	const struct hm_options *o = &opts;
 
-	if (o == NULL)
-		o = &none;
-	if (o->size != sizeof *o)
-		return -EINVAL;
+	if (in != NULL) {
+		/* a size the library knows: its own, or an earlier one, whose
+		 * missing fields are default */
+		if (in->size != sizeof opts && in->size != OPTIONS_SIZE_0)
+			return -EINVAL;
+		memcpy(&opts, in, in->size);
+		opts.size = sizeof opts;
+	}
 	if (o->shm_size < HM_DEFAULT || o->shm_size > (int64_t)HM_SHM_MAX ||
 	    o->shm_threshold < HM_DEFAULT || o->poll < HM_DEFAULT || o->poll > 1 ||
 	    o->poll_us < HM_DEFAULT || o->poll_us > CLIENT_POLL_US_MAX ||
@@ -206,7 +240,7 @@ client_options(hm_client *c, const struct hm_options *o)
 	/* the slots come on top of the region, which may not pass the cap */
 	if (c->shm_size > HM_SHM_MAX - CLIENT_DIRECT_SLOTS * HM_DIRECT_SLOT_BYTES)
 		c->shm_size = HM_SHM_MAX - CLIENT_DIRECT_SLOTS * HM_DIRECT_SLOT_BYTES;
-	return 0;
+	return copy_options(c, o->copy_policy);
 }
 
 HM_EXPORT hm_client *

@@ -4,12 +4,13 @@
  * model: docs/direct-reads.md, "The copy policy").  No clock, no system
  * call: what it knows of costs is what cp_account is told.
  */
-#include "copy_policy.h"
+#include "config.h"
 
 #include <stdio.h>
 #include <string.h>
 
-#include "../proto/size.h"
+#include "client/copy_policy.h"
+#include "proto/size.h"
 
 #define LD(p)		__atomic_load_n((p), __ATOMIC_RELAXED)
 #define ST(p, v)	__atomic_store_n((p), (v), __ATOMIC_RELAXED)

@@ -28,6 +28,8 @@
 
 #define MAPPINGS_IDLE_MAX	32
 static pthread_mutex_t maps_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Zero until measured: a new mapping then takes the policy's priors. */
+struct cp_costs direct_costs;
 static struct mapping *idle;	/* most recently idle first */
 static unsigned nidle;
 
@@ -161,7 +163,7 @@ mapping_get(const hm_file *f, int fd, size_t len)
 		return NULL;
 	}
 	m->len = len;
-	direct_cost_init(&m->cost);
+	cp_costs_init(&m->cost, &direct_costs, &f->c->copy_knobs);
 	m->pid = fork_pid();
 	m->dev = f->st.dev;
 	m->ino = f->st.ino;

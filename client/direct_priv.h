@@ -8,7 +8,8 @@
  * before its own.  direct_guard_unix.c (the SIGBUS guard), then
  * direct_map_unix.c (mappings and grants), then direct_unix.c (the reads
  * and views, the tier's face: direct_* of client_priv.h).  Which copy a
- * read takes is direct_policy.c's, which knows nothing of these.
+ * read takes is the copy policy's (copy_policy.c), which knows nothing of
+ * these.
  *
  * What it must not do: declare anything the rest of the library calls
  * (that is client_priv.h's), or hold code.
@@ -22,7 +23,7 @@
 #include <sys/types.h>
 
 #include "client/client_priv.h"
-#include "client/direct_policy.h"
+#include "client/copy_policy.h"
 #include "client/page_state.h"
 
 #define PAGE_SHIFT_4K		12
@@ -50,8 +51,8 @@ struct mapping {
 	struct page_state pages;
 	unsigned refs;		/* grants using it; under maps_lock */
 	int lost;		/* atomic: pages were gone and zero-filled */
-	/* What its reads cost, measured: the policy's (direct_policy.h). */
-	struct direct_cost cost;
+	/* What its reads cost, estimated: the copy policy's. */
+	struct cp_costs cost;
 	struct mapping *prev, *next;	/* on `idle` while refs == 0 */
 };
 
@@ -82,6 +83,8 @@ void guard_unwatch(struct mapping *m);
  * revoked, another process's); whether it was lost (its pages
  * zero-filled); and a grant's use of it let go. */
 struct direct_map *live_map(hm_file *f);
+/* The process's estimates, which each new mapping starts from. */
+extern struct cp_costs direct_costs;
 bool map_lost(const struct direct_map *m);
 void map_unref(struct direct_map *m);
 

@@ -5,7 +5,7 @@
  * proto/direct.h).  This file is its reads and views, the tier's face to
  * the library (direct_* of client_priv.h); the grants and mappings are
  * direct_map_unix.c's, the SIGBUS guard direct_guard_unix.c's, which copy
- * a read takes direct_policy.c's (direct_priv.h).  Windows has no direct
+ * a read takes the copy policy's (copy_policy.c; direct_priv.h).  Windows has no direct
  * tier: direct_win32.c stands in whole.
  *
  * A file is granted at OPEN (the daemon holds a read lease on it and gave
@@ -42,6 +42,8 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -71,8 +73,8 @@ pread_all(int fd, void *buf, size_t n, uint64_t offset)
 /*
  * Populating a block of PAGE_STATE_CHUNK pages (2 MiB) of a mapping: its
  * page tables built in one madvise(MADV_POPULATE_READ), and each page read
- * once through them.  When a block is worth it, and what it was measured
- * to cost, is the policy's (direct_policy.c, "Populating").
+ * once through them.  When a block is worth it, from what blocks were
+ * measured to cost, is the copy policy's (cp_populate_after).
  */
 #ifndef MADV_POPULATE_READ
 #define MADV_POPULATE_READ 22	/* Linux 5.14 */
@@ -105,14 +107,31 @@ block_huge(const void *p, size_t len)
 	return pagemap_fd >= 0 && pagemap_all_huge(pagemap_fd, p, len) == 1;
 }
 
+/* HOTMAP_COPY_LOG: a line on standard error. */
+static void
+copy_log(const hm_file *f, const struct direct_map *m, const char *what)
+{
+	const struct cp_costs *c = &m->map->cost;
+
+	fprintf(stderr,
+		"hotmap[%ld]: copy-policy %llu:%llu %s; est copy %u pread %u touch %u block %u ns, "
+		"touch after %u, populate after %u\n",
+		(long)getpid(), (unsigned long long)m->map->dev, (unsigned long long)m->map->ino,
+		what, (unsigned)__atomic_load_n(&c->copy_ns, __ATOMIC_RELAXED),
+		(unsigned)__atomic_load_n(&c->pread_ns, __ATOMIC_RELAXED),
+		(unsigned)__atomic_load_n(&c->touch_ns, __ATOMIC_RELAXED),
+		(unsigned)__atomic_load_n(&c->populate_ns, __ATOMIC_RELAXED),
+		cp_touch_after(c, &f->c->copy_knobs), cp_populate_after(c, &f->c->copy_knobs));
+}
+
 /* Builds the page tables of block blk of m and marks its pages touched,
  * unless the grant was revoked meanwhile.  A file cut short meanwhile
  * makes madvise fail (EFAULT), never a SIGBUS. */
 static void
-populate_block(struct direct_map *m, size_t blk)
+populate_block(hm_file *f, struct direct_map *m, size_t blk)
 {
 	size_t from = blk * BLOCK_BYTES, len;
-	uint64_t t0;
+	uint64_t t0, ns;
 
 	if (from >= m->maplen || __atomic_load_n(&populate_off, __ATOMIC_RELAXED))
 		return;
@@ -134,7 +153,17 @@ populate_block(struct direct_map *m, size_t blk)
 	} else if (guarded_touch(m->base + from, len) < 0) {
 		return;
 	}
-	direct_policy_populated(&m->map->cost, now_ns() - t0);
+	ns = now_ns() - t0;
+	cp_populate_account(&m->map->cost, &direct_costs, &f->c->copy_knobs, ns);
+	FILE_COUNT(f, populates, 1);
+	FILE_COUNT(f, populate_ns, ns);
+	if (f->c->copy_log) {
+		char what[80];
+
+		snprintf(what, sizeof what, "block %zu populated in %llu ns", blk,
+			 (unsigned long long)ns);
+		copy_log(f, m, what);
+	}
 	if (hm_direct_gen(m->slot) != m->gen)
 		return;
 	page_state_mark(&m->map->pages, from >> PAGE_SHIFT_4K, (from + len - 1) >> PAGE_SHIFT_4K);
@@ -203,21 +232,58 @@ lost_read(struct direct_map *m, int fd, void *buf, size_t len, uint64_t offset)
 	return (ssize_t)done;
 }
 
+/* The page state of a read's pages, for the copy policy (cp_pages_fn). */
+struct read_pages {
+	const struct page_state *pages;
+	size_t first, last;
+};
+
+static void
+read_pages(void *ctx, bool *touched, unsigned *hits)
+{
+	const struct read_pages *r = ctx;
+
+	*touched = page_state_touched(r->pages, r->first, r->last);
+	/* the fewest reads matter only while some page is not touched */
+	*hits = *touched ? 0 : page_state_hits_min(r->pages, r->first, r->last);
+}
+
+/* HOTMAP_COPY_LOG: the plan of one read and what it cost. */
+static void
+read_log(const hm_file *f, const struct direct_map *m, const struct cp_plan *p, uint64_t offset,
+	 size_t n, uint64_t ns)
+{
+	static const char *const ways[] = { "pread", "copy", "touch" };
+	char what[160];
+
+	snprintf(what, sizeof what, "offset %llu len %zu: %s%s%s%s%s", (unsigned long long)offset,
+		 n, ways[p->way], p->probe ? " probe" : "", p->forget ? " after forgetting" : "",
+		 p->timed ? " timed" : "", p->asked ? (p->touched ? " (touched)" : " (not touched)") : "");
+	if (p->timed) {
+		size_t len = strlen(what);
+
+		snprintf(what + len, sizeof what - len, " %llu ns", (unsigned long long)ns);
+	}
+	copy_log(f, m, what);
+}
+
 /*
  * A read in the client: no round trip, one copy, the kernel's (pread on
  * the client's own descriptor) or a memcpy out of the mapping under the
- * SIGBUS guard, as the policy plans it (direct_policy_plan, which says
- * why); the read is timed when the plan says, and the policy told what it
- * cost.  A copy counts only if the grant's generation did not change
- * meanwhile.
+ * SIGBUS guard, as the copy policy plans it (cp_decide, which says why);
+ * the read is timed when the plan says, and the policy told what it cost
+ * (cp_account).  A copy counts only if the grant's generation did not
+ * change meanwhile.
  */
 ssize_t
 direct_read(hm_file *f, void *buf, size_t len, uint64_t offset)
 {
 	struct direct_map *m = live_map(f);
+	const struct cp_knobs *k = &f->c->copy_knobs;
 	struct mapping *map;
-	struct direct_plan plan;
-	size_t n, first, last;
+	struct cp_plan plan;
+	struct read_pages rp;
+	size_t n;
 	int fd = f->fd >= 0 ? f->fd : f->own_fd;
 	uint64_t t0 = 0, ns = 0;
 	ssize_t got;
@@ -231,47 +297,85 @@ direct_read(hm_file *f, void *buf, size_t len, uint64_t offset)
 	n = offset >= m->maplen ? 0 : len < m->maplen - offset ? len : (size_t)(m->maplen - offset);
 	if (n == 0)
 		goto done;
-	first = (size_t)(offset >> PAGE_SHIFT_4K);
-	last = (size_t)((offset + n - 1) >> PAGE_SHIFT_4K);
-	direct_policy_plan(&map->cost, &map->pages, n, first, last, fd >= 0, &plan);
+	rp = (struct read_pages){ &map->pages, (size_t)(offset >> PAGE_SHIFT_4K),
+				  (size_t)((offset + n - 1) >> PAGE_SHIFT_4K) };
+	cp_decide(&map->cost, k, n, fd >= 0, read_pages, &rp, &plan);
+	if (plan.forget) {
+		page_state_forget(&map->pages);
+		FILE_COUNT(f, forgets, 1);
+	}
+	if (plan.probe)
+		FILE_COUNT(f, probes, 1);
 	if (plan.wake)
 		block_wake(m, offset, n);
-	if (plan.clock)
+	if (plan.timed)
 		t0 = now_ns();
-	if (plan.pread) {
+	if (plan.way == CP_PREAD) {
 		size_t b;
 
 		/* exact whatever happens to the file: it is pread */
 		got = pread_all(fd, buf, n, offset);
 		if (got < 0)
 			return DIRECT_MISS;	/* the daemon says why */
-		if (plan.clock)
+		if (plan.timed) {
 			ns = now_ns() - t0;
-		direct_policy_preaded(&map->cost, &map->pages, &plan, first, last, ns);
-		if (plan.populate)
-			for (b = first / PAGE_STATE_CHUNK; b <= last / PAGE_STATE_CHUNK; b++)
+			cp_account(&map->cost, &direct_costs, k, &plan, ns, rp.last - rp.first + 1);
+		}
+		FILE_COUNT(f, pread, 1);
+		if (f->c->copy_log)
+			read_log(f, m, &plan, offset, n, ns);
+		if (plan.hit)
+			page_state_hit(&map->pages, rp.first, rp.last);
+		if (plan.heat)
+			for (b = rp.first / PAGE_STATE_CHUNK; b <= rp.last / PAGE_STATE_CHUNK; b++)
 				if (page_state_block_heat(&map->pages, b,
-							  direct_policy_populate_after(&map->cost)))
-					populate_block(m, b);
+							  cp_populate_after(&map->cost, k)))
+					populate_block(f, m, b);
 		n = (size_t)got;
 		goto done;
 	}
 	if (guarded_copy(buf, m->base + offset, n) < 0)
 		return DIRECT_MISS;
-	if (plan.clock)
+	if (plan.timed) {
 		ns = now_ns() - t0;
-	direct_policy_copied(&map->cost, &plan, first, last, ns);
+		cp_account(&map->cost, &direct_costs, k, &plan, ns, rp.last - rp.first + 1);
+	}
 	__atomic_thread_fence(__ATOMIC_ACQUIRE);
 	if (__atomic_load_n(&m->slot->gen, __ATOMIC_RELAXED) != m->gen)
 		return DIRECT_MISS;	/* revoked during the copy: it may be torn */
 	if (map_lost(m))	/* another thread's view repaired it meanwhile */
 		return lost_read(m, fd, buf, len, offset);
-	if (!plan.touched)
-		page_state_mark(&map->pages, first, last);
+	if (plan.way == CP_TOUCH) {
+		page_state_mark(&map->pages, rp.first, rp.last);
+		FILE_COUNT(f, touch, 1);
+	} else {
+		FILE_COUNT(f, copy, 1);
+	}
+	if (f->c->copy_log)
+		read_log(f, m, &plan, offset, n, ns);
 done:
 	__atomic_fetch_add(&m->slot->reads, 1, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&m->slot->bytes, n, __ATOMIC_RELAXED);
 	return (ssize_t)n;
+}
+
+void
+direct_read_stats(hm_file *f, struct hm_read_stats *st)
+{
+	struct direct_map *m = live_map(f);
+	const struct cp_costs *c;
+
+	st->direct = m != NULL ? HM_DIRECT_YES : direct_grant_holds(f) ? HM_DIRECT_GRANTED :
+									HM_DIRECT_NO;
+	if (m == NULL)
+		return;
+	c = &m->map->cost;
+	st->copy_ns = __atomic_load_n(&c->copy_ns, __ATOMIC_RELAXED);
+	st->pread_ns = __atomic_load_n(&c->pread_ns, __ATOMIC_RELAXED);
+	st->touch_ns = __atomic_load_n(&c->touch_ns, __ATOMIC_RELAXED);
+	st->block_ns = __atomic_load_n(&c->populate_ns, __ATOMIC_RELAXED);
+	st->touch_after = cp_touch_after(c, &f->c->copy_knobs);
+	st->populate_after = cp_populate_after(c, &f->c->copy_knobs);
 }
 
 /* hm_warm on a direct file: the blocks of [offset, offset + len) populated
@@ -289,7 +393,7 @@ direct_warm(hm_file *f, uint64_t offset, uint64_t len)
 	last = (size_t)((offset + len - 1) / BLOCK_BYTES);
 	for (b = (size_t)(offset / BLOCK_BYTES); b <= last; b++)
 		if (page_state_block_heat(&m->map->pages, b, 1))
-			populate_block(m, b);
+			populate_block(f, m, b);
 }
 
 /*
@@ -338,6 +442,7 @@ direct_view(hm_file *f, uint64_t offset, size_t len, const void **data, size_t *
 	}
 	if (n >= BLOCK_BYTES)
 		view_populate(m, offset, n);
+	FILE_COUNT(f, view, 1);
 	__atomic_fetch_add(&m->slot->reads, 1, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&m->slot->bytes, n, __ATOMIC_RELAXED);
 	return 0;

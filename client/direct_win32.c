@@ -82,6 +82,13 @@ direct_view(hm_file *f, uint64_t offset, size_t len, const void **data, size_t *
 	return -1;	/* no mapping: the view is filled through the daemon */
 }
 
+void
+direct_read_stats(hm_file *f, struct hm_read_stats *st)
+{
+	(void)f;
+	st->direct = HM_DIRECT_NO;	/* no mapping: every read is the daemon's */
+}
+
 int
 direct_map_check(const struct direct_map *m)
 {

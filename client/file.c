@@ -139,6 +139,31 @@ hm_open_fd(hm_client *c, int fd, int flags)
 }
 
 HM_EXPORT int
+hm_read_stats(hm_file *f, struct hm_read_stats *st)
+{
+	struct hm_read_stats s;
+
+	set_last_error(NULL);
+	/* the one size there is: a later library knows this one too */
+	if (f == NULL || st == NULL || st->size != sizeof s)
+		return fail(EINVAL);
+	memset(&s, 0, sizeof s);
+	s.size = sizeof s;
+	s.daemon_reads = __atomic_load_n(&f->reads.daemon, __ATOMIC_RELAXED);
+	s.pread_reads = __atomic_load_n(&f->reads.pread, __ATOMIC_RELAXED);
+	s.copy_reads = __atomic_load_n(&f->reads.copy, __ATOMIC_RELAXED);
+	s.touch_reads = __atomic_load_n(&f->reads.touch, __ATOMIC_RELAXED);
+	s.view_reads = __atomic_load_n(&f->reads.view, __ATOMIC_RELAXED);
+	s.probes = __atomic_load_n(&f->reads.probes, __ATOMIC_RELAXED);
+	s.populates = __atomic_load_n(&f->reads.populates, __ATOMIC_RELAXED);
+	s.populate_ns = __atomic_load_n(&f->reads.populate_ns, __ATOMIC_RELAXED);
+	s.forgets = __atomic_load_n(&f->reads.forgets, __ATOMIC_RELAXED);
+	direct_read_stats(f, &s);
+	memcpy(st, &s, sizeof s);
+	return 0;
+}
+
+HM_EXPORT int
 hm_stat(hm_file *f, struct hm_stat *st)
 {
 	Hotmap__StatRequest req = HOTMAP__STAT_REQUEST__INIT;

@@ -212,7 +212,9 @@ struct hm_read_stats {
 	uint64_t pread_reads;	/* pread(2) on this process's own descriptor */
 	uint64_t copy_reads;	/* copied out of touched pages of the mapping */
 	uint64_t touch_reads;	/* copied, touching pages for the first time */
-	uint64_t probes;	/* of those, reads that went the other way */
+	uint64_t view_reads;	/* views pointing into the mapping */
+	uint64_t probes;	/* of the preads and copies, those that went the
+				 * other way to keep both estimates */
 	uint64_t populates;	/* 2 MiB blocks populated */
 	uint64_t populate_ns;	/* the time they took */
 	uint64_t forgets;	/* copy estimates forgotten (they lost too long) */

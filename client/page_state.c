@@ -183,3 +183,22 @@ page_state_block_heat(struct page_state *s, size_t b, unsigned after)
 	return __atomic_compare_exchange_n(&s->heat[b], &v, (uint16_t)PAGE_STATE_TRIED, false,
 					   __ATOMIC_RELAXED, __ATOMIC_RELAXED);
 }
+
+void
+page_state_forget(struct page_state *s)
+{
+	size_t b, p;
+
+	for (b = 0; b < s->nchunks; b++) {
+		uint8_t *c = __atomic_load_n(&s->chunks[b], __ATOMIC_ACQUIRE);
+
+		/* byte by byte, as the readers read them: no torn word, and a
+		 * touch another thread marks meanwhile may stay (one touch
+		 * the fewer, never a wrong byte) */
+		if (c != NULL)
+			for (p = 0; p < PAGE_STATE_CHUNK; p++)
+				if (__atomic_load_n(&c[p], __ATOMIC_RELAXED) != 0)
+					__atomic_store_n(&c[p], 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&s->heat[b], 0, __ATOMIC_RELAXED);
+	}
+}

@@ -3,7 +3,7 @@
  * page_state.h - what the direct tier knows of each 4 KiB page of a
  * mapping: how often it was read with pread, and whether it has been
  * touched through the mapping, and per 2 MiB block its reads with pread
- * (direct_policy.c decides with them which copy a read takes, and when a
+ * (the copy policy, copy_policy.c, decides with them which copy a read takes, and when a
  * block is worth populating).  Portable, as the policy is.
  *
  * Kept in blocks of PAGE_STATE_CHUNK pages made on the first write into
@@ -52,5 +52,8 @@ void page_state_mark(struct page_state *s, size_t first, size_t last);
 /* One more pread read of block b (pages b * PAGE_STATE_CHUNK on): true
  * once, when its reads reach `after` (the caller then populates it). */
 bool page_state_block_heat(struct page_state *s, size_t b, unsigned after);
+/* Forgets every page's reads and touch and every block's heat (the copy
+ * policy's plan.forget): as new, but the memory is kept. */
+void page_state_forget(struct page_state *s);
 
 #endif

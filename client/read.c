@@ -96,6 +96,7 @@ pread_split(hm_file *f, void *buf, size_t len, uint64_t offset)
 			return fail(-rc);
 		}
 		done += (size_t)p.op.result;
+		FILE_COUNT(f, daemon, 1);
 		if ((size_t)p.op.result < p.op.len)
 			break;	/* the end of the file */
 	}
@@ -132,6 +133,7 @@ hm_pread(hm_file *f, void *buf, size_t len, uint64_t offset)
 		return fail(-rc);
 	if (op->result < 0)
 		return fail((int)-op->result);
+	FILE_COUNT(f, daemon, 1);
 	direct_heat(f, op->result);
 	return op->result;
 }
@@ -209,8 +211,11 @@ hm_read_batch(hm_client *c, struct hm_io *io, size_t n)
 		do
 			rc = batch_window_run(c, &w);
 		while (client_retry(c, rc, &retried, &gen));
-		for (k = 0; k < w.j; k++)
+		for (k = 0; k < w.j; k++) {
 			io[w.asked[k]].result = rc < 0 ? rc : w.ops[k].result;
+			if (rc == 0 && w.ops[k].result >= 0)
+				FILE_COUNT(io[w.asked[k]].file, daemon, 1);
+		}
 	}
 	/* a connection that failed leaves the rest unanswered */
 	for (; i < n; i++)

@@ -126,6 +126,7 @@ hm_view_range(hm_file *f, uint64_t offset, size_t len, struct hm_view *v)
 	}
 	memcpy(v->priv_, &p, sizeof p);
 	v->len = (size_t)op.result;
+	FILE_COUNT(f, daemon, 1);
 	direct_heat(f, op.result);
 	return 0;
 }
@@ -266,6 +267,7 @@ view_batch_fill(struct view_batch *w)
 		}
 		memcpy(x->view.priv_, &p, sizeof p);
 		x->view.len = (size_t)op->result;
+		FILE_COUNT(x->file, daemon, 1);
 		x->error = 0;
 		direct_heat(x->file, op->result);
 	}

@@ -14,6 +14,8 @@
  * window of WINDOW reads, and after the costs change it has changed its
  * way within a bounded number of reads.
  */
+#include "config.h"
+
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -24,7 +26,7 @@
 
 #include <cmocka.h>
 
-#include "../client/copy_policy.h"
+#include "client/copy_policy.h"
 
 #define PAGE		4096u
 #define BLOCK_PAGES	512u

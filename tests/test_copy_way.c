@@ -1,0 +1,356 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_copy_way.c - the direct tier's copy policy as a program sees it,
+ * against a real hotmapd (tests/harness.h): its knobs (HOTMAP_COPY_POLICY,
+ * hm_options.copy_policy) and their errors, hm_read_stats' counts of which
+ * way each read went, and HOTMAP_COPY_LOG's lines.  Every byte read is
+ * checked against pread(2).  What the policy decides, cost by cost, is
+ * tests/test_copy_policy.c's (no clock there; no timing here).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "client/hotmap.h"
+#include "tests/harness.h"
+
+#define KiB (1024u)
+#define MiB (1024u * 1024u)
+#define FILE_SIZE (8u * MiB)
+#define READS 400u
+
+static int
+setup(void **state)
+{
+	unsetenv("HOTMAP_COPY_POLICY");
+	unsetenv("HOTMAP_COPY_LOG");
+	unsetenv("HOTMAP_DIRECT");
+	*state = harness_start(NULL);
+	alarm(120);
+	return 0;
+}
+
+static int
+teardown(void **state)
+{
+	alarm(0);
+	unsetenv("HOTMAP_COPY_POLICY");
+	unsetenv("HOTMAP_COPY_LOG");
+	harness_free_buffers();
+	harness_stop(*state);
+	return 0;
+}
+
+/* A client with direct reads from the first read, and the policy given. */
+static hm_client *
+connect_policy(const struct harness *h, const char *policy)
+{
+	struct hm_options o = HM_OPTIONS_INIT;
+	hm_client *c;
+
+	o.direct = 1;
+	o.direct_after = 0;
+	o.copy_policy = policy;
+	c = hm_connect_opts(h->sock, &o);
+	if (c == NULL)
+		fail_msg("hm_connect_opts(copy_policy %s): %s (\"%s\")", policy ? policy : "NULL",
+			 strerror(errno), hm_last_error());
+	return c;
+}
+
+struct opened {
+	hm_client *c;
+	hm_file *f;
+	int fd;
+	char path[4096];
+};
+
+static void
+open_file(const struct harness *h, const char *policy, const char *name, struct opened *o)
+{
+	harness_path(h, name, o->path);
+	harness_write_file(o->path, FILE_SIZE, 7);
+	o->c = connect_policy(h, policy);
+	o->f = hm_open(o->c, o->path, HM_O_DIRECT);
+	if (o->f == NULL)
+		fail_msg("hm_open: %s", strerror(errno));
+	o->fd = open(o->path, O_RDONLY);
+	assert_true(o->fd >= 0);
+}
+
+static void
+close_file(struct opened *o)
+{
+	assert_int_equal(hm_close(o->f), 0);
+	hm_disconnect(o->c);
+	close(o->fd);
+}
+
+/* READS reads of 4 KiB at random offsets among the first `span` bytes,
+ * each checked byte for byte. */
+static void
+read_random(struct opened *o, uint64_t span, uint64_t seed)
+{
+	uint64_t rs = seed;
+	unsigned i;
+
+	for (i = 0; i < READS; i++) {
+		uint64_t off = harness_rand(&rs) % (span - 4 * KiB);
+
+		assert_int_equal(harness_check_read(o->f, o->fd, off, 4 * KiB), 4 * KiB);
+	}
+}
+
+static struct hm_read_stats
+stats_of(hm_file *f)
+{
+	struct hm_read_stats st = { .size = sizeof st };
+
+	assert_int_equal(hm_read_stats(f, &st), 0);
+	return st;
+}
+
+/* way=pread: every read is pread on the process's own descriptor, none
+ * copies, none crosses to the daemon; the estimates say pread's cost. */
+static void
+test_way_pread(void **state)
+{
+	struct opened o;
+	struct hm_read_stats st;
+
+	open_file(*state, "way=pread", "p", &o);
+	read_random(&o, 64 * KiB, 1);
+	st = stats_of(o.f);
+	assert_int_equal(st.direct, HM_DIRECT_YES);
+	assert_int_equal(st.pread_reads, READS);
+	assert_int_equal(st.copy_reads + st.touch_reads, 0);
+	assert_int_equal(st.daemon_reads, 0);
+	assert_int_equal(st.populates, 0);
+	close_file(&o);
+}
+
+/* way=copy: every read copies out of the mapping; a page's first read
+ * touches it, its later ones copy.  16 pages read 400 times: 16 touches
+ * at most (a read of two pages touches both). */
+static void
+test_way_copy(void **state)
+{
+	struct opened o;
+	struct hm_read_stats st;
+
+	open_file(*state, "way=copy", "c", &o);
+	read_random(&o, 64 * KiB, 2);
+	st = stats_of(o.f);
+	assert_int_equal(st.pread_reads, 0);
+	assert_int_equal(st.copy_reads + st.touch_reads, READS);
+	assert_true(st.touch_reads >= 1 && st.touch_reads <= 16);
+	assert_true(st.touch_ns > 0);	/* a touch is always timed */
+	assert_int_equal(st.daemon_reads, 0);
+	close_file(&o);
+}
+
+/* The policy itself (way=auto, the default): whatever it chooses, every
+ * read is one of the ways and every byte is right; a page read twice is
+ * touched at its second read until a touch is measured, so a hot set of
+ * 16 pages gets touched. */
+static void
+test_auto_counts(void **state)
+{
+	struct opened o;
+	struct hm_read_stats st;
+
+	open_file(*state, NULL, "a", &o);
+	read_random(&o, 64 * KiB, 3);
+	st = stats_of(o.f);
+	assert_int_equal(st.pread_reads + st.copy_reads + st.touch_reads, READS);
+	assert_true(st.touch_reads >= 1);
+	assert_true(st.pread_reads >= 1);	/* each page's first read */
+	assert_true(st.pread_ns > 0 || st.copy_ns > 0);
+	assert_true(st.populate_after >= 4);
+	close_file(&o);
+}
+
+/* hm_warm populates its blocks: counted, with what they cost. */
+static void
+test_warm_counts_populates(void **state)
+{
+	struct opened o;
+	struct hm_read_stats st;
+
+	open_file(*state, NULL, "w", &o);
+	assert_int_equal(hm_warm(o.f, 0, 4 * MiB), 4 * MiB);
+	st = stats_of(o.f);
+	/* two blocks of 2 MiB, unless the kernel cannot populate */
+	assert_true(st.populates == 2 || st.populates == 0);
+	if (st.populates == 2) {
+		assert_true(st.populate_ns > 0);
+		read_random(&o, 4 * MiB, 4);
+		st = stats_of(o.f);
+		/* populated pages are touched: no read needs pread but the
+		 * probes (one in 64) */
+		assert_true(st.pread_reads <= READS / 64 + 1);
+	}
+	close_file(&o);
+}
+
+/* A file read through the daemon (no direct reads) counts there. */
+static void
+test_daemon_reads_counted(void **state)
+{
+	const struct harness *h = *state;
+	struct hm_options opt = HM_OPTIONS_INIT;
+	struct hm_read_stats st;
+	char path[4096];
+	hm_client *c;
+	hm_file *f;
+	int fd;
+
+	harness_path(h, "d", path);
+	harness_write_file(path, MiB, 9);
+	opt.direct = 0;
+	c = hm_connect_opts(h->sock, &opt);
+	assert_non_null(c);
+	f = hm_open(c, path, 0);
+	assert_non_null(f);
+	fd = open(path, O_RDONLY);
+	assert_true(fd >= 0);
+	assert_int_equal(harness_check_read(f, fd, 1000, 5000), 5000);
+	assert_int_equal(harness_check_read(f, fd, 0, 100), 100);
+	st = stats_of(f);
+	assert_int_equal(st.daemon_reads, 2);
+	assert_int_equal(st.pread_reads + st.copy_reads + st.touch_reads, 0);
+	assert_int_equal(st.direct, HM_DIRECT_NO);
+	assert_int_equal(st.copy_ns, 0);
+	/* a size the library does not know */
+	st.size = sizeof st + 8;
+	assert_int_equal(hm_read_stats(f, &st), -1);
+	assert_int_equal(errno, EINVAL);
+	st.size = 8;
+	assert_int_equal(hm_read_stats(f, &st), -1);
+	assert_int_equal(errno, EINVAL);
+	assert_int_equal(hm_close(f), 0);
+	hm_disconnect(c);
+	close(fd);
+}
+
+/* A knob that is wrong fails hm_connect with EINVAL, and hm_last_error
+ * says which and why, from the environment or from the option. */
+static void
+test_bad_knobs(void **state)
+{
+	const struct harness *h = *state;
+	struct hm_options o = HM_OPTIONS_INIT;
+
+	setenv("HOTMAP_COPY_POLICY", "probe_every=64,nosuch=1", 1);
+	assert_null(hm_connect(h->sock));
+	assert_int_equal(errno, EINVAL);
+	assert_non_null(strstr(hm_last_error(), "HOTMAP_COPY_POLICY: unknown knob \"nosuch\""));
+	setenv("HOTMAP_COPY_POLICY", "way=sometimes", 1);
+	assert_null(hm_connect(h->sock));
+	assert_non_null(strstr(hm_last_error(), "not auto, pread or copy"));
+	unsetenv("HOTMAP_COPY_POLICY");
+	o.copy_policy = "sample_every=0";
+	assert_null(hm_connect_opts(h->sock, &o));
+	assert_int_equal(errno, EINVAL);
+	assert_non_null(strstr(hm_last_error(), "copy_policy: sample_every=0: at least 1"));
+	/* the option is over the environment */
+	setenv("HOTMAP_COPY_POLICY", "way=copy", 1);
+	{
+		struct opened op;
+		struct hm_read_stats st;
+
+		open_file(h, "way=pread", "o", &op);
+		read_random(&op, 64 * KiB, 5);
+		st = stats_of(op.f);
+		assert_int_equal(st.pread_reads, READS);
+		close_file(&op);
+	}
+	unsetenv("HOTMAP_COPY_POLICY");
+}
+
+/* A program built before hm_options had copy_policy passes the shorter
+ * size: it connects, its fields are read, the new one is default. */
+static void
+test_options_of_an_older_program(void **state)
+{
+	const struct harness *h = *state;
+	struct hm_options o = HM_OPTIONS_INIT;
+	hm_client *c;
+
+	o.size = offsetof(struct hm_options, copy_policy);
+	o.copy_policy = "nosuch=1";	/* beyond its size: never read */
+	c = hm_connect_opts(h->sock, &o);
+	assert_non_null(c);
+	hm_disconnect(c);
+	o.size = offsetof(struct hm_options, copy_policy) + 1;
+	assert_null(hm_connect_opts(h->sock, &o));
+	assert_int_equal(errno, EINVAL);
+}
+
+/* HOTMAP_COPY_LOG=1: a line on standard error for each read (and block),
+ * saying its way and the estimates. */
+static void
+test_copy_log(void **state)
+{
+	char tmpl[] = "/tmp/hotmap-copylog.XXXXXX", line[512];
+	struct opened o;
+	int log = mkstemp(tmpl), saved;
+	unsigned lines = 0, preads = 0;
+	FILE *in;
+
+	assert_true(log >= 0);
+	saved = dup(2);
+	assert_true(saved >= 0);
+	setenv("HOTMAP_COPY_LOG", "1", 1);
+	open_file(*state, "way=pread", "l", &o);
+	unsetenv("HOTMAP_COPY_LOG");
+	fflush(stderr);
+	assert_int_equal(dup2(log, 2), 2);
+	read_random(&o, 64 * KiB, 6);
+	fflush(stderr);
+	assert_int_equal(dup2(saved, 2), 2);
+	close(saved);
+	close_file(&o);
+	in = fdopen(log, "r");
+	assert_non_null(in);
+	rewind(in);
+	while (fgets(line, sizeof line, in) != NULL) {
+		lines++;
+		assert_non_null(strstr(line, "copy-policy"));
+		assert_non_null(strstr(line, "est copy"));
+		if (strstr(line, "len 4096: pread") != NULL)
+			preads++;
+	}
+	fclose(in);
+	unlink(tmpl);
+	assert_int_equal(lines, READS);
+	assert_int_equal(preads, READS);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_way_pread, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_way_copy, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_auto_counts, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_warm_counts_populates, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_daemon_reads_counted, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bad_knobs, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_options_of_an_older_program, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_copy_log, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
