@@ -139,9 +139,11 @@ void
 cp_costs_init(struct cp_costs *c, const struct cp_costs *seed, const struct cp_knobs *k)
 {
 	memset(c, 0, sizeof(*c));
+	/* What a fault and a block cost is the machine's: the process's
+	 * estimates.  Whether a copy beats pread is the file's (its folios,
+	 * its pages' age): learnt on its own pages, or one file whose copies
+	 * lost would leave every file opened after it reading with pread. */
 	if (seed != NULL) {
-		c->copy_ns = LD(&seed->copy_ns);
-		c->pread_ns = LD(&seed->pread_ns);
 		c->touch_ns = LD(&seed->touch_ns);
 		c->populate_ns = LD(&seed->populate_ns);
 	}
@@ -336,12 +338,9 @@ cp_account(struct cp_costs *c, struct cp_costs *seed, const struct cp_knobs *k,
 	   const struct cp_plan *plan, uint64_t ns, size_t pages)
 {
 	account_one(c, k, plan, ns, pages);
-	if (seed != NULL && seed != c) {
-		struct cp_plan p = *plan;
-
-		p.probe = false;	/* the process's moves slowly */
-		account_one(seed, k, &p, ns, pages);
-	}
+	/* the process keeps what new mappings take: the touch */
+	if (seed != NULL && seed != c && plan->way == CP_TOUCH)
+		account_one(seed, k, plan, ns, pages);
 }
 
 void

@@ -650,6 +650,32 @@ test_thresholds(void **state)
 	assert_int_equal(c.pread_ns, (7 * 2500 + 4 * 2500) / 8);
 }
 
+/* A new mapping takes the process's touch and block estimates (the
+ * machine's), never its verdict on copies: one file whose copies lost
+ * (its pages aged, its folios small) must not leave every file opened
+ * after it reading with pread. */
+static void
+test_seed(void **state)
+{
+	struct cp_knobs k;
+	struct cp_costs proc, c;
+
+	(void)state;
+	cp_knobs_default(&k);
+	cp_costs_init(&proc, NULL, &k);
+	proc.copy_ns = 5000;
+	proc.pread_ns = 2500;
+	proc.touch_ns = 3200;
+	proc.populate_ns = 700000;
+	assert_false(cp_copies_pay(&proc));
+	cp_costs_init(&c, &proc, &k);
+	assert_true(cp_copies_pay(&c));
+	assert_int_equal(c.touch_ns, 3200);
+	assert_int_equal(c.populate_ns, 700000);
+	assert_int_equal(c.copy_ns, 0);
+	assert_int_equal(c.pread_ns, 0);
+}
+
 static void
 test_knobs_parse(void **state)
 {
@@ -700,6 +726,7 @@ main(void)
 		cmocka_unit_test(test_costs_fall),
 		cmocka_unit_test(test_large_reads),
 		cmocka_unit_test(test_thresholds),
+		cmocka_unit_test(test_seed),
 		cmocka_unit_test(test_knobs_parse),
 	};
 
