@@ -305,9 +305,14 @@ struct hm_file {
 	} reads;
 };
 
-/* One more of a file's reads counted (hm_read_stats). */
+/* One more of a file's reads counted (hm_read_stats).  A load and a
+ * store, not a locked add: on the direct tier's fastest reads (0.2 us) a
+ * locked add is a tenth of the read.  Threads reading one file at once
+ * may lose a count now and then; a count is never torn. */
 #define FILE_COUNT(f, field, n) \
-	((void)__atomic_fetch_add(&(f)->reads.field, (uint64_t)(n), __ATOMIC_RELAXED))
+	__atomic_store_n(&(f)->reads.field, \
+			 __atomic_load_n(&(f)->reads.field, __ATOMIC_RELAXED) + (uint64_t)(n), \
+			 __ATOMIC_RELAXED)
 
 static inline int
 fail(int err)
