@@ -187,11 +187,12 @@ cp_touch_after(const struct cp_costs *c, const struct cp_knobs *k)
 	 * second read: the cheapest way to learn what a touch costs */
 	if (t == 0)
 		return 1u;
-	/* what touching costs more than the pread it replaces (nothing
-	 * where a fault is cheap: the page is touched at its first read) */
+	/* where a fault costs less than the pread it replaces, a page is
+	 * touched at its first read; else once its reads have lost the
+	 * touch's whole price (docs/direct-reads.md, rule 4) */
 	if (p == 0)
 		p = k->gain_ns;	/* unmeasured: the prior stands for it */
-	return t <= p ? 0u : reads_to_pay(t - p, gain(c, k), 0u, k->hits_max);
+	return t <= p ? 0u : reads_to_pay(t, gain(c, k), 1u, k->hits_max);
 }
 
 unsigned

@@ -11,9 +11,9 @@
  * mapping (touch, per page) and populating a 2 MiB block (populate).  A
  * read out of touched pages takes the cheaper of copy and pread.  A page
  * not touched yet is read with pread until its reads so far have lost
- * what a touch costs (touch / gain reads, gain = pread - copy): the
- * rent-or-buy rule, which costs at most twice the better choice made in
- * hindsight.  A block is populated after populate / gain of its reads the
+ * what a touch costs (touch / gain reads, gain = pread - copy; at its
+ * first read where a touch costs less than a pread): the rent-or-buy
+ * rule, which costs at most twice the better choice made in hindsight.  A block is populated after populate / gain of its reads the
  * same way.  One small read in sample_every is timed; one in probe_every
  * goes the other way so that neither estimate goes stale; a sample counts
  * at most clamp times its estimate, and a copy that cost twice its

@@ -628,15 +628,15 @@ test_thresholds(void **state)
 	assert_int_equal(cp_populate_after(&c, &k), 4);	/* 6000 / 1500 */
 	cp_account(&c, NULL, &k, &plan, 3000 * 4, 4);	/* 3 us a page */
 	assert_int_equal(c.touch_ns, 3000);
-	/* (touch - pread) / gain, pread and gain the prior while unmeasured */
-	assert_int_equal(cp_touch_after(&c, &k), 1);	/* 1500 / 1500 */
+	/* touch / gain, the gain the prior while unmeasured */
+	assert_int_equal(cp_touch_after(&c, &k), 2);	/* 3000 / 1500 */
 	c.copy_ns = 500;
 	c.pread_ns = 2500;
-	assert_int_equal(cp_touch_after(&c, &k), 1);	/* 500 / 2000 */
+	assert_int_equal(cp_touch_after(&c, &k), 2);	/* 3000 / 2000 */
 	c.copy_ns = 2400;
-	assert_int_equal(cp_touch_after(&c, &k), 5);	/* 500 / 100 */
+	assert_int_equal(cp_touch_after(&c, &k), 30);	/* 3000 / 100 */
 	c.copy_ns = 2499;
-	assert_int_equal(cp_touch_after(&c, &k), k.hits_max);	/* 500 / 1 */
+	assert_int_equal(cp_touch_after(&c, &k), k.hits_max);	/* 3000 / 1 */
 	c.touch_ns = 2000;	/* a fault cheaper than a pread */
 	assert_int_equal(cp_touch_after(&c, &k), 0);
 	c.copy_ns = 2600;	/* copies lose: the prior gain, never asked */
