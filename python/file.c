@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * file.c - hotmap.File, a hm_file: its reads (pread, readinto, view,
- * warm), stat() and its hotmap.StatResult, close, pickling.
+ * warm), stat() and its hotmap.StatResult, read_stats() and its
+ * hotmap.ReadStats, close, pickling.
  *
  * Client.open makes them; what keeps one open while a call uses it is
  * lifetime.c's.  Reads by offset, no position.
@@ -43,10 +44,39 @@ static PyStructSequence_Desc stat_desc = {
 	"hotmap.StatResult", "File.stat()'s result", stat_fields, 12
 };
 
+PyTypeObject hmpy_ReadStatsType;	/* hotmap.ReadStats */
+
+static PyStructSequence_Field read_stats_fields[] = {
+	{ "daemon_reads", "reads through the daemon" },
+	{ "pread_reads", "pread on this process's own descriptor" },
+	{ "copy_reads", "copied out of touched pages of the mapping" },
+	{ "touch_reads", "copied, touching pages for the first time" },
+	{ "view_reads", "views pointing into the mapping" },
+	{ "probes", "reads that went the other way, to keep both estimates" },
+	{ "populates", "2 MiB blocks populated" },
+	{ "populate_ns", "the time they took" },
+	{ "forgets", "copy estimates forgotten" },
+	{ "copy_ns", "estimate: a small copy out of touched pages (0: not measured)" },
+	{ "pread_ns", "estimate: a small pread" },
+	{ "touch_ns", "estimate: a page's first touch, with its copy" },
+	{ "block_ns", "estimate: populating a block" },
+	{ "touch_after", "preads of a page before it is touched" },
+	{ "populate_after", "preads of a block before it is populated" },
+	{ "direct", "DIRECT_NO, DIRECT_GRANTED or DIRECT_YES" },
+	{ NULL }
+};
+
+static PyStructSequence_Desc read_stats_desc = {
+	"hotmap.ReadStats", "File.read_stats()'s result", read_stats_fields, 16
+};
+
 int
 hmpy_stat_ready(void)
 {
 	if (!hmpy_StatType.tp_name && PyStructSequence_InitType2(&hmpy_StatType, &stat_desc) < 0)
+		return -1;
+	if (!hmpy_ReadStatsType.tp_name &&
+	    PyStructSequence_InitType2(&hmpy_ReadStatsType, &read_stats_desc) < 0)
 		return -1;
 	return 0;
 }
@@ -256,6 +286,51 @@ file_stat(FileObject *self, PyObject *unused)
 }
 
 static PyObject *
+file_read_stats(FileObject *self, PyObject *unused)
+{
+	struct hm_read_stats st = { .size = sizeof st };
+	struct hmpy_err e;
+	PyObject *r;
+	hm_file *f;
+	int rc, i = 0;
+
+	if (!(f = hmpy_file_enter(self)))
+		return NULL;
+	rc = hm_read_stats(f, &st);	/* local: no round trip, no wait */
+	if (rc < 0)
+		hmpy_save_err(&e);
+	hmpy_file_leave(self);
+	if (rc < 0)
+		return hmpy_raise(e.err, e.msg, self->by_fd ? NULL : self->name);
+	if (!(r = PyStructSequence_New(&hmpy_ReadStatsType)))
+		return NULL;
+#define SET(x) PyStructSequence_SET_ITEM(r, i++, PyLong_FromUnsignedLongLong(x))
+	SET(st.daemon_reads);
+	SET(st.pread_reads);
+	SET(st.copy_reads);
+	SET(st.touch_reads);
+	SET(st.view_reads);
+	SET(st.probes);
+	SET(st.populates);
+	SET(st.populate_ns);
+	SET(st.forgets);
+	SET(st.copy_ns);
+	SET(st.pread_ns);
+	SET(st.touch_ns);
+	SET(st.block_ns);
+	SET(st.touch_after);
+	SET(st.populate_after);
+#undef SET
+	PyStructSequence_SET_ITEM(r, i++, PyLong_FromLong(st.direct));
+	for (int k = 0; k < i; k++)
+		if (!PyStructSequence_GET_ITEM(r, k)) {
+			Py_DECREF(r);
+			return NULL;
+		}
+	return r;
+}
+
+static PyObject *
 file_warm(FileObject *self, PyObject *args, PyObject *kw)
 {
 	static char *kwlist[] = { "offset", "length", NULL };
@@ -390,6 +465,9 @@ static PyMethodDef file_methods[] = {
 	  "view($self, offset, length, /)\n--\n\nA read-only hotmap.View of up to length bytes at offset." },
 	{ "stat", (PyCFunction)file_stat, METH_NOARGS,
 	  "stat($self)\n--\n\nA hotmap.StatResult: size, backend, reason, direct tier, ..." },
+	{ "read_stats", (PyCFunction)file_read_stats, METH_NOARGS,
+	  "read_stats($self)\n--\n\nA hotmap.ReadStats: how this process read the file so far "
+	  "(through the daemon, pread, copy, touch, views), and the copy policy's estimates." },
 	{ "warm", (PyCFunction)(void (*)(void))file_warm, METH_VARARGS | METH_KEYWORDS,
 	  "warm($self, offset=0, length=None)\n--\n\nBrings the range (default: the whole file) into memory;\n"
 	  "returns its bytes inside the file." },

@@ -63,6 +63,31 @@ class StatResult(Tuple[Any, ...]):
     direct_text: str
 
 @final
+class ReadStats(Tuple[int, ...]):
+    n_fields: int
+    n_sequence_fields: int
+    n_unnamed_fields: int
+    __match_args__ = ("daemon_reads", "pread_reads", "copy_reads", "touch_reads", "view_reads",
+                      "probes", "populates", "populate_ns", "forgets", "copy_ns", "pread_ns",
+                      "touch_ns", "block_ns", "touch_after", "populate_after", "direct")
+    daemon_reads: int
+    pread_reads: int
+    copy_reads: int
+    touch_reads: int
+    view_reads: int
+    probes: int
+    populates: int
+    populate_ns: int
+    forgets: int
+    copy_ns: int
+    pread_ns: int
+    touch_ns: int
+    block_ns: int
+    touch_after: int
+    populate_after: int
+    direct: int
+
+@final
 class View:
     """A read-only range of a file, exported through the buffer protocol."""
     @property
@@ -88,6 +113,7 @@ class File:
     def readinto(self, buffer: _Buffer, offset: int, /) -> int: ...
     def view(self, offset: int, length: int, /) -> View: ...
     def stat(self) -> StatResult: ...
+    def read_stats(self) -> ReadStats: ...
     def warm(self, offset: int = 0, length: Optional[int] = None) -> int: ...
     def close(self) -> None: ...
     def __enter__(self) -> "File": ...

@@ -139,8 +139,9 @@ void hmpy_file_leave(FileObject *self);
 
 extern PyTypeObject hmpy_FileType;	/* hotmap.File: FileObject */
 extern PyTypeObject hmpy_StatType;	/* hotmap.StatResult (File.stat) */
+extern PyTypeObject hmpy_ReadStatsType;	/* hotmap.ReadStats (File.read_stats) */
 
-/* Makes hotmap.StatResult (hmpy_StatType) unless made.  -1 with an
+/* Makes hotmap.StatResult and hotmap.ReadStats unless made.  -1 with an
  * exception set. */
 int hmpy_stat_ready(void);
 /* o as a File, or NULL and TypeError. */

@@ -233,6 +233,7 @@ PyInit_hotmap(void)
 	    PyModule_AddObjectRef(m, "File", (PyObject *)&hmpy_FileType) < 0 ||
 	    PyModule_AddObjectRef(m, "View", (PyObject *)&hmpy_ViewType) < 0 ||
 	    PyModule_AddObjectRef(m, "StatResult", (PyObject *)&hmpy_StatType) < 0 ||
+	    PyModule_AddObjectRef(m, "ReadStats", (PyObject *)&hmpy_ReadStatsType) < 0 ||
 	    PyModule_AddIntConstant(m, "O_MMAP", HM_O_MMAP) < 0 ||
 	    PyModule_AddIntConstant(m, "O_PREAD", HM_O_PREAD) < 0 ||
 	    PyModule_AddIntConstant(m, "O_PATH", HM_O_PATH) < 0 ||

@@ -206,6 +206,27 @@ class TestReads(Base):
             self.assertEqual(f.stat().backend, hotmap.BACKEND_PREAD)
             self.assertEqual(f.pread(10, 10), CONTENT[10:20])
 
+    def test_read_stats(self):
+        # how this process read the file, without a round trip: through
+        # the daemon here, then each read of a direct file one way
+        with hotmap.connect(SOCK, direct=False) as c, c.open(DATA) as f:
+            self.assertEqual(f.pread(100, 5), CONTENT[5:105])
+            st = f.read_stats()
+            self.assertEqual(st.daemon_reads, 1)
+            self.assertEqual(st.pread_reads + st.copy_reads + st.touch_reads, 0)
+            self.assertEqual(st.direct, hotmap.DIRECT_NO)
+        with self.c.open(DATA, flags=hotmap.O_DIRECT) as f:
+            rng = random.Random(3)
+            for _ in range(200):
+                off = rng.randrange(64 * 1024)
+                self.assertEqual(f.pread(4096, off), CONTENT[off:off + 4096])
+            st = f.read_stats()
+            self.assertEqual(st.direct, hotmap.DIRECT_YES)
+            self.assertEqual(st.pread_reads + st.copy_reads + st.touch_reads, 200)
+            self.assertEqual(st.daemon_reads, 0)
+            self.assertIsInstance(st, hotmap.ReadStats)
+            self.assertEqual(st.populate_after >= 4, True)
+
     def test_stat_warm(self):
         st = self.f.stat()
         self.assertEqual(st.size, len(CONTENT))
