@@ -242,6 +242,19 @@ file_view(FileObject *self, PyObject *args)
 	return (PyObject *)v;
 }
 
+/* r, its first n items set, or NULL (r freed) if one could not be made:
+ * an exception is set then. */
+static PyObject *
+seq_done(PyObject *r, int n)
+{
+	for (int k = 0; k < n; k++)
+		if (!PyStructSequence_GET_ITEM(r, k)) {
+			Py_DECREF(r);
+			return NULL;
+		}
+	return r;
+}
+
 static PyObject *
 file_stat(FileObject *self, PyObject *unused)
 {
@@ -277,12 +290,7 @@ file_stat(FileObject *self, PyObject *unused)
 	SET(PyLong_FromLong(st.direct));
 	SET(PyUnicode_DecodeFSDefault(st.direct_text));
 #undef SET
-	for (int k = 0; k < i; k++)
-		if (!PyStructSequence_GET_ITEM(r, k)) {
-			Py_DECREF(r);
-			return NULL;
-		}
-	return r;
+	return seq_done(r, i);
 }
 
 static PyObject *
@@ -322,12 +330,7 @@ file_read_stats(FileObject *self, PyObject *unused)
 	SET(st.populate_after);
 #undef SET
 	PyStructSequence_SET_ITEM(r, i++, PyLong_FromLong(st.direct));
-	for (int k = 0; k < i; k++)
-		if (!PyStructSequence_GET_ITEM(r, k)) {
-			Py_DECREF(r);
-			return NULL;
-		}
-	return r;
+	return seq_done(r, i);
 }
 
 static PyObject *
