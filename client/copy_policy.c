@@ -231,8 +231,8 @@ cp_decide(struct cp_costs *c, const struct cp_knobs *k, size_t n, bool have_fd,
 
 		if (losing >= k->relearn) {
 			/* forgotten: the copy estimate, the touched marks;
-			 * copies are learnt again, from the page's second
-			 * read, as at the start */
+			 * pages are touched again by the rent-or-buy rule
+			 * (cp_touch_after), as at the start */
 			ST(&c->copy_ns, 0u);
 			ST(&c->burst, 0u);
 			losing = 0;
