@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * admin.c - the administrative calls (hm_ping, hm_stats, hm_stats_reset,
- * hm_files, hm_clients, hm_evict, hm_config, hm_stop): one request each (hm_files: one a page)
+ * hm_files(_ways), hm_clients(_ways), hm_evict, hm_config, hm_stop): one request each
+ * (the lists: one a page)
  * and its reply turned into the caller's structures or callbacks.
  *
  * Must not: touch the socket but through client_request; hold the lock
@@ -114,13 +115,17 @@ hm_stats_typed(hm_client *c, int reset, void (*cb)(const struct hm_stat_entry *s
 	return client_stats(c, reset != 0, NULL, cb, arg);
 }
 
-HM_EXPORT int
-hm_files(hm_client *c, void (*cb)(const struct hm_file_info *info, void *arg), void *arg)
+/* hm_files and hm_files_ways: one callback or the other. */
+static int
+client_files(hm_client *c, void (*cb)(const struct hm_file_info *info, void *arg),
+	     void (*ways_cb)(const struct hm_file_info *info, const struct hm_read_ways *ways,
+			     void *arg),
+	     void *arg)
 {
 	uint32_t offset = 0;
 
 	set_last_error(NULL);
-	if (c == NULL || cb == NULL)
+	if (c == NULL || (cb == NULL && ways_cb == NULL))
 		return fail(EINVAL);
 	for (;;) {
 		Hotmap__Files req = HOTMAP__FILES__INIT;
@@ -155,8 +160,20 @@ hm_files(hm_client *c, void (*cb)(const struct hm_file_info *info, void *arg), v
 				.dev = f->dev,
 				.ino = f->ino,
 			};
+			struct hm_read_ways ways = {
+				.size = sizeof ways,
+				.daemon_reads = f->daemon_reads,
+				.copy_reads = f->direct_copy_reads,
+				.pread_reads = f->direct_pread_reads,
+				.probes = f->direct_probes,
+				.populated_blocks = f->direct_populated_blocks,
+				.populate_ns = f->direct_populate_ns,
+			};
 
-			cb(&info, arg);
+			if (cb != NULL)
+				cb(&info, arg);
+			else
+				ways_cb(&info, &ways, arg);
 		}
 		/* pages follow the daemon's list as it is at each request */
 		more = r->n_files > 0 && r->next < r->total;
@@ -168,12 +185,31 @@ hm_files(hm_client *c, void (*cb)(const struct hm_file_info *info, void *arg), v
 }
 
 HM_EXPORT int
-hm_clients(hm_client *c, void (*cb)(const struct hm_client_info *info, void *arg), void *arg)
+hm_files(hm_client *c, void (*cb)(const struct hm_file_info *info, void *arg), void *arg)
+{
+	return client_files(c, cb, NULL, arg);
+}
+
+HM_EXPORT int
+hm_files_ways(hm_client *c,
+	      void (*cb)(const struct hm_file_info *info, const struct hm_read_ways *ways,
+			 void *arg),
+	      void *arg)
+{
+	return client_files(c, NULL, cb, arg);
+}
+
+/* hm_clients and hm_clients_ways: one callback or the other. */
+static int
+client_clients(hm_client *c, void (*cb)(const struct hm_client_info *info, void *arg),
+	       void (*ways_cb)(const struct hm_client_info *info, const struct hm_read_ways *ways,
+			       void *arg),
+	       void *arg)
 {
 	uint32_t offset = 0;
 
 	set_last_error(NULL);
-	if (c == NULL || cb == NULL)
+	if (c == NULL || (cb == NULL && ways_cb == NULL))
 		return fail(EINVAL);
 	for (;;) {
 		Hotmap__Clients req = HOTMAP__CLIENTS__INIT;
@@ -203,8 +239,20 @@ hm_clients(hm_client *c, void (*cb)(const struct hm_client_info *info, void *arg
 				.region_huge = x->region_huge,
 				.connected_ms = x->connected_ms,
 			};
+			struct hm_read_ways ways = {
+				.size = sizeof ways,
+				.daemon_reads = x->daemon_reads,
+				.copy_reads = x->direct_copy_reads,
+				.pread_reads = x->direct_pread_reads,
+				.probes = x->direct_probes,
+				.populated_blocks = x->direct_populated_blocks,
+				.populate_ns = x->direct_populate_ns,
+			};
 
-			cb(&info, arg);
+			if (cb != NULL)
+				cb(&info, arg);
+			else
+				ways_cb(&info, &ways, arg);
 		}
 		/* pages follow the daemon's list as it is at each request */
 		more = r->n_clients > 0 && r->next < r->total;
@@ -213,6 +261,21 @@ hm_clients(hm_client *c, void (*cb)(const struct hm_client_info *info, void *arg
 		if (!more)
 			return 0;
 	}
+}
+
+HM_EXPORT int
+hm_clients(hm_client *c, void (*cb)(const struct hm_client_info *info, void *arg), void *arg)
+{
+	return client_clients(c, cb, NULL, arg);
+}
+
+HM_EXPORT int
+hm_clients_ways(hm_client *c,
+		void (*cb)(const struct hm_client_info *info, const struct hm_read_ways *ways,
+			   void *arg),
+		void *arg)
+{
+	return client_clients(c, NULL, cb, arg);
 }
 
 HM_EXPORT int

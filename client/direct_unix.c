@@ -52,6 +52,18 @@
 #include "proto/direct.h"
 #include "proto/pagemap.h"
 
+_Static_assert(BLOCK_BYTES == HM_DIRECT_BLOCK_BYTES, "the block the daemon bounds populations by");
+
+/*
+ * One more of a way counted in the grant's slot, for the daemon's
+ * listings (proto/direct.h): a load and a store, as FILE_COUNT, not a
+ * locked add; the line is this process's already (reads, bytes).
+ */
+#define SLOT_COUNT(slot, field, n) \
+	__atomic_store_n(&(slot)->field, \
+			 __atomic_load_n(&(slot)->field, __ATOMIC_RELAXED) + (uint64_t)(n), \
+			 __ATOMIC_RELAXED)
+
 /* pread(2) of all n bytes (the grant's size holds them), or -1. */
 static ssize_t
 pread_all(int fd, void *buf, size_t n, uint64_t offset)
@@ -157,6 +169,8 @@ populate_block(hm_file *f, struct direct_map *m, size_t blk)
 	cp_populate_account(&m->map->cost, &direct_costs, &f->c->copy_knobs, ns);
 	FILE_COUNT(f, populates, 1);
 	FILE_COUNT(f, populate_ns, ns);
+	SLOT_COUNT(m->slot, populated, 1);
+	SLOT_COUNT(m->slot, populate_ns, ns);
 	if (f->c->copy_log) {
 		char what[80];
 
@@ -229,6 +243,7 @@ lost_read(struct direct_map *m, int fd, void *buf, size_t len, uint64_t offset)
 	}
 	__atomic_fetch_add(&m->slot->reads, 1, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&m->slot->bytes, done, __ATOMIC_RELAXED);
+	SLOT_COUNT(m->slot, preads, 1);	/* after reads: proto/direct.h */
 	return (ssize_t)done;
 }
 
@@ -305,7 +320,7 @@ direct_read(hm_file *f, void *buf, size_t len, uint64_t offset)
 		FILE_COUNT(f, forgets, 1);
 	}
 	if (plan.probe)
-		FILE_COUNT(f, probes, 1);
+		FILE_COUNT(f, probes, 1);	/* the slot's once the read is done */
 	if (plan.wake)
 		block_wake(m, offset, n);
 	if (plan.timed)
@@ -332,7 +347,12 @@ direct_read(hm_file *f, void *buf, size_t len, uint64_t offset)
 							  cp_populate_after(&map->cost, k)))
 					populate_block(f, m, b);
 		n = (size_t)got;
-		goto done;
+		__atomic_fetch_add(&m->slot->reads, 1, __ATOMIC_RELAXED);
+		__atomic_fetch_add(&m->slot->bytes, n, __ATOMIC_RELAXED);
+		SLOT_COUNT(m->slot, preads, 1);	/* after reads: proto/direct.h */
+		if (plan.probe)
+			SLOT_COUNT(m->slot, probes, 1);
+		return (ssize_t)n;
 	}
 	if (guarded_copy(buf, m->base + offset, n) < 0)
 		return DIRECT_MISS;
@@ -353,10 +373,15 @@ direct_read(hm_file *f, void *buf, size_t len, uint64_t offset)
 	}
 	if (f->c->copy_log)
 		read_log(f, m, &plan, offset, n, ns);
-done:
 	__atomic_fetch_add(&m->slot->reads, 1, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&m->slot->bytes, n, __ATOMIC_RELAXED);
+	SLOT_COUNT(m->slot, copies, 1);	/* after reads: proto/direct.h */
+	if (plan.probe)
+		SLOT_COUNT(m->slot, probes, 1);
 	return (ssize_t)n;
+done:	/* nothing to read: past the end of the file */
+	__atomic_fetch_add(&m->slot->reads, 1, __ATOMIC_RELAXED);
+	return 0;
 }
 
 void

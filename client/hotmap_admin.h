@@ -89,6 +89,40 @@ struct hm_client_info {
  * list a page at a time.  Needs an administrator. */
 int hm_clients(hm_client *c, void (*cb)(const struct hm_client_info *info, void *arg), void *arg);
 
+/*
+ * How the reads of a file (hm_files_ways) or of a client (hm_clients_ways)
+ * were served: through the daemon, or by the clients themselves from their
+ * mappings (the direct tier), and there how, as the clients report it
+ * (bounded by the daemon: libhotmap(3), hm_files_ways).  The library sets
+ * size to the bytes it filled: fields past it are not there (a later
+ * library may add some at the end).  A daemon or a client from before
+ * hotmap 0.2.0 counts none of these: zero.
+ */
+struct hm_read_ways {
+	size_t size;			/* sizeof the struct the library filled */
+	uint64_t daemon_reads;		/* read requests the daemon took */
+	uint64_t copy_reads;		/* direct: copied out of the mapping */
+	uint64_t pread_reads;		/* direct: pread(2) on the client's own
+					 * descriptor (the other direct reads
+					 * are views, and reads at the end) */
+	uint64_t probes;		/* of those copies and preads, the ones
+					 * that went the other way to keep the
+					 * copy policy's estimates */
+	uint64_t populated_blocks;	/* 2 MiB blocks of mappings populated */
+	uint64_t populate_ns;		/* the time that took */
+};
+
+/* hm_files and hm_clients with, for each file or client, how its reads
+ * were served; valid during the callback. */
+int hm_files_ways(hm_client *c,
+		  void (*cb)(const struct hm_file_info *info, const struct hm_read_ways *ways,
+			     void *arg),
+		  void *arg);
+int hm_clients_ways(hm_client *c,
+		    void (*cb)(const struct hm_client_info *info, const struct hm_read_ways *ways,
+			       void *arg),
+		    void *arg);
+
 /* What hm_evict did. */
 struct hm_evicted {
 	unsigned files;		/* cached files dropped */

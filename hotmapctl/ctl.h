@@ -139,6 +139,7 @@ int ctl_top(hm_client *c, const struct ctl_cmdline *cl);
 struct file_row {
 	char *path;
 	struct hm_file_info info;
+	struct hm_read_ways ways;	/* how its reads were served */
 };
 
 struct file_rows {
@@ -147,8 +148,12 @@ struct file_rows {
 	bool failed;		/* out of memory: some rows are missing */
 };
 
-/* hm_files callback: appends a copy of info to the struct file_rows arg. */
-void file_rows_collect(const struct hm_file_info *info, void *arg);
+/* hm_files_ways callback: appends a copy of info and ways to the struct
+ * file_rows arg. */
+void file_rows_collect(const struct hm_file_info *info, const struct hm_read_ways *ways,
+		       void *arg);
+/* What the library filled of ways (its size), the rest zero. */
+void ctl_ways_copy(struct hm_read_ways *to, const struct hm_read_ways *ways);
 void file_rows_free(struct file_rows *rows);
 
 /* --- ctl_output.c --------------------------------------------------------------- */
@@ -216,6 +221,20 @@ const char *ctl_reason_name(int reason);
 const char *ctl_backend_name(int backend);
 void files_print_table(const struct file_rows *rows);
 void files_print_json(const struct file_rows *rows);
+
+/*
+ * How reads were served, in the tables of files and clients: columns
+ * after the last one (the path or name), so that every column before
+ * keeps its place for scripts; each is a number, so a script finds them
+ * from the end of the line whatever the path holds.  COPY and PREAD:
+ * the direct reads by way; DAEMON: read requests the daemon took; BLOCKS:
+ * 2 MiB blocks of mappings populated.
+ */
+#define WAYS_COLUMNS_MAX	64
+extern const char ctl_ways_header[];
+void ctl_ways_columns(char *buf, size_t size, const struct hm_read_ways *w);
+/* Their JSON keys. */
+void ways_json(struct json *j, const struct hm_read_ways *w);
 
 struct config_out;
 struct config_out *config_out_new(bool json);

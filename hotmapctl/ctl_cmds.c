@@ -239,7 +239,15 @@ ctl_read(hm_client *c, const struct ctl_cmdline *cl)
 }
 
 void
-file_rows_collect(const struct hm_file_info *info, void *arg)
+ctl_ways_copy(struct hm_read_ways *to, const struct hm_read_ways *ways)
+{
+	memset(to, 0, sizeof *to);
+	memcpy(to, ways, ways->size < sizeof *to ? ways->size : sizeof *to);
+	to->size = sizeof *to;
+}
+
+void
+file_rows_collect(const struct hm_file_info *info, const struct hm_read_ways *ways, void *arg)
 {
 	struct file_rows *rows = arg;
 
@@ -257,6 +265,7 @@ file_rows_collect(const struct hm_file_info *info, void *arg)
 		rows->cap = cap;
 	}
 	rows->v[rows->n].info = *info;
+	ctl_ways_copy(&rows->v[rows->n].ways, ways);
 	rows->v[rows->n].path = strdup(info->path);
 	if (rows->v[rows->n].path == NULL) {
 		rows->failed = true;
@@ -308,7 +317,7 @@ ctl_files(hm_client *c, const struct ctl_cmdline *cl)
 {
 	struct file_rows rows = { 0 };
 
-	if (hm_files(c, file_rows_collect, &rows) < 0 || rows.failed) {
+	if (hm_files_ways(c, file_rows_collect, &rows) < 0 || rows.failed) {
 		ctl_report("files", rows.failed ? ENOMEM : errno);
 		file_rows_free(&rows);
 		return 1;
@@ -327,13 +336,14 @@ ctl_files(hm_client *c, const struct ctl_cmdline *cl)
  * answered in full. */
 struct client_rows {
 	struct hm_client_info *v;
+	struct hm_read_ways *ways;	/* each client's */
 	char (*names)[64];
 	size_t n, cap;
 	bool failed;
 };
 
 static void
-client_collect(const struct hm_client_info *x, void *arg)
+client_collect(const struct hm_client_info *x, const struct hm_read_ways *ways, void *arg)
 {
 	struct client_rows *r = arg;
 
@@ -342,10 +352,13 @@ client_collect(const struct hm_client_info *x, void *arg)
 	if (r->n == r->cap) {
 		size_t cap = r->cap ? 2 * r->cap : 64;
 		struct hm_client_info *v = realloc(r->v, cap * sizeof *v);
-		char (*names)[64] = v != NULL ? realloc(r->names, cap * sizeof *names) : NULL;
+		struct hm_read_ways *w = v != NULL ? realloc(r->ways, cap * sizeof *w) : NULL;
+		char (*names)[64] = w != NULL ? realloc(r->names, cap * sizeof *names) : NULL;
 
 		if (v != NULL)
 			r->v = v;
+		if (w != NULL)
+			r->ways = w;
 		if (names == NULL) {
 			r->failed = true;
 			return;
@@ -354,13 +367,14 @@ client_collect(const struct hm_client_info *x, void *arg)
 		r->cap = cap;
 	}
 	r->v[r->n] = *x;
+	ctl_ways_copy(&r->ways[r->n], ways);
 	snprintf(r->names[r->n], sizeof r->names[r->n], "%s", x->name);
 	r->v[r->n].name = r->names[r->n];
 	r->n++;
 }
 
 static void
-client_json(struct json *j, const struct hm_client_info *x)
+client_json(struct json *j, const struct hm_client_info *x, const struct hm_read_ways *w)
 {
 	json_open(j, '{', true);
 	json_key(j, "pid");
@@ -385,6 +399,7 @@ client_json(struct json *j, const struct hm_client_info *x)
 	json_bool(j, x->region_huge);
 	json_key(j, "connected_ms");
 	json_uint(j, x->connected_ms);
+	ways_json(j, w);
 	json_close(j);
 }
 
@@ -395,9 +410,10 @@ ctl_clients(hm_client *c, const struct ctl_cmdline *cl)
 	struct json j;
 	size_t i;
 
-	if (hm_clients(c, client_collect, &r) < 0 || r.failed) {
+	if (hm_clients_ways(c, client_collect, &r) < 0 || r.failed) {
 		ctl_report("clients", r.failed ? ENOMEM : errno);
 		free(r.v);
+		free(r.ways);
 		free(r.names);
 		return 1;
 	}
@@ -405,21 +421,27 @@ ctl_clients(hm_client *c, const struct ctl_cmdline *cl)
 		json_init(&j, stdout);
 		json_open(&j, '[', false);
 		for (i = 0; i < r.n; i++)
-			client_json(&j, &r.v[i]);
+			client_json(&j, &r.v[i], &r.ways[i]);
 		json_close(&j);
 	} else {
-		printf("%8s %6s %7s %6s %12s %12s %12s %-4s %9s  %s\n", "PID", "UID", "HANDLES",
-		       "DIRECT", "DREADS", "DBYTES", "BYTES", "MODE", "AGE_S", "NAME");
+		/* the ways reads went after the name, so that the columns
+		 * before keep their places (ctl_ways_columns) */
+		printf("%8s %6s %7s %6s %12s %12s %12s %-4s %9s  %s%s\n", "PID", "UID", "HANDLES",
+		       "DIRECT", "DREADS", "DBYTES", "BYTES", "MODE", "AGE_S", "NAME", ctl_ways_header);
 		for (i = 0; i < r.n; i++) {
 			const struct hm_client_info *x = &r.v[i];
+			char ways[WAYS_COLUMNS_MAX];
 
+			ctl_ways_columns(ways, sizeof ways, &r.ways[i]);
 			printf("%8" PRIu32 " %6" PRIu32 " %7u %6u %12" PRIu64 " %12" PRIu64
-			       " %12" PRIu64 " %-4s %9.1f  %s\n", x->pid, x->uid, x->handles,
+			       " %12" PRIu64 " %-4s %9.1f  %s%s\n", x->pid, x->uid, x->handles,
 			       x->direct_grants, x->direct_reads, x->direct_bytes, x->bytes_served,
-			       x->polling ? "ring" : "-", (double)x->connected_ms / 1000.0, x->name);
+			       x->polling ? "ring" : "-", (double)x->connected_ms / 1000.0, x->name,
+			       ways);
 		}
 	}
 	free(r.v);
+	free(r.ways);
 	free(r.names);
 	return 0;
 }

@@ -35,6 +35,9 @@
  *   errors_<errno>       hotmap_errors_total{errno="<errno>"}
  *   opens_<reason>       hotmap_opens_total{reason="<reason>"}
  *   bytes_mmap, _pread   hotmap_storage_read_bytes_total{backend="mmap"|"pread"}
+ *   direct_reads_copy, _pread
+ *                        hotmap_direct_reads_by_way_total{way="copy"|"pread"}
+ *                        (not hotmap_direct_reads_total, which counts them all)
  *   latency_<op>_*       hotmap_request_duration_seconds{op="<op>"}, a summary
  *
  * The latencies are a summary, not a histogram: the daemon's histograms
@@ -62,6 +65,8 @@ static const struct prom_rule prom_rules[] = {
 	{ "bytes_shm", "served_shm_bytes_total", NULL, NULL },
 	{ "bytes_mmap", "storage_read_bytes_total", "backend", "mmap" },
 	{ "bytes_pread", "storage_read_bytes_total", "backend", "pread" },
+	{ "direct_reads_copy", "direct_reads_by_way_total", "way", "copy" },
+	{ "direct_reads_pread", "direct_reads_by_way_total", "way", "pread" },
 	{ "requests_", "requests_total", "type", NULL },
 	{ "errors_", "errors_total", "errno", NULL },
 	{ "opens_", "opens_total", "reason", NULL },
@@ -431,26 +436,54 @@ ctl_backend_name(int backend)
 	return backend == HM_BACKEND_MMAP ? "mmap" : "pread";
 }
 
+/* The ways reads were served, as JSON keys (clients and files). */
+void
+ways_json(struct json *j, const struct hm_read_ways *w)
+{
+	json_key(j, "daemon_reads");
+	json_uint(j, w->daemon_reads);
+	json_key(j, "direct_copy_reads");
+	json_uint(j, w->copy_reads);
+	json_key(j, "direct_pread_reads");
+	json_uint(j, w->pread_reads);
+	json_key(j, "direct_probes");
+	json_uint(j, w->probes);
+	json_key(j, "direct_populated_blocks");
+	json_uint(j, w->populated_blocks);
+	json_key(j, "direct_populate_ns");
+	json_uint(j, w->populate_ns);
+}
+
+const char ctl_ways_header[] = "  COPY PREAD DAEMON BLOCKS";
+
+void
+ctl_ways_columns(char *buf, size_t size, const struct hm_read_ways *w)
+{
+	snprintf(buf, size, "  %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64, w->copy_reads,
+		 w->pread_reads, w->daemon_reads, w->populated_blocks);
+}
+
 void
 files_print_table(const struct file_rows *rows)
 {
 	size_t i;
 
-	printf("%12s %-6s %-12s %7s %8s %9s %12s %12s %9s  %s\n", "SIZE", "BACKEND", "REASON",
-	       "HANDLES", "RESIDENT", "HITS", "BYTES", "DIRECT", "IDLE_S", "PATH");
+	printf("%12s %-6s %-12s %7s %8s %9s %12s %12s %9s  %s%s\n", "SIZE", "BACKEND", "REASON",
+	       "HANDLES", "RESIDENT", "HITS", "BYTES", "DIRECT", "IDLE_S", "PATH", ctl_ways_header);
 	for (i = 0; i < rows->n; i++) {
 		const struct hm_file_info *f = &rows->v[i].info;
-		char resident[16];
+		char resident[16], ways[WAYS_COLUMNS_MAX];
 
+		ctl_ways_columns(ways, sizeof ways, &rows->v[i].ways);
 		if (f->resident_pct < 0)
 			snprintf(resident, sizeof resident, "-");
 		else
 			snprintf(resident, sizeof resident, "%d%%", f->resident_pct);
 		printf("%12" PRIu64 " %-6s %-12s %7u %8s %9" PRIu64 " %12" PRIu64 " %12" PRIu64
-		       " %9.1f  %s%s\n",
+		       " %9.1f  %s%s%s\n",
 		       f->size, ctl_backend_name(f->backend), ctl_reason_name(f->reason), f->handles,
 		       resident, f->hits, f->bytes, f->direct_bytes, (double)f->idle_ms / 1000.0,
-		       f->path, f->stale ? " (stale)" : "");
+		       f->path, f->stale ? " (stale)" : "", ways);
 	}
 }
 
@@ -495,6 +528,7 @@ files_print_json(const struct file_rows *rows)
 		json_uint(&j, f->direct_reads);
 		json_key(&j, "direct_bytes");
 		json_uint(&j, f->direct_bytes);
+		ways_json(&j, &rows->v[i].ways);
 		json_close(&j);
 	}
 	json_close(&j);

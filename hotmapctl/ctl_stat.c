@@ -77,7 +77,7 @@ ctl_stat(hm_client *c, const struct ctl_cmdline *cl)
 	struct file_rows rows = { 0 }, found = { 0 };
 	int rc = 0, i;
 
-	if (hm_files(c, file_rows_collect, &rows) < 0 || rows.failed) {
+	if (hm_files_ways(c, file_rows_collect, &rows) < 0 || rows.failed) {
 		ctl_report("stat", rows.failed ? ENOMEM : errno);
 		file_rows_free(&rows);
 		return 1;

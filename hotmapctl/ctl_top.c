@@ -146,7 +146,7 @@ top_sample_take(hm_client *c, struct top_sample *s)
 	memset(s, 0, sizeof *s);
 	if (hm_stats(c, top_collect_stat, s) < 0)
 		return -errno;
-	if (hm_files(c, file_rows_collect, &s->rows) < 0 || s->rows.failed) {
+	if (hm_files_ways(c, file_rows_collect, &s->rows) < 0 || s->rows.failed) {
 		int err = s->rows.failed ? ENOMEM : errno;
 
 		top_sample_free(s);

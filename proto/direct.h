@@ -27,20 +27,41 @@
  *   16   handle   daemon  the handle the slot belongs to
  *   64   reads    client  reads served in the client (relaxed adds)
  *   72   bytes    client  bytes they returned
+ *   80   copies   client  of the reads, those copied out of the mapping
+ *   88   preads   client  of the reads, those by pread(2) on the client's
+ *                         own descriptor (the rest are views, and reads
+ *                         past the end of the file)
+ *   96   probes   client  of the copies and preads, those that went the
+ *                         other way to keep the copy policy's estimates
+ *   104  populated client 2 MiB blocks (HM_DIRECT_BLOCK_BYTES) of the
+ *                         mapping populated (MADV_POPULATE_READ)
+ *   112  populate_ns client the time populating them took
  *
- * The daemon trusts nothing the client writes: reads and bytes feed only
- * the statistics of the grant's file and client, bounded (daemon/service/direct.h:
- * a read per DIRECT_READ_MIN_NS at most, each at most the grant's size).
+ * 80 to 119 came after the rest (hotmap 0.2.0): a client from before leaves
+ * them zero, which reads as none.  The client adds to them with relaxed
+ * atomics, a load and a store where a lost count is cheaper than a locked
+ * add; it adds to reads before the way a read went, and the daemon loads
+ * the ways before reads, so that what it sees of the ways is within reads.
+ *
+ * The daemon trusts nothing the client writes: these feed only the
+ * statistics of the grant's file and client, bounded (daemon/service/direct.h:
+ * a read per DIRECT_READ_MIN_NS at most, each at most the grant's size;
+ * copies and preads within the reads, probes within them; populated blocks
+ * at most the file's blocks per DIRECT_POPULATE_PERIOD_NS, their time at
+ * most the time elapsed).
  *
  * What it must not do: any I/O.
  */
 #ifndef HOTMAP_PROTO_DIRECT_H
 #define HOTMAP_PROTO_DIRECT_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #define HM_DIRECT_SLOT_BYTES	128u
 #define HM_DIRECT_SLOTS_MAX	4096u
+/* The block the client populates at once (its page state's chunk). */
+#define HM_DIRECT_BLOCK_BYTES	(2u << 20)
 
 struct hm_direct_slot {
 	uint64_t gen;
@@ -49,10 +70,19 @@ struct hm_direct_slot {
 	uint8_t pad0[64 - 24];
 	uint64_t reads;
 	uint64_t bytes;
-	uint8_t pad1[64 - 16];
+	uint64_t copies;
+	uint64_t preads;
+	uint64_t probes;
+	uint64_t populated;
+	uint64_t populate_ns;
+	uint8_t pad1[64 - 56];
 };
 
 _Static_assert(sizeof(struct hm_direct_slot) == HM_DIRECT_SLOT_BYTES, "one slot, two lines");
+_Static_assert(offsetof(struct hm_direct_slot, reads) == 64 &&
+	       offsetof(struct hm_direct_slot, bytes) == 72 &&
+	       offsetof(struct hm_direct_slot, populate_ns) == 112,
+	       "the client's line: old clients and daemons agree on reads and bytes");
 
 static inline struct hm_direct_slot *
 hm_direct_slot(void *region, uint64_t region_size, uint32_t slots, uint32_t i)

@@ -87,6 +87,12 @@ files_add(const struct storage_entry_info *info, void *arg)
 	f->direct_reads = info->direct_reads;
 	f->direct_bytes = info->direct_bytes;
 	f->direct_handles = info->direct_handles;
+	f->daemon_reads = info->ways.daemon;
+	f->direct_copy_reads = info->ways.copies;
+	f->direct_pread_reads = info->ways.preads;
+	f->direct_probes = info->ways.probes;
+	f->direct_populated_blocks = info->ways.populated;
+	f->direct_populate_ns = info->ways.populate_ns;
 	f->dev = info->dev;
 	f->ino = info->ino;
 	p->n++;
@@ -356,6 +362,12 @@ clients_add(const struct session_client_info *info, void *arg)
 	c->direct_reads = info->direct_reads;
 	c->direct_bytes = info->direct_bytes;
 	c->bytes_served = info->bytes_served;
+	c->daemon_reads = info->ways.daemon;
+	c->direct_copy_reads = info->ways.copies;
+	c->direct_pread_reads = info->ways.preads;
+	c->direct_probes = info->ways.probes;
+	c->direct_populated_blocks = info->ways.populated;
+	c->direct_populate_ns = info->ways.populate_ns;
 	c->polling = info->polling;
 	c->region_huge = info->region_huge;
 	c->connected_ms = info->connected_ms;

@@ -258,16 +258,77 @@ grant_unlink(struct direct_registry *reg, struct direct_grant *g)
 	uid_give(reg, g->uid);
 }
 
+/* What a counter of the slot grew by since it was last seen (0 when it
+ * went backwards), and seen moved on. */
+static uint64_t
+slot_delta(const uint64_t *counter, uint64_t *seen)
+{
+	uint64_t v = __atomic_load_n(counter, __ATOMIC_RELAXED);
+	uint64_t d = v >= *seen ? v - *seen : 0;
+
+	*seen = v;
+	return d;
+}
+
+static uint64_t
+at_most(uint64_t v, uint64_t most)
+{
+	return v < most ? v : most;
+}
+
+static void
+ways_add(struct storage_read_ways *to, const struct storage_read_ways *w)
+{
+	to->copies = sat_add(to->copies, w->copies);
+	to->preads = sat_add(to->preads, w->preads);
+	to->probes = sat_add(to->probes, w->probes);
+	to->populated = sat_add(to->populated, w->populated);
+	to->populate_ns = sat_add(to->populate_ns, w->populate_ns);
+}
+
+/*
+ * The ways the slot says its reads went since the last fold, bounded by
+ * what it may claim (direct.h): copies and preads within dr, the reads
+ * folded; probes within those; at most the file's blocks per
+ * DIRECT_POPULATE_PERIOD_NS populated, in at most the time elapsed.
+ * Loaded before the reads (proto/direct.h), so elapsed is the fold's.
+ */
+static void
+ways_bound(struct direct_grant *g, struct storage_read_ways *w, uint64_t dr, uint64_t elapsed)
+{
+	uint64_t blocks = g->size / HM_DIRECT_BLOCK_BYTES + (g->size % HM_DIRECT_BLOCK_BYTES != 0);
+	uint64_t periods = elapsed / DIRECT_POPULATE_PERIOD_NS + 1;
+
+	w->copies = at_most(w->copies, dr);
+	w->preads = at_most(w->preads, dr - w->copies);
+	w->probes = at_most(w->probes, w->copies + w->preads);
+	if (blocks == 0)
+		blocks = 1;	/* an empty file has none, but costs nothing to allow */
+	if (__builtin_mul_overflow(blocks, periods, &blocks))
+		blocks = UINT64_MAX;
+	w->populated = at_most(w->populated, blocks);
+	w->populate_ns = at_most(w->populate_ns, elapsed);
+}
+
 /*
  * Folds the slot's counters in.  They are the client's to write: a read
  * it reports takes at least DIRECT_READ_MIN_NS and returns at most the
  * grant's size, so what is folded is bounded by the time since the last
  * fold; what a slot claims beyond that (and counters written backwards)
- * is dropped, never carried over, and every sum saturates.
+ * is dropped, never carried over, and every sum saturates.  So are the
+ * ways (ways_bound).
  */
 static void
 grant_fold(struct direct_registry *reg, struct direct_grant *g, uint64_t now)
 {
+	struct storage_read_ways w = {
+		.copies = slot_delta(&g->slot->copies, &g->ways_seen.copies),
+		.preads = slot_delta(&g->slot->preads, &g->ways_seen.preads),
+		.probes = slot_delta(&g->slot->probes, &g->ways_seen.probes),
+		.populated = slot_delta(&g->slot->populated, &g->ways_seen.populated),
+		.populate_ns = slot_delta(&g->slot->populate_ns, &g->ways_seen.populate_ns),
+	};
+	uint64_t elapsed = now > g->folded_ns ? now - g->folded_ns : 0;
 	uint64_t reads = __atomic_load_n(&g->slot->reads, __ATOMIC_RELAXED);
 	uint64_t bytes = __atomic_load_n(&g->slot->bytes, __ATOMIC_RELAXED);
 	uint64_t dr = reads >= g->reads_seen ? reads - g->reads_seen : 0;
@@ -283,15 +344,20 @@ grant_fold(struct direct_registry *reg, struct direct_grant *g, uint64_t now)
 		most = UINT64_MAX;
 	if (db > most)
 		db = most;
-	if (dr == 0 && db == 0)
+	ways_bound(g, &w, dr, elapsed);
+	if (dr == 0 && db == 0 && w.populated == 0)
 		return;
 	reg->reads = sat_add(reg->reads, dr);
 	reg->bytes = sat_add(reg->bytes, db);
+	ways_add(&reg->ways, &w);
 	storage_count_direct(&g->h, dr, db);
+	storage_count_direct_ways(&g->h, &w);
 	if (g->client_reads != NULL) {
 		*g->client_reads = sat_add(*g->client_reads, dr);
 		*g->client_bytes = sat_add(*g->client_bytes, db);
 	}
+	if (g->client_ways != NULL)
+		ways_add(g->client_ways, &w);
 }
 
 int
@@ -339,6 +405,13 @@ direct_grant(struct direct_registry *reg, struct direct_grant *g, struct storage
 		.size = st.size,
 		.reads_seen = __atomic_load_n(&slot->reads, __ATOMIC_RELAXED),
 		.bytes_seen = __atomic_load_n(&slot->bytes, __ATOMIC_RELAXED),
+		.ways_seen = {
+			.copies = __atomic_load_n(&slot->copies, __ATOMIC_RELAXED),
+			.preads = __atomic_load_n(&slot->preads, __ATOMIC_RELAXED),
+			.probes = __atomic_load_n(&slot->probes, __ATOMIC_RELAXED),
+			.populated = __atomic_load_n(&slot->populated, __ATOMIC_RELAXED),
+			.populate_ns = __atomic_load_n(&slot->populate_ns, __ATOMIC_RELAXED),
+		},
 		.folded_ns = monotime_ns(),
 	};
 	slot_set_gen(slot, next);

@@ -18,10 +18,13 @@
  * every client; and counted per uid, so that one user cannot hold more
  * than max_per_uid of them (each holds a lease some writer may wait for).
  *
- * What clients write in their slots (reads, bytes) is theirs to write:
- * it is folded in bounded (a read takes at least DIRECT_READ_MIN_NS, and
- * returns at most the grant's size), saturating, and only into the file
- * and the client it came from.
+ * What clients write in their slots (reads, bytes, and the ways reads
+ * went) is theirs to write: it is folded in bounded (a read takes at
+ * least DIRECT_READ_MIN_NS, and returns at most the grant's size; copies
+ * and preads are at most the reads, probes at most those; a grant
+ * populates each block of its file at most once per
+ * DIRECT_POPULATE_PERIOD_NS, and spends at most the time elapsed doing
+ * it), saturating, and only into the file and the client it came from.
  *
  * What it must not do: free a grant's slot memory (the session owns its
  * region), trust anything read from a slot, or block: revocation is a
@@ -44,6 +47,10 @@
 /* The least time a read served in the client takes (a slot's atomic add
  * alone is more): what bounds the reads a slot may report. */
 #define DIRECT_READ_MIN_NS	10u
+/* What bounds the blocks a slot may report populated: each block of the
+ * grant's file once per period (the client populates a block once, and
+ * again only after forgetting its copy estimates, which takes many reads). */
+#define DIRECT_POPULATE_PERIOD_NS	1000000000u
 
 struct direct_file;
 struct direct_uid;
@@ -63,9 +70,11 @@ struct direct_grant {
 	uint64_t size;			/* the file's size for the grant */
 	uint64_t reads_seen;		/* slot counters already folded in */
 	uint64_t bytes_seen;
+	struct storage_read_ways ways_seen;	/* (daemon unused) */
 	uint64_t folded_ns;		/* monotime of the last fold */
 	uint64_t *client_reads;		/* the session's totals, or NULL */
 	uint64_t *client_bytes;
+	struct storage_read_ways *client_ways;	/* the session's, or NULL */
 	struct direct_grant *prev, *next;	/* every grant */
 	struct direct_grant *fprev, *fnext;	/* the file's */
 };
@@ -83,9 +92,11 @@ struct direct_registry {
 	struct direct_uid *uids[DIRECT_UID_BUCKETS];
 	/* Counters (stats): grants made, refused (of them, for the per-uid
 	 * cap), revoked; the lease checks revocation made (F_GETLEASE); reads
-	 * and bytes clients reported serving themselves, as bounded. */
+	 * and bytes clients reported serving themselves, and the ways those
+	 * went (daemon unused), as bounded. */
 	uint64_t granted, refused, refused_cap, revoked, lease_checks;
 	uint64_t reads, bytes;
+	struct storage_read_ways ways;
 };
 
 /* Frees what the registry allocated (no grant may be alive). */

@@ -138,6 +138,7 @@ session_direct_open(struct session *s, struct session_handle *sh, uint64_t handl
 	}
 	g->client_reads = &s->direct_reads;
 	g->client_bytes = &s->direct_bytes;
+	g->client_ways = &s->ways;
 	s->direct_grants[i] = g;
 	s->direct_handles[i] = handle;
 	*direct = 1;

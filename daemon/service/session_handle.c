@@ -152,6 +152,14 @@ session_region_faulted(struct session *s, ssize_t n)
 }
 
 void
+session_count_read(struct session *s, struct session_handle *sh)
+{
+	if (s->ways.daemon != UINT64_MAX)
+		s->ways.daemon++;
+	storage_count_read(&sh->h);
+}
+
+void
 session_readahead(struct session_handle *sh, uint64_t offset, uint64_t length)
 {
 	uint64_t end = offset + length;	/* checked against INT64_MAX */
@@ -211,6 +219,7 @@ session_clients(struct server *srv, size_t skip,
 		info.direct_reads = s->direct_reads;
 		info.direct_bytes = s->direct_bytes;
 		info.bytes_served = s->bytes_served;
+		info.ways = s->ways;
 		info.polling = s->ring;
 		info.region_huge = s->region_huge;
 		info.connected_ms = now > s->connected_ns ? (now - s->connected_ns) / 1000000u : 0;

@@ -312,6 +312,7 @@ session_read(struct session *s, uint32_t id, ProtobufCMessage *msg)
 	if (m->offset > INT64_MAX || m->length > (uint64_t)INT64_MAX - m->offset)
 		return session_error(s, id, EINVAL, "read: offset %llu + length %llu overflows",
 				     (unsigned long long)m->offset, (unsigned long long)m->length);
+	session_count_read(s, sh);
 	session_readahead(sh, m->offset, m->length);
 	if (m->to_shm)
 		return session_read_shm(s, id, m, sh);

@@ -88,6 +88,7 @@ session_ring_read(struct session *s, const struct hm_ring_sqe *e)
 		session_ring_complete(s, e->id, -EINVAL);
 		return;
 	}
+	session_count_read(s, sh);
 	session_readahead(sh, e->offset, e->length);
 	dst = s->shm + e->shm_offset;
 	n = e->length > SESSION_INLINE_MAX ? -EAGAIN :

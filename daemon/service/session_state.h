@@ -110,6 +110,9 @@ struct session {
 	uint64_t bytes_served;	/* file bytes given to it */
 	uint64_t direct_reads;	/* what the client reported reading itself */
 	uint64_t direct_bytes;
+	/* how its reads were served: daemon, the read requests taken
+	 * (session_count_read); the rest as it reported them (direct.c) */
+	struct storage_read_ways ways;
 
 	/* Polling mode: the rings at the start of shm (proto/ring.h).  The
 	 * indices the daemon owns live here; the region only gets copies. */
@@ -198,6 +201,9 @@ void session_handle_release(struct session *s, uint64_t handle);
 /* What outlives the connection while workers still read for it: the
  * session itself, and the region they may be writing into.  Frees them. */
 void session_destroy(struct session *s);
+/* One more read request taken on sh, for the client's and the file's
+ * listings (how reads were served). */
+void session_count_read(struct session *s, struct session_handle *sh);
 /* Asks for the next window ahead of a reader that reads in order. */
 void session_readahead(struct session_handle *sh, uint64_t offset, uint64_t length);
 /* Pauses the client's requests while a stream is active or too much of
@@ -214,6 +220,7 @@ struct session_client_info {
 	unsigned handles, direct_grants;
 	uint64_t direct_reads, direct_bytes, bytes_served, connected_ms;
 	bool polling, region_huge;
+	struct storage_read_ways ways;
 };
 /* Calls cb for the connected clients from the skip-th on, until it returns
  * false; returns how many there are. */

@@ -211,6 +211,20 @@ stats_foreach(struct server *srv, stats_cb cb, void *arg)
 	   "Reads clients served from their own mappings, as they report them (bounded).", arg);
 	cb("direct_bytes", COUNTER, srv->direct.bytes, NULL,
 	   "Bytes clients read from their own mappings, as they report them (bounded).", arg);
+	cb("direct_reads_copy", COUNTER, srv->direct.ways.copies, NULL,
+	   "Of the direct reads, by way: copied out of the mapping, or pread(2) on the "
+	   "client's own descriptor (bounded).", arg);
+	cb("direct_reads_pread", COUNTER, srv->direct.ways.preads, NULL,
+	   "Of the direct reads, by way: copied out of the mapping, or pread(2) on the "
+	   "client's own descriptor (bounded).", arg);
+	cb("direct_probes", COUNTER, srv->direct.ways.probes, NULL,
+	   "Of the direct copies and preads, those that went the other way to keep the copy "
+	   "policy's estimates (bounded).", arg);
+	cb("direct_populated_blocks", COUNTER, srv->direct.ways.populated, NULL,
+	   "2 MiB blocks of clients' mappings populated (MADV_POPULATE_READ), as they report "
+	   "them (bounded).", arg);
+	cb("direct_populate_ns", COUNTER, srv->direct.ways.populate_ns, NULL,
+	   "Time clients spent populating those blocks, as they report it (bounded).", arg);
 	cb("regions_huge", GAUGE, c->regions_huge, NULL,
 	   "Clients connected now whose shared region asked for huge pages.", arg);
 	cb("clients_polling", GAUGE, srv->ring_sessions, NULL,
@@ -259,5 +273,6 @@ stats_reset(struct server *srv)
 	srv->direct.granted = srv->direct.refused = srv->direct.revoked = 0;
 	srv->direct.refused_cap = srv->direct.lease_checks = 0;
 	srv->direct.reads = srv->direct.bytes = 0;
+	srv->direct.ways = (struct storage_read_ways){ 0 };
 	srv->status_requests = 0;
 }

@@ -104,6 +104,34 @@ storage_count_direct(struct storage_handle *h, uint64_t reads, uint64_t bytes)
 	h->entry->direct_bytes += bytes;
 }
 
+static uint64_t
+sat_add(uint64_t a, uint64_t b)
+{
+	return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
+void
+storage_count_read(struct storage_handle *h)
+{
+	if (h->entry != NULL)
+		h->entry->ways.daemon = sat_add(h->entry->ways.daemon, 1);
+}
+
+void
+storage_count_direct_ways(struct storage_handle *h, const struct storage_read_ways *w)
+{
+	struct storage_read_ways *e;
+
+	if (h->entry == NULL)
+		return;
+	e = &h->entry->ways;
+	e->copies = sat_add(e->copies, w->copies);
+	e->preads = sat_add(e->preads, w->preads);
+	e->probes = sat_add(e->probes, w->probes);
+	e->populated = sat_add(e->populated, w->populated);
+	e->populate_ns = sat_add(e->populate_ns, w->populate_ns);
+}
+
 int
 storage_reopen(const struct storage_handle *h)
 {

@@ -58,6 +58,7 @@ size_t file_cache_foreach(struct file_cache *cache, size_t skip,
 		info.direct_handles = e->lease_refs;
 		info.direct_reads = e->direct_reads;
 		info.direct_bytes = e->direct_bytes;
+		info.ways = e->ways;
 		info.idle_ms = now > e->last_use_ns ? (now - e->last_use_ns) / 1000000u : 0;
 		info.resident_pct = S_ISREG(st.mode) && e->fs != FS_PSEUDO ?
 				    fplat_resident(e->file.fd, e->file.map, e->file.map_len,

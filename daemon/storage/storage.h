@@ -415,6 +415,19 @@ int storage_reopen(const struct storage_handle *h);
 /* What a client reported reading through a grant on h, for listings. */
 void storage_count_direct(struct storage_handle *h, uint64_t reads, uint64_t bytes);
 
+/* How reads of a file were served, for listings: through the daemon (read
+ * requests it took, storage_count_read), and of those clients reported
+ * serving themselves (storage_count_direct_ways, as the service bounded
+ * them; proto/direct.h) those copied out of the client's mapping and those
+ * by pread(2) on its own descriptor, the probes among them, and the 2 MiB
+ * blocks of the mapping populated and the time that took. */
+struct storage_read_ways {
+	uint64_t daemon;
+	uint64_t copies, preads, probes, populated, populate_ns;
+};
+void storage_count_read(struct storage_handle *h);
+void storage_count_direct_ways(struct storage_handle *h, const struct storage_read_ways *w);
+
 /* One entry, for listings (hotmapctl files). */
 struct storage_entry_info {
 	char path[4096];		/* the file's name now (readlink of our fd) */
@@ -432,6 +445,7 @@ struct storage_entry_info {
 	unsigned direct_handles;	/* grants holding its read lease */
 	uint64_t direct_reads;		/* reads clients reported serving */
 	uint64_t direct_bytes;		/* themselves (storage_count_direct) */
+	struct storage_read_ways ways;	/* how its reads were served */
 	uint64_t dev, ino;		/* its identity: hotmapctl stat matches it */
 };
 

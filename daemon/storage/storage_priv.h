@@ -97,6 +97,7 @@ struct file_entry {
 	unsigned lease_refs;
 	uint64_t direct_reads;
 	uint64_t direct_bytes;
+	struct storage_read_ways ways;	/* storage_count_read, _direct_ways */
 
 	struct file_entry *hash_next;	/* bucket chain */
 	struct file_entry *all_prev;	/* list of all entries */
