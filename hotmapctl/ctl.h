@@ -224,11 +224,11 @@ void files_print_json(const struct file_rows *rows);
 
 /*
  * How reads were served, in the tables of files and clients: columns
- * after the last one (the path or name), so that every column before
- * keeps its place for scripts; each is a number, so a script finds them
- * from the end of the line whatever the path holds.  COPY and PREAD:
- * the direct reads by way; DAEMON: read requests the daemon took; BLOCKS:
- * 2 MiB blocks of mappings populated.
+ * after the last numeric one, just before the path or name, which stays
+ * last (it may hold spaces: scripts take it as the rest of the line, as
+ * tests/test_hotmapctl.sh does), so that every column before keeps its
+ * place.  COPY and PREAD: the direct reads by way; DAEMON: read requests
+ * the daemon took; BLOCKS: 2 MiB blocks of mappings populated.
  */
 #define WAYS_COLUMNS_MAX	64
 extern const char ctl_ways_header[];

@@ -424,20 +424,19 @@ ctl_clients(hm_client *c, const struct ctl_cmdline *cl)
 			client_json(&j, &r.v[i], &r.ways[i]);
 		json_close(&j);
 	} else {
-		/* the ways reads went after the name, so that the columns
-		 * before keep their places (ctl_ways_columns) */
-		printf("%8s %6s %7s %6s %12s %12s %12s %-4s %9s  %s%s\n", "PID", "UID", "HANDLES",
-		       "DIRECT", "DREADS", "DBYTES", "BYTES", "MODE", "AGE_S", "NAME", ctl_ways_header);
+		/* the ways reads went before the name (ctl_ways_columns) */
+		printf("%8s %6s %7s %6s %12s %12s %12s %-4s %9s%s  %s\n", "PID", "UID", "HANDLES",
+		       "DIRECT", "DREADS", "DBYTES", "BYTES", "MODE", "AGE_S", ctl_ways_header, "NAME");
 		for (i = 0; i < r.n; i++) {
 			const struct hm_client_info *x = &r.v[i];
 			char ways[WAYS_COLUMNS_MAX];
 
 			ctl_ways_columns(ways, sizeof ways, &r.ways[i]);
 			printf("%8" PRIu32 " %6" PRIu32 " %7u %6u %12" PRIu64 " %12" PRIu64
-			       " %12" PRIu64 " %-4s %9.1f  %s%s\n", x->pid, x->uid, x->handles,
+			       " %12" PRIu64 " %-4s %9.1f%s  %s\n", x->pid, x->uid, x->handles,
 			       x->direct_grants, x->direct_reads, x->direct_bytes, x->bytes_served,
-			       x->polling ? "ring" : "-", (double)x->connected_ms / 1000.0, x->name,
-			       ways);
+			       x->polling ? "ring" : "-", (double)x->connected_ms / 1000.0, ways,
+			       x->name);
 		}
 	}
 	free(r.v);

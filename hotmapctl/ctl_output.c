@@ -454,12 +454,12 @@ ways_json(struct json *j, const struct hm_read_ways *w)
 	json_uint(j, w->populate_ns);
 }
 
-const char ctl_ways_header[] = "  COPY PREAD DAEMON BLOCKS";
+const char ctl_ways_header[] = "       COPY      PREAD     DAEMON   BLOCKS";
 
 void
 ctl_ways_columns(char *buf, size_t size, const struct hm_read_ways *w)
 {
-	snprintf(buf, size, "  %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64, w->copy_reads,
+	snprintf(buf, size, " %10" PRIu64 " %10" PRIu64 " %10" PRIu64 " %8" PRIu64, w->copy_reads,
 		 w->pread_reads, w->daemon_reads, w->populated_blocks);
 }
 
@@ -468,8 +468,8 @@ files_print_table(const struct file_rows *rows)
 {
 	size_t i;
 
-	printf("%12s %-6s %-12s %7s %8s %9s %12s %12s %9s  %s%s\n", "SIZE", "BACKEND", "REASON",
-	       "HANDLES", "RESIDENT", "HITS", "BYTES", "DIRECT", "IDLE_S", "PATH", ctl_ways_header);
+	printf("%12s %-6s %-12s %7s %8s %9s %12s %12s %9s%s  %s\n", "SIZE", "BACKEND", "REASON",
+	       "HANDLES", "RESIDENT", "HITS", "BYTES", "DIRECT", "IDLE_S", ctl_ways_header, "PATH");
 	for (i = 0; i < rows->n; i++) {
 		const struct hm_file_info *f = &rows->v[i].info;
 		char resident[16], ways[WAYS_COLUMNS_MAX];
@@ -480,10 +480,10 @@ files_print_table(const struct file_rows *rows)
 		else
 			snprintf(resident, sizeof resident, "%d%%", f->resident_pct);
 		printf("%12" PRIu64 " %-6s %-12s %7u %8s %9" PRIu64 " %12" PRIu64 " %12" PRIu64
-		       " %9.1f  %s%s%s\n",
+		       " %9.1f%s  %s%s\n",
 		       f->size, ctl_backend_name(f->backend), ctl_reason_name(f->reason), f->handles,
 		       resident, f->hits, f->bytes, f->direct_bytes, (double)f->idle_ms / 1000.0,
-		       f->path, f->stale ? " (stale)" : "", ways);
+		       ways, f->path, f->stale ? " (stale)" : "");
 	}
 }
 

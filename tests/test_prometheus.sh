@@ -14,7 +14,7 @@ export LC_ALL
 HOTMAPD=${HOTMAPD:-daemon/hotmapd}
 HOTMAPCTL=${HOTMAPCTL:-hotmapctl/hotmapctl}
 PROMTOOL=${PROMTOOL:-promtool}
-PLAN=9
+PLAN=10
 
 . "${TESTS_SRCDIR:-$(dirname "$0")}/tap.sh"
 
@@ -164,6 +164,22 @@ if [ -n "$up" ] && awk -v u="$up" 'BEGIN { exit !(u > 0 && u < 3600) }' &&
 else
 	not_ok "uptime in seconds, the pid, and the versions as hotmap_info's labels" \
 		"uptime '$up'" "$(grep 'hotmap_pid \|hotmap_info' "$dir/after")"
+fi
+
+# The ways direct reads were served: one family by way (not the family of
+# all direct reads), and the populating time in seconds; all checked by
+# promtool above.  Their values: tests/test_read_ways.c.
+if [ "$(sample "$dir/after" 'hotmap_direct_reads_by_way_total{way="copy"}')" = 0 ] &&
+   [ "$(sample "$dir/after" 'hotmap_direct_reads_by_way_total{way="pread"}')" = 0 ] &&
+   grep -qx '# TYPE hotmap_direct_reads_by_way_total counter' "$dir/after" &&
+   grep -qx '# TYPE hotmap_direct_populate_seconds_total counter' "$dir/after" &&
+   grep -qx '# TYPE hotmap_direct_populated_blocks_total counter' "$dir/after" &&
+   grep -qx '# TYPE hotmap_direct_probes_total counter' "$dir/after" &&
+   grep -q '^hotmap_direct_reads_total 0$' "$dir/after"; then
+	ok "direct reads by way, probes, populated blocks and their seconds are counters"
+else
+	not_ok "direct reads by way, probes, populated blocks and their seconds are counters" \
+		"$(grep hotmap_direct_ "$dir/after")"
 fi
 
 # --prometheus and --json together are refused, in either order.

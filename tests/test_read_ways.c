@@ -242,6 +242,33 @@ line_with(const char *text, const char *needle, char *line, size_t size)
 	return true;
 }
 
+/* Whether some line of a hotmapctl table (files, clients) has the ways
+ * want (COPY PREAD DAEMON BLOCKS: the 10th to the 13th columns, after the
+ * nine of either table, before the path or name) and ends with end. */
+static bool
+table_has(const char *text, const uint64_t want[4], const char *end)
+{
+	const char *a = text;
+
+	while (*a != '\0') {
+		const char *b = strchr(a, '\n');
+		char line[8192];
+		unsigned long long v[4];
+		size_t n = b != NULL ? (size_t)(b - a) : strlen(a), e = strlen(end);
+
+		snprintf(line, sizeof line, "%.*s", (int)n, a);
+		if (sscanf(line, "%*s %*s %*s %*s %*s %*s %*s %*s %*s %llu %llu %llu %llu", &v[0],
+			   &v[1], &v[2], &v[3]) == 4 &&
+		    v[0] == want[0] && v[1] == want[1] && v[2] == want[2] && v[3] == want[3] &&
+		    n >= e && strcmp(line + n - e, end) == 0)
+			return true;
+		if (b == NULL)
+			break;
+		a = b + 1;
+	}
+	return false;
+}
+
 /* The number after "key": in a JSON line. */
 static uint64_t
 json_number(const char *line, const char *key)
@@ -357,15 +384,15 @@ test_ways_listed(void **state)
 			  "through the daemon");
 	assert_one_client(&cr, &(struct hm_read_ways){ 0 }, "reading nothing (the admin)");
 
-	/* hotmapctl files: the ways are the last four columns, after the path */
+	/* hotmapctl files: the ways are the four columns before the path */
 	out = ctl_output(h, "files");
-	assert_non_null(strstr(out, "PATH  COPY PREAD DAEMON BLOCKS\n"));
-	snprintf(needle, sizeof needle, "%s  %u 0 0 %" PRIu64 "\n", cp.path, READS, scp.populates);
-	assert_non_null(strstr(out, needle));
-	snprintf(needle, sizeof needle, "%s  0 %u 0 0\n", pr.path, READS);
-	assert_non_null(strstr(out, needle));
-	snprintf(needle, sizeof needle, "%s  0 0 %u 0\n", dm.path, DAEMON_READS);
-	assert_non_null(strstr(out, needle));
+	assert_non_null(strstr(out, " IDLE_S       COPY      PREAD     DAEMON   BLOCKS  PATH\n"));
+	snprintf(needle, sizeof needle, "  %s", cp.path);
+	assert_true(table_has(out, (uint64_t[4]){ READS, 0, 0, scp.populates }, needle));
+	snprintf(needle, sizeof needle, "  %s", pr.path);
+	assert_true(table_has(out, (uint64_t[4]){ 0, READS, 0, 0 }, needle));
+	snprintf(needle, sizeof needle, "  %s", dm.path);
+	assert_true(table_has(out, (uint64_t[4]){ 0, 0, DAEMON_READS, 0 }, needle));
 	free(out);
 	out = ctl_output(h, "files --json");
 	snprintf(needle, sizeof needle, "\"path\": \"%s\"", au.path);
@@ -380,13 +407,12 @@ test_ways_listed(void **state)
 	assert_int_equal(json_number(line, "direct_populate_ns"), scp.populate_ns);
 	free(out);
 
-	/* hotmapctl clients: the same four columns after the name */
+	/* hotmapctl clients: the same four columns before the name */
 	out = ctl_output(h, "clients");
-	assert_non_null(strstr(out, "NAME  COPY PREAD DAEMON BLOCKS\n"));
-	snprintf(needle, sizeof needle, "  0 0 %u 0\n", DAEMON_READS);
-	assert_non_null(strstr(out, needle));
-	snprintf(needle, sizeof needle, "  0 %u 0 0\n", READS);
-	assert_non_null(strstr(out, needle));
+	assert_non_null(strstr(out, " AGE_S       COPY      PREAD     DAEMON   BLOCKS  NAME\n"));
+	assert_true(table_has(out, (uint64_t[4]){ 0, 0, DAEMON_READS, 0 }, ""));
+	assert_true(table_has(out, (uint64_t[4]){ 0, READS, 0, 0 }, ""));
+	assert_true(table_has(out, (uint64_t[4]){ READS, 0, 0, scp.populates }, ""));
 	free(out);
 	out = ctl_output(h, "clients --json");
 	snprintf(needle, sizeof needle, "\"direct_copy_reads\": %u,", READS);
