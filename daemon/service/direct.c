@@ -288,10 +288,11 @@ ways_add(struct storage_read_ways *to, const struct storage_read_ways *w)
 
 /*
  * The ways the slot says its reads went since the last fold, bounded by
- * what it may claim (direct.h): copies and preads within dr, the reads
- * folded; probes within those; at most the file's blocks per
- * DIRECT_POPULATE_PERIOD_NS populated, in at most the time elapsed.
- * Loaded before the reads (proto/direct.h), so elapsed is the fold's.
+ * what it may claim (direct.h): copies and preads, over the grant's life,
+ * at most the reads folded (dr now, and those of earlier folds whose way
+ * came after: the credit), probes at most those copies and preads; at
+ * most the file's blocks per DIRECT_POPULATE_PERIOD_NS populated, in at
+ * most the time elapsed.
  */
 static void
 ways_bound(struct direct_grant *g, struct storage_read_ways *w, uint64_t dr, uint64_t elapsed)
@@ -299,9 +300,14 @@ ways_bound(struct direct_grant *g, struct storage_read_ways *w, uint64_t dr, uin
 	uint64_t blocks = g->size / HM_DIRECT_BLOCK_BYTES + (g->size % HM_DIRECT_BLOCK_BYTES != 0);
 	uint64_t periods = elapsed / DIRECT_POPULATE_PERIOD_NS + 1;
 
-	w->copies = at_most(w->copies, dr);
-	w->preads = at_most(w->preads, dr - w->copies);
-	w->probes = at_most(w->probes, w->copies + w->preads);
+	g->ways_credit = sat_add(g->ways_credit, dr);
+	w->copies = at_most(w->copies, g->ways_credit);
+	g->ways_credit -= w->copies;
+	w->preads = at_most(w->preads, g->ways_credit);
+	g->ways_credit -= w->preads;
+	g->probes_credit = sat_add(g->probes_credit, w->copies + w->preads);
+	w->probes = at_most(w->probes, g->probes_credit);
+	g->probes_credit -= w->probes;
 	if (blocks == 0)
 		blocks = 1;	/* an empty file has none, but costs nothing to allow */
 	if (__builtin_mul_overflow(blocks, periods, &blocks))
@@ -321,6 +327,8 @@ ways_bound(struct direct_grant *g, struct storage_read_ways *w, uint64_t dr, uin
 static void
 grant_fold(struct direct_registry *reg, struct direct_grant *g, uint64_t now)
 {
+	/* the ways before the reads, which the client adds to first
+	 * (proto/direct.h): an honest slot's ways are within its reads */
 	struct storage_read_ways w = {
 		.copies = slot_delta(&g->slot->copies, &g->ways_seen.copies),
 		.preads = slot_delta(&g->slot->preads, &g->ways_seen.preads),
@@ -345,7 +353,7 @@ grant_fold(struct direct_registry *reg, struct direct_grant *g, uint64_t now)
 	if (db > most)
 		db = most;
 	ways_bound(g, &w, dr, elapsed);
-	if (dr == 0 && db == 0 && w.populated == 0)
+	if ((dr | db | w.copies | w.preads | w.probes | w.populated | w.populate_ns) == 0)
 		return;
 	reg->reads = sat_add(reg->reads, dr);
 	reg->bytes = sat_add(reg->bytes, db);

@@ -71,6 +71,10 @@ struct direct_grant {
 	uint64_t reads_seen;		/* slot counters already folded in */
 	uint64_t bytes_seen;
 	struct storage_read_ways ways_seen;	/* (daemon unused) */
+	/* Reads folded in whose way is not yet (a client adds to reads
+	 * first, and a fold may come between), and copies and preads
+	 * whose probing is not yet: what the ways may still claim. */
+	uint64_t ways_credit, probes_credit;
 	uint64_t folded_ns;		/* monotime of the last fold */
 	uint64_t *client_reads;		/* the session's totals, or NULL */
 	uint64_t *client_bytes;
