@@ -81,6 +81,8 @@ client_open(hm_client *c, hm_file *f, int flags)
 	uint64_t dev, ino;
 	int given, pass = -1, rc;
 
+	if (c->local)
+		return fallback_open(c, f, flags);	/* no daemon: opened here */
 	pthread_mutex_lock(c->lock);
 	direct_drop(f);	/* a reopen: the old connection's grant means nothing */
 	pthread_mutex_unlock(c->lock);
