@@ -226,6 +226,7 @@ struct hm_client {
 	int local_why;		/* errno of the last try at the daemon */
 	unsigned local_wait_ms;	/* until the next try, backing off */
 	uint64_t local_retry_us;	/* now_us() of the next try */
+	struct direct_map *retired;	/* grants given up while local (direct_retire) */
 	char *socket_path;	/* NULL: the default */
 	/* fork(2): the process the connection, region and handles belong
 	 * to; a call from another one (a child) connects afresh first. */
@@ -256,6 +257,10 @@ extern struct hm_region *regions;
 bool direct_grant_holds(const hm_file *f);
 int direct_promote(hm_file *f);
 void direct_drop(hm_file *f);
+/* direct_drop while reads may be using the grant (HOTMAP_FALLBACK=local):
+ * the mapping kept on c->retired until hm_disconnect releases it. */
+void direct_retire(hm_file *f);
+void direct_release_retired(hm_client *c);
 void direct_heat(hm_file *f, ssize_t n);
 ssize_t direct_read(hm_file *f, void *buf, size_t len, uint64_t offset);
 void direct_warm(hm_file *f, uint64_t offset, uint64_t len);

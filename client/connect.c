@@ -339,6 +339,7 @@ hm_disconnect(hm_client *c)
 		free(f->path);
 		free(f);
 	}
+	direct_release_retired(c);
 	free(c->socket_path);
 	if (!c->fork_busy) {
 		transport_close(c);	/* the daemon closes the handles with the

@@ -133,9 +133,10 @@ fallback_enter(hm_client *c, int why)
 
 	fallback_drop_conn(c);
 	pthread_mutex_lock(c->lock);
-	/* the grants went with the daemon: nothing revokes them now */
+	/* the grants went with the daemon: nothing revokes them now; other
+	 * threads may be reading through them */
 	for (f = c->files; f != NULL; f = f->next)
-		direct_drop(f);
+		direct_retire(f);
 	if (!c->local)
 		c->local_wait_ms = CLIENT_RECONNECT_EVERY_MS;
 	else if ((c->local_wait_ms *= 2) > CLIENT_FALLBACK_RETRY_MAX_MS)
