@@ -100,6 +100,12 @@ client_open(hm_client *c, hm_file *f, int flags)
 		pass = transport_attach(f->fd, &req.handle_value);
 	} else if (flags & HM_O_PATH) {
 		req.by_path = true;
+	} else if (f->local_fd != HM_OSFILE_NONE) {
+		/* read here while no daemon answered: the daemon gets that
+		 * file, not whatever the path names now (fallback.c) */
+		fd = f->local_fd;
+		f->local_fd = HM_OSFILE_NONE;
+		pass = transport_attach(fd, &req.handle_value);
 	} else {
 		rc = os_file_open(f->path, &fd);
 		if (rc < 0)
