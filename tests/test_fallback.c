@@ -346,7 +346,10 @@ test_daemon_starts(void **state)
 {
 	struct harness *h = *state;
 	char pa[PATH_MAX], pb[PATH_MAX];
-	struct find_client fc = { .handles = 2 };
+	struct find_client fc = { .handles = 3 };
+	char pg[PATH_MAX];
+	hm_file *g;
+	int fdg;
 	int64_t deadline;
 	hm_client *c, *admin;
 	hm_file *a, *b;
@@ -366,6 +369,14 @@ test_daemon_starts(void **state)
 	assert_true(a != NULL && b != NULL);
 	check_reads(a, fda, SIZE_A);
 	assert_true(is_local(a));
+	/* deleted while local: the daemon gets the file read here */
+	harness_path(h, "gone", pg);
+	harness_write_file(pg, SIZE_B, 9);
+	fdg = open(pg, O_RDONLY | O_CLOEXEC);
+	g = hm_open(c, pg, 0);
+	assert_non_null(g);
+	assert_int_equal(unlink(pg), 0);
+	harness_check_read(g, fdg, 100, 5000);
 	harness_restart(h);
 	deadline = harness_now_ms() + MOVE_WAIT_MS;
 	while (is_local(a) || is_local(b)) {
@@ -380,6 +391,11 @@ test_daemon_starts(void **state)
 	assert_int_equal(hm_clients(admin, find_client_cb, &fc), 0);
 	assert_true(fc.found);
 	hm_disconnect(admin);
+	assert_false(is_local(g));
+	check_reads(g, fdg, SIZE_B);
+	assert_int_equal(hm_close(g), 0);
+	close(fdg);
+	fc.handles = 2;
 	check_reads(a, fda, SIZE_A);
 	check_reads(b, fdb, SIZE_B);
 	check_batch(c, a, fda, b, fdb);
