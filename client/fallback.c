@@ -178,9 +178,14 @@ fallback_drop(hm_file *f)
 int
 fallback_open(hm_client *c, hm_file *f, int flags)
 {
+	int rc;
+
 	if (flags & HM_O_PATH)
 		return -ENOTCONN;	/* only the daemon opens beneath its roots */
-	return local_file_open(c, f, false);
+	rc = local_file_open(c, f, false);
+	if (rc == 0 && (flags & HM_O_WARM))
+		os_file_willneed(local_file(f), 0, 0);	/* the whole file, read ahead */
+	return rc;
 }
 
 int
