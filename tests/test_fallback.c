@@ -502,6 +502,8 @@ kill_while_reading(struct harness *h, int direct)
 	unsigned i, before[THREADS];
 	hm_client *c;
 	hm_file *f, *g;
+	struct hm_view v;
+	uint8_t *ref;
 	int fd;
 
 	harness_path(h, "a", pa);
@@ -511,6 +513,7 @@ kill_while_reading(struct harness *h, int direct)
 	f = hm_open(c, pa, 0);
 	assert_non_null(f);
 	assert_false(is_local(f));
+	assert_int_equal(hm_view_range(f, 4096, 100000, &v), 0);
 	for (i = 0; i < THREADS; i++) {
 		memset(&r[i], 0, sizeof r[i]);
 		r[i] = (struct reader){ .c = c, .f = f, .fd = fd, .size = SIZE_A, .id = i,
@@ -538,6 +541,19 @@ kill_while_reading(struct harness *h, int direct)
 			fail_msg("reader %u: %s", i, r[i].why);
 	assert_true(is_local(f));
 	check_reads(f, fd, SIZE_A);
+	/* a view taken before keeps its bytes; one into the mapping (its
+	 * grant given up) says so */
+	ref = malloc(v.len);
+	assert_int_equal(pread(fd, ref, v.len, 4096), (ssize_t)v.len);
+	assert_memory_equal(v.data, ref, v.len);
+	free(ref);
+	if (direct) {
+		assert_int_equal(hm_view_check(&v), -1);
+		assert_int_equal(errno, ESTALE);
+	} else {
+		assert_int_equal(hm_view_check(&v), 0);
+	}
+	hm_view_release(&v);
 	hm_disconnect(c);
 	close(fd);
 }
