@@ -72,6 +72,36 @@ client_exclusive_end(hm_client *c)
 }
 
 /*
+ * HOTMAP_FALLBACK=local: one try at the daemon, never a wait.  When it
+ * answers, the files move to it (reopened as a reconnect reopens them)
+ * and their local descriptors are closed; else the client is (or stays)
+ * local, and the next try is fallback_due's.  Exclusive, the lock not
+ * held.
+ */
+static void
+client_try_daemon(hm_client *c)
+{
+	bool was_local = c->local;
+	int rc;
+
+	fallback_drop_conn(c);
+	pthread_mutex_lock(c->lock);
+	c->local = false;	/* client_open goes to the daemon */
+	pthread_mutex_unlock(c->lock);
+	rc = client_connect(c, c->socket_path);
+	if (rc == 0)
+		rc = client_reopen(c);
+	if (rc == 0) {
+		fallback_leave(c);
+		return;
+	}
+	pthread_mutex_lock(c->lock);
+	c->local = was_local;	/* fallback_enter backs off when it was */
+	pthread_mutex_unlock(c->lock);
+	fallback_enter(c, -rc);
+}
+
+/*
  * The reconnect policy: with the connection lost, connect again (for up to
  * reconnect_ms, every 50 ms), register a new region, and reopen every open
  * file as hm_open or hm_open_fd did (a file that cannot be reopened is
@@ -88,6 +118,11 @@ client_reconnect(hm_client *c)
 
 	c->gen++;	/* the calls that failed run again after it, whatever it gives */
 	pthread_mutex_unlock(c->lock);
+	if (c->fallback) {
+		client_try_daemon(c);
+		pthread_mutex_lock(c->lock);
+		return 0;
+	}
 	for (;;) {
 		transport_close(c);
 		pthread_mutex_lock(c->lock);
@@ -109,18 +144,30 @@ client_reconnect(hm_client *c)
 			c->broken = -rc;
 			return rc;
 		}
-		usleep(50000);
+		usleep(CLIENT_RECONNECT_EVERY_MS * 1000u);
 	}
 	rc = client_reopen(c);
 	pthread_mutex_lock(c->lock);
 	return rc;
 }
 
-/* Whether the connection is lost and the policy says to get it back. */
+/* Whether the connection failed and a policy acts on it: the reconnect
+ * policy when the daemon went away; HOTMAP_FALLBACK=local whatever broke
+ * it.  Lock held. */
+static bool
+client_lost(const hm_client *c)
+{
+	if (c->fallback)
+		return c->broken != 0;
+	return c->reconnect_ms > 0 && connection_lost(c->broken);
+}
+
+/* Whether the connection is lost and the policy says to get it back, or
+ * a local client is due to try the daemon again. */
 bool
 client_wants_reconnect(const hm_client *c)
 {
-	return c->broken != 0 && c->reconnect_ms > 0 && connection_lost(c->broken);
+	return client_lost(c) || fallback_due(c);
 }
 
 /*
@@ -138,7 +185,7 @@ client_retry(hm_client *c, int rc, bool *retried, unsigned *gen)
 	if (rc >= 0 || *retried)
 		return false;
 	pthread_mutex_lock(c->lock);
-	if (c->reconnect_ms == 0 || !connection_lost(c->broken)) {
+	if (!client_lost(c)) {
 		pthread_mutex_unlock(c->lock);
 		return false;
 	}
@@ -191,6 +238,10 @@ client_after_fork(hm_client *c)
 	c->ring = false;
 	c->sq_tail = c->cq_head = 0;
 	c->broken = 0;
+	if (c->fallback) {
+		client_try_daemon(c);	/* or local: the inherited descriptors are its own */
+		return;
+	}
 	rc = client_connect(c, c->socket_path);
 	if (rc < 0) {
 		transport_close(c);
@@ -285,6 +336,8 @@ request_run(hm_client *c, void *arg)
 			return -ESTALE;	/* lost in a reconnect */
 		*q->handle = q->f->handle;
 	}
+	if (c->local)
+		return fallback_request(c, q->f, q->type, q->req, &q->reply);
 	return client_call(c, q->type, q->req, -1, q->reply_type, &q->reply);
 }
 

@@ -5,7 +5,8 @@
  * The client, file and region objects, and the calls between the rooms of
  * the library, declared bottom up: a file calls only those declared
  * before its own.  wire.c (frames on the socket), region.c (the shared
- * region's blocks), ring.c (polling mode), read_op.c (a call's READs),
+ * region's blocks), ring.c (polling mode), fallback.c (the calls served
+ * without the daemon, HOTMAP_FALLBACK=local), read_op.c (a call's READs),
  * fork.c (the list of clients fork(2) walks), connect.c (connecting, the
  * options), open.c (OPEN, and reopening), call.c (a call's life, the
  * reconnect policy); above them the public calls: file.c (open, stat,
@@ -73,6 +74,12 @@ struct hm_direct_slot;
 #define CLIENT_POSTED_MAX	64u
 /* HOTMAP_RECONNECT_MS: at most an hour */
 #define CLIENT_RECONNECT_MS_MAX	3600000u
+/* How often the reconnect policy tries the daemon again while it waits;
+ * HOTMAP_FALLBACK=local tries as often at first, then backs off to
+ * CLIENT_FALLBACK_RETRY_MAX_MS while the daemon stays away, so that a
+ * daemon that refuses the client is not asked 20 times a second. */
+#define CLIENT_RECONNECT_EVERY_MS	50u
+#define CLIENT_FALLBACK_RETRY_MAX_MS	1000u
 
 /*
  * The shared region: a sealed memfd the daemon copies file bytes into.
@@ -210,6 +217,16 @@ struct hm_client {
 	/* Reconnect policy (hm_set_reconnect, HOTMAP_RECONNECT_MS): how long
 	 * a call may spend getting a lost daemon back; 0: off. */
 	unsigned reconnect_ms;
+	/* HOTMAP_FALLBACK=local (fallback.c): with no daemon, the calls are
+	 * served here on the process's own descriptors (local), and the
+	 * daemon is tried again at local_retry_us.  local changes only while
+	 * a call runs exclusive, so a user reads it stable. */
+	bool fallback;
+	bool local;
+	int local_why;		/* errno of the last try at the daemon */
+	unsigned local_wait_ms;	/* until the next try, backing off */
+	uint64_t local_retry_us;	/* now_us() of the next try */
+	struct direct_map *retired;	/* grants given up while local (direct_retire) */
 	char *socket_path;	/* NULL: the default */
 	/* fork(2): the process the connection, region and handles belong
 	 * to; a call from another one (a child) connects afresh first. */
@@ -240,6 +257,10 @@ extern struct hm_region *regions;
 bool direct_grant_holds(const hm_file *f);
 int direct_promote(hm_file *f);
 void direct_drop(hm_file *f);
+/* direct_drop while reads may be using the grant (HOTMAP_FALLBACK=local):
+ * the mapping kept on c->retired until hm_disconnect releases it. */
+void direct_retire(hm_file *f);
+void direct_release_retired(hm_client *c);
 void direct_heat(hm_file *f, ssize_t n);
 ssize_t direct_read(hm_file *f, void *buf, size_t len, uint64_t offset);
 void direct_warm(hm_file *f, uint64_t offset, uint64_t len);
@@ -266,6 +287,8 @@ struct read_op {
 	size_t got;		/* socket bytes received so far */
 	bool done;
 	ssize_t result;		/* bytes, or -errno from the daemon */
+	hm_file *file;		/* whose handle it is: a local read's file */
+	bool local;		/* read here, not through the daemon (fallback.c) */
 };
 
 struct hm_file {
@@ -296,6 +319,9 @@ struct hm_file {
 	uint64_t dsize;
 	struct direct_map *dm;
 	hm_osfile own_fd;
+	/* HOTMAP_FALLBACK=local: the descriptor hm_open's file is read
+	 * with while the client is local (fallback.c); -1 otherwise */
+	hm_osfile local_fd;
 	unsigned heat_reads;
 	struct hm_stat st;	/* as opened, for hm_stat of a granted file */
 	/* How its reads went (hm_read_stats): relaxed atomic counts. */
@@ -313,6 +339,15 @@ struct hm_file {
 	__atomic_store_n(&(f)->reads.field, \
 			 __atomic_load_n(&(f)->reads.field, __ATOMIC_RELAXED) + (uint64_t)(n), \
 			 __ATOMIC_RELAXED)
+
+/* A read op's count: through the daemon, or pread(2) here (fallback.c). */
+#define OP_COUNT(f, op) \
+	do { \
+		if ((op)->local) \
+			FILE_COUNT(f, pread, 1); \
+		else \
+			FILE_COUNT(f, daemon, 1); \
+	} while (0)
 
 static inline int
 fail(int err)
@@ -371,6 +406,27 @@ void region_free(struct hm_region *r, size_t off, size_t len);
 
 /* ring.c: the ring ops of ops[0..n).  ring_lock held, not lock. */
 int client_ring_reads(hm_client *c, struct read_op *ops, size_t n);
+
+/* fallback.c: HOTMAP_FALLBACK=local, the calls served without the
+ * daemon.  Exclusive, the lock not held: fallback_drop_conn, the
+ * connection and its region let go (as a reconnect lets them go before
+ * it connects); fallback_enter, that and every file read here from now
+ * on (why: the errno the daemon was not reached with); fallback_leave,
+ * the files moved to the daemon, their descriptors closed.
+ * fallback_due: local, and time to try the daemon again (lock held).  A
+ * user's: fallback_open, f opened here; fallback_reads, ops read here;
+ * fallback_request, a request answered here (STAT, WARM) or -ENOTCONN.
+ * fallback_drop: f's descriptor closed (hm_close, hm_disconnect). */
+#define FALLBACK_HANDLE UINT64_MAX	/* a file's handle while local */
+void fallback_drop_conn(hm_client *c);
+void fallback_enter(hm_client *c, int why);
+void fallback_leave(hm_client *c);
+bool fallback_due(const hm_client *c);
+int fallback_open(hm_client *c, hm_file *f, int flags);
+int fallback_reads(hm_client *c, struct read_op *ops, size_t n);
+int fallback_request(hm_client *c, hm_file *f, uint16_t type, const ProtobufCMessage *req,
+		     ProtobufCMessage **reply);
+void fallback_drop(hm_file *f);
 
 /* read_op.c: ops[0..n), each with its place in the region (shm, shm_off)
  * or its buffer, sent and waited for, each op's result set.  A user. */

@@ -198,9 +198,26 @@ copy_options(hm_client *c, const char *opt)
 	return 0;
 }
 
-/* The size of struct hm_options before copy_policy (0.2.0's first form):
- * a program built against it passes that size, and its fields are read. */
+/* The size of struct hm_options before copy_policy (0.2.0's first form),
+ * and before fallback: a program built against one passes that size, and
+ * its fields are read. */
 #define OPTIONS_SIZE_0 offsetof(struct hm_options, copy_policy)
+#define OPTIONS_SIZE_1 offsetof(struct hm_options, fallback)
+
+/* HOTMAP_FALLBACK: "local", or "none" (and unset, empty): 1 or 0; else
+ * -EINVAL with the reason in hm_last_error. */
+static int
+env_fallback(void)
+{
+	const char *v = getenv("HOTMAP_FALLBACK");
+
+	if (v == NULL || *v == '\0' || strcmp(v, "none") == 0)
+		return HM_FALLBACK_NONE;
+	if (strcmp(v, "local") == 0)
+		return HM_FALLBACK_LOCAL;
+	set_last_error("HOTMAP_FALLBACK: not 'local' or 'none'");
+	return -EINVAL;
+}
 
 /* Options over the environment over the built-in defaults.  0 or -EINVAL. */
 static int
@@ -208,11 +225,13 @@ client_options(hm_client *c, const struct hm_options *in)
 {
 	struct hm_options opts = HM_OPTIONS_INIT;
 	const struct hm_options *o = &opts;
+	int rc;
 
 	if (in != NULL) {
 		/* a size the library knows: its own, or an earlier one, whose
 		 * missing fields are default */
-		if (in->size != sizeof opts && in->size != OPTIONS_SIZE_0)
+		if (in->size != sizeof opts && in->size != OPTIONS_SIZE_1 &&
+		    in->size != OPTIONS_SIZE_0)
 			return -EINVAL;
 		memcpy(&opts, in, in->size);
 		opts.size = sizeof opts;
@@ -222,8 +241,15 @@ client_options(hm_client *c, const struct hm_options *in)
 	    o->poll_us < HM_DEFAULT || o->poll_us > CLIENT_POLL_US_MAX ||
 	    o->reconnect_ms < HM_DEFAULT || o->reconnect_ms > CLIENT_RECONNECT_MS_MAX ||
 	    o->direct < HM_DEFAULT || o->direct > 1 || o->direct_after < HM_DEFAULT ||
-	    o->direct_after > UINT_MAX)
+	    o->direct_after > UINT_MAX || o->fallback < HM_DEFAULT ||
+	    o->fallback > HM_FALLBACK_LOCAL)
 		return -EINVAL;
+	rc = o->fallback >= 0 ? o->fallback : env_fallback();
+	if (rc < 0)
+		return rc;
+	if (rc == HM_FALLBACK_LOCAL && !os_local_reads())
+		return -ENOTSUP;	/* Windows, for now (os_win32.c) */
+	c->fallback = rc == HM_FALLBACK_LOCAL;
 	c->shm_threshold = o->shm_threshold >= 0 ? (size_t)o->shm_threshold :
 			   env_size("HOTMAP_SHM_THRESHOLD", CLIENT_SHM_THRESHOLD);
 	c->shm_size = o->shm_size >= 0 ? (size_t)o->shm_size :
@@ -262,9 +288,10 @@ hm_connect_opts(const char *socket_path, const struct hm_options *opts)
 	c->conn = HM_CONN_NONE;
 	c->next_id = 1;
 	c->pid = fork_pid();
-	if (client_options(c, opts) < 0) {
+	rc = client_options(c, opts);
+	if (rc < 0) {
 		free(c);
-		errno = EINVAL;
+		errno = -rc;
 		return NULL;
 	}
 	c->lock = &c->lock0;
@@ -280,6 +307,11 @@ hm_connect_opts(const char *socket_path, const struct hm_options *opts)
 	}
 	fork_watch();
 	rc = client_connect(c, socket_path);
+	if (rc < 0 && c->fallback) {
+		fallback_enter(c, -rc);	/* no daemon: this process reads */
+		set_last_error(NULL);
+		rc = 0;
+	}
 	if (rc < 0) {
 		hm_disconnect(c);
 		errno = -rc;
@@ -303,9 +335,11 @@ hm_disconnect(hm_client *c)
 
 		c->files = f->next;
 		direct_drop(f);
+		fallback_drop(f);
 		free(f->path);
 		free(f);
 	}
+	direct_release_retired(c);
 	free(c->socket_path);
 	if (!c->fork_busy) {
 		transport_close(c);	/* the daemon closes the handles with the

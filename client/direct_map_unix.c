@@ -233,6 +233,46 @@ direct_drop(hm_file *f)
 }
 
 /*
+ * Gives up f's grant while threads may be reading through it, with no
+ * daemon to revoke it (HOTMAP_FALLBACK=local, fallback.c): the slot is
+ * marked revoked, as the daemon marks it, so that a read in flight finds
+ * the generation changed and goes the daemon's way (served locally by
+ * then), and the mapping and descriptor such a read may still be using
+ * are kept, unread, on the client's list until hm_disconnect
+ * (direct_release_retired).  direct_drop would free them under those
+ * reads.  Lock held.
+ */
+void
+direct_retire(hm_file *f)
+{
+	struct direct_map *m = __atomic_exchange_n(&f->dm, NULL, __ATOMIC_ACQ_REL);
+
+	if (m == NULL) {
+		direct_drop(f);	/* no mapping: no read uses the grant */
+		return;
+	}
+	__atomic_store_n(&m->slot->gen, m->gen | 1, __ATOMIC_RELEASE);
+	m->retired_fd = f->own_fd;
+	f->own_fd = -1;
+	f->direct_ok = false;
+	m->retired_next = f->c->retired;
+	f->c->retired = m;
+}
+
+void
+direct_release_retired(hm_client *c)
+{
+	while (c->retired != NULL) {
+		struct direct_map *m = c->retired;
+
+		c->retired = m->retired_next;
+		if (m->retired_fd >= 0)
+			close(m->retired_fd);
+		map_unref(m);
+	}
+}
+
+/*
  * Maps f for direct reads, when it is granted and not mapped yet.  0, or
  * -errno (f then stays on the daemon's tiers).  Lock held.
  */

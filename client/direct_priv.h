@@ -66,6 +66,10 @@ struct direct_map {
 	uint64_t gen;		/* the grant's generation */
 	struct hm_region *region;	/* held: the slot is in its table */
 	unsigned refs;		/* atomic */
+	/* retired (direct_retire): the descriptor it was read with, and the
+	 * next on the client's list */
+	int retired_fd;
+	struct direct_map *retired_next;
 };
 
 /* direct_guard_unix.c: the library's SIGBUS handler in front of the

@@ -32,6 +32,18 @@ direct_drop(hm_file *f)
 	f->own_fd = HM_OSFILE_NONE;
 }
 
+void
+direct_retire(hm_file *f)
+{
+	direct_drop(f);	/* never mapped: nothing to keep */
+}
+
+void
+direct_release_retired(hm_client *c)
+{
+	(void)c;
+}
+
 int
 direct_promote(hm_file *f)
 {

@@ -61,6 +61,7 @@ client_add_file(hm_client *c, hm_file *f, int flags)
 	rc = client_with_retry(c, add_file_run, &a);
 	if (rc < 0) {
 		direct_drop(f);
+		fallback_drop(f);
 		free(f->path);
 		free(f);
 		errno = -rc;
@@ -89,6 +90,7 @@ hm_open(hm_client *c, const char *path, int flags)
 	}
 	f->fd = HM_OSFILE_NONE;
 	f->own_fd = HM_OSFILE_NONE;
+	f->local_fd = HM_OSFILE_NONE;
 	f->path = absolute_path(path);
 	if (f->path == NULL) {
 		rc = errno;
@@ -123,6 +125,7 @@ client_open_osfile(hm_client *c, hm_osfile f, int flags)
 	}
 	file->fd = f;
 	file->own_fd = HM_OSFILE_NONE;
+	file->local_fd = HM_OSFILE_NONE;
 	file->dev = dev;
 	file->ino = ino;
 	return client_add_file(c, file, flags);
@@ -228,7 +231,7 @@ hm_close(hm_file *f)
 			pthread_cond_wait(&c->idle, c->lock);
 		c->users++;
 		req.handle = f->handle;
-		if (f->handle == 0 || client_wants_reconnect(c)) {
+		if (f->handle == 0 || c->local || client_wants_reconnect(c)) {
 			rc = 0;	/* the daemon that had it is gone: nothing to close there */
 		} else {
 			/* not waited for: a short-lived process would spend a
@@ -252,6 +255,7 @@ hm_close(hm_file *f)
 		f->next->prev = f->prev;
 	pthread_mutex_unlock(&c->files_lock);
 	direct_drop(f);
+	fallback_drop(f);
 	pthread_mutex_unlock(c->lock);
 	free(f->path);
 	free(f);

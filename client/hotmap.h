@@ -83,7 +83,9 @@ struct hm_stat {
 	uint32_t handles;	/* handles open on this file, all clients */
 	uint64_t mapped_length;	/* bytes of the daemon's mapping, 0 if none */
 	int direct;		/* HM_DIRECT_*: the direct tier (libhotmap(3), Tiers) */
-	char direct_text[96];	/* why not, when the daemon said no; else "" */
+	char direct_text[96];	/* why not, when the daemon said no; else "";
+				 * "local: ..." while read without the daemon
+				 * (HM_FALLBACK_LOCAL) */
 };
 
 /* hm_stat direct */
@@ -113,10 +115,17 @@ struct hm_options {
 				 * through the daemon before it is read directly */
 	const char *copy_policy;	/* HOTMAP_COPY_POLICY: "name=value,...", over
 					 * the environment's; NULL default (0.2.0) */
+	int fallback;		/* HOTMAP_FALLBACK: HM_FALLBACK_LOCAL, or
+				 * HM_FALLBACK_NONE (0.2.0, after copy_policy) */
 };
 #define HM_DEFAULT (-1)
 #define HM_OPTIONS_INIT { sizeof(struct hm_options), HM_DEFAULT, HM_DEFAULT, HM_DEFAULT, \
-			  HM_DEFAULT, HM_DEFAULT, HM_DEFAULT, HM_DEFAULT, NULL }
+			  HM_DEFAULT, HM_DEFAULT, HM_DEFAULT, HM_DEFAULT, NULL, HM_DEFAULT }
+/* hm_options fallback: what the client does when no daemon answers */
+#define HM_FALLBACK_NONE	0	/* hm_connect fails; calls fail (the default) */
+#define HM_FALLBACK_LOCAL	1	/* the library reads the files itself, on the
+					 * process's own descriptors, until the daemon
+					 * answers (libhotmap(3), "Without the daemon") */
 /* hm_connect with options (NULL: all default).  EINVAL for a value out of
  * range or a size the library does not know. */
 hm_client *hm_connect_opts(const char *socket_path, const struct hm_options *opts);

@@ -81,6 +81,8 @@ client_open(hm_client *c, hm_file *f, int flags)
 	uint64_t dev, ino;
 	int given, pass = -1, rc;
 
+	if (c->local)
+		return fallback_open(c, f, flags);	/* no daemon: opened here */
 	pthread_mutex_lock(c->lock);
 	direct_drop(f);	/* a reopen: the old connection's grant means nothing */
 	pthread_mutex_unlock(c->lock);
@@ -98,6 +100,12 @@ client_open(hm_client *c, hm_file *f, int flags)
 		pass = transport_attach(f->fd, &req.handle_value);
 	} else if (flags & HM_O_PATH) {
 		req.by_path = true;
+	} else if (f->local_fd != HM_OSFILE_NONE) {
+		/* read here while no daemon answered: the daemon gets that
+		 * file, not whatever the path names now (fallback.c) */
+		fd = f->local_fd;
+		f->local_fd = HM_OSFILE_NONE;
+		pass = transport_attach(fd, &req.handle_value);
 	} else {
 		rc = os_file_open(f->path, &fd);
 		if (rc < 0)

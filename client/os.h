@@ -11,6 +11,7 @@
 #define HOTMAP_CLIENT_OS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "client/platform.h"
@@ -37,6 +38,20 @@ bool os_file_plenty(hm_osfile f);
 /* Whether f, which the daemon sent with an open by path, is read-only, a
  * regular file, and the file (dev, ino) the reply describes. */
 bool os_file_from_daemon_ok(hm_osfile f, uint64_t dev, uint64_t ino);
+
+/* HOTMAP_FALLBACK=local's reads (fallback.c): whether this platform
+ * offers them; the file's fstat(2) in *st; pread(2) of f, all of len
+ * bytes but at the end of the file (bytes, or -errno); and a hint that
+ * [offset, offset + len) is read soon (the kernel's readahead). */
+struct os_file_stat {
+	uint64_t size, dev, ino;
+	int64_t mtime_ns;
+	uint32_t mode;
+};
+bool os_local_reads(void);
+int os_file_stat(hm_osfile f, struct os_file_stat *st);
+int64_t os_file_pread(hm_osfile f, void *buf, size_t len, uint64_t offset);
+void os_file_willneed(hm_osfile f, uint64_t offset, uint64_t len);
 
 /* path made absolute against the working directory now (malloced), or
  * NULL and errno. */

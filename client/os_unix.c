@@ -74,6 +74,53 @@ os_file_from_daemon_ok(hm_osfile f, uint64_t dev, uint64_t ino)
 	       S_ISREG(st.st_mode) && (uint64_t)st.st_dev == dev && (uint64_t)st.st_ino == ino;
 }
 
+bool
+os_local_reads(void)
+{
+	return true;
+}
+
+int
+os_file_stat(hm_osfile f, struct os_file_stat *st)
+{
+	struct stat s;
+
+	if (fstat(f, &s) < 0)
+		return -errno;
+	st->size = (uint64_t)s.st_size;
+	st->dev = (uint64_t)s.st_dev;
+	st->ino = (uint64_t)s.st_ino;
+	st->mtime_ns = (int64_t)s.st_mtim.tv_sec * 1000000000 + s.st_mtim.tv_nsec;
+	st->mode = (uint32_t)s.st_mode;
+	return 0;
+}
+
+int64_t
+os_file_pread(hm_osfile f, void *buf, size_t len, uint64_t offset)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t k = pread(f, (char *)buf + done, len - done, (off_t)(offset + done));
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0)
+			return done > 0 ? (int64_t)done : -errno;	/* as pread: the error next time */
+		if (k == 0)
+			break;	/* the end of the file */
+		done += (size_t)k;
+	}
+	return (int64_t)done;
+}
+
+void
+os_file_willneed(hm_osfile f, uint64_t offset, uint64_t len)
+{
+	/* len 0 is "to the end of the file" for both */
+	(void)posix_fadvise(f, (off_t)offset, len > INT64_MAX ? 0 : (off_t)len, POSIX_FADV_WILLNEED);
+}
+
 /* The daemon's working directory is not ours, and a reconnect reopens the
  * same file whatever chdir(2) happened since. */
 char *

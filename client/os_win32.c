@@ -235,3 +235,39 @@ hm_open_handle(hm_client *c, void *handle, int flags)
 {
 	return client_open_osfile(c, handle == NULL ? HM_OSFILE_NONE : (hm_osfile)handle, flags);
 }
+
+/* HOTMAP_FALLBACK=local is not offered on Windows yet: a positioned
+ * ReadFile moves the file pointer of the caller's own handle
+ * (hm_open_handle), which a read of the library's must not.
+ * hm_connect_opts refuses the option with ENOTSUP. */
+bool
+os_local_reads(void)
+{
+	return false;
+}
+
+int
+os_file_stat(hm_osfile f, struct os_file_stat *st)
+{
+	(void)f;
+	(void)st;
+	return -ENOTSUP;
+}
+
+int64_t
+os_file_pread(hm_osfile f, void *buf, size_t len, uint64_t offset)
+{
+	(void)f;
+	(void)buf;
+	(void)len;
+	(void)offset;
+	return -ENOTSUP;
+}
+
+void
+os_file_willneed(hm_osfile f, uint64_t offset, uint64_t len)
+{
+	(void)f;
+	(void)offset;
+	(void)len;
+}

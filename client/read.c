@@ -55,6 +55,7 @@ pread_run(hm_client *c, void *arg)
 	struct pread_call *p = arg;
 
 	p->op.handle = p->f->handle;
+	p->op.file = p->f;
 	return p->f->handle == 0 ? -ESTALE : client_run_reads(c, &p->op, 1);
 }
 
@@ -96,7 +97,7 @@ pread_split(hm_file *f, void *buf, size_t len, uint64_t offset)
 			return fail(-rc);
 		}
 		done += (size_t)p.op.result;
-		FILE_COUNT(f, daemon, 1);
+		OP_COUNT(f, &p.op);
 		if ((size_t)p.op.result < p.op.len)
 			break;	/* the end of the file */
 	}
@@ -133,7 +134,7 @@ hm_pread(hm_file *f, void *buf, size_t len, uint64_t offset)
 		return fail(-rc);
 	if (op->result < 0)
 		return fail((int)-op->result);
-	FILE_COUNT(f, daemon, 1);
+	OP_COUNT(f, op);
 	direct_heat(f, op->result);
 	return op->result;
 }
@@ -165,7 +166,7 @@ batch_window_run(hm_client *c, void *arg)
 		}
 		w->ops[w->j] = (struct read_op){
 			.handle = x->file->handle, .offset = x->offset,
-			.len = x->len, .buf = x->buf,
+			.len = x->len, .buf = x->buf, .file = x->file,
 		};
 		w->asked[w->j++] = w->map[k];
 	}
@@ -214,7 +215,7 @@ hm_read_batch(hm_client *c, struct hm_io *io, size_t n)
 		for (k = 0; k < w.j; k++) {
 			io[w.asked[k]].result = rc < 0 ? rc : w.ops[k].result;
 			if (rc == 0 && w.ops[k].result >= 0)
-				FILE_COUNT(io[w.asked[k]].file, daemon, 1);
+				OP_COUNT(io[w.asked[k]].file, &w.ops[k]);
 		}
 	}
 	/* a connection that failed leaves the rest unanswered */

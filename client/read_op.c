@@ -71,6 +71,8 @@ client_do_reads(hm_client *c, struct read_op *ops, size_t n)
 
 	if (n == 0)
 		return 0;
+	if (c->local)
+		return fallback_reads(c, ops, n);	/* no daemon: read here */
 	for (i = 0; i < n; i++) {
 		ops[i].ring = c->ring && ops[i].shm;
 		framed += !ops[i].ring;

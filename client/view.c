@@ -56,7 +56,8 @@ view_run(hm_client *c, void *arg)
 	int rc;
 
 	v->r = r;
-	*op = (struct read_op){ .handle = v->f->handle, .offset = v->offset, .len = v->len };
+	*op = (struct read_op){ .handle = v->f->handle, .offset = v->offset, .len = v->len,
+				.file = v->f };
 	if (v->f->handle == 0)
 		return -ESTALE;	/* lost in a reconnect */
 	op->shm = region_alloc(r, v->len, &op->shm_off) == 0;
@@ -126,7 +127,7 @@ hm_view_range(hm_file *f, uint64_t offset, size_t len, struct hm_view *v)
 	}
 	memcpy(v->priv_, &p, sizeof p);
 	v->len = (size_t)op.result;
-	FILE_COUNT(f, daemon, 1);
+	OP_COUNT(f, &op);
 	direct_heat(f, op.result);
 	return 0;
 }
@@ -216,7 +217,7 @@ view_batch_run(hm_client *c, void *arg)
 		struct read_op *op = &w->ops[k];
 
 		*op = (struct read_op){ .handle = x->file->handle, .offset = x->offset,
-					.len = x->len };
+					.len = x->len, .file = x->file };
 		if (op->handle == 0)
 			op->len = 0;	/* lost in a reconnect: answered ESTALE below */
 		op->shm = region_alloc(r, op->len, &op->shm_off) == 0;
@@ -267,7 +268,7 @@ view_batch_fill(struct view_batch *w)
 		}
 		memcpy(x->view.priv_, &p, sizeof p);
 		x->view.len = (size_t)op->result;
-		FILE_COUNT(x->file, daemon, 1);
+		OP_COUNT(x->file, op);
 		x->error = 0;
 		direct_heat(x->file, op->result);
 	}

@@ -145,5 +145,6 @@ def connect(
     reconnect_ms: Optional[int] = ...,
     direct: Optional[bool] = ...,
     direct_after: Optional[int] = ...,
+    fallback: Optional[bool] = ...,
 ) -> Client: ...
 def library_version() -> str: ...

@@ -42,7 +42,7 @@ opt_int64(PyObject *opts, const char *key, int64_t *out)
 
 static const char *const option_names[] = {
 	"shm_size", "shm_threshold", "poll", "poll_us", "reconnect_ms", "direct",
-	"direct_after", NULL
+	"direct_after", "fallback", NULL
 };
 
 static PyObject *
@@ -50,7 +50,7 @@ hotmap_connect(PyObject *mod, PyObject *args, PyObject *kw)
 {
 	PyObject *sock = Py_None, *sockb = NULL, *opts;
 	struct hm_options o = HM_OPTIONS_INIT;
-	int64_t poll = HM_DEFAULT, direct = HM_DEFAULT;
+	int64_t poll = HM_DEFAULT, direct = HM_DEFAULT, fallback = HM_DEFAULT;
 	struct hmpy_err e;
 	ClientObject *co;
 	hm_client *c;
@@ -87,10 +87,14 @@ hotmap_connect(PyObject *mod, PyObject *args, PyObject *kw)
 	    opt_int64(opts, "poll_us", &o.poll_us) < 0 ||
 	    opt_int64(opts, "reconnect_ms", &o.reconnect_ms) < 0 ||
 	    opt_int64(opts, "direct", &direct) < 0 ||
-	    opt_int64(opts, "direct_after", &o.direct_after) < 0)
+	    opt_int64(opts, "direct_after", &o.direct_after) < 0 ||
+	    opt_int64(opts, "fallback", &fallback) < 0)
 		goto fail;
 	o.poll = poll == HM_DEFAULT ? HM_DEFAULT : poll != 0;
 	o.direct = direct == HM_DEFAULT ? HM_DEFAULT : direct != 0;
+	/* True: HM_FALLBACK_LOCAL, read the files here when no daemon answers */
+	o.fallback = fallback == HM_DEFAULT ? HM_DEFAULT :
+		     fallback != 0 ? HM_FALLBACK_LOCAL : HM_FALLBACK_NONE;
 	if (sock != Py_None) {
 		if (!PyUnicode_FSConverter(sock, &sockb))
 			goto fail;
@@ -197,7 +201,9 @@ static PyMethodDef module_methods[] = {
 	  "Connects to hotmapd.  socket None: $HOTMAP_SOCKET, else the default\n"
 	  "path (libhotmap(3)).  Options (None: the environment's, else the\n"
 	  "library's default): shm_size, shm_threshold, poll, poll_us,\n"
-	  "reconnect_ms, direct, direct_after.  Returns a hotmap.Client." },
+	  "reconnect_ms, direct, direct_after, fallback (True: when no daemon\n"
+	  "answers, read the files in this process until one does).  Returns a\n"
+	  "hotmap.Client." },
 	{ "_reconnect", hotmap_reconnect, METH_VARARGS, NULL },
 	{ "_loop_pread", hotmap_loop_pread, METH_VARARGS, NULL },
 	{ "library_version", hotmap_version, METH_NOARGS,

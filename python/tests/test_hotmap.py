@@ -442,6 +442,46 @@ class TestBadArguments(Base):
             self.c.open(DIR, flags=hotmap.O_MMAP)
 
 
+class TestFallback(unittest.TestCase):
+    """connect(fallback=True) with no daemon: the files are read here."""
+
+    def test_no_daemon(self):
+        nosock = os.path.join(DIR, "no-socket")
+        with self.assertRaises(hotmap.Error):
+            hotmap.connect(nosock)  # without it: as before
+        with hotmap.connect(nosock, fallback=True) as c:
+            with c.open(DATA) as f, open(DATA, "rb") as py:
+                self.assertEqual(f.pread(100000, 12345), CONTENT[12345:112345])
+                self.assertEqual(f.pread(1000, len(CONTENT) - 10), CONTENT[-10:])
+                self.assertEqual(f.pread(10, len(CONTENT) + 5), b"")
+                buf = bytearray(70000)
+                self.assertEqual(f.readinto(buf, 4096), 70000)
+                self.assertEqual(bytes(buf), CONTENT[4096:74096])
+                g = c.open(py)  # by descriptor
+                self.assertEqual(c.read_batch([(f, 0, 5000), (g, 1 << 20, 7)]),
+                                 [CONTENT[:5000], CONTENT[1 << 20:(1 << 20) + 7]])
+                v = f.view(3, 1 << 20)
+                self.assertEqual(bytes(v), CONTENT[3:3 + (1 << 20)])
+                v.release()
+                vs = c.view_batch([(f, 10, 20), (g, 99, 1)])
+                self.assertEqual([bytes(x) for x in vs], [CONTENT[10:30], CONTENT[99:100]])
+                for x in vs:
+                    x.release()
+                st = f.stat()
+                self.assertEqual(st.size, len(CONTENT))
+                self.assertEqual(st.ino, os.stat(DATA).st_ino)
+                self.assertEqual(st.direct, 0)
+                self.assertTrue(st.direct_text.startswith("local:"), st.direct_text)
+                self.assertEqual(f.warm(0, 1 << 30), len(CONTENT))
+                g.close()
+            with self.assertRaises(hotmap.Error) as cm:
+                c.ping()  # the daemon's alone
+            self.assertEqual(cm.exception.errno, errno.ENOTCONN)
+            with self.assertRaises(hotmap.Error) as cm:
+                c.open(DATA, flags=hotmap.O_PATH)
+            self.assertEqual(cm.exception.errno, errno.ENOTCONN)
+
+
 class TestApi(unittest.TestCase):
     def test_docstrings_and_signatures(self):
         import inspect
