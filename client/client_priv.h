@@ -64,11 +64,14 @@ struct hm_direct_slot;
 /* Direct reads: slots asked for at HELLO (a whole number of pages), and
  * reads through the daemon before a granted file is mapped (see
  * direct_map_unix.c; HOTMAP_DIRECT=0 asks for none, HOTMAP_DIRECT_AFTER
- * sets the reads).
+ * sets the reads).  The slots are as many as the files a process may hold
+ * granted (hotmapd's max-direct-grants-per-uid, 16,384 by default, bounds
+ * what it uses of them): the table is 2 MiB of the memfd, of which only
+ * the pages of slots granted in are ever touched, 4 KiB per 32 grants.
  * 0: mapped at open.  An untouched mapping costs one mmap, less than the
  * round trip a read through the daemon would take, and its pages are
  * read with pread until they are hot (direct_read). */
-#define CLIENT_DIRECT_SLOTS	256u
+#define CLIENT_DIRECT_SLOTS	16384u
 #define CLIENT_DIRECT_AFTER	0u
 /* Replies client_post leaves unread at most; one more request waits. */
 #define CLIENT_POSTED_MAX	64u
@@ -104,6 +107,9 @@ struct hm_region {
 	 * that a fork's privatising of the blocks leaves them shared. */
 	struct hm_direct_slot *slots;
 	uint32_t nslots;
+	/* The daemon uses the table's last nslots - slot_first slots (HELLO),
+	 * its slot i being slots[slot_first + i]. */
+	uint32_t slot_first;
 	struct hm_region *prev, *next;	/* on `regions` */
 };
 
@@ -403,6 +409,7 @@ bool region_block_used(const struct hm_region *r, size_t i);
 void region_mark(struct hm_region *r, size_t first, size_t n, bool used);
 int region_alloc(struct hm_region *r, size_t len, size_t *off);
 void region_free(struct hm_region *r, size_t off, size_t len);
+void region_slots_used(struct hm_region *r, uint32_t n);
 
 /* ring.c: the ring ops of ops[0..n).  ring_lock held, not lock. */
 int client_ring_reads(hm_client *c, struct read_op *ops, size_t n);

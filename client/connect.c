@@ -145,7 +145,11 @@ client_connect(hm_client *c, const char *socket_path)
 	if (c->region != NULL) {
 		pass = transport_attach(shm_fd, &hello.region_handle);
 		hello.shm_size = c->region->size + (uint64_t)c->region->nslots * HM_DIRECT_SLOT_BYTES;
-		hello.direct_slots = c->region->nslots;
+		/* a daemon that does not know direct_slot_table uses the
+		 * table's last direct_slots, as many as it accepts */
+		hello.direct_slot_table = c->region->nslots;
+		hello.direct_slots = c->region->nslots < HM_DIRECT_SLOTS_LEGACY ?
+				     c->region->nslots : HM_DIRECT_SLOTS_LEGACY;
 		hello.region_huge = c->region->huge;
 	}
 	if (c->region != NULL && c->region->size >= 2 * HM_RING_BYTES && c->poll_wanted) {
@@ -168,6 +172,9 @@ client_connect(hm_client *c, const char *socket_path)
 	} else if (hello.ring_entries > 0) {
 		c->ring = true;
 	}
+	if (c->region != NULL)	/* a daemon before direct_slot_table: direct_slots */
+		region_slots_used(c->region, r->direct_slots != 0 ? r->direct_slots :
+					     hello.direct_slots);
 	__atomic_store_n(&c->region_size, c->region != NULL ? c->region->size : 0,
 			 __ATOMIC_RELAXED);
 	protobuf_c_message_free_unpacked(reply, NULL);

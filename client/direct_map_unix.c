@@ -206,9 +206,9 @@ grant_slot(const hm_file *f)
 {
 	struct hm_region *r = f->c->region;
 
-	if (!f->direct_ok || r == NULL || r->slots == NULL || f->dslot >= r->nslots)
+	if (!f->direct_ok || r == NULL || r->slots == NULL || f->dslot >= r->nslots - r->slot_first)
 		return NULL;
-	return &r->slots[f->dslot];
+	return &r->slots[r->slot_first + f->dslot];
 }
 
 bool

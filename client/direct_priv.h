@@ -54,6 +54,7 @@ struct mapping {
 	/* What its reads cost, estimated: the copy policy's. */
 	struct cp_costs cost;
 	struct mapping *prev, *next;	/* on `idle` while refs == 0 */
+	uint32_t watched;	/* its entry in the SIGBUS handler's table */
 };
 
 /* A grant in use: the mapping, read under the slot's generation.  Held by

@@ -58,7 +58,7 @@ client_open_granted(hm_file *f, const Hotmap__OpenReply *r)
 	snprintf(f->st.direct_text, sizeof f->st.direct_text, "%s",
 		 r->direct_text != NULL ? r->direct_text : "");
 	f->heat_reads = 0;
-	f->direct_ok = r->direct && reg != NULL && r->direct_slot < reg->nslots &&
+	f->direct_ok = r->direct && reg != NULL && r->direct_slot < reg->nslots - reg->slot_first &&
 		       (r->direct_gen & 1) == 0;
 	f->dslot = r->direct_slot;
 	f->dgen = r->direct_gen;

@@ -154,3 +154,11 @@ fail:
 	free(r);
 	return NULL;
 }
+
+/* The daemon grants in the table's last n slots (HELLO): its slot i is
+ * r->slots[r->slot_first + i]. */
+void
+region_slots_used(struct hm_region *r, uint32_t n)
+{
+	r->slot_first = r->nslots - (n < r->nslots ? n : r->nslots);
+}

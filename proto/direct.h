@@ -17,8 +17,17 @@
  * revokes every slot of the file.  So a read checks the slot (a load),
  * copies, and checks the slot again, as a seqlock reader does.
  *
- * Layout: the last slots * HM_DIRECT_SLOT_BYTES bytes of the region (Hello
- * direct_slots), slot i at index i; two cache lines each, one per writer:
+ * Layout: the table is the last table * HM_DIRECT_SLOT_BYTES bytes of the
+ * region (Hello direct_slot_table, or direct_slots from a client that does
+ * not send it).  The daemon uses its last `slots` slots (HelloReply
+ * direct_slots; Hello direct_slots from a daemon that does not send it),
+ * slot i at index i of those: hm_direct_slot(region, size, slots, i).
+ * A table is sized for the files a process may hold granted (libhotmap:
+ * CLIENT_DIRECT_SLOTS), and costs a page of the memfd per 32 slots
+ * touched: a slot's page is touched only when the daemon grants in it.
+ * The daemon uses at most HM_DIRECT_SLOTS_MAX, and no more than its
+ * max-direct-grants-per-uid; it keeps nothing per slot, only per grant.
+ * Two cache lines a slot, one per writer:
  *
  *   0    gen      daemon  even: granted; odd: revoked or free.  Bumped
  *                         (release) at every grant and every revocation.
@@ -59,7 +68,10 @@
 #include <stdint.h>
 
 #define HM_DIRECT_SLOT_BYTES	128u
-#define HM_DIRECT_SLOTS_MAX	4096u
+/* The most slots a daemon uses; daemons that did not know Hello's
+ * direct_slot_table refused more than HM_DIRECT_SLOTS_LEGACY. */
+#define HM_DIRECT_SLOTS_MAX	65536u
+#define HM_DIRECT_SLOTS_LEGACY	4096u
 /* The block the client populates at once (its page state's chunk). */
 #define HM_DIRECT_BLOCK_BYTES	(2u << 20)
 

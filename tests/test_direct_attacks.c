@@ -839,7 +839,7 @@ test_lease_rule_can_read(void **state)
 /* --- 6: what a client writes in its slot is bounded ------------------------- */
 
 /* The client's slot table: libhotmap maps it apart from the rest of its
- * region, 256 slots of 128 bytes (its CLIENT_DIRECT_SLOTS), found in
+ * region, 16,384 slots of 128 bytes (its CLIENT_DIRECT_SLOTS), found in
  * /proc/self/maps. */
 static uint8_t *
 slot_table(void)
@@ -853,7 +853,7 @@ slot_table(void)
 		return NULL;
 	while (fgets(line, sizeof line, f) != NULL)
 		if (strstr(line, "hotmap-region") != NULL && sscanf(line, "%lx-%lx", &lo, &hi) == 2 &&
-		    hi - lo == 256 * 128)
+		    hi - lo == 16384 * 128)
 			t = (uint8_t *)(uintptr_t)lo;
 	fclose(f);
 	return t;
@@ -865,7 +865,7 @@ poke_slots(uint8_t *t, uint64_t reads, uint64_t bytes)
 {
 	unsigned i, n = 0;
 
-	for (i = 0; i < 256; i++) {
+	for (i = 0; i < 16384; i++) {
 		uint64_t *slot = (uint64_t *)(void *)(t + (size_t)i * 128);
 
 		if (slot[0] == 0 || (slot[0] & 1) != 0)

@@ -166,7 +166,8 @@ session_hello(struct session *s, uint32_t id, ProtobufCMessage *msg)
 		s->srv->counters.regions_huge++;
 	}
 	if (r.shm_accepted)
-		session_direct_hello(s, m->direct_slots, &r.direct_accepted);
+		session_direct_hello(s, m->direct_slots, m->direct_slot_table, &r.direct_accepted,
+				     &r.direct_slots);
 	if (m->ring_entries > 0 && r.shm_accepted) {
 		if (m->ring_entries != HM_RING_ENTRIES || s->shm_size < 2 * HM_RING_BYTES) {
 			log_info("client %s: ring of %u entries in a %zu-byte region refused",

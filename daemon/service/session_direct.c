@@ -21,31 +21,52 @@
 #include "daemon/service/session_state.h"
 #include "proto/direct.h"
 
+/* A grant of the session's, with the slot it is in: on its handle while
+ * the handle is open, then on the session's direct_free for the next. */
+struct session_grant {
+	struct direct_grant g;
+	uint32_t slot;
+	struct session_grant *free_next;
+};
+
 void
-session_direct_hello(struct session *s, uint32_t slots, int *accepted)
+session_direct_hello(struct session *s, uint32_t slots, uint32_t table, int *accepted,
+		     uint32_t *used)
 {
-	size_t table = (size_t)slots * HM_DIRECT_SLOT_BYTES;
+	unsigned cap = s->srv->direct.max_per_uid;
+	uint32_t n = slots;
 
 	*accepted = 0;
-	if (slots == 0 || !s->srv->cfg.direct_reads)
+	*used = 0;
+	if (!s->srv->cfg.direct_reads)
 		return;
-	if (slots > HM_DIRECT_SLOTS_MAX || table + HM_DIRECT_SLOT_BYTES > s->shm_size) {
+	if (table > slots) {
+		/* a client that takes the slots we say: no more than one uid
+		 * may hold grants, so that a session's slots, and what the
+		 * daemon keeps for them, stay within the cap */
+		n = table;
+		if (n > HM_DIRECT_SLOTS_MAX)
+			n = HM_DIRECT_SLOTS_MAX;
+		if (cap != 0 && n > cap)
+			n = cap;
+	} else {
+		table = slots;	/* as before direct_slot_table: all of them */
+	}
+	if (n == 0)
+		return;
+	if (n > HM_DIRECT_SLOTS_MAX ||
+	    (uint64_t)table * HM_DIRECT_SLOT_BYTES + HM_DIRECT_SLOT_BYTES > s->shm_size) {
 		log_info("client %s: %u direct-read slots in a %llu-byte region refused",
-			 peer_name(s->peer), slots, (unsigned long long)s->shm_size);
+			 peer_name(s->peer), table, (unsigned long long)s->shm_size);
 		return;
 	}
-	s->direct_grants = calloc(slots, sizeof *s->direct_grants);
-	s->direct_handles = calloc(slots, sizeof *s->direct_handles);
-	if (s->direct_grants == NULL || s->direct_handles == NULL) {
-		free(s->direct_grants);
-		free(s->direct_handles);
-		s->direct_grants = NULL;
-		s->direct_handles = NULL;
-		return;
-	}
-	s->direct_slots = slots;
-	s->shm_size -= table;	/* READs never write the slots */
+	s->direct_slots = n;
+	s->direct_fresh = 0;
+	s->direct_held = 0;
+	s->direct_free = NULL;
+	s->shm_size -= (size_t)table * HM_DIRECT_SLOT_BYTES;	/* READs never write the slots */
 	*accepted = 1;
+	*used = n;
 }
 
 static const char *
@@ -93,7 +114,7 @@ session_direct_open(struct session *s, struct session_handle *sh, uint64_t handl
 		    int *direct, uint32_t *slot, uint64_t *gen, uint64_t *size, char *text,
 		    size_t textlen)
 {
-	struct direct_grant *g;
+	struct session_grant *sg;
 	uint32_t i;
 	int rc;
 
@@ -109,10 +130,18 @@ session_direct_open(struct session *s, struct session_handle *sh, uint64_t handl
 			 "(path-descriptors is no)");
 		return;
 	}
-	for (i = 0; i < s->direct_slots && s->direct_grants[i] != NULL; i++)
-		;
-	if (i == s->direct_slots) {
-		snprintf(text, textlen, "all %u direct-read slots are in use", s->direct_slots);
+	if (s->direct_free == NULL && s->direct_fresh == s->direct_slots) {
+		unsigned cap = s->srv->direct.max_per_uid;
+
+		if (cap != 0 && direct_uid_grants(&s->srv->direct, peer_uid(s->peer)) >= cap) {
+			/* the slots are as many as the cap: say which is why */
+			snprintf(text, textlen, "%s", refusal(-EDQUOT));
+			s->srv->direct.refused++;
+			s->srv->direct.refused_cap++;
+		} else {
+			snprintf(text, textlen, "all %u direct-read slots are in use",
+				 s->direct_slots);
+		}
 		return;
 	}
 	/* a file that cannot be leased says so before the rule is asked */
@@ -123,42 +152,77 @@ session_direct_open(struct session *s, struct session_handle *sh, uint64_t handl
 		s->srv->direct.refused++;
 		return;
 	}
-	g = calloc(1, sizeof *g);
-	if (g == NULL) {
+	/* a closed handle's slot first (its page is touched already), else
+	 * the next never used */
+	sg = s->direct_free;
+	if (sg == NULL && (sg = calloc(1, sizeof *sg)) == NULL) {
 		snprintf(text, textlen, "%s", strerror(ENOMEM));
 		return;
 	}
-	rc = direct_grant(&s->srv->direct, g, &sh->h,
+	i = sg == s->direct_free ? sg->slot : s->direct_fresh;
+	rc = direct_grant(&s->srv->direct, &sg->g, &sh->h,
 			  hm_direct_slot(s->shm, s->shm_map_size, s->direct_slots, i), handle,
 			  (uint32_t)peer_uid(s->peer), gen);
 	if (rc < 0) {
-		free(g);
+		if (sg != s->direct_free)
+			free(sg);
 		snprintf(text, textlen, "%s", refusal(rc));
 		return;
 	}
-	g->client_reads = &s->direct_reads;
-	g->client_bytes = &s->direct_bytes;
-	g->client_ways = &s->ways;
-	s->direct_grants[i] = g;
-	s->direct_handles[i] = handle;
+	if (sg == s->direct_free) {
+		s->direct_free = sg->free_next;
+	} else {
+		sg->slot = i;
+		s->direct_fresh++;
+	}
+	sg->free_next = NULL;
+	s->direct_held++;
+	sg->g.client_reads = &s->direct_reads;
+	sg->g.client_bytes = &s->direct_bytes;
+	sg->g.client_ways = &s->ways;
+	sh->grant = sg;
 	*direct = 1;
 	*slot = i;
-	*size = g->slot->size;
+	*size = sg->g.slot->size;
 }
 
 void
 session_direct_release(struct session *s, struct session_handle *sh)
 {
-	uint64_t handle = (uint64_t)(sh - s->handles) + 1;
-	uint32_t i;
+	struct session_grant *sg = sh->grant;
 
-	for (i = 0; i < s->direct_slots; i++) {
-		if (s->direct_grants[i] == NULL || s->direct_handles[i] != handle)
-			continue;
-		/* revoked grants are already out of the registry */
-		direct_release(&s->srv->direct, s->direct_grants[i]);
-		free(s->direct_grants[i]);
-		s->direct_grants[i] = NULL;
+	if (sg == NULL)
 		return;
+	/* revoked grants are already out of the registry */
+	direct_release(&s->srv->direct, &sg->g);
+	sh->grant = NULL;
+	sg->free_next = s->direct_free;
+	s->direct_free = sg;
+	s->direct_held--;
+}
+
+unsigned
+session_direct_grants(const struct session *s)
+{
+	unsigned n = 0;
+	size_t i;
+
+	if (s->direct_held == 0)
+		return 0;
+	for (i = 0; i < s->nhandles; i++)
+		if (s->handles[i].used && s->handles[i].grant != NULL &&
+		    s->handles[i].grant->g.slot != NULL)
+			n++;
+	return n;
+}
+
+void
+session_direct_free(struct session *s)
+{
+	struct session_grant *sg;
+
+	while ((sg = s->direct_free) != NULL) {
+		s->direct_free = sg->free_next;
+		free(sg);
 	}
 }

@@ -190,8 +190,7 @@ void
 session_destroy(struct session *s)
 {
 	session_region_unmap(s);
-	free(s->direct_grants);
-	free(s->direct_handles);
+	session_direct_free(s);
 	free(s);
 }
 
@@ -201,7 +200,7 @@ session_clients(struct server *srv, size_t skip,
 {
 	uint64_t now = monotime_ns();
 	struct session *s;
-	size_t n = 0, i;
+	size_t n = 0;
 
 	direct_sync(&srv->direct);	/* the clients' own counts, up to now */
 	for (s = srv->sessions; s != NULL; s = s->next, n++) {
@@ -213,9 +212,7 @@ session_clients(struct server *srv, size_t skip,
 		info.uid = peer_uid(s->peer);
 		info.name = s->client_name;
 		info.handles = (unsigned)s->used;
-		for (i = 0; i < s->direct_slots; i++)
-			if (s->direct_grants[i] != NULL && s->direct_grants[i]->slot != NULL)
-				info.direct_grants++;
+		info.direct_grants = session_direct_grants(s);
 		info.direct_reads = s->direct_reads;
 		info.direct_bytes = s->direct_bytes;
 		info.bytes_served = s->bytes_served;

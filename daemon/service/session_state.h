@@ -33,6 +33,7 @@
 #include "proto/frame.h"
 
 struct direct_grant;
+struct session_grant;
 struct event;
 struct peer;
 struct server;
@@ -63,6 +64,7 @@ struct session_handle {
 	uint32_t ra_window;	/* 0: not sequential (yet) */
 	uint32_t ra_max;	/* largest window: network-fs-chunk for network
 				 * files (captured at open), else SESSION_RA_MAX */
+	struct session_grant *grant;	/* its direct grant and slot, or NULL */
 };
 
 /* A READ being streamed: one chunk at a time while the socket takes it. */
@@ -97,14 +99,16 @@ struct session {
 	size_t shm_size;	/* what READs may fill: the direct slots excluded */
 	size_t shm_map_size;	/* all of the region */
 	bool region_huge;	/* of transparent huge pages (Hello region_huge) */
-	/* Direct reads: the slots at the end of the region (proto/direct.h),
-	 * and which are in use. */
+	/* Direct reads: the slots at the end of the region (proto/direct.h)
+	 * it uses, and which are free, found in O(1) and with nothing kept per
+	 * slot (session_direct.c): those from direct_fresh on were never
+	 * used; direct_free holds the grants of closed handles, each with its
+	 * slot, for the next.  So what the daemon allocates is per grant,
+	 * within the handles the client opened and the slots. */
 	uint32_t direct_slots;
-	/* Per slot: its grant (NULL: free) and the handle it is on; kept
-	 * here, not in the handles, so that a client that never asked for
-	 * direct reads pays nothing per handle. */
-	struct direct_grant **direct_grants;
-	uint64_t *direct_handles;
+	uint32_t direct_fresh;
+	uint32_t direct_held;	/* slots a handle holds (its grant may be revoked) */
+	struct session_grant *direct_free;
 	char client_name[64];	/* HELLO's, for listings */
 	uint64_t connected_ns;	/* monotime when it connected */
 	uint64_t bytes_served;	/* file bytes given to it */
