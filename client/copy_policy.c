@@ -139,13 +139,20 @@ void
 cp_costs_init(struct cp_costs *c, const struct cp_costs *seed, const struct cp_knobs *k)
 {
 	memset(c, 0, sizeof(*c));
-	/* What a fault and a block cost is the machine's: the process's
-	 * estimates.  Whether a copy beats pread is the file's (its folios,
-	 * its pages' age): learnt on its own pages, or one file whose copies
-	 * lost would leave every file opened after it reading with pread. */
+	/* What a fault, a block and a small pread cost is the machine's:
+	 * the process's estimates.  A pread's cost taken from the mapping's
+	 * own first sample would be that of a cold read of a fresh
+	 * descriptor (several times the rest), and with it above a touch's
+	 * every page of the file would be touched at its first read: with
+	 * thousands of small files each read a few times, most reads.
+	 * Whether a copy beats pread is the file's (its folios, its pages'
+	 * age): learnt on its own pages, or one file whose copies lost would
+	 * leave every file opened after it reading with pread. */
+	c->proc = seed;
 	if (seed != NULL) {
 		c->touch_ns = LD(&seed->touch_ns);
 		c->populate_ns = LD(&seed->populate_ns);
+		c->pread_ns = LD(&seed->pread_ns);
 	}
 	if (c->populate_ns == 0)
 		c->populate_ns = k->populate_ns;
@@ -209,6 +216,15 @@ cp_decide(struct cp_costs *c, const struct cp_knobs *k, size_t n, bool have_fd,
 	uint32_t tick;
 
 	memset(plan, 0, sizeof(*plan));
+	if (c->proc != NULL && c->proc != c) {
+		/* a mapping opened before the process measured a touch or a
+		 * pread takes them when it has them, rather than learning
+		 * them again on its own pages (cp_costs_init) */
+		if (LD(&c->touch_ns) == 0 && LD(&c->proc->touch_ns) != 0)
+			ST(&c->touch_ns, LD(&c->proc->touch_ns));
+		if (LD(&c->pread_ns) == 0 && LD(&c->proc->pread_ns) != 0)
+			ST(&c->pread_ns, LD(&c->proc->pread_ns));
+	}
 	if (have_fd && (k->way == CP_FORCE_PREAD || n >= k->copy_max)) {
 		plan->way = CP_PREAD;	/* the kernel's copy: no page tables */
 		return;
@@ -339,8 +355,8 @@ cp_account(struct cp_costs *c, struct cp_costs *seed, const struct cp_knobs *k,
 	   const struct cp_plan *plan, uint64_t ns, size_t pages)
 {
 	account_one(c, k, plan, ns, pages);
-	/* the process keeps what new mappings take: the touch */
-	if (seed != NULL && seed != c && plan->way == CP_TOUCH)
+	/* the process keeps what new mappings take: the touch, the pread */
+	if (seed != NULL && seed != c && (plan->way == CP_TOUCH || plan->way == CP_PREAD))
 		account_one(seed, k, plan, ns, pages);
 }
 

@@ -79,10 +79,12 @@ struct cp_costs {
 	uint32_t tick;		/* small reads so far: picks the timed ones */
 	uint32_t burst;		/* copies still to time in a row */
 	uint32_t losing;	/* reads with copies losing since the last forget */
+	const struct cp_costs *proc;	/* the process's (the seed), or NULL */
 };
 
-/* A mapping's estimates of a touch and a block start from the process's
- * (seed; NULL: none); its copy and pread estimates from nothing. */
+/* A mapping's estimates of a touch, a block and a pread start from the
+ * process's (seed; NULL: none), and those still unmeasured when it is
+ * read take the process's then; its copy estimate starts from nothing. */
 void cp_costs_init(struct cp_costs *c, const struct cp_costs *seed, const struct cp_knobs *k);
 
 enum cp_way {
@@ -115,7 +117,8 @@ typedef void cp_pages_fn(void *ctx, bool *touched, unsigned *hits);
 void cp_decide(struct cp_costs *c, const struct cp_knobs *k, size_t n, bool have_fd,
 	       cp_pages_fn *pages, void *ctx, struct cp_plan *plan);
 /* A timed read of plan took ns and spanned `pages` pages: the estimates
- * move (a touch's also in seed, the process's, when not NULL). */
+ * move (a touch's and a pread's also in seed, the process's, when not
+ * NULL). */
 void cp_account(struct cp_costs *c, struct cp_costs *seed, const struct cp_knobs *k,
 		const struct cp_plan *plan, uint64_t ns, size_t pages);
 /* Populating a block took ns. */
