@@ -63,6 +63,7 @@ struct bench_opts {
 	unsigned dep_ops;		/* dependent lookups per round */
 	unsigned fresh_procs;		/* fresh processes at once */
 	unsigned sample_procs, sample_reads;	/* of proc_read_size */
+	unsigned db_procs, db_reads, db_cpus;	/* dbprocs: processes at once, lookups, CPUs */
 
 	unsigned scale_files[BENCH_MAX_LIST];
 	unsigned nscale_files;
@@ -108,6 +109,7 @@ extern struct bench_ctx bench;
 #define W_DEP		0x200	/* dependent 4 KiB lookups, one at a time */
 #define W_FRESH		0x400	/* fresh processes reading the whole hot file */
 #define W_SAMPLE	0x800	/* concurrent processes sampling random records */
+#define W_DBPROCS	0x1000	/* short-lived processes at once, 4 KiB lookups (dbprocs.c) */
 
 /* The most contenders the table may have (workload arrays are this long). */
 #define BENCH_MAX_CONTENDERS	32
@@ -354,6 +356,9 @@ typedef int (*child_fn)(unsigned idx, void *arg, void **state, struct child_repo
  * its report. */
 int run_children(unsigned n, child_fn setup, child_fn run, child_fn teardown, void *arg,
 		 struct child_report *reps);
+
+/* The dbprocs workload (dbprocs.c) over the contenders given. */
+int dbprocs_run(const struct contender **cs, size_t nc);
 
 /* name is an element of the comma-separated list. */
 bool list_has(const char *list, const char *name);

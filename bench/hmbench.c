@@ -2015,6 +2015,17 @@ wl_sample(void)
 	return 0;
 }
 
+/* --- workload: short-lived processes at once (dbprocs.c) --------------------------------------------- */
+
+static int
+wl_dbprocs(void)
+{
+	const struct contender *cs[BENCH_MAX_CONTENDERS];
+	size_t nc = workload_contenders("dbprocs", W_DBPROCS, cs);
+
+	return dbprocs_run(cs, nc);
+}
+
 /* --- set-up ------------------------------------------------------------------------------------------- */
 
 static const struct workload {
@@ -2030,6 +2041,7 @@ static const struct workload {
 	{ "sample", wl_sample, false },
 	{ "train", wl_train, false },
 	{ "procs", wl_procs, false },
+	{ "dbprocs", wl_dbprocs, false },
 	{ "iso", wl_iso, true },
 	{ "cache", wl_cache, true },
 	{ "scale", wl_scale, false },
@@ -2240,12 +2252,14 @@ print_options(void)
 		    "rounds %u; hot file %s; scan file %s; %u random reads; sequential %s; "
 		    "training %u files x %u+1 columns x %u rows, batch %u, %u epochs + %u random; "
 		    "%u processes x %u reads of %s; isolation %u reads; scale %u reads; %u dependent lookups; "
-		    "%u fresh processes; %u sampling processes x %u reads; seed %llu%s",
+		    "%u fresh processes; %u sampling processes x %u reads; %u db processes x %u lookups "
+		    "on %u CPUs; seed %llu%s",
 		    o->rounds, human_size(a, sizeof a, o->file_size), human_size(b, sizeof b, o->scan_size),
 		    o->rand_ops, human_size(c, sizeof c, o->seq_bytes), o->train_files, o->train_cols,
 		    o->train_rows, o->train_batch, o->train_epochs, o->train_random, o->procs,
 		    o->proc_reads, human_size(d, sizeof d, o->proc_read_size), o->iso_ops, o->scale_ops,
-		    o->dep_ops, o->fresh_procs, o->sample_procs, o->sample_reads, (unsigned long long)o->seed, o->quick ? "; --quick" : "");
+		    o->dep_ops, o->fresh_procs, o->sample_procs, o->sample_reads, o->db_procs, o->db_reads, o->db_cpus,
+		    (unsigned long long)o->seed, o->quick ? "; --quick" : "");
 }
 
 static void
@@ -2549,6 +2563,9 @@ defaults(struct bench_opts *o, bool quick)
 		.fresh_procs = 4,
 		.sample_procs = 4,
 		.sample_reads = quick ? 200 : 5000,
+		.db_procs = 8,
+		.db_reads = 200,
+		.db_cpus = 2,
 		.scale_files = { 10, 1000, 10000 },
 		.nscale_files = 3,
 		.scale_clients = quick ? 20 : 1000,
@@ -2572,8 +2589,8 @@ usage(FILE *fp)
 		"Usually run through bench/run, which also installs nginx and plots.\n\n"
 		"  --quick                a few seconds: tiny files, 1 round (smoke test)\n"
 		"  --rounds N             rounds per workload (default 5)\n"
-		"  --workloads LIST       rand4k,seq1m,viewsum,dependent,fresh,sample,train,procs,iso,\n"
-		"                         cache,scale (default: all)\n"
+		"  --workloads LIST       rand4k,seq1m,viewsum,dependent,fresh,sample,train,procs,dbprocs,\n"
+		"                         iso,cache,scale (default: all)\n"
 		"  --contenders LIST      %s,floors (default: all; pread always)\n"
 		"  --results DIR          write results.csv, results.json, latency.csv, table.txt there\n"
 		"  --dir DIR              data directory (default: a temporary one, removed at the end)\n"
@@ -2589,7 +2606,7 @@ usage(FILE *fp)
 		"  --train-epochs N (4)  --train-random N (32)  --train-clients LIST (1,4)\n"
 		"  --procs N (200)  --proc-reads N (64)  --proc-read-size S (64K, also the sample records)\n"
 		"  --iso-ops N (5000)  --dep-ops N (20000)  --fresh-procs N (4)  --sample-procs N (4)\n"
-		"  --sample-reads N (5000)\n"
+		"  --sample-reads N (5000)  --db-procs N (8)  --db-reads N (200)  --db-cpus N (2)\n"
 		"  --scale-files LIST (10,1000,10000)  --scale-clients N (1000)  --scale-ops N (5000)\n"
 		"  --scale-file-size S (16K)\n",
 		"pread,mmap-new,mmap-touched,hotmap,hotmap-daemon,hotmap-view,hotmap-pread,nginx,...");
@@ -2601,6 +2618,7 @@ enum {
 	OPT_BATCHES, OPT_SEQ_BYTES, OPT_TRAIN_ROWS, OPT_TRAIN_BATCH, OPT_TRAIN_EPOCHS,
 	OPT_TRAIN_RANDOM, OPT_TRAIN_CLIENTS, OPT_PROCS, OPT_PROC_READS, OPT_PROC_READ_SIZE,
 	OPT_ISO_OPS, OPT_DEP_OPS, OPT_FRESH_PROCS, OPT_SAMPLE_PROCS, OPT_SAMPLE_READS, OPT_SCALE_FILES, OPT_SCALE_CLIENTS, OPT_SCALE_OPS, OPT_SCALE_FILE_SIZE, OPT_SOURCE,
+	OPT_DB_PROCS, OPT_DB_READS, OPT_DB_CPUS,
 };
 
 static const struct option long_opts[] = {
@@ -2634,6 +2652,9 @@ static const struct option long_opts[] = {
 	{ "fresh-procs", required_argument, NULL, OPT_FRESH_PROCS },
 	{ "sample-procs", required_argument, NULL, OPT_SAMPLE_PROCS },
 	{ "sample-reads", required_argument, NULL, OPT_SAMPLE_READS },
+	{ "db-procs", required_argument, NULL, OPT_DB_PROCS },
+	{ "db-reads", required_argument, NULL, OPT_DB_READS },
+	{ "db-cpus", required_argument, NULL, OPT_DB_CPUS },
 	{ "scale-files", required_argument, NULL, OPT_SCALE_FILES },
 	{ "scale-clients", required_argument, NULL, OPT_SCALE_CLIENTS },
 	{ "scale-ops", required_argument, NULL, OPT_SCALE_OPS },
@@ -2687,6 +2708,9 @@ parse_options(int argc, char **argv)
 		case OPT_FRESH_PROCS: o->fresh_procs = parse_uint(optarg, "--fresh-procs"); break;
 		case OPT_SAMPLE_PROCS: o->sample_procs = parse_uint(optarg, "--sample-procs"); break;
 		case OPT_SAMPLE_READS: o->sample_reads = parse_uint(optarg, "--sample-reads"); break;
+		case OPT_DB_PROCS: o->db_procs = parse_uint(optarg, "--db-procs"); break;
+		case OPT_DB_READS: o->db_reads = parse_uint(optarg, "--db-reads"); break;
+		case OPT_DB_CPUS: o->db_cpus = parse_uint(optarg, "--db-cpus"); break;
 		case OPT_SCALE_FILES:
 			o->nscale_files = parse_list(optarg, o->scale_files, "--scale-files");
 			break;
