@@ -360,6 +360,18 @@ int run_children(unsigned n, child_fn setup, child_fn run, child_fn teardown, vo
 /* The dbprocs workload (dbprocs.c) over the contenders given. */
 int dbprocs_run(const struct contender **cs, size_t nc);
 
+/* Memory a forked child writes and its parent reads: zeroed, never NULL
+ * (exits when out of memory). */
+void *shared_alloc(size_t n);
+void shared_free(void *p, size_t n);
+/* fn(arg) in a forked child, waited for: 0, or fn's -errno (-ECHILD when
+ * the child died).  What the child finds must go back in shared_alloc's
+ * memory.  The child inherits the parent's libhotmap clients but not its
+ * mappings' use: libhotmap maps files anew in a child (the idle mappings
+ * it keeps are the parent's), and fork copies no page tables of shared
+ * file mappings. */
+int in_fresh_process(int (*fn)(void *arg), void *arg);
+
 /* name is an element of the comma-separated list. */
 bool list_has(const char *list, const char *name);
 void bench_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -291,6 +291,202 @@ floors_teardown(void **states)
 			floors[i].teardown(states[i]);
 }
 
+/* --- a contender's run in a process of its own ---------------------------------- */
+
+/*
+ * Every timed run of a contender that reads in this process (open, the
+ * timed reads, close) runs in a forked child of its own: no contender
+ * starts with another's mappings or touches (libhotmap keeps a closed
+ * file's mapping for the next open while the process has a client, and
+ * hotmap-touched populates it; a child maps anew), and each starts from
+ * the same state as the others, the page cache as the workload left it.
+ */
+enum job_kind { JOB_READS, JOB_SUM, JOB_DEP, JOB_ISO_SCAN };
+
+struct sum_state {
+	uint64_t sum;
+};
+
+/* A B-tree-like walk: the next page is computed from the bytes of this one. */
+struct dep_state {
+	uint64_t h;		/* the last word taken, mixed with the step */
+	uint64_t pages;
+	uint64_t step;
+};
+
+
+struct scanner {
+	pid_t pid;
+	int ready_fd, go_fd, res_fd;
+	volatile int *stop;
+};
+
+struct scan_report {
+	int status;
+	uint64_t bytes;
+	double t0, t1;
+};
+
+static int scanner_start(const struct contender *c, struct scanner *sc);
+static int scanner_wait_ready(struct scanner *sc);
+static int scanner_finish(struct scanner *sc, struct scan_report *rep);
+
+struct job {
+	enum job_kind kind;
+	const struct contender *c;
+	const char *path;
+	uint64_t size;
+	const uint64_t *offs;	/* JOB_READS, JOB_ISO_SCAN */
+	size_t n, len, batch;
+	bool pretouch;		/* a pass before the timed one (cache, pre-touched) */
+	const struct contender *scan_c;	/* JOB_ISO_SCAN: the scanning client */
+	/* what the child found */
+	char err[200];
+	double res;		/* the file's residency before the timed pass */
+	double elapsed;		/* JOB_SUM, JOB_DEP */
+	struct faults cf;	/* JOB_SUM: the client's faults */
+	struct scan_report srep;	/* JOB_ISO_SCAN */
+	double over;		/* JOB_ISO_SCAN: the share of the reads' time the scan ran */
+	union {
+		struct sum_state sum;
+		struct dep_state dep;
+	} st;
+	struct measure m;	/* its lat: shared memory too */
+};
+
+static int sum_words(const void *data, size_t len, void *arg);
+static int dep_next(const void *data, size_t len, void *arg);
+
+static int
+job_main(void *arg)
+{
+	struct job *j = arg;
+	const struct contender *c = j->c;
+	struct opened o;
+	size_t i;
+	int rc = 0;
+
+	o.f = NULL;
+	o.s = c->session_open(c);
+	if (o.s != NULL)
+		o.f = c->file_open(o.s, j->path, j->size);
+	if (o.f == NULL) {
+		rc = neg_errno();
+		snprintf(j->err, sizeof j->err, "%s %s: %s", o.s == NULL ? "session" : "open", j->path,
+			 strerror(-rc));
+		if (o.s != NULL)
+			c->session_close(o.s);
+		return rc;
+	}
+	switch (j->kind) {
+	case JOB_READS:
+		if (j->pretouch)
+			rc = measure_reads(c, o.s, &o.f, NULL, j->offs, j->n, j->len, j->batch, &j->m);
+		j->res = file_residency(j->path);
+		if (rc == 0)
+			rc = measure_reads(c, o.s, &o.f, NULL, j->offs, j->n, j->len, j->batch, &j->m);
+		break;
+	case JOB_SUM:
+	case JOB_DEP: {
+		double t0;
+
+		faults_self(&j->cf);
+		t0 = now_s();
+		for (i = 0; i < j->n && rc == 0; i++) {
+			double a = now_s();
+
+			if (j->kind == JOB_SUM)
+				rc = contender_consume(c, o.f, scratch, j->len, (uint64_t)i * j->len, sum_words,
+						       &j->st.sum);
+			else
+				rc = contender_consume(c, o.f, scratch, j->len,
+						       (j->st.dep.h % j->st.dep.pages) * j->len, dep_next,
+						       &j->st.dep);
+			j->m.lat[i] = (now_s() - a) * 1e6;
+		}
+		j->elapsed = now_s() - t0;
+		{
+			struct faults f1;
+
+			faults_self(&f1);
+			j->cf.minflt = f1.minflt - j->cf.minflt;
+			j->cf.majflt = f1.majflt - j->cf.majflt;
+		}
+		if (rc < 0)
+			rc = neg_errno();
+		break;
+	}
+	case JOB_ISO_SCAN: {
+		struct scanner sc;
+		double h0, h1;
+
+		rc = scanner_start(j->scan_c, &sc);
+		if (rc < 0) {
+			snprintf(j->err, sizeof j->err, "scanner: %s", strerror(-rc));
+			break;
+		}
+		if (scanner_wait_ready(&sc) < 0) {
+			scanner_finish(&sc, &j->srep);
+			snprintf(j->err, sizeof j->err, "scanner did not start");
+			rc = -EIO;
+			break;
+		}
+		if (write(sc.go_fd, "g", 1) != 1)
+			rc = -EIO;
+		if (rc == 0)
+			rc = measure_reads(c, o.s, &o.f, NULL, j->offs, j->n, j->len, 1, &j->m);
+		h1 = now_s();
+		h0 = h1 - j->m.elapsed;
+		if (scanner_finish(&sc, &j->srep) < 0 || j->srep.status != 0) {
+			snprintf(j->err, sizeof j->err, "scanner failed");
+			rc = -EIO;
+			break;
+		}
+		j->over = (j->srep.t1 < h1 ? j->srep.t1 : h1) - (j->srep.t0 > h0 ? j->srep.t0 : h0);
+		j->over = j->m.elapsed > 0 ? j->over / j->m.elapsed : 0;
+		break;
+	}
+	}
+	if (rc < 0 && j->err[0] == '\0')
+		snprintf(j->err, sizeof j->err, "%s", strerror(-rc));
+	close_one(c, &o);
+	return rc;
+}
+
+/* A job with room for nlat latencies, in memory the child shares. */
+static struct job *
+job_new(size_t nlat)
+{
+	struct job *j = shared_alloc(sizeof *j + nlat * sizeof(double));
+
+	j->m.lat = (double *)(j + 1);
+	return j;
+}
+
+static void
+job_free(struct job *j, size_t nlat)
+{
+	shared_free(j, sizeof *j + nlat * sizeof(double));
+}
+
+/* j in a process of its own; 0, or -1 with the failure reported. */
+static int
+job_run(struct job *j, const char *workload, const char *what)
+{
+	double *lat = j->m.lat;
+	int rc;
+
+	j->err[0] = '\0';
+	j->m = (struct measure){ .lat = lat };
+	rc = in_fresh_process(job_main, j);
+	if (rc < 0) {
+		report_failure(workload, j->c->name, "%s%s%s", what, what[0] != '\0' ? ": " : "",
+			       j->err[0] != '\0' ? j->err : strerror(-rc));
+		return -1;
+	}
+	return 0;
+}
+
 /* --- cold and warm files --------------------------------------------------------- */
 
 /*
@@ -311,10 +507,13 @@ daemon_connect(void)
  * hmbench holds a client of its own for the whole run, as a long-lived
  * program does: libhotmap keeps a closed file's mapping for the next open
  * while the process has a client, and unmaps it at the last hm_disconnect
- * (libhotmap(3)).  Without it, each round of an in-process contender,
- * which connects and disconnects, would start with nothing mapped.  It is
- * let go of while a file is made cold (make_cold): a mapped page cannot
- * be dropped from the page cache.
+ * (libhotmap(3)).  The timed runs do not use it: each runs in a child of
+ * its own (job_run), where libhotmap maps the file anew, so that no
+ * contender reads through pages another one (hotmap-touched) or an
+ * earlier round populated; it serves hmbench's own connections (the
+ * verification, the scale workload's).  It is let go of while a file is
+ * made cold (make_cold): a mapped page cannot be dropped from the page
+ * cache.
  */
 static hm_client *keeper;
 
@@ -432,6 +631,7 @@ wl_rand(void)
 	size_t nc = workload_contenders(W, W_RAND, cs), n = bench.o.rand_ops, len = 4096;
 	uint64_t *offs = xmalloc(n * sizeof *offs);
 	double *lat = xmalloc(n * sizeof *lat);
+	struct job *J = job_new(n);
 	void *fstates[8];
 	unsigned v, r, nv = 1 + bench.o.nbatches;
 	char sz[32];
@@ -460,21 +660,17 @@ wl_rand(void)
 			random_offsets(seed_for(W, r, 0), offs, n, bench.o.file_size, len, 4096);
 			for (k = 0; k < nc; k++) {
 				const struct contender *c = cs[(k + r) % nc];
-				struct measure m = { .lat = lat };
-				struct opened o;
+				struct measure m;
 				struct row *row;
-				int rc;
 
 				if (batch == 1 && (c->flags & CF_BATCH_ONLY))
 					continue;
-				if (open_one(c, bench.hot_path, bench.o.file_size, &o, W) < 0)
+				*J = (struct job){ .kind = JOB_READS, .c = c, .path = bench.hot_path,
+						   .size = bench.o.file_size, .offs = offs, .n = n, .len = len,
+						   .batch = batch, .m.lat = J->m.lat };
+				if (job_run(J, W, variant) < 0)
 					continue;
-				rc = measure_reads(c, o.s, &o.f, NULL, offs, n, len, batch, &m);
-				close_one(c, &o);
-				if (rc < 0) {
-					report_failure(W, c->name, "%s: %s", variant, strerror(-rc));
-					continue;
-				}
+				m = J->m;
 				row = row_get(W, variant, c->name);
 				row_add(row, "ops_s", "reads/s", (double)n / m.elapsed);
 				add_latency(row, m.lat, m.nlat, batch == 1);
@@ -487,6 +683,7 @@ wl_rand(void)
 	}
 	report_print_table(W);
 	floors_teardown(fstates);
+	job_free(J, n);
 	free(offs);
 	free(lat);
 	return 0;
@@ -504,6 +701,7 @@ wl_seq(void)
 	size_t n;
 	uint64_t *offs;
 	double *lat;
+	struct job *J;
 	void *fstates[8];
 	unsigned r;
 	char sz[32];
@@ -517,6 +715,7 @@ wl_seq(void)
 	}
 	offs = xmalloc(n * sizeof *offs);
 	lat = xmalloc((n + 8) * sizeof *lat);
+	J = job_new(n + 8);
 	for (i = 0; i < n; i++)
 		offs[i] = (uint64_t)i * len;
 	report_section(W, "sequential 1 MiB reads of the hot file",
@@ -532,19 +731,15 @@ wl_seq(void)
 		bench_log("%s round %u/%u", W, r + 1, bench.o.rounds);
 		for (k = 0; k < nc; k++) {
 			const struct contender *c = cs[(k + r) % nc];
-			struct measure m = { .lat = lat };
-			struct opened o;
+			struct measure m;
 			struct row *row;
-			int rc;
 
-			if (open_one(c, bench.hot_path, bench.o.file_size, &o, W) < 0)
+			*J = (struct job){ .kind = JOB_READS, .c = c, .path = bench.hot_path,
+					   .size = bench.o.file_size, .offs = offs, .n = n, .len = len, .batch = 1,
+					   .m.lat = J->m.lat };
+			if (job_run(J, W, "") < 0)
 				continue;
-			rc = measure_reads(c, o.s, &o.f, NULL, offs, n, len, 1, &m);
-			close_one(c, &o);
-			if (rc < 0) {
-				report_failure(W, c->name, "%s", strerror(-rc));
-				continue;
-			}
+			m = J->m;
 			row = row_get(W, "1MiB", c->name);
 			row_add(row, "gb_s", "GB/s", (double)m.bytes / m.elapsed / 1e9);
 			add_latency(row, m.lat, m.nlat, false);
@@ -554,6 +749,7 @@ wl_seq(void)
 	}
 	floors_teardown(fstates);
 	report_print_table(W);
+	job_free(J, n + 8);
 	free(offs);
 	free(lat);
 	return 0;
@@ -588,13 +784,13 @@ wl_cache(void)
 	const struct contender *cs[BENCH_MAX_CONTENDERS];
 	size_t nc = workload_contenders(W, W_CACHE, cs), len = 64 * KiB, n, i;
 	uint64_t *offs;
-	double *lat;
+	struct job *J;
 	unsigned r;
 	char sz[32];
 
 	n = (size_t)(bench.o.scan_size / len);
 	offs = xmalloc(n * sizeof *offs);
-	lat = xmalloc(n * sizeof *lat);
+	J = job_new(n);
 	for (i = 0; i < n; i++)
 		offs[i] = (uint64_t)i * len;
 	for (r = 0; r < bench.o.rounds; r++) {
@@ -606,11 +802,9 @@ wl_cache(void)
 			bench_log("%s %s round %u/%u", W, cache_state_names[st], r + 1, bench.o.rounds);
 			for (k = 0; k < nc; k++) {
 				const struct contender *c = cs[(k + r) % nc];
-				struct measure m = { .lat = lat };
-				struct opened o;
+				struct measure m;
 				struct row *row;
 				double res;
-				int rc;
 
 				if (!cache_applies(c, st))
 					continue;
@@ -621,25 +815,19 @@ wl_cache(void)
 						hotmap_forget(bench.scan_path);	/* a new mapping */
 					make_warm(bench.scan_path);
 				}
-				if (open_one(c, bench.scan_path, bench.o.scan_size, &o, W) < 0)
+				/* pre-touched, hotmap: a pass of the contender's own
+				 * populates hotmapd's mapping first (in the same
+				 * process: the pass is its own); res is the residency
+				 * the timed pass starts from */
+				*J = (struct job){ .kind = JOB_READS, .c = c, .path = bench.scan_path,
+						   .size = bench.o.scan_size, .offs = offs, .n = n, .len = len,
+						   .batch = 1,
+						   .pretouch = st == CACHE_TOUCHED && (c->flags & CF_HOTMAP),
+						   .m.lat = J->m.lat };
+				if (job_run(J, W, cache_state_names[st]) < 0)
 					continue;
-				if (st == CACHE_TOUCHED && (c->flags & CF_HOTMAP)) {
-					/* pre-touch hotmapd's mapping with a pass of our own */
-					rc = measure_reads(c, o.s, &o.f, NULL, offs, n, len, 1, &m);
-					if (rc < 0) {
-						report_failure(W, c->name, "pre-touch: %s", strerror(-rc));
-						close_one(c, &o);
-						continue;
-					}
-				}
-				/* The residency the timed pass starts from. */
-				res = file_residency(bench.scan_path);
-				rc = measure_reads(c, o.s, &o.f, NULL, offs, n, len, 1, &m);
-				close_one(c, &o);
-				if (rc < 0) {
-					report_failure(W, c->name, "%s: %s", cache_state_names[st], strerror(-rc));
-					continue;
-				}
+				m = J->m;
+				res = J->res;
 				row = row_get(W, cache_state_names[st], c->name);
 				row_add(row, "gb_s", "GB/s", (double)m.bytes / m.elapsed / 1e9);
 				add_faults(row, c, &m, true);
@@ -663,8 +851,8 @@ wl_cache(void)
 		       "hotmapd's (/proc/PID/stat).",
 		       human_size(sz, sizeof sz, (uint64_t)n * len), cold_restarts);
 	report_print_table(W);
+	job_free(J, n);
 	free(offs);
-	free(lat);
 	return 0;
 }
 
@@ -1064,18 +1252,6 @@ wl_procs(void)
 
 /* --- workload: isolation ----------------------------------------------------------------------- */
 
-struct scanner {
-	pid_t pid;
-	int ready_fd, go_fd, res_fd;
-	volatile int *stop;
-};
-
-struct scan_report {
-	int status;
-	uint64_t bytes;
-	double t0, t1;
-};
-
 /* The other client: scans the cold file in 1 MiB reads until told to stop. */
 static int
 scanner_start(const struct contender *c, struct scanner *sc)
@@ -1166,7 +1342,7 @@ wl_iso(void)
 	const struct contender *cs[BENCH_MAX_CONTENDERS];
 	size_t nc = workload_contenders(W, W_ISO, cs), n = bench.o.iso_ops, len = 4096;
 	uint64_t *offs = xmalloc(n * sizeof *offs);
-	double *lat = xmalloc(n * sizeof *lat);
+	struct job *J = job_new(n);
 	unsigned r;
 	char sz[32], sz2[32];
 
@@ -1180,74 +1356,40 @@ wl_iso(void)
 			/* In-process contenders: the other process reads with pread. */
 			const struct contender *sc_c =
 				(c->flags & (CF_HOTMAP | CF_NGINX)) ? c : contender_find("pread");
-			struct measure m = { .lat = lat };
-			struct scan_report srep;
-			struct scanner sc;
-			struct opened o;
+			struct measure m;
 			struct row *row;
-			double res, over;
+			double res;
 			unsigned restarts;
-			int rc;
 
 			/* alone */
-			if (open_one(c, bench.hot_path, bench.o.file_size, &o, W) < 0)
+			*J = (struct job){ .kind = JOB_READS, .c = c, .path = bench.hot_path,
+					   .size = bench.o.file_size, .offs = offs, .n = n, .len = len, .batch = 1,
+					   .m.lat = J->m.lat };
+			if (job_run(J, W, "alone") < 0)
 				continue;
-			rc = measure_reads(c, o.s, &o.f, NULL, offs, n, len, 1, &m);
-			if (rc < 0) {
-				close_one(c, &o);
-				report_failure(W, c->name, "alone: %s", strerror(-rc));
-				continue;
-			}
+			m = J->m;
 			row = row_get(W, "alone", c->name);
 			row_add(row, "ops_s", "reads/s", (double)n / m.elapsed);
 			add_latency(row, m.lat, m.nlat, true);
-			close_one(c, &o);
 
 			/* while another client scans a cold file */
 			restarts = cold_restarts;
 			res = make_cold(bench.scan_path);
 			if (cold_restarts != restarts)
 				hotmap_pretouch(bench.hot_path, bench.o.file_size);
-			if (open_one(c, bench.hot_path, bench.o.file_size, &o, W) < 0)
+			*J = (struct job){ .kind = JOB_ISO_SCAN, .c = c, .path = bench.hot_path,
+					   .size = bench.o.file_size, .offs = offs, .n = n, .len = len, .batch = 1,
+					   .scan_c = sc_c, .m.lat = J->m.lat };
+			if (job_run(J, W, "with scan") < 0)
 				continue;
-			rc = scanner_start(sc_c, &sc);
-			if (rc < 0) {
-				close_one(c, &o);
-				report_failure(W, c->name, "scanner: %s", strerror(-rc));
-				continue;
-			}
-			if (scanner_wait_ready(&sc) < 0) {
-				scanner_finish(&sc, &srep);
-				close_one(c, &o);
-				report_failure(W, c->name, "scanner did not start");
-				continue;
-			}
-			if (write(sc.go_fd, "g", 1) != 1)
-				rc = -EIO;
-			if (rc == 0)
-				rc = measure_reads(c, o.s, &o.f, NULL, offs, n, len, 1, &m);
-			{
-				double h1 = now_s(), h0 = h1 - m.elapsed;
-
-				if (scanner_finish(&sc, &srep) < 0 || srep.status != 0) {
-					close_one(c, &o);
-					report_failure(W, c->name, "scanner failed");
-					continue;
-				}
-				over = (srep.t1 < h1 ? srep.t1 : h1) - (srep.t0 > h0 ? srep.t0 : h0);
-				over = m.elapsed > 0 ? over / m.elapsed : 0;
-			}
-			close_one(c, &o);
-			if (rc < 0) {
-				report_failure(W, c->name, "with scan: %s", strerror(-rc));
-				continue;
-			}
+			m = J->m;
 			row = row_get(W, "with-cold-scan", c->name);
 			row_add(row, "ops_s", "reads/s", (double)n / m.elapsed);
 			add_latency(row, m.lat, m.nlat, true);
 			row_add(row, "scan_mb_s", "MB/s",
-				srep.t1 > srep.t0 ? (double)srep.bytes / (srep.t1 - srep.t0) / 1e6 : 0);
-			row_add(row, "overlap_pct", "%", over < 0 ? 0 : over > 1 ? 100 : over * 100);
+				J->srep.t1 > J->srep.t0 ?
+				(double)J->srep.bytes / (J->srep.t1 - J->srep.t0) / 1e6 : 0);
+			row_add(row, "overlap_pct", "%", J->over < 0 ? 0 : J->over > 1 ? 100 : J->over * 100);
 			row_add(row, "resident_pct", "%", res * 100);
 			if (sc_c != c)
 				row_note(row, "the scanner is a process reading with pread");
@@ -1261,8 +1403,8 @@ wl_iso(void)
 		       n, human_size(sz, sizeof sz, bench.o.file_size),
 		       human_size(sz2, sizeof sz2, bench.o.scan_size));
 	report_print_table(W);
+	job_free(J, n);
 	free(offs);
-	free(lat);
 	return 0;
 }
 
@@ -1490,10 +1632,6 @@ wl_scale(void)
 
 /* --- workload: sequential 1 MiB consumed in place ------------------------------------ */
 
-struct sum_state {
-	uint64_t sum;
-};
-
 /* Every byte of the range read: a sum of its 64-bit words. */
 static int
 sum_words(const void *data, size_t len, void *arg)
@@ -1520,9 +1658,9 @@ wl_viewsum(void)
 {
 	const char *W = "viewsum";
 	const struct contender *cs[BENCH_MAX_CONTENDERS];
-	size_t nc = workload_contenders(W, W_VIEWSUM, cs), len = MiB, i;
+	size_t nc = workload_contenders(W, W_VIEWSUM, cs), len = MiB;
 	uint64_t total = bench.o.seq_bytes;
-	double *lat;
+	struct job *J;
 	size_t n;
 	unsigned r;
 	char sz[32];
@@ -1534,7 +1672,7 @@ wl_viewsum(void)
 		report_failure(W, "-", "the file is smaller than 1 MiB");
 		return -1;
 	}
-	lat = xmalloc(n * sizeof *lat);
+	J = job_new(n);
 	report_section(W, "sequential 1 MiB consumed in place: every byte read (summed)",
 		       "  %s of the hot file from offset 0 in 1 MiB ranges, and every range summed as "
 		       "64-bit words (the same loop for all), per contender and round.\n"
@@ -1552,57 +1690,34 @@ wl_viewsum(void)
 		bench_log("%s round %u/%u", W, r + 1, bench.o.rounds);
 		for (k = 0; k < nc; k++) {
 			const struct contender *c = cs[(k + r) % nc];
-			struct sum_state st = { 0 };
-			struct faults c0, c1;
-			struct opened o;
 			struct row *row;
-			double t0, el;
-			int rc = 0;
+			double el;
 
-			if (open_one(c, bench.hot_path, bench.o.file_size, &o, W) < 0)
+			*J = (struct job){ .kind = JOB_SUM, .c = c, .path = bench.hot_path,
+					   .size = bench.o.file_size, .n = n, .len = len, .m.lat = J->m.lat };
+			if (job_run(J, W, "") < 0)
 				continue;
-			faults_self(&c0);
-			t0 = now_s();
-			for (i = 0; i < n && rc == 0; i++) {
-				double a = now_s();
-
-				rc = contender_consume(c, o.f, scratch, len, (uint64_t)i * len, sum_words, &st);
-				lat[i] = (now_s() - a) * 1e6;
-			}
-			el = now_s() - t0;
-			faults_self(&c1);
-			close_one(c, &o);
-			if (rc < 0) {
-				report_failure(W, c->name, "%s", strerror(errno));
-				continue;
-			}
+			el = J->elapsed;
 			if (!have_want) {
-				want = st.sum;
+				want = J->st.sum.sum;
 				have_want = true;
-			} else if (st.sum != want) {
+			} else if (J->st.sum.sum != want) {
 				report_failure(W, c->name, "sum %016llx differs from the other contenders' %016llx",
-					       (unsigned long long)st.sum, (unsigned long long)want);
+					       (unsigned long long)J->st.sum.sum, (unsigned long long)want);
 				continue;
 			}
 			row = row_get(W, "1MiB-sum", c->name);
 			row_add(row, "gb_s", "GB/s", (double)n * len / el / 1e9);
-			add_latency(row, lat, n, false);
-			row_add(row, "minflt", "faults", (double)(c1.minflt - c0.minflt));
+			add_latency(row, J->m.lat, n, false);
+			row_add(row, "minflt", "faults", (double)J->cf.minflt);
 		}
 	}
 	report_print_table(W);
-	free(lat);
+	job_free(J, n);
 	return 0;
 }
 
 /* --- workload: dependent lookups --------------------------------------------------------- */
-
-/* A B-tree-like walk: the next page is computed from the bytes of this one. */
-struct dep_state {
-	uint64_t h;		/* the last word taken, mixed with the step */
-	uint64_t pages;
-	uint64_t step;
-};
 
 static int
 dep_next(const void *data, size_t len, void *arg)
@@ -1622,8 +1737,8 @@ wl_dep(void)
 {
 	const char *W = "dependent";
 	const struct contender *cs[BENCH_MAX_CONTENDERS];
-	size_t nc = workload_contenders(W, W_DEP, cs), n = bench.o.dep_ops, len = 4096, i;
-	double *lat = xmalloc(n * sizeof *lat);
+	size_t nc = workload_contenders(W, W_DEP, cs), n = bench.o.dep_ops, len = 4096;
+	struct job *J = job_new(n);
 	unsigned r;
 	char sz[32];
 
@@ -1644,43 +1759,31 @@ wl_dep(void)
 		bench_log("%s round %u/%u", W, r + 1, bench.o.rounds);
 		for (k = 0; k < nc; k++) {
 			const struct contender *c = cs[(k + r) % nc];
-			struct dep_state d = { seed_for(W, r, 0), bench.o.file_size / len, 0 };
-			struct opened o;
 			struct row *row;
-			double t0, el;
-			int rc = 0;
+			double el;
 
-			if (open_one(c, bench.hot_path, bench.o.file_size, &o, W) < 0)
+			*J = (struct job){ .kind = JOB_DEP, .c = c, .path = bench.hot_path,
+					   .size = bench.o.file_size, .n = n, .len = len, .m.lat = J->m.lat,
+					   .st.dep = { seed_for(W, r, 0), bench.o.file_size / len, 0 } };
+			if (job_run(J, W, "") < 0)
 				continue;
-			t0 = now_s();
-			for (i = 0; i < n && rc == 0; i++) {
-				double a = now_s();
-
-				rc = contender_consume(c, o.f, scratch, len, (d.h % d.pages) * len, dep_next, &d);
-				lat[i] = (now_s() - a) * 1e6;
-			}
-			el = now_s() - t0;
-			close_one(c, &o);
-			if (rc < 0) {
-				report_failure(W, c->name, "%s", strerror(errno));
-				continue;
-			}
+			el = J->elapsed;
 			if (!have_want) {
-				want = d.h;
+				want = J->st.dep.h;
 				have_want = true;
-			} else if (d.h != want) {
+			} else if (J->st.dep.h != want) {
 				report_failure(W, c->name, "the walk ended elsewhere than the other contenders'");
 				continue;
 			}
 			row = row_get(W, "4KiB-chain", c->name);
 			row->higher_better = false;
 			row_add(row, "us_lookup", "us/lookup", el / (double)n * 1e6);
-			add_latency(row, lat, n, true);
+			add_latency(row, J->m.lat, n, true);
 			row_add(row, "lookups_s", "lookups/s", (double)n / el);
 		}
 	}
 	report_print_table(W);
-	free(lat);
+	job_free(J, n);
 	return 0;
 }
 
