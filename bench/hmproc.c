@@ -12,8 +12,9 @@
  * hm_disconnect; SHM_SIZE -1 and DIRECT -1 are the library's defaults).
  * Prints one line on stdout, CLOCK_MONOTONIC seconds (the parent compares
  * them with its own clock: the time from fork to main is the process's
- * start):  main connect_open reads close
- * each the moment that step ended (main: when main began).  Every read
+ * start):  main connect_open reads close connect
+ * each the moment that step ended (main: when main began; connect: when
+ * hm_connect_opts returned, main for the others), and a sum of bytes.  Every read
  * must return 4096 bytes.  Exit status 0, or 1 with the reason on stderr.
  */
 #include "config.h"
@@ -63,7 +64,7 @@ fail(const char *what)
 int
 main(int argc, char **argv)
 {
-	double t_main = now(), t_open, t_reads, t_close;
+	double t_main = now(), t_connect, t_open, t_reads, t_close;
 	static char buf[LEN];
 	const char *mode, *sock, *path;
 	unsigned long reads, i;
@@ -93,6 +94,7 @@ main(int argc, char **argv)
 		c = hm_connect_opts(sock, &o);
 		if (c == NULL)
 			return fail("hm_connect_opts");
+		t_connect = now();
 		f = hm_open(c, path, 0);
 		if (f == NULL)
 			return fail("hm_open");
@@ -111,6 +113,7 @@ main(int argc, char **argv)
 	} else if (strcmp(mode, "pread") == 0 || strcmp(mode, "mmap") == 0) {
 		char *map = NULL;
 
+		t_connect = t_main;
 		fd = open(path, O_RDONLY | O_CLOEXEC);
 		if (fd < 0 || fstat(fd, &st) < 0)
 			return fail("open");
@@ -140,6 +143,7 @@ main(int argc, char **argv)
 	}
 	t_close = now();
 	/* the sum keeps the copies from being optimised away */
-	printf("%.9f %.9f %.9f %.9f %llu\n", t_main, t_open, t_reads, t_close, (unsigned long long)sum);
+	printf("%.9f %.9f %.9f %.9f %.9f %llu\n", t_main, t_open, t_reads, t_close, t_connect,
+	       (unsigned long long)sum);
 	return 0;
 }
