@@ -22,10 +22,12 @@ a median over rounds:
             each round in a rotated order
   shards    a low-reuse sampler: 4 worker processes read one epoch of
             8 shards (8 x 256 MiB; --shard-size) in a random order, 64 KiB
-            records in batches of 32, each record once: File.readinto and
-            Client.read_batch_into against os.pread (the ratio's
-            reference), os.preadv into the batch and numpy.memmap fancy
-            indexing; every contender in new processes, the shards hot
+            records in batches of 32 (each contender fills a 32 x 64 KiB
+            array), each record once: File.readinto and
+            Client.read_batch_into against os.pread copied into the batch
+            (the ratio's reference), os.preadv into the batch and
+            numpy.memmap fancy indexing; every contender in new processes,
+            the shards hot
   per call  File.pread and File.readinto of 0 and 1 byte against the
             same hm_pread in a C loop (hotmap._loop_pread): the binding's
             own cost
@@ -194,8 +196,12 @@ def child_shards(mode, paths, sock, worker, nworkers, seed):
             c.read_batch_into([(files[shard[b + j]], off[b + j], REC) for j in range(n)], out)
             got = out[:n]
         elif mode == "os.pread":
-            got = [np.frombuffer(os.pread(fds[shard[b + j]], REC, off[b + j]), dtype=np.uint8)
-                   for j in range(n)]
+            # into the batch, as the others: a list of 32 new 64 KiB bytes
+            # instead would be handed back to the system by malloc at each
+            # batch's end and faulted in again (6-7 faults a record here)
+            for j in range(n):
+                out[j] = np.frombuffer(os.pread(fds[shard[b + j]], REC, off[b + j]), dtype=np.uint8)
+            got = out[:n]
         elif mode == "os.preadv":
             for j in range(n):
                 os.preadv(fds[shard[b + j]], [out[j]], off[b + j])
@@ -384,7 +390,8 @@ def main():
 
     os.makedirs(a.dir, exist_ok=True)
     path = os.path.join(a.dir, "pybench-%d.data" % size)
-    make_data(path, size)
+    if wl & {"load", "sample", "percall"}:
+        make_data(path, size)
     shard_paths = []
     if "shards" in wl:
         shard_paths = [os.path.join(a.dir, "pybench-shard%d-%d.data" % (i, shard_size)) for i in range(8)]
@@ -409,7 +416,7 @@ def main():
                     raise SystemExit("hotmapd did not start (see %s)" % log.name)
                 time.sleep(0.05)
         # hot: in the page cache, and in the daemon's mapping
-        for p in [path] + shard_paths:
+        for p in ([path] if os.path.exists(path) else []) + shard_paths:
             with hotmap.connect(sock) as c, c.open(p, flags=hotmap.O_WARM) as f:
                 f.warm()
             with open(p, "rb") as f:
@@ -472,8 +479,9 @@ def run_shards(paths, sock, env, rounds):
 def run(path, sock, env, size, rounds, seconds, quick, wl=("load", "sample", "percall"), shard_paths=()):
     import hotmap
     gib = size / GiB
-    print("pybench: %s, %.0f MiB file (hot), %d rounds (median), %s, numpy %s, hotmap %s"
-          % (os.uname().nodename, size / MiB, rounds, sys.version.split()[0],
+    print("pybench: %s, %s, %d rounds (median), %s, numpy %s, hotmap %s"
+          % (os.uname().nodename, "%.0f MiB file (hot)" % (size / MiB) if os.path.exists(path) else "no single file",
+             rounds, sys.version.split()[0],
              __import__("numpy").__version__, hotmap.__version__))
     print()
     res, x4, smp, rows, shm = {}, {}, {}, [], {}
