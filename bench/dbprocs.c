@@ -67,6 +67,8 @@ struct db_proc {
 	int out;		/* its stdout */
 	double t_fork;
 	double t[5];		/* main, connect+open done, reads done, close done, connect done */
+	double co_cpu;		/* CPU seconds of connect + open */
+	long co_flt;		/* minor faults of connect + open */
 	char line[256];
 	size_t len;
 	struct rusage ru;
@@ -161,7 +163,7 @@ dbprocs_run(const struct contender **cs, size_t nc)
 	unsigned np = bench.o.db_procs, r, i;
 	struct db_proc ps[DB_MAX_PROCS];
 	double co[DB_MAX_PROCS], start[DB_MAX_PROCS], reads[DB_MAX_PROCS], clos[DB_MAX_PROCS],
-	       life[DB_MAX_PROCS], cpu[DB_MAX_PROCS], conn[DB_MAX_PROCS];
+	       life[DB_MAX_PROCS], cpu[DB_MAX_PROCS], conn[DB_MAX_PROCS], cocpu[DB_MAX_PROCS];
 	cpu_set_t cpus;
 	int ncpu = db_cpus(&cpus, bench.o.db_cpus);
 	char variant[32], nreads[16], seed[32];
@@ -182,6 +184,7 @@ dbprocs_run(const struct contender **cs, size_t nc)
 		       "Per process (median over rounds of each round's percentile): co_* connect + open "
 		       "(pread: open; mmap-new: open + mmap; hotmap: hm_connect_opts + hm_open; issue 29 "
 		       "target for hotmap: p50 <= 0.5 ms), conn_p50 its connect alone (hm_connect_opts), "
+		       "co_cpu_ms and co_minflt the process's own CPU time (p50) and faults in connect + open, "
 		       "start_p50 fork to main (exec, loader), "
 		       "reads_p50 the lookups, close_p50, cpu_ms user + system, minflt (wait4).",
 		       np, ncpu, (unsigned long long)(bench.o.file_size >> 20), bench.o.db_reads);
@@ -196,7 +199,7 @@ dbprocs_run(const struct contender **cs, size_t nc)
 			char shm[32], direct[8];
 			char *argv[9] = { "hmproc", NULL, bench.hotmap_sock, bench.hot_path, nreads, seed,
 					  NULL, NULL, NULL };
-			double t0, wall, minflt = 0;
+			double t0, wall, minflt = 0, coflt = 0;
 			unsigned started = 0, bad = 0;
 			struct row *row;
 
@@ -224,8 +227,8 @@ dbprocs_run(const struct contender **cs, size_t nc)
 				struct db_proc *p = &ps[i];
 
 				if (!WIFEXITED(p->status) || WEXITSTATUS(p->status) != 0 ||
-				    sscanf(p->line, "%lf %lf %lf %lf %lf", &p->t[0], &p->t[1], &p->t[2], &p->t[3],
-					   &p->t[4]) != 5) {
+				    sscanf(p->line, "%lf %lf %lf %lf %lf %lf %ld", &p->t[0], &p->t[1], &p->t[2],
+					   &p->t[3], &p->t[4], &p->co_cpu, &p->co_flt) != 7) {
 					if (bad++ == 0)
 						report_failure(W, c->name, "process %u: exit status %d (%s)", i,
 							       WIFEXITED(p->status) ? WEXITSTATUS(p->status) : -1,
@@ -235,6 +238,8 @@ dbprocs_run(const struct contender **cs, size_t nc)
 				start[i - bad] = (p->t[0] - p->t_fork) * 1e3;
 				co[i - bad] = (p->t[1] - p->t[0]) * 1e3;
 				conn[i - bad] = (p->t[4] - p->t[0]) * 1e3;
+				cocpu[i - bad] = p->co_cpu * 1e3;
+				coflt += (double)p->co_flt;
 				reads[i - bad] = (p->t[2] - p->t[1]) * 1e3;
 				clos[i - bad] = (p->t[3] - p->t[2]) * 1e3;
 				life[i - bad] = (p->t[3] - p->t_fork) * 1e3;
@@ -249,6 +254,8 @@ dbprocs_run(const struct contender **cs, size_t nc)
 			row_add(row, "co_p50_ms", "ms", pct(co, np, 50));
 			row_add(row, "co_p95_ms", "ms", pct(co, np, 95));
 			row_add(row, "conn_p50_ms", "ms", pct(conn, np, 50));
+			row_add(row, "co_cpu_ms", "ms", pct(cocpu, np, 50));
+			row_add(row, "co_minflt", "faults/proc", coflt / np);
 			row_add(row, "start_p50_ms", "ms", pct(start, np, 50));
 			row_add(row, "reads_p50_ms", "ms", pct(reads, np, 50));
 			row_add(row, "close_p50_ms", "ms", pct(clos, np, 50));

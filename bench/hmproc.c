@@ -12,9 +12,12 @@
  * hm_disconnect; SHM_SIZE -1 and DIRECT -1 are the library's defaults).
  * Prints one line on stdout, CLOCK_MONOTONIC seconds (the parent compares
  * them with its own clock: the time from fork to main is the process's
- * start):  main connect_open reads close connect
+ * start):  main connect_open reads close connect cpu faults sum
  * each the moment that step ended (main: when main began; connect: when
- * hm_connect_opts returned, main for the others), and a sum of bytes.  Every read
+ * hm_connect_opts returned, main for the others); then the CPU seconds
+ * (user + system) and the minor faults of main to connect_open (what of
+ * connect + open was work of this process, not waiting), and a sum of
+ * the bytes read.  Every read
  * must return 4096 bytes.  Exit status 0, or 1 with the reason on stderr.
  */
 #include "config.h"
@@ -26,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -54,6 +58,18 @@ next(uint64_t *s)
 	return z ^ (z >> 31);
 }
 
+/* CPU seconds and minor faults of this process so far */
+static void
+usage_now(double *cpu, long *flt)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	*cpu = (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+	       (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
+	*flt = ru.ru_minflt;
+}
+
 static int
 fail(const char *what)
 {
@@ -64,7 +80,8 @@ fail(const char *what)
 int
 main(int argc, char **argv)
 {
-	double t_main = now(), t_connect, t_open, t_reads, t_close;
+	double t_main = now(), t_connect, t_open, t_reads, t_close, cpu0, cpu1;
+	long flt0, flt1;
 	static char buf[LEN];
 	const char *mode, *sock, *path;
 	unsigned long reads, i;
@@ -76,6 +93,7 @@ main(int argc, char **argv)
 		fprintf(stderr, "usage: hmproc pread|mmap|hotmap SOCKET PATH READS SEED [SHM_SIZE DIRECT]\n");
 		return 2;
 	}
+	usage_now(&cpu0, &flt0);
 	mode = argv[1];
 	sock = argv[2];
 	path = argv[3];
@@ -99,6 +117,7 @@ main(int argc, char **argv)
 		if (f == NULL)
 			return fail("hm_open");
 		t_open = now();
+		usage_now(&cpu1, &flt1);
 		if (hm_stat(f, &hs) < 0)
 			return fail("hm_stat");
 		pages = hs.size / LEN;
@@ -123,6 +142,7 @@ main(int argc, char **argv)
 				return fail("mmap");
 		}
 		t_open = now();
+		usage_now(&cpu1, &flt1);
 		pages = (uint64_t)st.st_size / LEN;
 		for (i = 0; i < reads; i++) {
 			uint64_t off = (next(&seed) % pages) * LEN;
@@ -143,7 +163,7 @@ main(int argc, char **argv)
 	}
 	t_close = now();
 	/* the sum keeps the copies from being optimised away */
-	printf("%.9f %.9f %.9f %.9f %.9f %llu\n", t_main, t_open, t_reads, t_close, t_connect,
-	       (unsigned long long)sum);
+	printf("%.9f %.9f %.9f %.9f %.9f %.6f %ld %llu\n", t_main, t_open, t_reads, t_close, t_connect,
+	       cpu1 - cpu0, flt1 - flt0, (unsigned long long)sum);
 	return 0;
 }
