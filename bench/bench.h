@@ -357,6 +357,14 @@ typedef int (*child_fn)(unsigned idx, void *arg, void **state, struct child_repo
 int run_children(unsigned n, child_fn setup, child_fn run, child_fn teardown, void *arg,
 		 struct child_report *reps);
 
+/* How the run was made, for the report (describe.c). */
+const char *short_path(const char *arg);	/* ".../name" of an absolute path */
+void print_machine(int argc, char **argv);
+void print_damon(void);
+long long vmstat_sum(const char *prefix);	/* /proc/vmstat counters by prefix */
+void nginx_version(void);	/* into bench.nginx_version */
+const char *fs_name(const char *path);
+
 /* The dbprocs workload (dbprocs.c) over the contenders given. */
 int dbprocs_run(const struct contender **cs, size_t nc);
 
