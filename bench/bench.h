@@ -63,6 +63,7 @@ struct bench_opts {
 	unsigned dep_ops;		/* dependent lookups per round */
 	unsigned fresh_procs;		/* fresh processes at once */
 	unsigned sample_procs, sample_reads;	/* of proc_read_size */
+	unsigned db_procs, db_reads, db_cpus;	/* dbprocs: processes at once, lookups, CPUs */
 
 	unsigned scale_files[BENCH_MAX_LIST];
 	unsigned nscale_files;
@@ -108,6 +109,7 @@ extern struct bench_ctx bench;
 #define W_DEP		0x200	/* dependent 4 KiB lookups, one at a time */
 #define W_FRESH		0x400	/* fresh processes reading the whole hot file */
 #define W_SAMPLE	0x800	/* concurrent processes sampling random records */
+#define W_DBPROCS	0x1000	/* short-lived processes at once, 4 KiB lookups (dbprocs.c) */
 
 /* The most contenders the table may have (workload arrays are this long). */
 #define BENCH_MAX_CONTENDERS	32
@@ -354,6 +356,29 @@ typedef int (*child_fn)(unsigned idx, void *arg, void **state, struct child_repo
  * its report. */
 int run_children(unsigned n, child_fn setup, child_fn run, child_fn teardown, void *arg,
 		 struct child_report *reps);
+
+/* How the run was made, for the report (describe.c). */
+const char *short_path(const char *arg);	/* ".../name" of an absolute path */
+void print_machine(int argc, char **argv);
+void print_damon(void);
+long long vmstat_sum(const char *prefix);	/* /proc/vmstat counters by prefix */
+void nginx_version(void);	/* into bench.nginx_version */
+const char *fs_name(const char *path);
+
+/* The dbprocs workload (dbprocs.c) over the contenders given. */
+int dbprocs_run(const struct contender **cs, size_t nc);
+
+/* Memory a forked child writes and its parent reads: zeroed, never NULL
+ * (exits when out of memory). */
+void *shared_alloc(size_t n);
+void shared_free(void *p, size_t n);
+/* fn(arg) in a forked child, waited for: 0, or fn's -errno (-ECHILD when
+ * the child died).  What the child finds must go back in shared_alloc's
+ * memory.  The child inherits the parent's libhotmap clients but not its
+ * mappings' use: libhotmap maps files anew in a child (the idle mappings
+ * it keeps are the parent's), and fork copies no page tables of shared
+ * file mappings. */
+int in_fresh_process(int (*fn)(void *arg), void *arg);
 
 /* name is an element of the comma-separated list. */
 bool list_has(const char *list, const char *name);

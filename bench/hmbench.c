@@ -291,6 +291,202 @@ floors_teardown(void **states)
 			floors[i].teardown(states[i]);
 }
 
+/* --- a contender's run in a process of its own ---------------------------------- */
+
+/*
+ * Every timed run of a contender that reads in this process (open, the
+ * timed reads, close) runs in a forked child of its own: no contender
+ * starts with another's mappings or touches (libhotmap keeps a closed
+ * file's mapping for the next open while the process has a client, and
+ * hotmap-touched populates it; a child maps anew), and each starts from
+ * the same state as the others, the page cache as the workload left it.
+ */
+enum job_kind { JOB_READS, JOB_SUM, JOB_DEP, JOB_ISO_SCAN };
+
+struct sum_state {
+	uint64_t sum;
+};
+
+/* A B-tree-like walk: the next page is computed from the bytes of this one. */
+struct dep_state {
+	uint64_t h;		/* the last word taken, mixed with the step */
+	uint64_t pages;
+	uint64_t step;
+};
+
+
+struct scanner {
+	pid_t pid;
+	int ready_fd, go_fd, res_fd;
+	volatile int *stop;
+};
+
+struct scan_report {
+	int status;
+	uint64_t bytes;
+	double t0, t1;
+};
+
+static int scanner_start(const struct contender *c, struct scanner *sc);
+static int scanner_wait_ready(struct scanner *sc);
+static int scanner_finish(struct scanner *sc, struct scan_report *rep);
+
+struct job {
+	enum job_kind kind;
+	const struct contender *c;
+	const char *path;
+	uint64_t size;
+	const uint64_t *offs;	/* JOB_READS, JOB_ISO_SCAN */
+	size_t n, len, batch;
+	bool pretouch;		/* a pass before the timed one (cache, pre-touched) */
+	const struct contender *scan_c;	/* JOB_ISO_SCAN: the scanning client */
+	/* what the child found */
+	char err[200];
+	double res;		/* the file's residency before the timed pass */
+	double elapsed;		/* JOB_SUM, JOB_DEP */
+	struct faults cf;	/* JOB_SUM: the client's faults */
+	struct scan_report srep;	/* JOB_ISO_SCAN */
+	double over;		/* JOB_ISO_SCAN: the share of the reads' time the scan ran */
+	union {
+		struct sum_state sum;
+		struct dep_state dep;
+	} st;
+	struct measure m;	/* its lat: shared memory too */
+};
+
+static int sum_words(const void *data, size_t len, void *arg);
+static int dep_next(const void *data, size_t len, void *arg);
+
+static int
+job_main(void *arg)
+{
+	struct job *j = arg;
+	const struct contender *c = j->c;
+	struct opened o;
+	size_t i;
+	int rc = 0;
+
+	o.f = NULL;
+	o.s = c->session_open(c);
+	if (o.s != NULL)
+		o.f = c->file_open(o.s, j->path, j->size);
+	if (o.f == NULL) {
+		rc = neg_errno();
+		snprintf(j->err, sizeof j->err, "%s %s: %s", o.s == NULL ? "session" : "open", j->path,
+			 strerror(-rc));
+		if (o.s != NULL)
+			c->session_close(o.s);
+		return rc;
+	}
+	switch (j->kind) {
+	case JOB_READS:
+		if (j->pretouch)
+			rc = measure_reads(c, o.s, &o.f, NULL, j->offs, j->n, j->len, j->batch, &j->m);
+		j->res = file_residency(j->path);
+		if (rc == 0)
+			rc = measure_reads(c, o.s, &o.f, NULL, j->offs, j->n, j->len, j->batch, &j->m);
+		break;
+	case JOB_SUM:
+	case JOB_DEP: {
+		double t0;
+
+		faults_self(&j->cf);
+		t0 = now_s();
+		for (i = 0; i < j->n && rc == 0; i++) {
+			double a = now_s();
+
+			if (j->kind == JOB_SUM)
+				rc = contender_consume(c, o.f, scratch, j->len, (uint64_t)i * j->len, sum_words,
+						       &j->st.sum);
+			else
+				rc = contender_consume(c, o.f, scratch, j->len,
+						       (j->st.dep.h % j->st.dep.pages) * j->len, dep_next,
+						       &j->st.dep);
+			j->m.lat[i] = (now_s() - a) * 1e6;
+		}
+		j->elapsed = now_s() - t0;
+		{
+			struct faults f1;
+
+			faults_self(&f1);
+			j->cf.minflt = f1.minflt - j->cf.minflt;
+			j->cf.majflt = f1.majflt - j->cf.majflt;
+		}
+		if (rc < 0)
+			rc = neg_errno();
+		break;
+	}
+	case JOB_ISO_SCAN: {
+		struct scanner sc;
+		double h0, h1;
+
+		rc = scanner_start(j->scan_c, &sc);
+		if (rc < 0) {
+			snprintf(j->err, sizeof j->err, "scanner: %s", strerror(-rc));
+			break;
+		}
+		if (scanner_wait_ready(&sc) < 0) {
+			scanner_finish(&sc, &j->srep);
+			snprintf(j->err, sizeof j->err, "scanner did not start");
+			rc = -EIO;
+			break;
+		}
+		if (write(sc.go_fd, "g", 1) != 1)
+			rc = -EIO;
+		if (rc == 0)
+			rc = measure_reads(c, o.s, &o.f, NULL, j->offs, j->n, j->len, 1, &j->m);
+		h1 = now_s();
+		h0 = h1 - j->m.elapsed;
+		if (scanner_finish(&sc, &j->srep) < 0 || j->srep.status != 0) {
+			snprintf(j->err, sizeof j->err, "scanner failed");
+			rc = -EIO;
+			break;
+		}
+		j->over = (j->srep.t1 < h1 ? j->srep.t1 : h1) - (j->srep.t0 > h0 ? j->srep.t0 : h0);
+		j->over = j->m.elapsed > 0 ? j->over / j->m.elapsed : 0;
+		break;
+	}
+	}
+	if (rc < 0 && j->err[0] == '\0')
+		snprintf(j->err, sizeof j->err, "%s", strerror(-rc));
+	close_one(c, &o);
+	return rc;
+}
+
+/* A job with room for nlat latencies, in memory the child shares. */
+static struct job *
+job_new(size_t nlat)
+{
+	struct job *j = shared_alloc(sizeof *j + nlat * sizeof(double));
+
+	j->m.lat = (double *)(j + 1);
+	return j;
+}
+
+static void
+job_free(struct job *j, size_t nlat)
+{
+	shared_free(j, sizeof *j + nlat * sizeof(double));
+}
+
+/* j in a process of its own; 0, or -1 with the failure reported. */
+static int
+job_run(struct job *j, const char *workload, const char *what)
+{
+	double *lat = j->m.lat;
+	int rc;
+
+	j->err[0] = '\0';
+	j->m = (struct measure){ .lat = lat };
+	rc = in_fresh_process(job_main, j);
+	if (rc < 0) {
+		report_failure(workload, j->c->name, "%s%s%s", what, what[0] != '\0' ? ": " : "",
+			       j->err[0] != '\0' ? j->err : strerror(-rc));
+		return -1;
+	}
+	return 0;
+}
+
 /* --- cold and warm files --------------------------------------------------------- */
 
 /*
@@ -311,10 +507,13 @@ daemon_connect(void)
  * hmbench holds a client of its own for the whole run, as a long-lived
  * program does: libhotmap keeps a closed file's mapping for the next open
  * while the process has a client, and unmaps it at the last hm_disconnect
- * (libhotmap(3)).  Without it, each round of an in-process contender,
- * which connects and disconnects, would start with nothing mapped.  It is
- * let go of while a file is made cold (make_cold): a mapped page cannot
- * be dropped from the page cache.
+ * (libhotmap(3)).  The timed runs do not use it: each runs in a child of
+ * its own (job_run), where libhotmap maps the file anew, so that no
+ * contender reads through pages another one (hotmap-touched) or an
+ * earlier round populated; it serves hmbench's own connections (the
+ * verification, the scale workload's).  It is let go of while a file is
+ * made cold (make_cold): a mapped page cannot be dropped from the page
+ * cache.
  */
 static hm_client *keeper;
 
@@ -432,6 +631,7 @@ wl_rand(void)
 	size_t nc = workload_contenders(W, W_RAND, cs), n = bench.o.rand_ops, len = 4096;
 	uint64_t *offs = xmalloc(n * sizeof *offs);
 	double *lat = xmalloc(n * sizeof *lat);
+	struct job *J = job_new(n);
 	void *fstates[8];
 	unsigned v, r, nv = 1 + bench.o.nbatches;
 	char sz[32];
@@ -460,21 +660,17 @@ wl_rand(void)
 			random_offsets(seed_for(W, r, 0), offs, n, bench.o.file_size, len, 4096);
 			for (k = 0; k < nc; k++) {
 				const struct contender *c = cs[(k + r) % nc];
-				struct measure m = { .lat = lat };
-				struct opened o;
+				struct measure m;
 				struct row *row;
-				int rc;
 
 				if (batch == 1 && (c->flags & CF_BATCH_ONLY))
 					continue;
-				if (open_one(c, bench.hot_path, bench.o.file_size, &o, W) < 0)
+				*J = (struct job){ .kind = JOB_READS, .c = c, .path = bench.hot_path,
+						   .size = bench.o.file_size, .offs = offs, .n = n, .len = len,
+						   .batch = batch, .m.lat = J->m.lat };
+				if (job_run(J, W, variant) < 0)
 					continue;
-				rc = measure_reads(c, o.s, &o.f, NULL, offs, n, len, batch, &m);
-				close_one(c, &o);
-				if (rc < 0) {
-					report_failure(W, c->name, "%s: %s", variant, strerror(-rc));
-					continue;
-				}
+				m = J->m;
 				row = row_get(W, variant, c->name);
 				row_add(row, "ops_s", "reads/s", (double)n / m.elapsed);
 				add_latency(row, m.lat, m.nlat, batch == 1);
@@ -487,6 +683,7 @@ wl_rand(void)
 	}
 	report_print_table(W);
 	floors_teardown(fstates);
+	job_free(J, n);
 	free(offs);
 	free(lat);
 	return 0;
@@ -504,6 +701,7 @@ wl_seq(void)
 	size_t n;
 	uint64_t *offs;
 	double *lat;
+	struct job *J;
 	void *fstates[8];
 	unsigned r;
 	char sz[32];
@@ -517,6 +715,7 @@ wl_seq(void)
 	}
 	offs = xmalloc(n * sizeof *offs);
 	lat = xmalloc((n + 8) * sizeof *lat);
+	J = job_new(n + 8);
 	for (i = 0; i < n; i++)
 		offs[i] = (uint64_t)i * len;
 	report_section(W, "sequential 1 MiB reads of the hot file",
@@ -532,19 +731,15 @@ wl_seq(void)
 		bench_log("%s round %u/%u", W, r + 1, bench.o.rounds);
 		for (k = 0; k < nc; k++) {
 			const struct contender *c = cs[(k + r) % nc];
-			struct measure m = { .lat = lat };
-			struct opened o;
+			struct measure m;
 			struct row *row;
-			int rc;
 
-			if (open_one(c, bench.hot_path, bench.o.file_size, &o, W) < 0)
+			*J = (struct job){ .kind = JOB_READS, .c = c, .path = bench.hot_path,
+					   .size = bench.o.file_size, .offs = offs, .n = n, .len = len, .batch = 1,
+					   .m.lat = J->m.lat };
+			if (job_run(J, W, "") < 0)
 				continue;
-			rc = measure_reads(c, o.s, &o.f, NULL, offs, n, len, 1, &m);
-			close_one(c, &o);
-			if (rc < 0) {
-				report_failure(W, c->name, "%s", strerror(-rc));
-				continue;
-			}
+			m = J->m;
 			row = row_get(W, "1MiB", c->name);
 			row_add(row, "gb_s", "GB/s", (double)m.bytes / m.elapsed / 1e9);
 			add_latency(row, m.lat, m.nlat, false);
@@ -554,6 +749,7 @@ wl_seq(void)
 	}
 	floors_teardown(fstates);
 	report_print_table(W);
+	job_free(J, n + 8);
 	free(offs);
 	free(lat);
 	return 0;
@@ -588,13 +784,13 @@ wl_cache(void)
 	const struct contender *cs[BENCH_MAX_CONTENDERS];
 	size_t nc = workload_contenders(W, W_CACHE, cs), len = 64 * KiB, n, i;
 	uint64_t *offs;
-	double *lat;
+	struct job *J;
 	unsigned r;
 	char sz[32];
 
 	n = (size_t)(bench.o.scan_size / len);
 	offs = xmalloc(n * sizeof *offs);
-	lat = xmalloc(n * sizeof *lat);
+	J = job_new(n);
 	for (i = 0; i < n; i++)
 		offs[i] = (uint64_t)i * len;
 	for (r = 0; r < bench.o.rounds; r++) {
@@ -606,11 +802,9 @@ wl_cache(void)
 			bench_log("%s %s round %u/%u", W, cache_state_names[st], r + 1, bench.o.rounds);
 			for (k = 0; k < nc; k++) {
 				const struct contender *c = cs[(k + r) % nc];
-				struct measure m = { .lat = lat };
-				struct opened o;
+				struct measure m;
 				struct row *row;
 				double res;
-				int rc;
 
 				if (!cache_applies(c, st))
 					continue;
@@ -621,25 +815,19 @@ wl_cache(void)
 						hotmap_forget(bench.scan_path);	/* a new mapping */
 					make_warm(bench.scan_path);
 				}
-				if (open_one(c, bench.scan_path, bench.o.scan_size, &o, W) < 0)
+				/* pre-touched, hotmap: a pass of the contender's own
+				 * populates hotmapd's mapping first (in the same
+				 * process: the pass is its own); res is the residency
+				 * the timed pass starts from */
+				*J = (struct job){ .kind = JOB_READS, .c = c, .path = bench.scan_path,
+						   .size = bench.o.scan_size, .offs = offs, .n = n, .len = len,
+						   .batch = 1,
+						   .pretouch = st == CACHE_TOUCHED && (c->flags & CF_HOTMAP),
+						   .m.lat = J->m.lat };
+				if (job_run(J, W, cache_state_names[st]) < 0)
 					continue;
-				if (st == CACHE_TOUCHED && (c->flags & CF_HOTMAP)) {
-					/* pre-touch hotmapd's mapping with a pass of our own */
-					rc = measure_reads(c, o.s, &o.f, NULL, offs, n, len, 1, &m);
-					if (rc < 0) {
-						report_failure(W, c->name, "pre-touch: %s", strerror(-rc));
-						close_one(c, &o);
-						continue;
-					}
-				}
-				/* The residency the timed pass starts from. */
-				res = file_residency(bench.scan_path);
-				rc = measure_reads(c, o.s, &o.f, NULL, offs, n, len, 1, &m);
-				close_one(c, &o);
-				if (rc < 0) {
-					report_failure(W, c->name, "%s: %s", cache_state_names[st], strerror(-rc));
-					continue;
-				}
+				m = J->m;
+				res = J->res;
 				row = row_get(W, cache_state_names[st], c->name);
 				row_add(row, "gb_s", "GB/s", (double)m.bytes / m.elapsed / 1e9);
 				add_faults(row, c, &m, true);
@@ -663,8 +851,8 @@ wl_cache(void)
 		       "hotmapd's (/proc/PID/stat).",
 		       human_size(sz, sizeof sz, (uint64_t)n * len), cold_restarts);
 	report_print_table(W);
+	job_free(J, n);
 	free(offs);
-	free(lat);
 	return 0;
 }
 
@@ -1064,18 +1252,6 @@ wl_procs(void)
 
 /* --- workload: isolation ----------------------------------------------------------------------- */
 
-struct scanner {
-	pid_t pid;
-	int ready_fd, go_fd, res_fd;
-	volatile int *stop;
-};
-
-struct scan_report {
-	int status;
-	uint64_t bytes;
-	double t0, t1;
-};
-
 /* The other client: scans the cold file in 1 MiB reads until told to stop. */
 static int
 scanner_start(const struct contender *c, struct scanner *sc)
@@ -1166,7 +1342,7 @@ wl_iso(void)
 	const struct contender *cs[BENCH_MAX_CONTENDERS];
 	size_t nc = workload_contenders(W, W_ISO, cs), n = bench.o.iso_ops, len = 4096;
 	uint64_t *offs = xmalloc(n * sizeof *offs);
-	double *lat = xmalloc(n * sizeof *lat);
+	struct job *J = job_new(n);
 	unsigned r;
 	char sz[32], sz2[32];
 
@@ -1180,74 +1356,40 @@ wl_iso(void)
 			/* In-process contenders: the other process reads with pread. */
 			const struct contender *sc_c =
 				(c->flags & (CF_HOTMAP | CF_NGINX)) ? c : contender_find("pread");
-			struct measure m = { .lat = lat };
-			struct scan_report srep;
-			struct scanner sc;
-			struct opened o;
+			struct measure m;
 			struct row *row;
-			double res, over;
+			double res;
 			unsigned restarts;
-			int rc;
 
 			/* alone */
-			if (open_one(c, bench.hot_path, bench.o.file_size, &o, W) < 0)
+			*J = (struct job){ .kind = JOB_READS, .c = c, .path = bench.hot_path,
+					   .size = bench.o.file_size, .offs = offs, .n = n, .len = len, .batch = 1,
+					   .m.lat = J->m.lat };
+			if (job_run(J, W, "alone") < 0)
 				continue;
-			rc = measure_reads(c, o.s, &o.f, NULL, offs, n, len, 1, &m);
-			if (rc < 0) {
-				close_one(c, &o);
-				report_failure(W, c->name, "alone: %s", strerror(-rc));
-				continue;
-			}
+			m = J->m;
 			row = row_get(W, "alone", c->name);
 			row_add(row, "ops_s", "reads/s", (double)n / m.elapsed);
 			add_latency(row, m.lat, m.nlat, true);
-			close_one(c, &o);
 
 			/* while another client scans a cold file */
 			restarts = cold_restarts;
 			res = make_cold(bench.scan_path);
 			if (cold_restarts != restarts)
 				hotmap_pretouch(bench.hot_path, bench.o.file_size);
-			if (open_one(c, bench.hot_path, bench.o.file_size, &o, W) < 0)
+			*J = (struct job){ .kind = JOB_ISO_SCAN, .c = c, .path = bench.hot_path,
+					   .size = bench.o.file_size, .offs = offs, .n = n, .len = len, .batch = 1,
+					   .scan_c = sc_c, .m.lat = J->m.lat };
+			if (job_run(J, W, "with scan") < 0)
 				continue;
-			rc = scanner_start(sc_c, &sc);
-			if (rc < 0) {
-				close_one(c, &o);
-				report_failure(W, c->name, "scanner: %s", strerror(-rc));
-				continue;
-			}
-			if (scanner_wait_ready(&sc) < 0) {
-				scanner_finish(&sc, &srep);
-				close_one(c, &o);
-				report_failure(W, c->name, "scanner did not start");
-				continue;
-			}
-			if (write(sc.go_fd, "g", 1) != 1)
-				rc = -EIO;
-			if (rc == 0)
-				rc = measure_reads(c, o.s, &o.f, NULL, offs, n, len, 1, &m);
-			{
-				double h1 = now_s(), h0 = h1 - m.elapsed;
-
-				if (scanner_finish(&sc, &srep) < 0 || srep.status != 0) {
-					close_one(c, &o);
-					report_failure(W, c->name, "scanner failed");
-					continue;
-				}
-				over = (srep.t1 < h1 ? srep.t1 : h1) - (srep.t0 > h0 ? srep.t0 : h0);
-				over = m.elapsed > 0 ? over / m.elapsed : 0;
-			}
-			close_one(c, &o);
-			if (rc < 0) {
-				report_failure(W, c->name, "with scan: %s", strerror(-rc));
-				continue;
-			}
+			m = J->m;
 			row = row_get(W, "with-cold-scan", c->name);
 			row_add(row, "ops_s", "reads/s", (double)n / m.elapsed);
 			add_latency(row, m.lat, m.nlat, true);
 			row_add(row, "scan_mb_s", "MB/s",
-				srep.t1 > srep.t0 ? (double)srep.bytes / (srep.t1 - srep.t0) / 1e6 : 0);
-			row_add(row, "overlap_pct", "%", over < 0 ? 0 : over > 1 ? 100 : over * 100);
+				J->srep.t1 > J->srep.t0 ?
+				(double)J->srep.bytes / (J->srep.t1 - J->srep.t0) / 1e6 : 0);
+			row_add(row, "overlap_pct", "%", J->over < 0 ? 0 : J->over > 1 ? 100 : J->over * 100);
 			row_add(row, "resident_pct", "%", res * 100);
 			if (sc_c != c)
 				row_note(row, "the scanner is a process reading with pread");
@@ -1261,8 +1403,8 @@ wl_iso(void)
 		       n, human_size(sz, sizeof sz, bench.o.file_size),
 		       human_size(sz2, sizeof sz2, bench.o.scan_size));
 	report_print_table(W);
+	job_free(J, n);
 	free(offs);
-	free(lat);
 	return 0;
 }
 
@@ -1490,10 +1632,6 @@ wl_scale(void)
 
 /* --- workload: sequential 1 MiB consumed in place ------------------------------------ */
 
-struct sum_state {
-	uint64_t sum;
-};
-
 /* Every byte of the range read: a sum of its 64-bit words. */
 static int
 sum_words(const void *data, size_t len, void *arg)
@@ -1520,9 +1658,9 @@ wl_viewsum(void)
 {
 	const char *W = "viewsum";
 	const struct contender *cs[BENCH_MAX_CONTENDERS];
-	size_t nc = workload_contenders(W, W_VIEWSUM, cs), len = MiB, i;
+	size_t nc = workload_contenders(W, W_VIEWSUM, cs), len = MiB;
 	uint64_t total = bench.o.seq_bytes;
-	double *lat;
+	struct job *J;
 	size_t n;
 	unsigned r;
 	char sz[32];
@@ -1534,7 +1672,7 @@ wl_viewsum(void)
 		report_failure(W, "-", "the file is smaller than 1 MiB");
 		return -1;
 	}
-	lat = xmalloc(n * sizeof *lat);
+	J = job_new(n);
 	report_section(W, "sequential 1 MiB consumed in place: every byte read (summed)",
 		       "  %s of the hot file from offset 0 in 1 MiB ranges, and every range summed as "
 		       "64-bit words (the same loop for all), per contender and round.\n"
@@ -1552,57 +1690,34 @@ wl_viewsum(void)
 		bench_log("%s round %u/%u", W, r + 1, bench.o.rounds);
 		for (k = 0; k < nc; k++) {
 			const struct contender *c = cs[(k + r) % nc];
-			struct sum_state st = { 0 };
-			struct faults c0, c1;
-			struct opened o;
 			struct row *row;
-			double t0, el;
-			int rc = 0;
+			double el;
 
-			if (open_one(c, bench.hot_path, bench.o.file_size, &o, W) < 0)
+			*J = (struct job){ .kind = JOB_SUM, .c = c, .path = bench.hot_path,
+					   .size = bench.o.file_size, .n = n, .len = len, .m.lat = J->m.lat };
+			if (job_run(J, W, "") < 0)
 				continue;
-			faults_self(&c0);
-			t0 = now_s();
-			for (i = 0; i < n && rc == 0; i++) {
-				double a = now_s();
-
-				rc = contender_consume(c, o.f, scratch, len, (uint64_t)i * len, sum_words, &st);
-				lat[i] = (now_s() - a) * 1e6;
-			}
-			el = now_s() - t0;
-			faults_self(&c1);
-			close_one(c, &o);
-			if (rc < 0) {
-				report_failure(W, c->name, "%s", strerror(errno));
-				continue;
-			}
+			el = J->elapsed;
 			if (!have_want) {
-				want = st.sum;
+				want = J->st.sum.sum;
 				have_want = true;
-			} else if (st.sum != want) {
+			} else if (J->st.sum.sum != want) {
 				report_failure(W, c->name, "sum %016llx differs from the other contenders' %016llx",
-					       (unsigned long long)st.sum, (unsigned long long)want);
+					       (unsigned long long)J->st.sum.sum, (unsigned long long)want);
 				continue;
 			}
 			row = row_get(W, "1MiB-sum", c->name);
 			row_add(row, "gb_s", "GB/s", (double)n * len / el / 1e9);
-			add_latency(row, lat, n, false);
-			row_add(row, "minflt", "faults", (double)(c1.minflt - c0.minflt));
+			add_latency(row, J->m.lat, n, false);
+			row_add(row, "minflt", "faults", (double)J->cf.minflt);
 		}
 	}
 	report_print_table(W);
-	free(lat);
+	job_free(J, n);
 	return 0;
 }
 
 /* --- workload: dependent lookups --------------------------------------------------------- */
-
-/* A B-tree-like walk: the next page is computed from the bytes of this one. */
-struct dep_state {
-	uint64_t h;		/* the last word taken, mixed with the step */
-	uint64_t pages;
-	uint64_t step;
-};
 
 static int
 dep_next(const void *data, size_t len, void *arg)
@@ -1622,8 +1737,8 @@ wl_dep(void)
 {
 	const char *W = "dependent";
 	const struct contender *cs[BENCH_MAX_CONTENDERS];
-	size_t nc = workload_contenders(W, W_DEP, cs), n = bench.o.dep_ops, len = 4096, i;
-	double *lat = xmalloc(n * sizeof *lat);
+	size_t nc = workload_contenders(W, W_DEP, cs), n = bench.o.dep_ops, len = 4096;
+	struct job *J = job_new(n);
 	unsigned r;
 	char sz[32];
 
@@ -1644,43 +1759,31 @@ wl_dep(void)
 		bench_log("%s round %u/%u", W, r + 1, bench.o.rounds);
 		for (k = 0; k < nc; k++) {
 			const struct contender *c = cs[(k + r) % nc];
-			struct dep_state d = { seed_for(W, r, 0), bench.o.file_size / len, 0 };
-			struct opened o;
 			struct row *row;
-			double t0, el;
-			int rc = 0;
+			double el;
 
-			if (open_one(c, bench.hot_path, bench.o.file_size, &o, W) < 0)
+			*J = (struct job){ .kind = JOB_DEP, .c = c, .path = bench.hot_path,
+					   .size = bench.o.file_size, .n = n, .len = len, .m.lat = J->m.lat,
+					   .st.dep = { seed_for(W, r, 0), bench.o.file_size / len, 0 } };
+			if (job_run(J, W, "") < 0)
 				continue;
-			t0 = now_s();
-			for (i = 0; i < n && rc == 0; i++) {
-				double a = now_s();
-
-				rc = contender_consume(c, o.f, scratch, len, (d.h % d.pages) * len, dep_next, &d);
-				lat[i] = (now_s() - a) * 1e6;
-			}
-			el = now_s() - t0;
-			close_one(c, &o);
-			if (rc < 0) {
-				report_failure(W, c->name, "%s", strerror(errno));
-				continue;
-			}
+			el = J->elapsed;
 			if (!have_want) {
-				want = d.h;
+				want = J->st.dep.h;
 				have_want = true;
-			} else if (d.h != want) {
+			} else if (J->st.dep.h != want) {
 				report_failure(W, c->name, "the walk ended elsewhere than the other contenders'");
 				continue;
 			}
 			row = row_get(W, "4KiB-chain", c->name);
 			row->higher_better = false;
 			row_add(row, "us_lookup", "us/lookup", el / (double)n * 1e6);
-			add_latency(row, lat, n, true);
+			add_latency(row, J->m.lat, n, true);
 			row_add(row, "lookups_s", "lookups/s", (double)n / el);
 		}
 	}
 	report_print_table(W);
-	free(lat);
+	job_free(J, n);
 	return 0;
 }
 
@@ -2015,6 +2118,17 @@ wl_sample(void)
 	return 0;
 }
 
+/* --- workload: short-lived processes at once (dbprocs.c) --------------------------------------------- */
+
+static int
+wl_dbprocs(void)
+{
+	const struct contender *cs[BENCH_MAX_CONTENDERS];
+	size_t nc = workload_contenders("dbprocs", W_DBPROCS, cs);
+
+	return dbprocs_run(cs, nc);
+}
+
 /* --- set-up ------------------------------------------------------------------------------------------- */
 
 static const struct workload {
@@ -2030,6 +2144,7 @@ static const struct workload {
 	{ "sample", wl_sample, false },
 	{ "train", wl_train, false },
 	{ "procs", wl_procs, false },
+	{ "dbprocs", wl_dbprocs, false },
 	{ "iso", wl_iso, true },
 	{ "cache", wl_cache, true },
 	{ "scale", wl_scale, false },
@@ -2101,135 +2216,6 @@ verify_contenders(void)
 	free(got);
 }
 
-/* ".../name" for an absolute path, the argument itself otherwise. */
-static const char *
-short_path(const char *arg)
-{
-	static char buf[8][PATH_MAX];
-	static unsigned next;
-	const char *slash = strrchr(arg, '/');
-	char *b;
-
-	if (arg[0] != '/' || slash == NULL)
-		return arg;
-	b = buf[next++ % 8];
-	snprintf(b, PATH_MAX, ".../%s", slash + 1);
-	return b;
-}
-
-static void
-print_machine(int argc, char **argv)
-{
-	char line[512], model[256] = "unknown", args[1024] = "", date[64];
-	long mem_kib = -1;
-	struct utsname u;
-	time_t now = time(NULL);
-	double load[3] = { 0, 0, 0 };
-	bool virt = false;
-	size_t off = 0;
-	FILE *fp;
-	int i;
-
-	strftime(date, sizeof date, "%Y-%m-%d %H:%M:%S UTC", gmtime(&now));
-	report_meta("date", "%s", date);
-	fp = fopen("/proc/cpuinfo", "re");
-	if (fp != NULL) {
-		bool have_model = false;
-
-		while (fgets(line, sizeof line, fp) != NULL) {
-			if (!have_model && strncmp(line, "model name", 10) == 0) {
-				char *p = strchr(line, ':');
-
-				if (p != NULL) {
-					snprintf(model, sizeof model, "%s", p + 2);
-					model[strcspn(model, "\n")] = '\0';
-					have_model = true;
-				}
-			} else if (strncmp(line, "flags", 5) == 0 && strstr(line, " hypervisor") != NULL) {
-				virt = true;
-			}
-		}
-		fclose(fp);
-	}
-	fp = fopen("/proc/meminfo", "re");
-	if (fp != NULL) {
-		while (fgets(line, sizeof line, fp) != NULL)
-			if (sscanf(line, "MemTotal: %ld kB", &mem_kib) == 1)
-				break;
-		fclose(fp);
-	}
-	uname(&u);
-	getloadavg(load, 3);
-	report_meta("machine", "%ld CPUs (%s), %.1f GiB memory%s", sysconf(_SC_NPROCESSORS_ONLN), model,
-		    (double)mem_kib / 1024 / 1024, virt ? ", virtual machine (cpuinfo: hypervisor)" : "");
-	report_meta("kernel", "%s %s %s", u.sysname, u.release, u.machine);
-	report_meta("load", "%.2f %.2f %.2f at start (1, 5, 15 min)", load[0], load[1], load[2]);
-	if (bench.o.source != NULL)
-		report_meta("source", "%s", bench.o.source);
-	report_meta("versions", "libhotmap %s; compiler %s; nginx: %s", hm_version(), __VERSION__,
-		    bench.o.nginx != NULL ? bench.nginx_version : "not used");
-	/* Paths of this machine say nothing to a reader: last components only. */
-	for (i = 0; i < argc && off < sizeof args; i++)
-		off += (size_t)snprintf(args + off, sizeof args - off, "%s%s", i ? " " : "",
-					i == 0 ? "hmbench" : short_path(argv[i]));
-	report_meta("command", "%s", args);
-}
-
-/* Sum of the /proc/vmstat counters whose names start with prefix. */
-static long long
-vmstat_sum(const char *prefix)
-{
-	char name[64];
-	long long v, sum = 0;
-	FILE *fp = fopen("/proc/vmstat", "re");
-
-	if (fp == NULL)
-		return -1;
-	while (fscanf(fp, "%63s %lld", name, &v) == 2)
-		if (strncmp(name, prefix, strlen(prefix)) == 0)
-			sum += v;
-	fclose(fp);
-	return sum;
-}
-
-/* DAMON-based reclaim changes what "hot" means: say whether it runs. */
-static void
-print_damon(void)
-{
-	const char *base = "/sys/kernel/mm/damon/admin/kdamonds";
-	char path[PATH_MAX], state[32] = "", action[64] = "", out[256] = "";
-	size_t off = 0;
-	unsigned k, sc;
-	FILE *fp;
-
-	for (k = 0; k < 8; k++) {
-		snprintf(path, sizeof path, "%s/%u/state", base, k);
-		fp = fopen(path, "re");
-		if (fp == NULL)
-			break;
-		if (fgets(state, sizeof state, fp) == NULL)
-			state[0] = '\0';
-		fclose(fp);
-		state[strcspn(state, "\n")] = '\0';
-		off += (size_t)snprintf(out + off, sizeof out - off, "%skdamond %u %s", k ? "; " : "", k, state);
-		for (sc = 0; sc < 8 && off < sizeof out; sc++) {
-			snprintf(path, sizeof path, "%s/%u/contexts/0/schemes/%u/action", base, k, sc);
-			fp = fopen(path, "re");
-			if (fp == NULL)
-				break;
-			if (fgets(action, sizeof action, fp) == NULL)
-				action[0] = '\0';
-			fclose(fp);
-			action[strcspn(action, "\n")] = '\0';
-			off += (size_t)snprintf(out + off, sizeof out - off, ", scheme %s", action);
-		}
-		if (off >= sizeof out)
-			break;
-	}
-	if (off > 0)
-		report_meta("damon", "%s", out);
-}
-
 static void
 print_options(void)
 {
@@ -2240,32 +2226,14 @@ print_options(void)
 		    "rounds %u; hot file %s; scan file %s; %u random reads; sequential %s; "
 		    "training %u files x %u+1 columns x %u rows, batch %u, %u epochs + %u random; "
 		    "%u processes x %u reads of %s; isolation %u reads; scale %u reads; %u dependent lookups; "
-		    "%u fresh processes; %u sampling processes x %u reads; seed %llu%s",
+		    "%u fresh processes; %u sampling processes x %u reads; %u db processes x %u lookups "
+		    "on %u CPUs; seed %llu%s",
 		    o->rounds, human_size(a, sizeof a, o->file_size), human_size(b, sizeof b, o->scan_size),
 		    o->rand_ops, human_size(c, sizeof c, o->seq_bytes), o->train_files, o->train_cols,
 		    o->train_rows, o->train_batch, o->train_epochs, o->train_random, o->procs,
 		    o->proc_reads, human_size(d, sizeof d, o->proc_read_size), o->iso_ops, o->scale_ops,
-		    o->dep_ops, o->fresh_procs, o->sample_procs, o->sample_reads, (unsigned long long)o->seed, o->quick ? "; --quick" : "");
-}
-
-static void
-nginx_version(void)
-{
-	char cmd[PATH_MAX + 16], line[256];
-	FILE *fp;
-
-	snprintf(bench.nginx_version, sizeof bench.nginx_version, "unknown");
-	snprintf(cmd, sizeof cmd, "'%s' -v 2>&1", bench.o.nginx);
-	fp = popen(cmd, "r");
-	if (fp == NULL)
-		return;
-	if (fgets(line, sizeof line, fp) != NULL) {
-		char *p = strstr(line, "nginx/");
-
-		line[strcspn(line, "\n")] = '\0';
-		snprintf(bench.nginx_version, sizeof bench.nginx_version, "%.100s", p != NULL ? p : line);
-	}
-	pclose(fp);
+		    o->dep_ops, o->fresh_procs, o->sample_procs, o->sample_reads, o->db_procs, o->db_reads, o->db_cpus,
+		    (unsigned long long)o->seed, o->quick ? "; --quick" : "");
 }
 
 static void
@@ -2324,34 +2292,6 @@ setup_dirs(void)
 	xsnprintf(bench.hot_path, sizeof bench.hot_path, "%s/hot.dat", bench.data_dir);
 	xsnprintf(bench.scan_path, sizeof bench.scan_path, "%s/scan.dat", bench.data_dir);
 	return 0;
-}
-
-/* The file system type of path, as the mount table names it. */
-static const char *
-fs_name(const char *path)
-{
-	static char type[64];
-	char line[1024], dev[256], mnt[512], fst[64];
-	size_t best = 0;
-	FILE *fp = fopen("/proc/self/mounts", "re");
-
-	snprintf(type, sizeof type, "an unknown file system");
-	if (fp == NULL)
-		return type;
-	while (fgets(line, sizeof line, fp) != NULL) {
-		size_t l;
-
-		if (sscanf(line, "%255s %511s %63s", dev, mnt, fst) != 3)
-			continue;
-		l = strlen(mnt);
-		if (strncmp(path, mnt, l) == 0 && (path[l] == '/' || path[l] == '\0' || l == 1) &&
-		    l >= best) {
-			best = l;
-			snprintf(type, sizeof type, "%s", fst);
-		}
-	}
-	fclose(fp);
-	return type;
 }
 
 /* Creates a data file unless one of that size is there already (--dir). */
@@ -2549,6 +2489,9 @@ defaults(struct bench_opts *o, bool quick)
 		.fresh_procs = 4,
 		.sample_procs = 4,
 		.sample_reads = quick ? 200 : 5000,
+		.db_procs = 8,
+		.db_reads = 200,
+		.db_cpus = 2,
 		.scale_files = { 10, 1000, 10000 },
 		.nscale_files = 3,
 		.scale_clients = quick ? 20 : 1000,
@@ -2572,8 +2515,8 @@ usage(FILE *fp)
 		"Usually run through bench/run, which also installs nginx and plots.\n\n"
 		"  --quick                a few seconds: tiny files, 1 round (smoke test)\n"
 		"  --rounds N             rounds per workload (default 5)\n"
-		"  --workloads LIST       rand4k,seq1m,viewsum,dependent,fresh,sample,train,procs,iso,\n"
-		"                         cache,scale (default: all)\n"
+		"  --workloads LIST       rand4k,seq1m,viewsum,dependent,fresh,sample,train,procs,dbprocs,\n"
+		"                         iso,cache,scale (default: all)\n"
 		"  --contenders LIST      %s,floors (default: all; pread always)\n"
 		"  --results DIR          write results.csv, results.json, latency.csv, table.txt there\n"
 		"  --dir DIR              data directory (default: a temporary one, removed at the end)\n"
@@ -2589,7 +2532,7 @@ usage(FILE *fp)
 		"  --train-epochs N (4)  --train-random N (32)  --train-clients LIST (1,4)\n"
 		"  --procs N (200)  --proc-reads N (64)  --proc-read-size S (64K, also the sample records)\n"
 		"  --iso-ops N (5000)  --dep-ops N (20000)  --fresh-procs N (4)  --sample-procs N (4)\n"
-		"  --sample-reads N (5000)\n"
+		"  --sample-reads N (5000)  --db-procs N (8)  --db-reads N (200)  --db-cpus N (2)\n"
 		"  --scale-files LIST (10,1000,10000)  --scale-clients N (1000)  --scale-ops N (5000)\n"
 		"  --scale-file-size S (16K)\n",
 		"pread,mmap-new,mmap-touched,hotmap,hotmap-daemon,hotmap-view,hotmap-pread,nginx,...");
@@ -2601,6 +2544,7 @@ enum {
 	OPT_BATCHES, OPT_SEQ_BYTES, OPT_TRAIN_ROWS, OPT_TRAIN_BATCH, OPT_TRAIN_EPOCHS,
 	OPT_TRAIN_RANDOM, OPT_TRAIN_CLIENTS, OPT_PROCS, OPT_PROC_READS, OPT_PROC_READ_SIZE,
 	OPT_ISO_OPS, OPT_DEP_OPS, OPT_FRESH_PROCS, OPT_SAMPLE_PROCS, OPT_SAMPLE_READS, OPT_SCALE_FILES, OPT_SCALE_CLIENTS, OPT_SCALE_OPS, OPT_SCALE_FILE_SIZE, OPT_SOURCE,
+	OPT_DB_PROCS, OPT_DB_READS, OPT_DB_CPUS,
 };
 
 static const struct option long_opts[] = {
@@ -2634,6 +2578,9 @@ static const struct option long_opts[] = {
 	{ "fresh-procs", required_argument, NULL, OPT_FRESH_PROCS },
 	{ "sample-procs", required_argument, NULL, OPT_SAMPLE_PROCS },
 	{ "sample-reads", required_argument, NULL, OPT_SAMPLE_READS },
+	{ "db-procs", required_argument, NULL, OPT_DB_PROCS },
+	{ "db-reads", required_argument, NULL, OPT_DB_READS },
+	{ "db-cpus", required_argument, NULL, OPT_DB_CPUS },
 	{ "scale-files", required_argument, NULL, OPT_SCALE_FILES },
 	{ "scale-clients", required_argument, NULL, OPT_SCALE_CLIENTS },
 	{ "scale-ops", required_argument, NULL, OPT_SCALE_OPS },
@@ -2687,6 +2634,9 @@ parse_options(int argc, char **argv)
 		case OPT_FRESH_PROCS: o->fresh_procs = parse_uint(optarg, "--fresh-procs"); break;
 		case OPT_SAMPLE_PROCS: o->sample_procs = parse_uint(optarg, "--sample-procs"); break;
 		case OPT_SAMPLE_READS: o->sample_reads = parse_uint(optarg, "--sample-reads"); break;
+		case OPT_DB_PROCS: o->db_procs = parse_uint(optarg, "--db-procs"); break;
+		case OPT_DB_READS: o->db_reads = parse_uint(optarg, "--db-reads"); break;
+		case OPT_DB_CPUS: o->db_cpus = parse_uint(optarg, "--db-cpus"); break;
 		case OPT_SCALE_FILES:
 			o->nscale_files = parse_list(optarg, o->scale_files, "--scale-files");
 			break;

@@ -20,9 +20,19 @@ a median over rounds:
   sample    4 worker processes read random 64 KiB records: records/s with
             hotmap pread / readinto, os.pread, os.preadv, numpy.memmap,
             each round in a rotated order
+  shards    a low-reuse sampler: 4 worker processes read one epoch of
+            8 shards (8 x 256 MiB; --shard-size) in a random order, 64 KiB
+            records in batches of 32 (each contender fills a 32 x 64 KiB
+            array), each record once: File.readinto and
+            Client.read_batch_into against os.pread copied into the batch
+            (the ratio's reference), os.preadv into the batch and
+            numpy.memmap fancy indexing; every contender in new processes,
+            the shards hot
   per call  File.pread and File.readinto of 0 and 1 byte against the
             same hm_pread in a C loop (hotmap._loop_pread): the binding's
             own cost
+
+--workloads picks some (load,sample,shards,percall; default all).
 
 The module is imported from the build tree: --builddir (default: the
 directory above --hotmapd's) puts python/.libs on PYTHONPATH and
@@ -148,6 +158,68 @@ def child_sample(mode, path, sock, seconds, seed):
                       "majflt": ru.ru_majflt}), flush=True)
 
 
+SHARD_BATCH = 32
+
+
+def child_shards(mode, paths, sock, worker, nworkers, seed):
+    """Reads worker's share of one epoch of the shards (a permutation of
+    every record, dealt out to nworkers) in batches; prints {records, t0,
+    t1, check} (CLOCK_MONOTONIC, comparable across processes)."""
+    import numpy as np
+    clock = lambda: time.clock_gettime(time.CLOCK_MONOTONIC)
+    per = os.path.getsize(paths[0]) // REC
+    ids = np.random.default_rng(seed).permutation(per * len(paths))[worker::nworkers]
+    shard, off = (ids // per).tolist(), ((ids % per) * REC).tolist()
+    local = ids % per
+    out = np.empty((SHARD_BATCH, REC), dtype=np.uint8)
+    if mode.startswith("hotmap"):
+        import hotmap
+        c = hotmap.connect(sock)
+        files = [c.open(p) for p in paths]  # the library's defaults
+    elif mode.startswith("os."):
+        fds = [os.open(p, os.O_RDONLY) for p in paths]
+    elif mode == "numpy.memmap":
+        maps = [np.memmap(p, dtype=np.uint8, mode="r").reshape(-1, REC) for p in paths]
+        shard_a = ids // per
+    sys.stdout.write("ready\n")
+    sys.stdout.flush()
+    sys.stdin.readline()  # all start together
+    check = 0
+    t0 = clock()
+    for b in range(0, len(ids), SHARD_BATCH):
+        n = min(SHARD_BATCH, len(ids) - b)
+        if mode == "hotmap-readinto":
+            for j in range(n):
+                files[shard[b + j]].readinto(out[j], off[b + j])
+            got = out[:n]
+        elif mode == "hotmap-batch-into":
+            c.read_batch_into([(files[shard[b + j]], off[b + j], REC) for j in range(n)], out)
+            got = out[:n]
+        elif mode == "os.pread":
+            # into the batch, as the others: a list of 32 new 64 KiB bytes
+            # instead would be handed back to the system by malloc at each
+            # batch's end and faulted in again (6-7 faults a record here)
+            for j in range(n):
+                out[j] = np.frombuffer(os.pread(fds[shard[b + j]], REC, off[b + j]), dtype=np.uint8)
+            got = out[:n]
+        elif mode == "os.preadv":
+            for j in range(n):
+                os.preadv(fds[shard[b + j]], [out[j]], off[b + j])
+            got = out[:n]
+        else:
+            sa, la = shard_a[b:b + n], local[b:b + n]
+            got = out[:n]
+            for sh in np.unique(sa):
+                m = sa == sh
+                got[m] = maps[sh][la[m]]
+        check += sum(int(r[0]) + int(r[-1]) for r in got)
+    t1 = clock()
+    import resource
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    print(json.dumps({"records": len(ids), "t0": t0, "t1": t1, "check": check,
+                      "minflt": ru.ru_minflt}), flush=True)
+
+
 # --- the parent -----------------------------------------------------------------
 
 def smaps(pid):
@@ -212,6 +284,27 @@ def sample(mode, path, sock, env, seconds, nproc=4):
     return recs / seconds
 
 
+def shards(mode, paths, sock, env, seed, nproc=4):
+    """One epoch of the shards by nproc new workers: records/s, faults per
+    worker and the check of what they read."""
+    ps = [spawn(["--child-shards", mode, json.dumps(paths), sock, str(i), str(nproc), str(seed)], env)
+          for i in range(nproc)]
+    for p in ps:
+        assert p.stdout.readline().strip() == "ready", mode
+    for p in ps:
+        p.stdin.write("go\n")
+        p.stdin.flush()
+    rs = []
+    for p in ps:
+        rs.append(json.loads(p.stdout.readline()))
+        p.wait()
+        if p.returncode != 0:
+            raise RuntimeError("%s: worker failed (%d)" % (mode, p.returncode))
+    wall = max(r["t1"] for r in rs) - min(r["t0"] for r in rs)
+    return (sum(r["records"] for r in rs) / wall, sum(r["minflt"] for r in rs) / nproc,
+            sum(r["check"] for r in rs))
+
+
 def per_call(path, sock, iters):
     import hotmap
     c = hotmap.connect(sock)
@@ -273,7 +366,12 @@ def main():
     ap.add_argument("--size", type=int, help="bytes of the file (default 1 GiB; --quick 64 MiB)")
     ap.add_argument("--rounds", type=int, help="rounds per load row (default 5; --quick 1)")
     ap.add_argument("--seconds", type=float, help="seconds per sampler row and round (default 1.5; --quick 0.3)")
+    ap.add_argument("--shard-size", type=int, help="MiB of each of the 8 shards (default 256; --quick 8)")
+    ap.add_argument("--workloads", default="load,sample,shards,percall",
+                    help="which to run, comma-separated (default: load,sample,shards,percall)")
     a = ap.parse_args()
+    wl = set(a.workloads.split(","))
+    shard_size = (a.shard_size or (8 if a.quick else 256)) * MiB
     size = a.size or (64 * MiB if a.quick else GiB)
     rounds = a.rounds or (1 if a.quick else 5)
     seconds = a.seconds or (0.3 if a.quick else 1.5)
@@ -292,7 +390,13 @@ def main():
 
     os.makedirs(a.dir, exist_ok=True)
     path = os.path.join(a.dir, "pybench-%d.data" % size)
-    make_data(path, size)
+    if wl & {"load", "sample", "percall"}:
+        make_data(path, size)
+    shard_paths = []
+    if "shards" in wl:
+        shard_paths = [os.path.join(a.dir, "pybench-shard%d-%d.data" % (i, shard_size)) for i in range(8)]
+        for p in shard_paths:
+            make_data(p, shard_size)
     tmp = tempfile.mkdtemp(prefix="pybench.")
     sock = os.path.join(tmp, "sock")
     log = open(os.path.join(tmp, "hotmapd.log"), "wb")
@@ -312,12 +416,13 @@ def main():
                     raise SystemExit("hotmapd did not start (see %s)" % log.name)
                 time.sleep(0.05)
         # hot: in the page cache, and in the daemon's mapping
-        with hotmap.connect(sock) as c, c.open(path, flags=hotmap.O_WARM) as f:
-            f.warm()
-        with open(path, "rb") as f:
-            while f.read(64 * MiB):
-                pass
-        run(path, sock, env, size, rounds, seconds, a.quick)
+        for p in ([path] if os.path.exists(path) else []) + shard_paths:
+            with hotmap.connect(sock) as c, c.open(p, flags=hotmap.O_WARM) as f:
+                f.warm()
+            with open(p, "rb") as f:
+                while f.read(64 * MiB):
+                    pass
+        run(path, sock, env, size, rounds, seconds, a.quick, wl, shard_paths)
     finally:
         d.send_signal(signal.SIGTERM)
         try:
@@ -330,95 +435,150 @@ def main():
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def run(path, sock, env, size, rounds, seconds, quick):
+def run_shards(paths, sock, env, rounds):
+    """The low-reuse sampler's table; returns {mode: median records/s}."""
+    per = os.path.getsize(paths[0])
+    print("shards: 4 new worker processes read one epoch of %d shards x %.0f MiB (%.2f GiB) in a"
+          % (len(paths), per / MiB, len(paths) * per / GiB))
+    print("  random order, 64 KiB records in batches of %d, each record once (no record read twice);"
+          % SHARD_BATCH)
+    print("  shards hot (page cache, hotmapd's mapping); %d rounds, contenders rotated, each in new"
+          % rounds)
+    print("  processes; records/s over the wall time of the 4 (median, min, max); x os.pread = ratio")
+    print("  %-26s %12s %10s %10s %8s %10s %14s" % ("contender", "records/s", "min", "max", "GiB/s",
+                                                    "x os.pread", "faults/worker"))
+    modes = ["hotmap-readinto", "hotmap-batch-into", "os.pread", "os.preadv", "numpy.memmap"]
+    label = {"hotmap-readinto": "hotmap File.readinto", "hotmap-batch-into": "hotmap read_batch_into",
+             "os.pread": "os.pread (reference)", "os.preadv": "os.preadv into the batch",
+             "numpy.memmap": "numpy.memmap fancy index"}
+    try:
+        import numpy  # noqa: F401
+    except ImportError:
+        modes.remove("numpy.memmap")
+    runs = {m: [] for m in modes}
+    faults = {m: [] for m in modes}
+    for r in range(rounds):
+        checks = {}
+        for k in range(len(modes)):
+            m = modes[(k + r) % len(modes)]
+            rate, flt, chk = shards(m, paths, sock, env, 20261204 + r)
+            runs[m].append(rate)
+            faults[m].append(flt)
+            checks[m] = chk
+        if len(set(checks.values())) != 1:
+            raise SystemExit("shards: the contenders read different bytes: %r" % checks)
+    med = {m: statistics.median(runs[m]) for m in modes}
+    for m in modes:
+        print("  %-26s %12.0f %10.0f %10.0f %8.2f %10.2f %14.0f" % (
+            label[m], med[m], min(runs[m]), max(runs[m]), med[m] * REC / GiB,
+            med[m] / med["os.pread"], statistics.median(faults[m])))
+    print()
+    return med
+
+
+def run(path, sock, env, size, rounds, seconds, quick, wl=("load", "sample", "percall"), shard_paths=()):
     import hotmap
     gib = size / GiB
-    print("pybench: %s, %.0f MiB file (hot), %d rounds (median), %s, numpy %s, hotmap %s"
-          % (os.uname().nodename, size / MiB, rounds, sys.version.split()[0],
+    print("pybench: %s, %s, %d rounds (median), %s, numpy %s, hotmap %s"
+          % (os.uname().nodename, "%.0f MiB file (hot)" % (size / MiB) if os.path.exists(path) else "no single file",
+             rounds, sys.version.split()[0],
              __import__("numpy").__version__, hotmap.__version__))
     print()
+    res, x4, smp, rows, shm = {}, {}, {}, [], {}
     modes = ["hotmap-readinto", "hotmap-view", "read", "memmap-copy", "memmap-touch"]
     label = {"hotmap-readinto": "hotmap readinto -> numpy", "hotmap-view": "hotmap view (0 copies), touched",
              "read": "open+readinto -> numpy", "memmap-copy": "numpy.memmap + copy",
              "memmap-touch": "numpy.memmap touched in place"}
-    print("load: a fresh process loads the whole file")
-    print("  %-34s %10s %10s %10s %9s" % ("contender", "median ms", "min ms", "max ms", "GiB/s"))
-    res = {}
-    for m in modes:
-        t = [load_once(m, path, sock, env) for _ in range(rounds)]
-        res[m] = statistics.median(t)
-        print("  %-34s %10.1f %10.1f %10.1f %9.2f" % (label[m], res[m] * 1e3, min(t) * 1e3,
-                                                      max(t) * 1e3, gib / res[m]))
-    print("  (imports are outside the clock for every contender: numpy's, and hotmap's, which took")
-    print("   %.1f ms in the median hotmap child)" % (statistics.median(IMPORT_S) * 1e3))
-    print()
-    print("load x4: 4 processes load it at once; memory summed over the 4 (smaps_rollup),")
-    print("  less 4 processes that only import numpy and hotmap; 'copies' = data Pss / file size")
-    print("  %-34s %8s %9s %9s %9s %9s %7s" % ("contender", "wall ms", "Pss MiB", "PssFile", "PssAnon",
-                                               "RssFile", "copies"))
-    x4 = {}
-    base = load_x4("baseline", path, sock, env)
-    for m in modes:
-        r = load_x4(m, path, sock, env)
-        for k in ("pss", "pss_file", "pss_anon", "rss_file"):
-            r[k] -= base[k]
-        x4[m] = r
-        print("  %-34s %8.0f %9.0f %9.0f %9.0f %9.0f %7.2f" % (
-            label[m], r["wall"] * 1e3, r["pss"] / MiB, r["pss_file"] / MiB, r["pss_anon"] / MiB,
-            r["rss_file"] / MiB, r["pss"] / size))
-    print("  (hotmapd maps the file too: its Pss_File was %.0f MiB during the view row, the"
-          % (x4["hotmap-view"]["daemon_pss_file"] / MiB))
-    print("   share of the one copy the 4 loaders do not hold)")
-    print()
-    print("sample: 4 worker processes read random 64 KiB records, %g s a row; %d rounds, the"
-          % (seconds, rounds))
-    print("  contenders in a rotated order each round (median, min and max over rounds)")
-    print("  %-24s %12s %10s %10s %8s %14s" % ("contender", "records/s", "min", "max", "GiB/s",
-                                              "faults/worker"))
-    smodes = ["hotmap-pread", "hotmap-readinto", "os.pread", "os.preadv", "numpy.memmap"]
-    runs = {m: [] for m in smodes}
-    faults = {m: [] for m in smodes}
-    for r in range(rounds):
-        for k in range(len(smodes)):
-            m = smodes[(k + r) % len(smodes)]
-            runs[m].append(sample(m, path, sock, env, seconds))
-            faults[m].append(LAST_FAULTS[0] / 4)
-    smp = {}
-    for m in smodes:
-        smp[m] = statistics.median(runs[m])
-        print("  %-24s %12.0f %10.0f %10.0f %8.2f %14.0f" % (
-            m, smp[m], min(runs[m]), max(runs[m]), smp[m] * REC / GiB,
-            statistics.median(faults[m])))
-    print()
-    iters = 20000 if quick else 200000
-    rows, empty, osp = per_call(path, sock, iters)
-    print("per call: the binding against hm_pread in a C loop (direct file, best of 5 x %d)" % iters)
-    print("  %-22s %9s %9s %11s %16s" % ("call", "C us", "Python us", "binding us",
-                                         "minus loop us"))
-    for name, cc, py, over, net in rows:
-        print("  %-22s %9.3f %9.3f %11.3f %16.3f" % (name, cc, py, over, net))
-    print("  (an empty Python loop iteration: %.3f us; os.pread(fd, 1): %.3f us)" % (empty, osp))
-    print()
+    if "load" in wl:
+        print("load: a fresh process loads the whole file")
+        print("  %-34s %10s %10s %10s %9s" % ("contender", "median ms", "min ms", "max ms", "GiB/s"))
+        for m in modes:
+            t = [load_once(m, path, sock, env) for _ in range(rounds)]
+            res[m] = statistics.median(t)
+            print("  %-34s %10.1f %10.1f %10.1f %9.2f" % (label[m], res[m] * 1e3, min(t) * 1e3,
+                                                          max(t) * 1e3, gib / res[m]))
+        print("  (imports are outside the clock for every contender: numpy's, and hotmap's, which took")
+        print("   %.1f ms in the median hotmap child)" % (statistics.median(IMPORT_S) * 1e3))
+        print()
+        print("load x4: 4 processes load it at once; memory summed over the 4 (smaps_rollup),")
+        print("  less 4 processes that only import numpy and hotmap; 'copies' = data Pss / file size")
+        print("  %-34s %8s %9s %9s %9s %9s %7s" % ("contender", "wall ms", "Pss MiB", "PssFile", "PssAnon",
+                                                   "RssFile", "copies"))
+        base = load_x4("baseline", path, sock, env)
+        for m in modes:
+            r = load_x4(m, path, sock, env)
+            for k in ("pss", "pss_file", "pss_anon", "rss_file"):
+                r[k] -= base[k]
+            x4[m] = r
+            print("  %-34s %8.0f %9.0f %9.0f %9.0f %9.0f %7.2f" % (
+                label[m], r["wall"] * 1e3, r["pss"] / MiB, r["pss_file"] / MiB, r["pss_anon"] / MiB,
+                r["rss_file"] / MiB, r["pss"] / size))
+        print("  (hotmapd maps the file too: its Pss_File was %.0f MiB during the view row, the"
+              % (x4["hotmap-view"]["daemon_pss_file"] / MiB))
+        print("   share of the one copy the 4 loaders do not hold)")
+        print()
+    if "sample" in wl:
+        print("sample: 4 worker processes read random 64 KiB records, %g s a row; %d rounds, the"
+              % (seconds, rounds))
+        print("  contenders in a rotated order each round (median, min and max over rounds)")
+        print("  %-24s %12s %10s %10s %8s %14s" % ("contender", "records/s", "min", "max", "GiB/s",
+                                                  "faults/worker"))
+        smodes = ["hotmap-pread", "hotmap-readinto", "os.pread", "os.preadv", "numpy.memmap"]
+        runs = {m: [] for m in smodes}
+        faults = {m: [] for m in smodes}
+        for r in range(rounds):
+            for k in range(len(smodes)):
+                m = smodes[(k + r) % len(smodes)]
+                runs[m].append(sample(m, path, sock, env, seconds))
+                faults[m].append(LAST_FAULTS[0] / 4)
+        for m in smodes:
+            smp[m] = statistics.median(runs[m])
+            print("  %-24s %12.0f %10.0f %10.0f %8.2f %14.0f" % (
+                m, smp[m], min(runs[m]), max(runs[m]), smp[m] * REC / GiB,
+                statistics.median(faults[m])))
+        print()
+    if "shards" in wl and shard_paths:
+        shm = run_shards(shard_paths, sock, env, rounds)
+    if "percall" in wl:
+        iters = 20000 if quick else 200000
+        rows, empty, osp = per_call(path, sock, iters)
+        print("per call: the binding against hm_pread in a C loop (direct file, best of 5 x %d)" % iters)
+        print("  %-22s %9s %9s %11s %16s" % ("call", "C us", "Python us", "binding us",
+                                             "minus loop us"))
+        for name, cc, py, over, net in rows:
+            print("  %-22s %9.3f %9.3f %11.3f %16.3f" % (name, cc, py, over, net))
+        print("  (an empty Python loop iteration: %.3f us; os.pread(fd, 1): %.3f us)" % (empty, osp))
+        print()
     ok = lambda b: "yes" if b else "NO"
     print("targets:")
-    print("  load via hotmap <= open+readinto:          readinto %s, view %s"
-          % (ok(res["hotmap-readinto"] <= res["read"]), ok(res["hotmap-view"] <= res["read"])))
-    print("  load via hotmap <= memmap touched in place: readinto %s, view %s"
-          % (ok(res["hotmap-readinto"] <= res["memmap-touch"]),
-             ok(res["hotmap-view"] <= res["memmap-touch"])))
-    print("  4 loaders hold one shared copy:             view %s (%.2f copies), readinto %s (%.2f)"
-          % (ok(x4["hotmap-view"]["pss"] < 1.5 * size), x4["hotmap-view"]["pss"] / size,
-             ok(x4["hotmap-readinto"]["pss"] < 1.5 * size), x4["hotmap-readinto"]["pss"] / size))
-    print("  sampler >= os.pread:                        pread %s, readinto %s"
-          % (ok(smp["hotmap-pread"] >= smp["os.pread"]), ok(smp["hotmap-readinto"] >= smp["os.pread"])))
-    print("  binding < 1 us per call over C:             %s (max %.3f us)"
-          % (ok(max(r[3] for r in rows) < 1.0), max(r[3] for r in rows)))
-
+    if res:
+        print("  load via hotmap <= open+readinto:          readinto %s, view %s"
+              % (ok(res["hotmap-readinto"] <= res["read"]), ok(res["hotmap-view"] <= res["read"])))
+        print("  load via hotmap <= memmap touched in place: readinto %s, view %s"
+              % (ok(res["hotmap-readinto"] <= res["memmap-touch"]),
+                 ok(res["hotmap-view"] <= res["memmap-touch"])))
+        print("  4 loaders hold one shared copy:             view %s (%.2f copies), readinto %s (%.2f)"
+              % (ok(x4["hotmap-view"]["pss"] < 1.5 * size), x4["hotmap-view"]["pss"] / size,
+                 ok(x4["hotmap-readinto"]["pss"] < 1.5 * size), x4["hotmap-readinto"]["pss"] / size))
+    if smp:
+        print("  sampler >= os.pread:                        pread %s, readinto %s"
+              % (ok(smp["hotmap-pread"] >= smp["os.pread"]), ok(smp["hotmap-readinto"] >= smp["os.pread"])))
+    if shm:
+        print("  low-reuse shard sampler >= os.pread:        readinto %s (%.2fx), read_batch_into %s (%.2fx)"
+              % (ok(shm["hotmap-readinto"] >= shm["os.pread"]), shm["hotmap-readinto"] / shm["os.pread"],
+                 ok(shm["hotmap-batch-into"] >= shm["os.pread"]),
+                 shm["hotmap-batch-into"] / shm["os.pread"]))
+    if rows:
+        print("  binding < 1 us per call over C:             %s (max %.3f us)"
+              % (ok(max(r[3] for r in rows) < 1.0), max(r[3] for r in rows)))
 
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "--child-load":
         child_load(sys.argv[2], sys.argv[3], sys.argv[4])
     elif len(sys.argv) > 1 and sys.argv[1] == "--child-sample":
         child_sample(sys.argv[2], sys.argv[3], sys.argv[4], float(sys.argv[5]), int(sys.argv[6]))
+    elif len(sys.argv) > 1 and sys.argv[1] == "--child-shards":
+        child_shards(sys.argv[2], json.loads(sys.argv[3]), sys.argv[4], int(sys.argv[5]),
+                     int(sys.argv[6]), int(sys.argv[7]))
     else:
         main()

@@ -568,3 +568,55 @@ run_children(unsigned n, child_fn setup, child_fn run, child_fn teardown, void *
 	}
 	return rc;
 }
+
+/* --- a contender's run in a process of its own -------------------------------- */
+
+void *
+shared_alloc(size_t n)
+{
+	void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED) {
+		fprintf(stderr, "hmbench: out of memory (shared %zu bytes)\n", n);
+		exit(1);
+	}
+	return p;
+}
+
+void
+shared_free(void *p, size_t n)
+{
+	if (p != NULL)
+		munmap(p, n);
+}
+
+int
+in_fresh_process(int (*fn)(void *arg), void *arg)
+{
+	int status = 0;
+	pid_t pid;
+
+	fflush(stdout);
+	fflush(stderr);
+	pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		int rc;
+
+		bench_is_child = true;
+		signal(SIGINT, SIG_DFL);
+		signal(SIGTERM, SIG_DFL);
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		rc = fn(arg);
+		fflush(stdout);
+		fflush(stderr);
+		_exit(rc < 0 ? (-rc > 0 && -rc < 126 ? -rc : EIO) : 0);
+	}
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			return -errno;
+	if (WIFEXITED(status))
+		return -WEXITSTATUS(status);
+	return -ECHILD;
+}

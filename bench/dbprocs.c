@@ -1,0 +1,269 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * dbprocs.c - the dbprocs workload: short-lived processes, several at once
+ * on few cores, each a new program (bench/hmproc, exec'd) that opens the
+ * hot file, does random 4 KiB lookups like a database's, closes and
+ * exits.  Every contender starts from the same state: new processes, the
+ * file in the page cache and in hotmapd's mapping; nothing of one
+ * contender's is left in another's processes.
+ *
+ * Measures per round and contender: the wall time from the first fork to
+ * the last exit (the primary figure, lower is better), and per process
+ * its start (fork to main), connect + open, lookups and close, its CPU
+ * time and minor faults (wait4).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "bench/bench.h"
+
+#define DB_MAX_PROCS 64
+
+/* bench/hmproc: $HMPROC, else beside hmbench (or one up, from .libs). */
+static const char *
+hmproc_path(void)
+{
+	static char path[PATH_MAX];
+	char exe[PATH_MAX], *slash;
+	ssize_t n;
+	const char *env = getenv("HMPROC");
+
+	if (env != NULL && *env != '\0')
+		return env;
+	n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+	if (n <= 0)
+		return NULL;
+	exe[n] = '\0';
+	slash = strrchr(exe, '/');
+	if (slash == NULL)
+		return NULL;
+	*slash = '\0';
+	snprintf(path, sizeof path, "%.*s/hmproc", (int)(sizeof path - 8), exe);
+	if (access(path, X_OK) == 0)
+		return path;
+	slash = strrchr(exe, '/');
+	if (slash != NULL && strcmp(slash, "/.libs") == 0) {
+		*slash = '\0';
+		snprintf(path, sizeof path, "%.*s/hmproc", (int)(sizeof path - 8), exe);
+		if (access(path, X_OK) == 0)
+			return path;
+	}
+	return NULL;
+}
+
+struct db_proc {
+	pid_t pid;
+	int out;		/* its stdout */
+	double t_fork;
+	double t[5];		/* main, connect+open done, reads done, close done, connect done */
+	double co_cpu;		/* CPU seconds of connect + open */
+	long co_flt;		/* minor faults of connect + open */
+	char line[256];
+	size_t len;
+	struct rusage ru;
+	int status;
+};
+
+/* The first ncpu processors this process may run on, for the children. */
+static int
+db_cpus(cpu_set_t *set, unsigned ncpu)
+{
+	cpu_set_t all;
+	unsigned i, n = 0;
+
+	CPU_ZERO(set);
+	if (ncpu == 0 || sched_getaffinity(0, sizeof all, &all) < 0)
+		return -1;
+	for (i = 0; i < CPU_SETSIZE && n < ncpu; i++)
+		if (CPU_ISSET(i, &all)) {
+			CPU_SET(i, set);
+			n++;
+		}
+	return (int)n;
+}
+
+static int
+db_spawn(struct db_proc *p, const char *exe, char **argv, const cpu_set_t *cpus)
+{
+	int fds[2];
+
+	if (pipe2(fds, O_CLOEXEC) < 0)
+		return -errno;
+	p->t_fork = now_s();
+	p->pid = fork();
+	if (p->pid < 0) {
+		close(fds[0]);
+		close(fds[1]);
+		return -errno;
+	}
+	if (p->pid == 0) {
+		bench_is_child = true;
+		signal(SIGINT, SIG_DFL);
+		signal(SIGTERM, SIG_DFL);
+		signal(SIGPIPE, SIG_DFL);
+		if (cpus != NULL)
+			(void)sched_setaffinity(0, sizeof *cpus, cpus);
+		dup2(fds[1], 1);
+		execv(exe, argv);
+		_exit(127);
+	}
+	close(fds[1]);
+	p->out = fds[0];
+	p->len = 0;
+	return 0;
+}
+
+/* Reads every child's line and reaps it (wait4: its CPU time and faults). */
+static void
+db_collect(struct db_proc *ps, unsigned n)
+{
+	unsigned i;
+
+	for (i = 0; i < n; i++) {
+		ssize_t r;
+
+		while ((r = read(ps[i].out, ps[i].line + ps[i].len, sizeof ps[i].line - 1 - ps[i].len)) > 0)
+			ps[i].len += (size_t)r;
+		ps[i].line[ps[i].len] = '\0';
+		close(ps[i].out);
+	}
+	for (i = 0; i < n; i++)
+		while (wait4(ps[i].pid, &ps[i].status, 0, &ps[i].ru) < 0 && errno == EINTR)
+			;
+}
+
+static double
+tv_s(struct timeval tv)
+{
+	return (double)tv.tv_sec + (double)tv.tv_usec * 1e-6;
+}
+
+static double
+pct(double *v, unsigned n, double p)
+{
+	sort_doubles(v, n);
+	return percentile(v, n, p);
+}
+
+int
+dbprocs_run(const struct contender **cs, size_t nc)
+{
+	const char *W = "dbprocs", *exe = hmproc_path();
+	unsigned np = bench.o.db_procs, r, i;
+	struct db_proc ps[DB_MAX_PROCS];
+	double co[DB_MAX_PROCS], start[DB_MAX_PROCS], reads[DB_MAX_PROCS], clos[DB_MAX_PROCS],
+	       life[DB_MAX_PROCS], cpu[DB_MAX_PROCS], conn[DB_MAX_PROCS], cocpu[DB_MAX_PROCS];
+	cpu_set_t cpus;
+	int ncpu = db_cpus(&cpus, bench.o.db_cpus);
+	char variant[32], nreads[16], seed[32];
+
+	if (np == 0 || np > DB_MAX_PROCS) {
+		report_failure(W, "-", "--db-procs must be 1 to %d", DB_MAX_PROCS);
+		return -1;
+	}
+	if (exe == NULL) {
+		report_failure(W, "-", "bench/hmproc not found (build it: make bench/hmproc; or set HMPROC)");
+		return -1;
+	}
+	report_section(W, "short-lived processes at once: a database's lookups",
+		       "  %u new processes started at once (fork + exec of bench/hmproc, pinned to %d "
+		       "CPUs), each: open the hot %llu MiB file its way, %u random 4 KiB reads, close, exit; "
+		       "a new set per contender and round, so none inherits another's mappings.\n"
+		       "  wall_ms: first fork to last exit (lower is better; x pread = pread's / this). "
+		       "Per process (median over rounds of each round's percentile): co_* connect + open "
+		       "(pread: open; mmap-new: open + mmap; hotmap: hm_connect_opts + hm_open; issue 29 "
+		       "target for hotmap: p50 <= 0.5 ms), conn_p50 its connect alone (hm_connect_opts), "
+		       "co_cpu_ms and co_minflt the process's own CPU time (p50) and faults in connect + open, "
+		       "start_p50 fork to main (exec, loader), "
+		       "reads_p50 the lookups, close_p50, cpu_ms user + system, minflt (wait4).",
+		       np, ncpu, (unsigned long long)(bench.o.file_size >> 20), bench.o.db_reads);
+	snprintf(variant, sizeof variant, "%u procs x %u", np, bench.o.db_reads);
+	snprintf(nreads, sizeof nreads, "%u", bench.o.db_reads);
+	for (r = 0; r < bench.o.rounds; r++) {
+		size_t k;
+
+		bench_log("%s round %u/%u", W, r + 1, bench.o.rounds);
+		for (k = 0; k < nc; k++) {
+			const struct contender *c = cs[(k + r) % nc];
+			char shm[32], direct[8];
+			char *argv[9] = { "hmproc", NULL, bench.hotmap_sock, bench.hot_path, nreads, seed,
+					  NULL, NULL, NULL };
+			double t0, wall, minflt = 0, coflt = 0;
+			unsigned started = 0, bad = 0;
+			struct row *row;
+
+			if (c->flags & CF_HOTMAP) {
+				argv[1] = "hotmap";
+				snprintf(shm, sizeof shm, "%s", c->shm_size != NULL ? c->shm_size : "-1");
+				snprintf(direct, sizeof direct, "%d", c->direct);
+				argv[6] = shm;
+				argv[7] = direct;
+			} else {
+				argv[1] = (c->flags & CF_MAPPING) ? "mmap" : "pread";
+			}
+			t0 = now_s();
+			for (i = 0; i < np; i++) {
+				/* every contender's i-th process reads the same offsets */
+				snprintf(seed, sizeof seed, "%llu",
+					 (unsigned long long)(bench.o.seed * 1000003ULL + r * 1009ULL + i));
+				if (db_spawn(&ps[i], exe, argv, ncpu > 0 ? &cpus : NULL) < 0)
+					break;
+				started++;
+			}
+			db_collect(ps, started);
+			wall = now_s() - t0;
+			for (i = 0; i < started; i++) {
+				struct db_proc *p = &ps[i];
+
+				if (!WIFEXITED(p->status) || WEXITSTATUS(p->status) != 0 ||
+				    sscanf(p->line, "%lf %lf %lf %lf %lf %lf %ld", &p->t[0], &p->t[1], &p->t[2],
+					   &p->t[3], &p->t[4], &p->co_cpu, &p->co_flt) != 7) {
+					if (bad++ == 0)
+						report_failure(W, c->name, "process %u: exit status %d (%s)", i,
+							       WIFEXITED(p->status) ? WEXITSTATUS(p->status) : -1,
+							       "its stderr is above");
+					continue;
+				}
+				start[i - bad] = (p->t[0] - p->t_fork) * 1e3;
+				co[i - bad] = (p->t[1] - p->t[0]) * 1e3;
+				conn[i - bad] = (p->t[4] - p->t[0]) * 1e3;
+				cocpu[i - bad] = p->co_cpu * 1e3;
+				coflt += (double)p->co_flt;
+				reads[i - bad] = (p->t[2] - p->t[1]) * 1e3;
+				clos[i - bad] = (p->t[3] - p->t[2]) * 1e3;
+				life[i - bad] = (p->t[3] - p->t_fork) * 1e3;
+				cpu[i - bad] = (tv_s(p->ru.ru_utime) + tv_s(p->ru.ru_stime)) * 1e3;
+				minflt += (double)p->ru.ru_minflt;
+			}
+			if (bad > 0 || started < np)
+				continue;
+			row = row_get(W, variant, c->name);
+			row->higher_better = false;
+			row_add(row, "wall_ms", "ms", wall * 1e3);
+			row_add(row, "co_p50_ms", "ms", pct(co, np, 50));
+			row_add(row, "co_p95_ms", "ms", pct(co, np, 95));
+			row_add(row, "conn_p50_ms", "ms", pct(conn, np, 50));
+			row_add(row, "co_cpu_ms", "ms", pct(cocpu, np, 50));
+			row_add(row, "co_minflt", "faults/proc", coflt / np);
+			row_add(row, "start_p50_ms", "ms", pct(start, np, 50));
+			row_add(row, "reads_p50_ms", "ms", pct(reads, np, 50));
+			row_add(row, "close_p50_ms", "ms", pct(clos, np, 50));
+			row_add(row, "life_p50_ms", "ms", pct(life, np, 50));
+			row_add(row, "cpu_ms", "ms/proc", pct(cpu, np, 50));
+			row_add(row, "minflt", "faults/proc", minflt / np);
+		}
+	}
+	report_print_table(W);
+	return 0;
+}

@@ -1,0 +1,169 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * hmproc.c - one short-lived process of hmbench's dbprocs workload: it
+ * starts (exec'd by hmbench, so it pays what a real program pays: the
+ * loader, its libraries, its first touches of their code), opens the file
+ * its way, does random 4 KiB lookups like a database's, closes and exits.
+ *
+ *   hmproc MODE SOCKET PATH READS SEED [SHM_SIZE DIRECT]
+ *
+ * MODE: pread (open + pread), mmap (open + mmap + memcpy + munmap),
+ * hotmap (hm_connect_opts + hm_open + hm_pread + hm_close +
+ * hm_disconnect; SHM_SIZE -1 and DIRECT -1 are the library's defaults).
+ * Prints one line on stdout, CLOCK_MONOTONIC seconds (the parent compares
+ * them with its own clock: the time from fork to main is the process's
+ * start):  main connect_open reads close connect cpu faults sum
+ * each the moment that step ended (main: when main began; connect: when
+ * hm_connect_opts returned, main for the others); then the CPU seconds
+ * (user + system) and the minor faults of main to connect_open (what of
+ * connect + open was work of this process, not waiting), and a sum of
+ * the bytes read.  Every read
+ * must return 4096 bytes.  Exit status 0, or 1 with the reason on stderr.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "hotmap.h"
+
+#define LEN 4096
+
+static double
+now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static uint64_t
+next(uint64_t *s)
+{
+	/* splitmix64: the same offsets for every mode with the same seed */
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+/* CPU seconds and minor faults of this process so far */
+static void
+usage_now(double *cpu, long *flt)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	*cpu = (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+	       (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
+	*flt = ru.ru_minflt;
+}
+
+static int
+fail(const char *what)
+{
+	fprintf(stderr, "hmproc: %s: %s\n", what, strerror(errno));
+	return 1;
+}
+
+int
+main(int argc, char **argv)
+{
+	double t_main = now(), t_connect, t_open, t_reads, t_close, cpu0, cpu1;
+	long flt0, flt1;
+	static char buf[LEN];
+	const char *mode, *sock, *path;
+	unsigned long reads, i;
+	uint64_t seed, pages, sum = 0;
+	struct stat st;
+	int fd;
+
+	if (argc != 6 && argc != 8) {
+		fprintf(stderr, "usage: hmproc pread|mmap|hotmap SOCKET PATH READS SEED [SHM_SIZE DIRECT]\n");
+		return 2;
+	}
+	usage_now(&cpu0, &flt0);
+	mode = argv[1];
+	sock = argv[2];
+	path = argv[3];
+	reads = strtoul(argv[4], NULL, 10);
+	seed = strtoull(argv[5], NULL, 10);
+	if (strcmp(mode, "hotmap") == 0) {
+		struct hm_options o = HM_OPTIONS_INIT;
+		struct hm_stat hs;
+		hm_client *c;
+		hm_file *f;
+
+		if (argc == 8) {
+			o.shm_size = strtoll(argv[6], NULL, 10);
+			o.direct = (int)strtol(argv[7], NULL, 10);
+		}
+		c = hm_connect_opts(sock, &o);
+		if (c == NULL)
+			return fail("hm_connect_opts");
+		t_connect = now();
+		f = hm_open(c, path, 0);
+		if (f == NULL)
+			return fail("hm_open");
+		t_open = now();
+		usage_now(&cpu1, &flt1);
+		if (hm_stat(f, &hs) < 0)
+			return fail("hm_stat");
+		pages = hs.size / LEN;
+		for (i = 0; i < reads; i++) {
+			if (hm_pread(f, buf, LEN, (next(&seed) % pages) * LEN) != LEN)
+				return fail("hm_pread");
+			sum += (unsigned char)buf[i % LEN];
+		}
+		t_reads = now();
+		hm_close(f);
+		hm_disconnect(c);
+	} else if (strcmp(mode, "pread") == 0 || strcmp(mode, "mmap") == 0) {
+		char *map = NULL;
+
+		t_connect = t_main;
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0 || fstat(fd, &st) < 0)
+			return fail("open");
+		if (mode[0] == 'm') {
+			map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
+			if (map == MAP_FAILED)
+				return fail("mmap");
+		}
+		t_open = now();
+		usage_now(&cpu1, &flt1);
+		pages = (uint64_t)st.st_size / LEN;
+		for (i = 0; i < reads; i++) {
+			uint64_t off = (next(&seed) % pages) * LEN;
+
+			if (map != NULL)
+				memcpy(buf, map + off, LEN);
+			else if (pread(fd, buf, LEN, (off_t)off) != LEN)
+				return fail("pread");
+			sum += (unsigned char)buf[i % LEN];
+		}
+		t_reads = now();
+		if (map != NULL)
+			munmap(map, (size_t)st.st_size);
+		close(fd);
+	} else {
+		fprintf(stderr, "hmproc: unknown mode %s\n", mode);
+		return 2;
+	}
+	t_close = now();
+	/* the sum keeps the copies from being optimised away */
+	printf("%.9f %.9f %.9f %.9f %.9f %.6f %ld %llu\n", t_main, t_open, t_reads, t_close, t_connect,
+	       cpu1 - cpu0, flt1 - flt0, (unsigned long long)sum);
+	return 0;
+}
