@@ -154,7 +154,11 @@ hm_files(hm_client *c, void (*cb)(const struct hm_file_info *info, void *arg), v
 				.direct_bytes = f->direct_bytes,
 				.dev = f->dev,
 				.ino = f->ino,
+				.private_entry = f->private_entry,
+				.network = f->network,
 			};
+
+			snprintf(info.fs, sizeof info.fs, "%s", f->fs != NULL ? f->fs : "");
 
 			cb(&info, arg);
 		}

@@ -67,6 +67,12 @@ struct hm_file_info {
 	uint64_t direct_reads;		/* reads clients served themselves (direct tier) */
 	uint64_t direct_bytes;		/* and their bytes: not in bytes */
 	uint64_t dev, ino;		/* the file's identity (st_dev, st_ino) */
+	int private_entry;	/* read through one client's descriptor, for that
+				 * handle alone (FUSE, pseudo files): never
+				 * cached, and not stale */
+	int network;		/* on a network file system: read with pread,
+				 * never mapped (libhotmap(3), "Network file systems") */
+	char fs[32];		/* the file system: "ext4", "nfs", "fuse.sshfs" */
 };
 
 /* Calls cb once per cached file.  Needs an administrator (EPERM). */

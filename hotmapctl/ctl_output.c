@@ -479,6 +479,12 @@ files_print_json(const struct file_rows *rows)
 		json_uint(&j, f->handles);
 		json_key(&j, "stale");
 		json_bool(&j, f->stale);
+		json_key(&j, "private");
+		json_bool(&j, f->private_entry);
+		json_key(&j, "fs");
+		json_string(&j, f->fs);
+		json_key(&j, "network");
+		json_bool(&j, f->network);
 		json_key(&j, "hits");
 		json_uint(&j, f->hits);
 		json_key(&j, "bytes");

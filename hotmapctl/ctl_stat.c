@@ -56,6 +56,13 @@ stat_print(const char *path, const struct hm_file_info *f)
 	printf("  size            %" PRIu64 " (%s)\n", f->size, size_human(f->size, a, sizeof a));
 	printf("  backend         %s\n", ctl_backend_name(f->backend));
 	printf("  reason          %s\n", ctl_reason_name(f->reason));
+	if (f->fs[0] != '\0')
+		printf("  file system     %s%s\n", f->fs, f->network ? " (network)" : "");
+	if (f->reason == HM_REASON_NETWORK_FS)
+		printf("  why             %s file system (%s): %s\n",
+		       f->network ? "network" : "user-space (FUSE)", f->fs[0] ? f->fs : "?",
+		       f->backend == HM_BACKEND_MMAP ? "mapped, as network-fs = mmap asks" :
+		       "read with pread, never mapped");
 	printf("  handles         %u (%u read directly)\n", f->handles, f->direct_handles);
 	if (f->resident_pct < 0)
 		printf("  resident        unknown\n");
@@ -67,6 +74,8 @@ stat_print(const char *path, const struct hm_file_info *f)
 	       size_human(f->bytes, a, sizeof a), size_human(f->direct_bytes, b, sizeof b),
 	       f->direct_reads);
 	printf("  idle            %.1f s\n", (double)f->idle_ms / 1000.0);
+	if (f->private_entry)
+		printf("  private         yes: read through its client's descriptor, for that handle alone\n");
 	if (f->stale)
 		printf("  stale           yes: replaced; freed at its last close\n");
 }

@@ -185,8 +185,18 @@ session_hello(struct session *s, uint32_t id, ProtobufCMessage *msg)
 static void
 session_reason_text(const struct storage_handle *h, char *buf, size_t len)
 {
+	bool network;
+	const char *fs = storage_fs_name(h, &network);
+
 	if (h->reason == STORAGE_REASON_MMAP_FAILED)
 		snprintf(buf, len, "%s: %s", storage_reason_name(h->reason), strerror(h->map_errno));
+	else if (h->reason == STORAGE_REASON_NETWORK_FS)
+		/* why, in words: hm_stat's and hotmapctl stat's */
+		snprintf(buf, len, "%s: %s file system (%s): %s", storage_reason_name(h->reason),
+			 network ? "network" : "user-space (FUSE)", fs,
+			 h->backend == STORAGE_BACKEND_MMAP ? "mapped, as network-fs = mmap asks" :
+			 network ? "read with pread, never mapped" :
+			 "read with pread as a network one, never mapped");
 	else
 		snprintf(buf, len, "%s", storage_reason_name(h->reason));
 }

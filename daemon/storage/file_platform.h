@@ -88,6 +88,16 @@ int fplat_stat(hm_fd fd, struct file_stat *st);
  */
 int fplat_fs(hm_fd fd, uint32_t *type, enum fs_class *fs, bool *data);
 
+/*
+ * The file system's name for people, into buf: "ext4", "nfs", or for
+ * FUSE the mount's type with its subtype ("fuse.sshfs"; POSIX: from
+ * /proc/self/mountinfo, by the file's device dev); "0x%x" of a type no
+ * list knows.  True when it is a network file system by that list
+ * (file_platform_unix.c keeps the one list, with why each is there).
+ * Looks at the mounts: at a new entry's open, not per read.
+ */
+bool fplat_fs_name(uint32_t type, uint64_t dev, char *buf, size_t len);
+
 /* A descriptor of the same file with an open file description of its
  * own, if the daemon may open one (see file_open.c); else fd.  Takes fd:
  * the one returned is the one to keep. */
