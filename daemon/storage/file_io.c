@@ -372,7 +372,10 @@ ssize_t storage_warm_detached(const struct storage_handle *h, uint64_t offset, u
 	}
 	/* Not mapped: read it through, so that it is in the page cache when
 	 * asked for; what is read is not kept, nor counted as read (io is
-	 * for bytes served). */
+	 * for bytes served).  On a network file system with several reads
+	 * in flight: one reader waits a round trip per readahead window. */
+	if (h->entry->fs == FS_NETWORK && fplat_read_through(f->fd, offset, end - offset) == 0)
+		return (ssize_t)(end - offset);
 	scratch = malloc(scratch_len);
 	if (scratch == NULL)
 		return -ENOMEM;

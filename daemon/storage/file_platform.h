@@ -186,6 +186,19 @@ enum fplat_fold {
 };
 size_t fplat_fold_chunk(uint32_t fs_type);
 int fplat_fold(hm_fd fd, uint64_t offset, void *own, bool cold_too);
+/*
+ * Reads [offset, offset + len) of fd through, into nothing, with up to
+ * FPLAT_READ_THREADS preads of FPLAT_READ_CHUNK bytes in flight at once
+ * (threads of the call's own): what warms a file on a network file
+ * system, where one reader keeps one readahead window in flight per round
+ * trip (FUSE: 128 KiB, whatever POSIX_FADV_WILLNEED asks for).  Returns
+ * when all are done: 0, or -ENOTSUP where the platform reads one at a
+ * time (the caller does).  A failed pread ends its reader; it is a hint.
+ */
+#define FPLAT_READ_THREADS	8
+#define FPLAT_READ_CHUNK	(1u << 20)
+int fplat_read_through(hm_fd fd, uint64_t offset, uint64_t len);
+
 /* Sleeps the calling thread ms milliseconds (a worker waiting for another). */
 void fplat_sleep_ms(unsigned ms);
 

@@ -22,6 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/inotify.h>
 #include <sys/ioctl.h>
@@ -231,6 +232,64 @@ bool fplat_fs_name(uint32_t type, uint64_t dev, char *buf, size_t len)
 		if (strcmp(buf + 5, fuse_network[i]) == 0)
 			return true;
 	return false;
+}
+
+/* --- reading through, several at once ---------------------------------- */
+
+struct read_through {
+	int fd;
+	uint64_t offset, end;
+	uint64_t next;		/* atomic: the next chunk's index */
+};
+
+static void *read_through_run(void *arg)
+{
+	struct read_through *rt = arg;
+	char *buf = malloc(FPLAT_READ_CHUNK);
+
+	if (buf == NULL)
+		return NULL;
+	for (;;) {
+		uint64_t k = __atomic_fetch_add(&rt->next, 1, __ATOMIC_RELAXED);
+		uint64_t pos = rt->offset + k * FPLAT_READ_CHUNK, done = 0, n;
+
+		if (pos >= rt->end)
+			break;
+		n = rt->end - pos < FPLAT_READ_CHUNK ? rt->end - pos : FPLAT_READ_CHUNK;
+		while (done < n) {
+			ssize_t got = pread(rt->fd, buf + done, (size_t)(n - done),
+					    (off_t)(pos + done));
+
+			if (got < 0 && errno == EINTR)
+				continue;
+			if (got <= 0)
+				break;
+			done += (uint64_t)got;
+		}
+		if (done < n)
+			break;	/* an error or the end: a hint, no more */
+	}
+	free(buf);
+	return NULL;
+}
+
+int fplat_read_through(hm_fd fd, uint64_t offset, uint64_t len)
+{
+	struct read_through rt = { .fd = fd, .offset = offset, .end = offset + len, .next = 0 };
+	pthread_t t[FPLAT_READ_THREADS];
+	unsigned n = 0, i, want;
+
+	want = (unsigned)((len + FPLAT_READ_CHUNK - 1) / FPLAT_READ_CHUNK);
+	if (want > FPLAT_READ_THREADS)
+		want = FPLAT_READ_THREADS;
+	/* the caller's thread is one of the readers */
+	for (i = 1; i < want; i++)
+		if (pthread_create(&t[n], NULL, read_through_run, &rt) == 0)
+			n++;
+	(void)read_through_run(&rt);
+	for (i = 0; i < n; i++)
+		pthread_join(t[i], NULL);
+	return 0;
 }
 
 /* --- descriptors ------------------------------------------------------ */
