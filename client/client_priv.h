@@ -310,7 +310,9 @@ struct hm_file {
 
 /* Whether an OPEN reply's backend and reason make f a network file that
  * this process reads itself (netfs.c): not granted, read with pread by
- * the daemon because it is on a network file system. */
+ * the daemon because it is on a network file system (and the reply says
+ * network: a FUSE file system the daemon does not know for one is read
+ * by the daemon, as before). */
 static inline bool
 net_wanted(const hm_file *f, int backend, int reason)
 {

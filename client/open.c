@@ -123,7 +123,7 @@ client_open(hm_client *c, hm_file *f, int flags)
 	f->handle = r->handle;
 	client_open_granted(f, r);
 	/* a network file: read here with pread (netfs.c) */
-	f->net = net_wanted(f, (int)r->backend, (int)r->reason) &&
+	f->net = r->network && net_wanted(f, (int)r->backend, (int)r->reason) &&
 		 (fd != HM_OSFILE_NONE || f->fd != HM_OSFILE_NONE);
 	if (fd != HM_OSFILE_NONE && (f->direct_ok || f->net))
 		f->own_fd = fd;	/* the direct tier's preads use it, or netfs.c's */

@@ -286,6 +286,7 @@ session_open_reply(struct session *s, uint32_t id, const Hotmap__Open *m, const 
 	struct session_handle *sh = &s->handles[slot - 1];
 	struct storage_stat st = { 0 };
 	char reason[128], direct_text[128];
+	bool network;
 
 	(void)storage_stat(&sh->h, &st);	/* on failure, size 0: nothing to warm */
 	session_reason_text(&sh->h, reason, sizeof reason);
@@ -297,6 +298,8 @@ session_open_reply(struct session *s, uint32_t id, const Hotmap__Open *m, const 
 	r.backend = sh->h.backend;
 	r.reason = sh->h.reason;
 	r.reason_text = reason;
+	(void)storage_fs_name(&sh->h, &network);
+	r.network = network;
 	r.dev = st.dev;
 	r.ino = st.ino;
 	r.mtime_ns = st.mtime_ns;
