@@ -191,7 +191,9 @@ int fplat_fold(hm_fd fd, uint64_t offset, void *own, bool cold_too);
  * FPLAT_READ_THREADS preads of FPLAT_READ_CHUNK bytes in flight at once
  * (threads of the call's own): what warms a file on a network file
  * system, where one reader keeps one readahead window in flight per round
- * trip (FUSE: 128 KiB, whatever POSIX_FADV_WILLNEED asks for).  Returns
+ * trip (FUSE: 128 KiB, whatever POSIX_FADV_WILLNEED asks for).  A chunk
+ * already in the page cache (mincore through a mapping made for the
+ * question, no byte touched) is not read again.  Returns
  * when all are done: 0, or -ENOTSUP where the platform reads one at a
  * time (the caller does).  A failed pread ends its reader; it is a hint.
  */

@@ -242,6 +242,29 @@ struct read_through {
 	uint64_t next;		/* atomic: the next chunk's index */
 };
 
+/* Whether [pos, pos + n) of fd (pos a multiple of the page size) is all
+ * in the page cache: a mapping made for the question, never touched
+ * (mincore reads no byte).  false when it cannot be told. */
+static bool range_resident(int fd, uint64_t pos, size_t n)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE), pages = (n + page - 1) / page, i;
+	unsigned char vec[FPLAT_READ_CHUNK / 4096 + 1];
+	bool all = true;
+	void *m;
+
+	if (pages > sizeof vec || pos % page != 0)
+		return false;
+	m = mmap(NULL, n, PROT_READ, MAP_SHARED, fd, (off_t)pos);
+	if (m == MAP_FAILED)
+		return false;
+	if (mincore(m, n, vec) < 0)
+		all = false;
+	for (i = 0; all && i < pages; i++)
+		all = (vec[i] & 1) != 0;
+	munmap(m, n);
+	return all;
+}
+
 static void *read_through_run(void *arg)
 {
 	struct read_through *rt = arg;
@@ -256,6 +279,9 @@ static void *read_through_run(void *arg)
 		if (pos >= rt->end)
 			break;
 		n = rt->end - pos < FPLAT_READ_CHUNK ? rt->end - pos : FPLAT_READ_CHUNK;
+		/* a hot file is warm already: a look costs less than a read */
+		if (range_resident(rt->fd, pos, (size_t)n))
+			continue;
 		while (done < n) {
 			ssize_t got = pread(rt->fd, buf + done, (size_t)(n - done),
 					    (off_t)(pos + done));
