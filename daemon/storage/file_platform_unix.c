@@ -245,23 +245,29 @@ struct read_through {
 /* Whether [pos, pos + n) of fd (pos a multiple of the page size) is all
  * in the page cache: a mapping made for the question, never touched
  * (mincore reads no byte).  false when it cannot be told. */
-static bool range_resident(int fd, uint64_t pos, size_t n)
+static bool range_resident(int fd, uint64_t pos, uint64_t n)
 {
-	size_t page = (size_t)sysconf(_SC_PAGESIZE), pages = (n + page - 1) / page, i;
-	unsigned char vec[FPLAT_READ_CHUNK / 4096 + 1];
+	size_t page = (size_t)sysconf(_SC_PAGESIZE), i, k;
+	unsigned char vec[256];
 	bool all = true;
+	uint64_t done;
 	void *m;
 
-	if (pages > sizeof vec || pos % page != 0)
+	if (pos % page != 0 || n == 0 || n > SIZE_MAX)
 		return false;
-	m = mmap(NULL, n, PROT_READ, MAP_SHARED, fd, (off_t)pos);
+	m = mmap(NULL, (size_t)n, PROT_READ, MAP_SHARED, fd, (off_t)pos);
 	if (m == MAP_FAILED)
 		return false;
-	if (mincore(m, n, vec) < 0)
-		all = false;
-	for (i = 0; all && i < pages; i++)
-		all = (vec[i] & 1) != 0;
-	munmap(m, n);
+	for (done = 0; all && done < n; done += (uint64_t)k * page) {
+		size_t len = n - done < sizeof vec * page ? (size_t)(n - done) : sizeof vec * page;
+
+		k = (len + page - 1) / page;
+		if (mincore((char *)m + done, len, vec) < 0)
+			all = false;
+		for (i = 0; all && i < k; i++)
+			all = (vec[i] & 1) != 0;
+	}
+	munmap(m, (size_t)n);
 	return all;
 }
 
@@ -280,7 +286,7 @@ static void *read_through_run(void *arg)
 			break;
 		n = rt->end - pos < FPLAT_READ_CHUNK ? rt->end - pos : FPLAT_READ_CHUNK;
 		/* a hot file is warm already: a look costs less than a read */
-		if (range_resident(rt->fd, pos, (size_t)n))
+		if (range_resident(rt->fd, pos, n))
 			continue;
 		while (done < n) {
 			ssize_t got = pread(rt->fd, buf + done, (size_t)(n - done),
@@ -305,6 +311,9 @@ int fplat_read_through(hm_fd fd, uint64_t offset, uint64_t len)
 	pthread_t t[FPLAT_READ_THREADS];
 	unsigned n = 0, i, want;
 
+	/* all in memory (a hot file): one look, no thread, no read */
+	if (range_resident(fd, offset, len))
+		return 0;
 	want = (unsigned)((len + FPLAT_READ_CHUNK - 1) / FPLAT_READ_CHUNK);
 	if (want > FPLAT_READ_THREADS)
 		want = FPLAT_READ_THREADS;
