@@ -168,8 +168,11 @@ client_files(hm_client *c, void (*cb)(const struct hm_file_info *info, void *arg
 				.probes = f->direct_probes,
 				.populated_blocks = f->direct_populated_blocks,
 				.populate_ns = f->direct_populate_ns,
+				.private_entry = f->private_entry,
+				.network = f->network,
 			};
 
+			snprintf(ways.fs, sizeof ways.fs, "%s", f->fs != NULL ? f->fs : "");
 			if (cb != NULL)
 				cb(&info, arg);
 			else

@@ -329,6 +329,9 @@ struct hm_file {
 	 * with while the client is local (fallback.c); -1 otherwise */
 	hm_osfile local_fd;
 	unsigned heat_reads;
+	/* On a network file system (netfs.c): read with pread on fd, or on
+	 * own_fd kept for it, not through the daemon. */
+	bool net;
 	struct hm_stat st;	/* as opened, for hm_stat of a granted file */
 	/* How its reads went (hm_read_stats): relaxed atomic counts. */
 	struct file_reads {
@@ -336,6 +339,17 @@ struct hm_file {
 		uint64_t populates, populate_ns, forgets;
 	} reads;
 };
+
+/* Whether an OPEN reply's backend and reason make f a network file that
+ * this process reads itself (netfs.c): not granted, read with pread by
+ * the daemon because it is on a network file system (and the reply says
+ * network: a FUSE file system the daemon does not know for one is read
+ * by the daemon, as before). */
+static inline bool
+net_wanted(const hm_file *f, int backend, int reason)
+{
+	return !f->direct_ok && backend == HM_BACKEND_PREAD && reason == HM_REASON_NETWORK_FS;
+}
 
 /* One more of a file's reads counted (hm_read_stats).  A load and a
  * store, not a locked add: on the direct tier's fastest reads (0.2 us) a
@@ -467,6 +481,13 @@ int client_request(hm_client *c, uint16_t type, const ProtobufCMessage *req, uin
 		   ProtobufCMessage **reply);
 int client_file_request(hm_file *f, uint16_t type, const ProtobufCMessage *req, uint64_t *handle,
 			uint16_t reply_type, ProtobufCMessage **reply);
+
+/* netfs.c: a network file's reads on the process's own descriptor, as a
+ * user of the client: bytes (as pread), -errno, or DIRECT_MISS when the
+ * daemon reads it. */
+ssize_t net_read(hm_file *f, void *buf, size_t len, uint64_t offset);
+/* The same for a call that is a user already (hm_read_batch). */
+ssize_t net_read_entered(hm_file *f, void *buf, size_t len, uint64_t offset);
 
 /* file.c: hm_open_fd, or Windows' hm_open_handle: the caller's file f. */
 hm_file *client_open_osfile(hm_client *c, hm_osfile f, int flags);

@@ -91,7 +91,7 @@ int hm_clients(hm_client *c, void (*cb)(const struct hm_client_info *info, void 
 
 /*
  * How the reads of a file (hm_files_ways) or of a client (hm_clients_ways)
- * were served: through the daemon, or by the clients themselves from their
+ * were served, and where a file is: through the daemon, or by the clients themselves from their
  * mappings (the direct tier), and there how, as the clients report it
  * (bounded by the daemon: libhotmap(3), hm_files_ways).  The library sets
  * size to the bytes it filled: fields past it are not there (a later
@@ -110,6 +110,16 @@ struct hm_read_ways {
 					 * copy policy's estimates */
 	uint64_t populated_blocks;	/* 2 MiB blocks of mappings populated */
 	uint64_t populate_ns;		/* the time that took */
+	/* A file's only (hm_files_ways; a client's are zero): where it is,
+	 * which decides how it is read.  Here and not in hm_file_info, whose
+	 * size the ABI keeps (libhotmap(3), ABI). */
+	int private_entry;		/* read through one client's descriptor, for
+					 * that handle alone (FUSE, pseudo files):
+					 * never cached, and not stale */
+	int network;			/* on a network file system: read with pread,
+					 * never mapped (libhotmap(3), "Network file
+					 * systems") */
+	char fs[32];			/* the file system: "ext4", "nfs", "fuse.sshfs" */
 };
 
 /* hm_files and hm_clients with, for each file or client, how its reads

@@ -130,8 +130,11 @@ client_open(hm_client *c, hm_file *f, int flags)
 	pthread_mutex_lock(c->lock);
 	f->handle = r->handle;
 	client_open_granted(f, r);
-	if (fd != HM_OSFILE_NONE && f->direct_ok)
-		f->own_fd = fd;	/* the direct tier's preads use it */
+	/* a network file: read here with pread (netfs.c) */
+	f->net = r->network && net_wanted(f, (int)r->backend, (int)r->reason) &&
+		 (fd != HM_OSFILE_NONE || f->fd != HM_OSFILE_NONE);
+	if (fd != HM_OSFILE_NONE && (f->direct_ok || f->net))
+		f->own_fd = fd;	/* the direct tier's preads use it, or netfs.c's */
 	else
 		os_file_close(fd);	/* ours, not the caller's: the daemon has its own copy */
 	if (f->direct_ok && ((flags & (HM_O_DIRECT | HM_O_WARM)) || c->direct_after == 0 ||
@@ -142,6 +145,7 @@ client_open(hm_client *c, hm_file *f, int flags)
 		 * that the library does not take the process's descriptors */
 		os_file_close(f->own_fd);
 		f->own_fd = HM_OSFILE_NONE;
+		f->net = f->net && f->fd != HM_OSFILE_NONE;
 	}
 	pthread_mutex_unlock(c->lock);
 	protobuf_c_message_free_unpacked(reply, NULL);

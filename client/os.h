@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "client/platform.h"
 
@@ -22,6 +23,11 @@
 int os_file_open(const char *path, hm_osfile *f);
 
 void os_file_close(hm_osfile f);
+
+/* pread(2) of f: bytes read (short, 0 at the end), or -errno; -ENOSYS
+ * where the platform does not read the caller's files positionally
+ * without moving their file pointer (Windows). */
+ssize_t os_file_pread(hm_osfile f, void *buf, size_t len, uint64_t offset);
 
 /* The file f names, as a (device, file number) pair to compare later: 0,
  * or -EBADF when f names nothing. */

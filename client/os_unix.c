@@ -31,6 +31,14 @@ os_file_close(hm_osfile f)
 		close(f);
 }
 
+ssize_t
+os_file_pread(hm_osfile f, void *buf, size_t len, uint64_t offset)
+{
+	ssize_t n = pread(f, buf, len, (off_t)offset);
+
+	return n < 0 ? -errno : n;
+}
+
 int
 os_file_id(hm_osfile f, uint64_t *dev, uint64_t *ino)
 {

@@ -123,6 +123,18 @@ os_file_close(hm_osfile f)
 		CloseHandle((HANDLE)f);
 }
 
+ssize_t
+os_file_pread(hm_osfile f, void *buf, size_t len, uint64_t offset)
+{
+	/* ReadFile at an offset moves a synchronous handle's file pointer,
+	 * which is the caller's (hm_open_handle): the daemon reads. */
+	(void)f;
+	(void)buf;
+	(void)len;
+	(void)offset;
+	return -ENOSYS;
+}
+
 int
 os_file_id(hm_osfile f, uint64_t *dev, uint64_t *ino)
 {

@@ -124,6 +124,12 @@ hm_pread(hm_file *f, void *buf, size_t len, uint64_t offset)
 		if (n != DIRECT_MISS)
 			return n;
 	}
+	if (f->net) {
+		ssize_t n = net_read(f, buf, len, offset);
+
+		if (n != DIRECT_MISS)
+			return n < 0 ? fail((int)-n) : n;
+	}
 	if (pread_chunk(f->c, len) < len)
 		return pread_split(f, buf, len, offset);
 	op->offset = offset;
@@ -205,6 +211,9 @@ hm_read_batch(hm_client *c, struct hm_io *io, size_t n)
 				 (x->result = direct_read(x->file, x->buf, x->len, x->offset)) !=
 				 DIRECT_MISS)
 				;	/* read here: no round trip */
+			else if (x->file->net && (x->result = net_read_entered(x->file, x->buf,
+					x->len, x->offset)) != DIRECT_MISS)
+				;	/* a network file: pread here */
 			else
 				map[m++] = i;
 		}

@@ -84,6 +84,29 @@ view_run(hm_client *c, void *arg)
 	return rc;
 }
 
+/* A network file's view (netfs.c): read here with pread into memory of
+ * its own.  0 with *v made, 1 when the daemon reads it instead, or
+ * -errno. */
+static int
+view_net(hm_file *f, uint64_t offset, size_t len, struct hm_view *v)
+{
+	struct view_priv p = { .kind = VIEW_HEAP };
+	ssize_t n;
+
+	p.obj = malloc(len > 0 ? len : 1);
+	if (p.obj == NULL)
+		return -ENOMEM;
+	n = net_read(f, p.obj, len, offset);
+	if (n < 0) {
+		free(p.obj);
+		return n == DIRECT_MISS ? 1 : (int)n;
+	}
+	v->data = p.obj;
+	v->len = (size_t)n;
+	memcpy(v->priv_, &p, sizeof p);
+	return 0;
+}
+
 HM_EXPORT int
 hm_view_range(hm_file *f, uint64_t offset, size_t len, struct hm_view *v)
 {
@@ -109,6 +132,8 @@ hm_view_range(hm_file *f, uint64_t offset, size_t len, struct hm_view *v)
 			return 0;
 		}
 	}
+	if (f->net && (rc = view_net(f, offset, len, v)) <= 0)
+		return rc < 0 ? fail(-rc) : 0;
 	rc = client_with_retry(f->c, view_run, &call);
 	if (rc < 0)
 		return fail(-rc);
@@ -305,6 +330,11 @@ hm_view_batch(hm_client *c, struct hm_view_io *io, size_t n)
 			p.obj = dm;
 			memcpy(x->view.priv_, &p, sizeof p);
 			x->error = 0;
+		} else if (x->file->net) {
+			int r = view_net(x->file, x->offset, x->len, &x->view);
+
+			if (r <= 0)
+				x->error = -r;
 		}
 	}
 	w = malloc(sizeof *w);

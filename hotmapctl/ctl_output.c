@@ -472,6 +472,7 @@ files_print_table(const struct file_rows *rows)
 	       "HANDLES", "RESIDENT", "HITS", "BYTES", "DIRECT", "IDLE_S", ctl_ways_header, "PATH");
 	for (i = 0; i < rows->n; i++) {
 		const struct hm_file_info *f = &rows->v[i].info;
+		const struct hm_read_ways *w = &rows->v[i].ways;
 		char resident[16], ways[WAYS_COLUMNS_MAX];
 
 		ctl_ways_columns(ways, sizeof ways, &rows->v[i].ways);
@@ -512,6 +513,12 @@ files_print_json(const struct file_rows *rows)
 		json_uint(&j, f->handles);
 		json_key(&j, "stale");
 		json_bool(&j, f->stale);
+		json_key(&j, "private");
+		json_bool(&j, w->private_entry);
+		json_key(&j, "fs");
+		json_string(&j, w->fs);
+		json_key(&j, "network");
+		json_bool(&j, w->network);
 		json_key(&j, "hits");
 		json_uint(&j, f->hits);
 		json_key(&j, "bytes");

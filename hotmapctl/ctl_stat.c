@@ -46,8 +46,10 @@ stat_find(const struct file_rows *rows, uint64_t dev, uint64_t ino)
 }
 
 static void
-stat_print(const char *path, const struct hm_file_info *f)
+stat_print(const char *path, const struct file_row *r)
 {
+	const struct hm_file_info *f = &r->info;
+	const struct hm_read_ways *w = &r->ways;
 	char a[SIZE_HUMAN_LEN], b[SIZE_HUMAN_LEN];
 
 	printf("%s:\n", path);
@@ -56,6 +58,13 @@ stat_print(const char *path, const struct hm_file_info *f)
 	printf("  size            %" PRIu64 " (%s)\n", f->size, size_human(f->size, a, sizeof a));
 	printf("  backend         %s\n", ctl_backend_name(f->backend));
 	printf("  reason          %s\n", ctl_reason_name(f->reason));
+	if (w->fs[0] != '\0')
+		printf("  file system     %s%s\n", w->fs, w->network ? " (network)" : "");
+	if (f->reason == HM_REASON_NETWORK_FS)
+		printf("  why             %s file system (%s): %s\n",
+		       w->network ? "network" : "user-space (FUSE)", w->fs[0] ? w->fs : "?",
+		       f->backend == HM_BACKEND_MMAP ? "mapped, as network-fs = mmap asks" :
+		       "read with pread, never mapped");
 	printf("  handles         %u (%u read directly)\n", f->handles, f->direct_handles);
 	if (f->resident_pct < 0)
 		printf("  resident        unknown\n");
@@ -67,6 +76,8 @@ stat_print(const char *path, const struct hm_file_info *f)
 	       size_human(f->bytes, a, sizeof a), size_human(f->direct_bytes, b, sizeof b),
 	       f->direct_reads);
 	printf("  idle            %.1f s\n", (double)f->idle_ms / 1000.0);
+	if (w->private_entry)
+		printf("  private         yes: read through its client's descriptor, for that handle alone\n");
 	if (f->stale)
 		printf("  stale           yes: replaced; freed at its last close\n");
 }
@@ -111,7 +122,7 @@ ctl_stat(hm_client *c, const struct ctl_cmdline *cl)
 		if (cl->given[STAT_JSON])
 			found.v[found.n++] = *r;	/* borrowed: rows frees */
 		else
-			stat_print(cl->argv[i], &r->info);
+			stat_print(cl->argv[i], r);
 	}
 	if (cl->given[STAT_JSON])
 		files_print_json(&found);

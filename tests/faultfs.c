@@ -7,6 +7,9 @@
  *
  *   faultfs MOUNTPOINT CONTROL_SOCKET NAME:SIZE:SEED...
  *
+ * With FAULTFS_SUBTYPE=NAME in the environment the mount's type is
+ * fuse.NAME (default fuse.faultfs): test_netfs.c mounts it as sshfs.
+ *
  * It mounts, then listens on CONTROL_SOCKET (a Unix stream socket; the
  * test connects once it exists) for commands, one a line, each answered
  * with one line, "ok ..." or "error ...":
@@ -430,11 +433,18 @@ parse_file(const char *arg)
 int
 main(int argc, char **argv)
 {
-	char *fargv[] = { argv[0], "-o", "fsname=faultfs,subtype=faultfs", NULL };
+	/* FAULTFS_SUBTYPE: the mount's type is fuse.SUBTYPE (test_netfs.c
+	 * mounts it as a network file system would be, fuse.sshfs) */
+	const char *subtype = getenv("FAULTFS_SUBTYPE");
+	char opt[128];
+	char *fargv[] = { argv[0], "-o", opt, NULL };
 	struct fuse_args args = FUSE_ARGS_INIT(3, fargv);
 	pthread_t thread;
 	int i, lfd, rc = 1;
 
+	snprintf(opt, sizeof opt, "fsname=faultfs,subtype=%s",
+		 subtype != NULL && subtype[0] != '\0' && strchr(subtype, ',') == NULL ?
+		 subtype : "faultfs");
 	if (argc < 4) {
 		fprintf(stderr, "usage: faultfs MOUNTPOINT CONTROL_SOCKET NAME:SIZE:SEED...\n");
 		return 2;

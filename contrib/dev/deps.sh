@@ -13,14 +13,16 @@
 # lintian build and check the Debian packages
 # (contrib/debian, tests/test_debian.sh); python3-venv, python3-setuptools
 # and python3-wheel build the Python package with pip, offline, in a venv
-# (tests/test_python_packaging.sh).
+# (tests/test_python_packaging.sh); sshfs, openssh-server and iproute2
+# are bench/netfs's network file system (sshfs across two network
+# namespaces).
 HOTMAP_DEPS="build-essential autoconf automake libtool pkg-config
 	libevent-dev libprotobuf-c-dev protobuf-c-compiler libsystemd-dev
 	libcmocka-dev python3 python3-dev"
 HOTMAP_TEST_DEPS="mandoc systemd procps util-linux python3-numpy mypy
 	python3-venv python3-setuptools python3-wheel
 	clang libclang-rt-dev
-	libfuse3-dev fuse3
+	libfuse3-dev fuse3 sshfs openssh-server iproute2
 	prometheus kubernetes-client nodejs npm
 	dpkg-dev debhelper dh-python lintian
 	abigail-tools"

@@ -37,6 +37,7 @@ struct files_page {
 	Hotmap__FilesReply__File *v;
 	Hotmap__FilesReply__File **ptrs;
 	char **paths;
+	char (*fs)[32];		/* each entry's file system's name */
 	size_t n, cap;
 	bool failed;
 };
@@ -47,7 +48,7 @@ files_add(const struct storage_entry_info *info, void *arg)
 {
 	struct files_page *p = arg;
 	Hotmap__FilesReply__File *f;
-	size_t cost = strlen(info->path) + 80;	/* an upper bound of its packing */
+	size_t cost = strlen(info->path) + 120;	/* an upper bound of its packing */
 
 	if (p->bytes + cost > HM_FRAME_MAX_MESSAGE - 1024)
 		return false;
@@ -55,15 +56,19 @@ files_add(const struct storage_entry_info *info, void *arg)
 		size_t cap = p->cap == 0 ? 64 : p->cap * 2;
 		Hotmap__FilesReply__File *v = realloc(p->v, cap * sizeof *v);
 		char **paths;
+		char (*fs)[32];
 
 		if (v != NULL)
 			p->v = v;
 		paths = v != NULL ? realloc(p->paths, cap * sizeof *paths) : NULL;
-		if (v == NULL || paths == NULL) {
+		if (paths != NULL)
+			p->paths = paths;
+		fs = paths != NULL ? realloc(p->fs, cap * sizeof *fs) : NULL;
+		if (v == NULL || paths == NULL || fs == NULL) {
 			p->failed = true;
 			return false;
 		}
-		p->paths = paths;
+		p->fs = fs;
 		p->cap = cap;
 	}
 	p->paths[p->n] = strdup(info->path);
@@ -74,11 +79,14 @@ files_add(const struct storage_entry_info *info, void *arg)
 	f = &p->v[p->n];
 	hotmap__files_reply__file__init(f);
 	f->path = p->paths[p->n];
+	snprintf(p->fs[p->n], sizeof p->fs[p->n], "%s", info->fs);
 	f->size = info->size;
 	f->backend = info->mapped_length > 0 ? STORAGE_BACKEND_MMAP : STORAGE_BACKEND_PREAD;
 	f->reason = info->last_reason;
 	f->handles = info->handles;
-	f->stale = !info->cached;
+	f->stale = !info->cached && !info->private_entry;
+	f->private_entry = info->private_entry;
+	f->network = info->network;
 	f->hits = info->hits;
 	f->bytes = info->bytes;
 	f->idle_ms = info->idle_ms;
@@ -116,8 +124,10 @@ admin_files(struct session *s, uint32_t id, ProtobufCMessage *msg)
 	if (p.failed || p.ptrs == NULL) {
 		rc = session_error(s, id, ENOMEM, "files: out of memory");
 	} else {
-		for (i = 0; i < p.n; i++)
+		for (i = 0; i < p.n; i++) {
 			p.ptrs[i] = &p.v[i];
+			p.v[i].fs = p.fs[i];	/* fs moved as it grew */
+		}
 		r.files = p.ptrs;
 		r.n_files = p.n;
 		r.total = (uint32_t)total;
@@ -127,6 +137,7 @@ admin_files(struct session *s, uint32_t id, ProtobufCMessage *msg)
 	for (i = 0; i < p.n; i++)
 		free(p.paths[i]);
 	free(p.paths);
+	free(p.fs);
 	free(p.ptrs);
 	free(p.v);
 	return rc;

@@ -186,8 +186,18 @@ session_hello(struct session *s, uint32_t id, ProtobufCMessage *msg)
 static void
 session_reason_text(const struct storage_handle *h, char *buf, size_t len)
 {
+	bool network;
+	const char *fs = storage_fs_name(h, &network);
+
 	if (h->reason == STORAGE_REASON_MMAP_FAILED)
 		snprintf(buf, len, "%s: %s", storage_reason_name(h->reason), strerror(h->map_errno));
+	else if (h->reason == STORAGE_REASON_NETWORK_FS)
+		/* why, in words: hm_stat's and hotmapctl stat's */
+		snprintf(buf, len, "%s: %s file system (%s): %s", storage_reason_name(h->reason),
+			 network ? "network" : "user-space (FUSE)", fs,
+			 h->backend == STORAGE_BACKEND_MMAP ? "mapped, as network-fs = mmap asks" :
+			 network ? "read with pread, never mapped" :
+			 "read with pread as a network one, never mapped");
 	else
 		snprintf(buf, len, "%s", storage_reason_name(h->reason));
 }
@@ -277,6 +287,7 @@ session_open_reply(struct session *s, uint32_t id, const Hotmap__Open *m, const 
 	struct session_handle *sh = &s->handles[slot - 1];
 	struct storage_stat st = { 0 };
 	char reason[128], direct_text[128];
+	bool network;
 
 	(void)storage_stat(&sh->h, &st);	/* on failure, size 0: nothing to warm */
 	session_reason_text(&sh->h, reason, sizeof reason);
@@ -288,6 +299,8 @@ session_open_reply(struct session *s, uint32_t id, const Hotmap__Open *m, const 
 	r.backend = sh->h.backend;
 	r.reason = sh->h.reason;
 	r.reason_text = reason;
+	(void)storage_fs_name(&sh->h, &network);
+	r.network = network;
 	r.dev = st.dev;
 	r.ino = st.ino;
 	r.mtime_ns = st.mtime_ns;

@@ -145,7 +145,18 @@ bool storage_foldable(const struct storage_handle *h)
 
 bool storage_cached(const struct storage_handle *h)
 {
-	return h != NULL && h->entry != NULL && h->entry->hashed;
+	const struct file_entry *e = h != NULL ? h->entry : NULL;
+
+	/* A private entry is never in the cache, nor evicted or replaced:
+	 * it is there for as long as a client's handle holds it (an open's
+	 * warm of a file on FUSE goes on to the end). */
+	return e != NULL && (e->hashed || (e->private_entry && e->refs > e->job_refs));
+}
+
+const char *storage_fs_name(const struct storage_handle *h, bool *network)
+{
+	*network = h != NULL && h->entry != NULL && h->entry->fs_network;
+	return h != NULL && h->entry != NULL ? h->entry->fs_name : "";
 }
 
 #define FOLD_HOT_PCT		90
@@ -361,7 +372,10 @@ ssize_t storage_warm_detached(const struct storage_handle *h, uint64_t offset, u
 	}
 	/* Not mapped: read it through, so that it is in the page cache when
 	 * asked for; what is read is not kept, nor counted as read (io is
-	 * for bytes served). */
+	 * for bytes served).  On a network file system with several reads
+	 * in flight: one reader waits a round trip per readahead window. */
+	if (h->entry->fs == FS_NETWORK && fplat_read_through(f->fd, offset, end - offset) == 0)
+		return (ssize_t)(end - offset);
 	scratch = malloc(scratch_len);
 	if (scratch == NULL)
 		return -ENOMEM;

@@ -53,6 +53,9 @@ size_t file_cache_foreach(struct file_cache *cache, size_t skip,
 		info.last_reason = e->last_reason;
 		info.handles = e->refs - e->job_refs;
 		info.cached = e->hashed;
+		info.private_entry = e->private_entry;
+		snprintf(info.fs, sizeof info.fs, "%s", e->fs_name);
+		info.network = e->fs_network;
 		info.hits = e->hits;
 		info.bytes = e->bytes;
 		info.direct_handles = e->lease_refs;

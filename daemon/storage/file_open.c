@@ -248,6 +248,10 @@ static int open_take_entry(struct file_cache *cache, struct open_req *o)
 		return -ENOMEM;
 	}
 	o->e->own_fd = o->own;
+	o->e->private_entry = !o->shared;
+	if (S_ISREG(o->st.mode))
+		o->e->fs_network = fplat_fs_name(o->fs_type, o->st.id.dev, o->e->fs_name,
+						 sizeof o->e->fs_name);
 	if (o->shared) {
 		o->e->unkept = o->over_files;	/* before cache_insert counts it */
 		file_cache_insert(cache, o->e);

@@ -88,6 +88,16 @@ int fplat_stat(hm_fd fd, struct file_stat *st);
  */
 int fplat_fs(hm_fd fd, uint32_t *type, enum fs_class *fs, bool *data);
 
+/*
+ * The file system's name for people, into buf: "ext4", "nfs", or for
+ * FUSE the mount's type with its subtype ("fuse.sshfs"; POSIX: from
+ * /proc/self/mountinfo, by the file's device dev); "0x%x" of a type no
+ * list knows.  True when it is a network file system by that list
+ * (file_platform_unix.c keeps the one list, with why each is there).
+ * Looks at the mounts: at a new entry's open, not per read.
+ */
+bool fplat_fs_name(uint32_t type, uint64_t dev, char *buf, size_t len);
+
 /* A descriptor of the same file with an open file description of its
  * own, if the daemon may open one (see file_open.c); else fd.  Takes fd:
  * the one returned is the one to keep. */
@@ -176,6 +186,21 @@ enum fplat_fold {
 };
 size_t fplat_fold_chunk(uint32_t fs_type);
 int fplat_fold(hm_fd fd, uint64_t offset, void *own, bool cold_too);
+/*
+ * Reads [offset, offset + len) of fd through, into nothing, with up to
+ * FPLAT_READ_THREADS preads of FPLAT_READ_CHUNK bytes in flight at once
+ * (threads of the call's own): what warms a file on a network file
+ * system, where one reader keeps one readahead window in flight per round
+ * trip (FUSE: 128 KiB, whatever POSIX_FADV_WILLNEED asks for).  A chunk
+ * already in the page cache (mincore through a mapping made for the
+ * question, no byte touched) is not read again.  Returns
+ * when all are done: 0, or -ENOTSUP where the platform reads one at a
+ * time (the caller does).  A failed pread ends its reader; it is a hint.
+ */
+#define FPLAT_READ_THREADS	8
+#define FPLAT_READ_CHUNK	(1u << 20)
+int fplat_read_through(hm_fd fd, uint64_t offset, uint64_t len);
+
 /* Sleeps the calling thread ms milliseconds (a worker waiting for another). */
 void fplat_sleep_ms(unsigned ms);
 

@@ -16,11 +16,13 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/inotify.h>
 #include <sys/ioctl.h>
@@ -28,6 +30,7 @@
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/statvfs.h>
+#include <sys/sysmacros.h>
 #include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
@@ -45,104 +48,282 @@ static void set_err(char *err, size_t errlen, const char *msg)
 
 /* --- file system classification ------------------------------------- */
 
-static enum fs_class fs_classify(uint32_t f_type)
-{
-	switch (f_type) {
-	case 0x6969:		/* NFS */
-	case 0x517B:		/* SMB */
-	case 0xFF534D42:	/* CIFS */
-	case 0xFE534D42:	/* SMB2 */
-	case 0x01021997:	/* 9P */
-	case 0x65735546:	/* FUSE */
-	case 0x0BD00BD0:	/* Lustre */
-	case 0x00C36400:	/* Ceph */
-	case 0x5346414F:	/* AFS (OpenAFS) */
-	case 0x6B414653:	/* AFS (kAFS) */
-	case 0x01161970:	/* GFS2 */
-	case 0x7461636f:	/* OCFS2 */
-	case 0x73757245:	/* CODA */
-	case 0x564c:		/* NCP */
-		return FS_NETWORK;
-	case 0x9fa0:		/* proc */
-	case 0x62656572:	/* sysfs */
-	case 0x64626720:	/* debugfs */
-	case 0x74726163:	/* tracefs */
-	case 0x27e0eb:		/* cgroup */
-	case 0x63677270:	/* cgroup2 */
-	case 0x73636673:	/* securityfs */
-	case 0x62656570:	/* configfs */
-	case 0xcafe4a11:	/* bpf */
-	case 0xde5e81e4:	/* efivarfs */
-	case 0x6165676C:	/* pstore */
-		return FS_PSEUDO;
-	default:
-		return FS_LOCAL;
-	}
-}
+/*
+ * The one list of the file systems hotmapd tells apart (statfs f_type),
+ * with how each is read.  class: FS_NETWORK is never mapped by AUTO (a
+ * fault is a round trip to a server, and a server may change the file
+ * under the mapping without the kernel knowing: reads go with pread, in
+ * the client's own process where it can, libhotmap(3) "Network file
+ * systems"); FS_PSEUDO's st_size is not the length of the content; the
+ * rest is local.  data: files read the same, and admit the same readers,
+ * whoever opened them: only then may an entry be reopened with the
+ * daemon's credentials (fplat_reopen_private) or shared between clients.
+ * An allowlist: a file system this list does not know is local but not
+ * data, so it costs a shared entry, never a leak.
+ */
+struct fs_kind {
+	uint32_t magic;
+	const char *name;	/* as /proc/mounts spells it */
+	enum fs_class cls;
+	bool data;
+};
+
+static const struct fs_kind fs_kinds[] = {
+	/* Network: a server holds the file; the server checks access (the
+	 * client's descriptor proved it) and the content is the same for
+	 * every reader, so entries may be shared (data). */
+	{ 0x6969, "nfs", FS_NETWORK, true },		/* NFS v2-v4 */
+	{ 0x517B, "smb", FS_NETWORK, true },		/* old smbfs */
+	{ 0xFF534D42, "cifs", FS_NETWORK, true },	/* CIFS */
+	{ 0xFE534D42, "smb3", FS_NETWORK, true },	/* SMB2/3 (cifs.ko) */
+	{ 0x01021997, "9p", FS_NETWORK, true },		/* 9P: virtio shares, WSL */
+	{ 0x0BD00BD0, "lustre", FS_NETWORK, true },	/* Lustre */
+	{ 0x00C36400, "ceph", FS_NETWORK, true },	/* CephFS, kernel client */
+	{ 0x5346414F, "afs", FS_NETWORK, true },	/* OpenAFS */
+	{ 0x6B414653, "afs", FS_NETWORK, true },	/* kAFS */
+	{ 0x01161970, "gfs2", FS_NETWORK, true },	/* cluster: other nodes write */
+	{ 0x7461636f, "ocfs2", FS_NETWORK, true },	/* cluster: other nodes write */
+	{ 0x73757245, "coda", FS_NETWORK, true },	/* Coda */
+	{ 0x564c, "ncpfs", FS_NETWORK, true },		/* NetWare */
+	/* FUSE: a server in user space, which sees who opened the file
+	 * (not data: read through the client's descriptor, privately).
+	 * Read as a network file system whatever its subtype: a fault on a
+	 * mapping is a request to that server.  fplat_fs_name tells the
+	 * network ones (fuse_network) from the others by the subtype. */
+	{ 0x65735546, "fuse", FS_NETWORK, false },
+	/* Pseudo: generated content, st_size says nothing. */
+	{ 0x9fa0, "proc", FS_PSEUDO, false },		/* kallsyms differ by opener */
+	{ 0x62656572, "sysfs", FS_PSEUDO, false },
+	{ 0x64626720, "debugfs", FS_PSEUDO, false },
+	{ 0x74726163, "tracefs", FS_PSEUDO, false },
+	{ 0x27e0eb, "cgroup", FS_PSEUDO, false },
+	{ 0x63677270, "cgroup2", FS_PSEUDO, false },
+	{ 0x73636673, "securityfs", FS_PSEUDO, false },
+	{ 0x62656570, "configfs", FS_PSEUDO, false },
+	{ 0xcafe4a11, "bpf", FS_PSEUDO, false },
+	{ 0xde5e81e4, "efivarfs", FS_PSEUDO, false },
+	{ 0x6165676C, "pstore", FS_PSEUDO, false },
+	/* Local data file systems: mapped. */
+	{ 0xEF53, "ext4", FS_LOCAL, true },		/* ext2, ext3, ext4 */
+	{ 0x58465342, "xfs", FS_LOCAL, true },
+	{ 0x9123683E, "btrfs", FS_LOCAL, true },
+	{ 0x01021994, "tmpfs", FS_LOCAL, true },
+	{ 0x858458f6, "ramfs", FS_LOCAL, true },
+	{ 0x958458f6, "hugetlbfs", FS_LOCAL, true },
+	{ 0xF2F52010, "f2fs", FS_LOCAL, true },
+	{ 0x2FC12FC1, "zfs", FS_LOCAL, true },
+	{ 0xCA451A4E, "bcachefs", FS_LOCAL, true },
+	{ 0x794c7630, "overlay", FS_LOCAL, true },
+	{ 0x73717368, "squashfs", FS_LOCAL, true },
+	{ 0xE0F5E1E2, "erofs", FS_LOCAL, true },
+	{ 0x9660, "iso9660", FS_LOCAL, true },
+	{ 0x15013346, "udf", FS_LOCAL, true },
+	{ 0x4d44, "vfat", FS_LOCAL, true },
+	{ 0x2011BAB0, "exfat", FS_LOCAL, true },
+	{ 0x5346544e, "ntfs", FS_LOCAL, true },		/* ntfs-3g is FUSE */
+	{ 0x7366746e, "ntfs3", FS_LOCAL, true },
+	{ 0x3153464a, "jfs", FS_LOCAL, true },
+	{ 0x52654973, "reiserfs", FS_LOCAL, true },
+	{ 0x3434, "nilfs2", FS_LOCAL, true },
+};
 
 /*
- * Whether files of this file system read the same, and admit the same
- * readers, whoever opened them: only then may an entry be reopened with
- * the daemon's credentials (reopen_private) or shared between clients.
- * Everything else (procfs: /proc/kallsyms shows kernel addresses to a
- * privileged opener only; sysfs, debugfs, tracefs, securityfs, configfs,
- * cgroupfs; FUSE, whose server sees the opener; file systems not listed)
- * is read through the client's own descriptor, privately.  An allowlist:
- * a file system this list does not know costs a shared entry, never a
- * leak.
+ * FUSE file systems that are clients of a server over the network, by
+ * the subtype the mount carries (/proc/self/mountinfo "fuse.SUBTYPE"):
+ * what hm_stat calls a network file system.  Every FUSE file is read
+ * with pread either way; this only names it right.
  */
-static bool fs_is_data(uint32_t f_type)
+static const char *const fuse_network[] = {
+	"sshfs",		/* SFTP over ssh */
+	"rclone",		/* cloud storage, S3, WebDAV, SFTP, ... */
+	"s3fs",			/* S3 */
+	"goofys",		/* S3 */
+	"mountpoint-s3",	/* S3 */
+	"gcsfuse",		/* Google Cloud Storage */
+	"blobfuse", "blobfuse2",	/* Azure blobs */
+	"glusterfs",		/* GlusterFS native client */
+	"ceph-fuse",		/* CephFS in user space */
+	"juicefs",		/* metadata server and object storage */
+	"seaweedfs",		/* SeaweedFS */
+	"mfs",			/* MooseFS, LizardFS */
+	"cvmfs2",		/* CernVM-FS over HTTP */
+	"curlftpfs",		/* FTP */
+	"httpfs2",		/* HTTP */
+	"smbnetfs",		/* SMB in user space */
+	"davfs",		/* WebDAV (davfs2) */
+	"gvfsd-fuse",		/* GNOME's remote mounts */
+	"alluxio-fuse",		/* Alluxio */
+};
+
+static const struct fs_kind *fs_kind_of(uint32_t f_type)
 {
-	switch (f_type) {
-	case 0xEF53:		/* ext2, ext3, ext4 */
-	case 0x58465342:	/* XFS */
-	case 0x9123683E:	/* btrfs */
-	case 0x01021994:	/* tmpfs */
-	case 0x858458f6:	/* ramfs */
-	case 0x958458f6:	/* hugetlbfs */
-	case 0xF2F52010:	/* F2FS */
-	case 0x2FC12FC1:	/* ZFS */
-	case 0xCA451A4E:	/* bcachefs */
-	case 0x794c7630:	/* overlayfs */
-	case 0x73717368:	/* squashfs */
-	case 0xE0F5E1E2:	/* EROFS */
-	case 0x9660:		/* ISO 9660 */
-	case 0x15013346:	/* UDF */
-	case 0x4d44:		/* FAT */
-	case 0x2011BAB0:	/* exFAT */
-	case 0x5346544e:	/* NTFS (ntfs-3g is FUSE) */
-	case 0x7366746e:	/* ntfs3 */
-	case 0x3153464a:	/* JFS */
-	case 0x52654973:	/* ReiserFS */
-	case 0x3434:		/* NILFS */
-	case 0x6969:		/* NFS: the server checks access, the */
-	case 0x517B:		/* client's descriptor proved it; */
-	case 0xFF534D42:	/* content is the same for every reader */
-	case 0xFE534D42:
-	case 0x01021997:	/* 9P */
-	case 0x0BD00BD0:	/* Lustre */
-	case 0x00C36400:	/* Ceph */
-	case 0x5346414F:	/* AFS */
-	case 0x6B414653:
-	case 0x01161970:	/* GFS2 */
-	case 0x7461636f:	/* OCFS2 */
-	case 0x73757245:	/* CODA */
-	case 0x564c:		/* NCP */
-		return true;
-	default:
-		return false;
-	}
+	size_t i;
+
+	for (i = 0; i < sizeof fs_kinds / sizeof fs_kinds[0]; i++)
+		if (fs_kinds[i].magic == f_type)
+			return &fs_kinds[i];
+	return NULL;
 }
 
 int fplat_fs(hm_fd fd, uint32_t *type, enum fs_class *fs, bool *data)
 {
+	const struct fs_kind *k;
 	struct statfs sfs;
 
 	if (fstatfs(fd, &sfs) < 0)
 		return -errno;
 	*type = (uint32_t)sfs.f_type;
-	*fs = fs_classify(*type);
-	*data = *fs != FS_PSEUDO && fs_is_data(*type);
+	k = fs_kind_of(*type);
+	*fs = k != NULL ? k->cls : FS_LOCAL;
+	*data = k != NULL && k->data;
+	return 0;
+}
+
+/*
+ * The mount type of the FUSE mount with device dev ("fuse.sshfs"), from
+ * /proc/self/mountinfo (a line: id parent MAJOR:MINOR root point options
+ * [tags] - TYPE source options).  The daemon sees its own mount
+ * namespace: a mount it cannot see is called "fuse".  Only at a new
+ * entry's open, never per read.
+ */
+static void fuse_mount_type(uint64_t dev, char *buf, size_t len)
+{
+	char line[4096], want[32];
+	FILE *mi;
+
+	snprintf(buf, len, "fuse");
+	snprintf(want, sizeof want, " %u:%u ", major((dev_t)dev), minor((dev_t)dev));
+	mi = fopen("/proc/self/mountinfo", "re");
+	if (mi == NULL)
+		return;
+	while (fgets(line, sizeof line, mi) != NULL) {
+		char *dash, *type, *end;
+
+		if (strstr(line, want) == NULL || (dash = strstr(line, " - ")) == NULL)
+			continue;
+		type = dash + 3;
+		end = strchr(type, ' ');
+		if (end == NULL || strncmp(type, "fuse", 4) != 0)
+			continue;
+		*end = '\0';
+		snprintf(buf, len, "%s", type);
+		break;
+	}
+	fclose(mi);
+}
+
+bool fplat_fs_name(uint32_t type, uint64_t dev, char *buf, size_t len)
+{
+	const struct fs_kind *k = fs_kind_of(type);
+	size_t i;
+
+	if (k == NULL) {
+		snprintf(buf, len, "0x%" PRIx32, type);
+		return false;
+	}
+	if (k->magic != 0x65735546) {
+		snprintf(buf, len, "%s", k->name);
+		return k->cls == FS_NETWORK;
+	}
+	fuse_mount_type(dev, buf, len);
+	if (strncmp(buf, "fuse.", 5) != 0)
+		return false;
+	for (i = 0; i < sizeof fuse_network / sizeof fuse_network[0]; i++)
+		if (strcmp(buf + 5, fuse_network[i]) == 0)
+			return true;
+	return false;
+}
+
+/* --- reading through, several at once ---------------------------------- */
+
+struct read_through {
+	int fd;
+	uint64_t offset, end;
+	uint64_t next;		/* atomic: the next chunk's index */
+};
+
+/* Whether [pos, pos + n) of fd (pos a multiple of the page size) is all
+ * in the page cache: a mapping made for the question, never touched
+ * (mincore reads no byte).  false when it cannot be told. */
+static bool range_resident(int fd, uint64_t pos, uint64_t n)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE), i, k;
+	unsigned char vec[256];
+	bool all = true;
+	uint64_t done;
+	void *m;
+
+	if (pos % page != 0 || n == 0 || n > SIZE_MAX)
+		return false;
+	m = mmap(NULL, (size_t)n, PROT_READ, MAP_SHARED, fd, (off_t)pos);
+	if (m == MAP_FAILED)
+		return false;
+	for (done = 0; all && done < n; done += (uint64_t)k * page) {
+		size_t len = n - done < sizeof vec * page ? (size_t)(n - done) : sizeof vec * page;
+
+		k = (len + page - 1) / page;
+		if (mincore((char *)m + done, len, vec) < 0)
+			all = false;
+		for (i = 0; all && i < k; i++)
+			all = (vec[i] & 1) != 0;
+	}
+	munmap(m, (size_t)n);
+	return all;
+}
+
+static void *read_through_run(void *arg)
+{
+	struct read_through *rt = arg;
+	char *buf = malloc(FPLAT_READ_CHUNK);
+
+	if (buf == NULL)
+		return NULL;
+	for (;;) {
+		uint64_t k = __atomic_fetch_add(&rt->next, 1, __ATOMIC_RELAXED);
+		uint64_t pos = rt->offset + k * FPLAT_READ_CHUNK, done = 0, n;
+
+		if (pos >= rt->end)
+			break;
+		n = rt->end - pos < FPLAT_READ_CHUNK ? rt->end - pos : FPLAT_READ_CHUNK;
+		/* a hot file is warm already: a look costs less than a read */
+		if (range_resident(rt->fd, pos, n))
+			continue;
+		while (done < n) {
+			ssize_t got = pread(rt->fd, buf + done, (size_t)(n - done),
+					    (off_t)(pos + done));
+
+			if (got < 0 && errno == EINTR)
+				continue;
+			if (got <= 0)
+				break;
+			done += (uint64_t)got;
+		}
+		if (done < n)
+			break;	/* an error or the end: a hint, no more */
+	}
+	free(buf);
+	return NULL;
+}
+
+int fplat_read_through(hm_fd fd, uint64_t offset, uint64_t len)
+{
+	struct read_through rt = { .fd = fd, .offset = offset, .end = offset + len, .next = 0 };
+	pthread_t t[FPLAT_READ_THREADS];
+	unsigned n = 0, i, want;
+
+	/* all in memory (a hot file): one look, no thread, no read */
+	if (range_resident(fd, offset, len))
+		return 0;
+	want = (unsigned)((len + FPLAT_READ_CHUNK - 1) / FPLAT_READ_CHUNK);
+	if (want > FPLAT_READ_THREADS)
+		want = FPLAT_READ_THREADS;
+	/* the caller's thread is one of the readers */
+	for (i = 1; i < want; i++)
+		if (pthread_create(&t[n], NULL, read_through_run, &rt) == 0)
+			n++;
+	(void)read_through_run(&rt);
+	for (i = 0; i < n; i++)
+		pthread_join(t[i], NULL);
 	return 0;
 }
 

@@ -208,6 +208,26 @@ int fplat_fs(hm_fd fd, uint32_t *type, enum fs_class *fs, bool *data)
 	return 0;
 }
 
+int fplat_read_through(hm_fd fd, uint64_t offset, uint64_t len)
+{
+	(void)fd;
+	(void)offset;
+	(void)len;
+	return -ENOTSUP;
+}
+
+bool fplat_fs_name(uint32_t type, uint64_t dev, char *buf, size_t len)
+{
+	static const char *const names[] = { "other", "ntfs", "refs", "fat", "exfat", "cdfs", "udf" };
+	uint32_t local = type & ~(uint32_t)FS_TYPE_REMOTE;
+	bool remote = (type & FS_TYPE_REMOTE) != 0;
+
+	(void)dev;
+	snprintf(buf, len, "%s%s", remote ? "remote " : "",
+		 local < sizeof names / sizeof names[0] ? names[local] : "other");
+	return remote;
+}
+
 /* --- handles ------------------------------------------------------------ */
 
 void fplat_close(hm_fd fd)

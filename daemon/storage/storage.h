@@ -275,8 +275,13 @@ ssize_t storage_warm_detached(const struct storage_handle *h, uint64_t offset, u
 /* Whether h's file may have huge folios (storage_warm_detached's fold):
  * mapped, a regular file of a chunk or more on a local file system. */
 bool storage_foldable(const struct storage_handle *h);
-/* Whether h's entry is still the cache's (not evicted, not replaced). */
+/* Whether h's entry is still the cache's (not evicted, not replaced), or
+ * a private one that a client's handle holds. */
 bool storage_cached(const struct storage_handle *h);
+/* The name of h's file system for people ("ext4", "nfs", "fuse.sshfs";
+ * "" for a file that is not regular), and in *network whether it is a
+ * network file system by the list in file_platform_unix.c. */
+const char *storage_fs_name(const struct storage_handle *h, bool *network);
 /* On the loop thread: true when a job folding h's file should start now
  * (foldable, no job on it, not gone through yet), at *offset; it runs
  * until storage_fold_end says how far it got (a job whose client left
@@ -436,6 +441,11 @@ struct storage_entry_info {
 	enum storage_reason last_reason;	/* of the last open */
 	unsigned handles;
 	bool cached;			/* found by the next open (not stale) */
+	bool private_entry;		/* one handle's alone, read through its
+					 * client's descriptor: never cached, and
+					 * not stale either (FUSE, pseudo files) */
+	char fs[32];			/* storage_fs_name */
+	bool network;
 	uint64_t hits;			/* opens that found it */
 	uint64_t bytes;			/* bytes read from it */
 	uint64_t idle_ms;		/* since the last open or read */

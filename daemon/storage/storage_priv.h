@@ -57,6 +57,10 @@ struct file_entry {
 	enum fs_class fs;		/* meaningful for regular files */
 	uint32_t fs_type;		/* statfs f_type, for messages */
 	bool fs_data;			/* a data file system (fplat_fs) */
+	bool fs_network;		/* a network one by fplat_fs_name's list */
+	char fs_name[32];		/* fplat_fs_name: "ext4", "fuse.sshfs" */
+	bool private_entry;		/* never shared: one handle's descriptor
+					 * (file_open.c), not cached, not stale */
 
 	unsigned refs;			/* open handles */
 	unsigned job_refs;		/* of them, jobs' (storage_handle_dup) */

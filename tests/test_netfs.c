@@ -1,0 +1,386 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_netfs.c - a file on a network file system under a real hotmapd:
+ * faultfs (tests/faultfs.c) mounted as fuse.sshfs, which is what an sshfs
+ * mount looks like to the daemon (statfs says FUSE, /proc/self/mountinfo
+ * says fuse.sshfs).
+ *
+ * What it asserts: the daemon recognises it as a network file system and
+ * says so (hm_stat's reason_text, and hm_files_ways, which hotmapctl stat
+ * prints: the file system, network, private, not stale); the library
+ * reads it itself with pread (hm_read_stats: no read through the daemon)
+ * and every byte is right, through hm_pread, hm_read_batch, views and
+ * view batches, after hm_warm too, and an I/O error reaches the caller as
+ * EIO; opened by path (HM_O_PATH: the library has no descriptor) it is read
+ * through the daemon, right too.  A local file held open is neither
+ * private nor stale, and becomes stale once renamed over and opened again:
+ * what told a network file "stale: replaced" did not weaken that.
+ *
+ * Skips as test_faults does where FUSE cannot be used; with
+ * HOTMAP_REQUIRE_FUSE=1 that is a failure.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "client/hotmap_admin.h"
+#include "tests/faultfs_ctl.h"
+#include "tests/harness.h"
+
+#define KiB (1024u)
+#define MiB (1024u * 1024u)
+
+#define DATA_SIZE	(3 * MiB + 4321)	/* not a multiple of a page */
+#define DATA_SEED	11
+#define BAD_OFF		(2 * MiB)
+#define BAD_LEN		(8 * KiB)
+
+struct fixture {
+	struct harness *h;
+	struct faultfs fs;
+	char data[PATH_MAX];	/* MNT/data */
+};
+
+static const struct harness_opts opts_root = { .with_root = true };
+
+static int
+setup(void **state)
+{
+	struct fixture *fx = calloc(1, sizeof *fx);
+	char why[1024], arg[64];
+
+	assert_non_null(fx);
+	fx->h = harness_start(&opts_root);
+	snprintf(arg, sizeof arg, "data:%u:%u", DATA_SIZE, DATA_SEED);
+	/* beneath the daemon's root, so that HM_O_PATH may open it */
+	if (faultfs_start(&fx->fs, fx->h->root, "sshfs", arg, why, sizeof why) < 0) {
+		harness_stop(fx->h);
+		free(fx);
+		fail_msg("%s", why);
+	}
+	assert_true(snprintf(fx->data, sizeof fx->data, "%s/data", fx->fs.mnt) <
+		    (int)sizeof fx->data);
+	*state = fx;
+	return 0;
+}
+
+static int
+teardown(void **state)
+{
+	struct fixture *fx = *state;
+	int status;
+
+	harness_free_buffers();
+	faultfs_close_control(&fx->fs);
+	faultfs_unmount(&fx->fs);
+	harness_stop(fx->h);
+	status = faultfs_reap(&fx->fs);
+	free(fx);
+	assert_int_equal(status, 0);
+	return 0;
+}
+
+/* hm_files_ways' row of (dev, ino) into *out (its fs copied); false if none.
+ * Prefers a row that is not stale, as hotmapctl stat does. */
+struct file_row {
+	struct hm_file_info info;
+	struct hm_read_ways ways;	/* where it is: fs, network, private_entry */
+};
+
+struct find {
+	uint64_t dev, ino;
+	bool found;
+	struct file_row row;
+};
+
+static void
+find_cb(const struct hm_file_info *info, const struct hm_read_ways *ways, void *arg)
+{
+	struct find *q = arg;
+
+	if (info->dev != q->dev || info->ino != q->ino || (q->found && !q->row.info.stale))
+		return;
+	q->row.info = *info;
+	q->row.info.path = NULL;	/* valid during the callback only */
+	memset(&q->row.ways, 0, sizeof q->row.ways);
+	memcpy(&q->row.ways, ways, ways->size < sizeof q->row.ways ? ways->size : sizeof q->row.ways);
+	q->found = true;
+}
+
+static struct file_row
+file_row(hm_client *c, const char *path)
+{
+	struct find q = { 0 };
+	struct stat st;
+
+	assert_int_equal(stat(path, &st), 0);
+	q.dev = (uint64_t)st.st_dev;
+	q.ino = (uint64_t)st.st_ino;
+	assert_int_equal(hm_files_ways(c, find_cb, &q), 0);
+	assert_true(q.found);
+	return q.row;
+}
+
+/* Every byte of the file, in reads of a few sizes, against pread. */
+static void
+check_whole(hm_file *f, int fd)
+{
+	static const size_t sizes[] = { 4 * KiB, 64 * KiB + 7, MiB };
+	uint64_t off;
+	size_t i;
+
+	for (i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+		for (off = 0; off < DATA_SIZE + sizes[i]; off += sizes[i])
+			harness_check_read(f, fd, off, sizes[i]);
+}
+
+static void
+test_network_path(void **state)
+{
+	struct fixture *fx = *state;
+	hm_client *c = harness_connect(fx->h);
+	struct hm_read_stats rs = { .size = sizeof rs };
+	struct file_row row;
+	struct hm_stat st;
+	hm_file *f = hm_open(c, fx->data, 0);
+	int fd = open(fx->data, O_RDONLY);
+
+	assert_non_null(f);
+	assert_true(fd >= 0);
+	assert_int_equal(hm_stat(f, &st), 0);
+	assert_int_equal(st.backend, HM_BACKEND_PREAD);
+	assert_int_equal(st.reason, HM_REASON_NETWORK_FS);
+	assert_int_equal(st.mapped_length, 0);
+	assert_int_equal(st.direct, HM_DIRECT_NO);
+	assert_string_equal(st.reason_text,
+			    "network-fs: network file system (fuse.sshfs): read with pread, never mapped");
+
+	/* what hotmapctl stat prints it from */
+	row = file_row(c, fx->data);
+	assert_string_equal(row.ways.fs, "fuse.sshfs");
+	assert_int_equal(row.ways.network, 1);
+	assert_int_equal(row.ways.private_entry, 1);
+	assert_int_equal(row.info.stale, 0);	/* it was called replaced */
+	assert_int_equal(row.info.backend, HM_BACKEND_PREAD);
+	assert_int_equal(row.info.reason, HM_REASON_NETWORK_FS);
+
+	check_whole(f, fd);
+	/* read in this process, with pread: none went to the daemon */
+	assert_int_equal(hm_read_stats(f, &rs), 0);
+	assert_true(rs.pread_reads > 0);
+	assert_int_equal(rs.daemon_reads, 0);
+
+	/* warmed by the daemon, then read: the same bytes */
+	assert_int_equal(hm_warm(f, 0, UINT64_MAX), DATA_SIZE);
+	assert_int_equal(hm_warm(f, DATA_SIZE - 10, 100), 10);
+	check_whole(f, fd);
+	assert_int_equal(hm_close(f), 0);
+	close(fd);
+	hm_disconnect(c);
+}
+
+static void
+test_network_views_batches(void **state)
+{
+	struct fixture *fx = *state;
+	hm_client *c = harness_connect(fx->h);
+	hm_file *f = hm_open(c, fx->data, 0);
+	int fd = open(fx->data, O_RDONLY);
+	struct hm_read_stats rs = { .size = sizeof rs };
+	static const uint64_t offs[] = { 0, 4095, MiB - 3, DATA_SIZE - 100, DATA_SIZE, DATA_SIZE + 5 };
+	enum { N = sizeof offs / sizeof offs[0], LEN = 70000 };
+	struct hm_io io[N];
+	struct hm_view_io vio[N];
+	uint8_t *want = malloc(LEN), *got[N];
+	size_t i;
+
+	assert_non_null(f);
+	assert_true(fd >= 0);
+	assert_non_null(want);
+	for (i = 0; i < N; i++) {
+		struct hm_view v;
+		ssize_t n = pread(fd, want, LEN, (off_t)offs[i]);
+
+		assert_true(n >= 0);
+		assert_int_equal(hm_view_range(f, offs[i], LEN, &v), 0);
+		assert_int_equal(v.len, (size_t)n);
+		assert_memory_equal(v.data, want, (size_t)n);
+		assert_int_equal(hm_view_check(&v), 0);
+		hm_view_release(&v);
+
+		got[i] = malloc(LEN);
+		assert_non_null(got[i]);
+		io[i] = (struct hm_io){ .file = f, .buf = got[i], .len = LEN, .offset = offs[i] };
+		vio[i] = (struct hm_view_io){ .file = f, .offset = offs[i], .len = LEN };
+	}
+	assert_int_equal(hm_read_batch(c, io, N), 0);
+	assert_int_equal(hm_view_batch(c, vio, N), 0);
+	for (i = 0; i < N; i++) {
+		ssize_t n = pread(fd, want, LEN, (off_t)offs[i]);
+
+		assert_int_equal(io[i].result, n);
+		assert_memory_equal(got[i], want, (size_t)n);
+		assert_int_equal(vio[i].error, 0);
+		assert_int_equal(vio[i].view.len, (size_t)n);
+		assert_memory_equal(vio[i].view.data, want, (size_t)n);
+		hm_view_release(&vio[i].view);
+		free(got[i]);
+	}
+	assert_int_equal(hm_read_stats(f, &rs), 0);
+	assert_int_equal(rs.daemon_reads, 0);
+	free(want);
+	assert_int_equal(hm_close(f), 0);
+	close(fd);
+	hm_disconnect(c);
+}
+
+/* An I/O error of the file system reaches the caller as pread's would. */
+static void
+test_network_eio(void **state)
+{
+	struct fixture *fx = *state;
+	hm_client *c = harness_connect(fx->h);
+	hm_file *f = hm_open(c, fx->data, 0);
+	char reply[128], buf[4096];
+	int fd = open(fx->data, O_RDONLY);
+
+	assert_non_null(f);
+	assert_true(fd >= 0);
+	assert_int_equal(faultfs_cmd(&fx->fs, reply, sizeof reply, "eio data %u %u", BAD_OFF, BAD_LEN), 0);
+	errno = 0;
+	assert_int_equal(hm_pread(f, buf, sizeof buf, BAD_OFF + 4096), -1);
+	assert_int_equal(errno, EIO);
+	harness_check_read(f, fd, 0, 64 * KiB);	/* a good range still reads right */
+	assert_int_equal(faultfs_cmd(&fx->fs, reply, sizeof reply, "restore data"), 0);
+	harness_check_read(f, fd, BAD_OFF, BAD_LEN);
+	assert_int_equal(hm_close(f), 0);
+	close(fd);
+	hm_disconnect(c);
+}
+
+/* HM_O_PATH: the daemon opened the file, the library has no descriptor of
+ * it: reads go through the daemon, right all the same. */
+static void
+test_network_by_path(void **state)
+{
+	struct fixture *fx = *state;
+	hm_client *c = harness_connect(fx->h);
+	hm_file *f = hm_open(c, fx->data, HM_O_PATH);
+	struct hm_read_stats rs = { .size = sizeof rs };
+	struct hm_stat st;
+	int fd = open(fx->data, O_RDONLY);
+
+	assert_non_null(f);
+	assert_true(fd >= 0);
+	assert_int_equal(hm_stat(f, &st), 0);
+	assert_int_equal(st.reason, HM_REASON_NETWORK_FS);
+	assert_non_null(strstr(st.reason_text, "(fuse.sshfs): read with pread, never mapped"));
+	check_whole(f, fd);
+	assert_int_equal(hm_read_stats(f, &rs), 0);
+	assert_true(rs.daemon_reads > 0);
+	assert_int_equal(rs.pread_reads, 0);
+	assert_int_equal(hm_close(f), 0);
+	close(fd);
+	hm_disconnect(c);
+}
+
+/* Rows of hm_files for one (dev, ino): how many, how many stale, private. */
+struct count {
+	uint64_t dev, ino;
+	unsigned rows, stale, private_entry;
+};
+
+static void
+count_cb(const struct hm_file_info *info, const struct hm_read_ways *ways, void *arg)
+{
+	struct count *q = arg;
+
+	if (info->dev != q->dev || info->ino != q->ino)
+		return;
+	q->rows++;
+	q->stale += info->stale != 0;
+	q->private_entry += ways->private_entry != 0;
+}
+
+/* A local file is not private, nor stale while it is unchanged; changed
+ * in place and opened again, the version an old handle holds is stale:
+ * what stopped a network file being called "stale: replaced" left that
+ * as it was. */
+static void
+test_local_stale_still_detected(void **state)
+{
+	struct fixture *fx = *state;
+	hm_client *c = harness_connect(fx->h);
+	char path[PATH_MAX];
+	struct file_row row;
+	struct count q = { 0 };
+	struct stat st;
+	hm_file *a, *b;
+
+	harness_path(fx->h, "root/local", path);
+	harness_write_file(path, 100 * KiB, 3);
+	a = hm_open(c, path, 0);
+	assert_non_null(a);
+	row = file_row(c, path);
+	assert_int_equal(row.ways.private_entry, 0);
+	assert_int_equal(row.info.stale, 0);
+	assert_int_equal(row.ways.network, 0);
+	assert_true(row.ways.fs[0] != '\0');
+
+	harness_write_file(path, 200 * KiB, 4);	/* in place: the same inode */
+	b = hm_open(c, path, 0);
+	assert_non_null(b);
+	assert_int_equal(stat(path, &st), 0);
+	q.dev = (uint64_t)st.st_dev;
+	q.ino = (uint64_t)st.st_ino;
+	assert_int_equal(hm_files_ways(c, count_cb, &q), 0);
+	assert_int_equal(q.rows, 2);
+	assert_int_equal(q.stale, 1);
+	assert_int_equal(q.private_entry, 0);
+	assert_int_equal(hm_close(a), 0);
+	assert_int_equal(hm_close(b), 0);
+	hm_disconnect(c);
+}
+
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		T(test_network_path),
+		T(test_network_views_batches),
+		T(test_network_eio),
+		T(test_network_by_path),
+		T(test_local_stale_still_detected),
+	};
+	const char *required = getenv("HOTMAP_REQUIRE_FUSE");
+	const char *output = getenv("CMOCKA_MESSAGE_OUTPUT");
+	char why[1024];
+
+	signal(SIGPIPE, SIG_IGN);
+	if (faultfs_unavailable(why, sizeof why) != NULL) {
+		if (required != NULL && strcmp(required, "1") == 0) {
+			printf("Bail out! FUSE is required (HOTMAP_REQUIRE_FUSE=1): %s\n", why);
+			return 1;
+		}
+		printf("1..0 # SKIP FUSE unavailable: %s\n", why);
+		fprintf(stderr, "test_netfs: skipped: FUSE unavailable: %s\n", why);
+		return output != NULL && strcmp(output, "TAP") == 0 ? 0 : 77;
+	}
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
