@@ -201,7 +201,7 @@ fallback_reads(hm_client *c, struct read_op *ops, size_t n)
 		op->local = true;
 		op->done = true;
 		op->result = fd == HM_OSFILE_NONE ? -ENOTCONN :
-			     (ssize_t)os_file_pread(fd, op->buf, op->len, op->offset);
+			     (ssize_t)os_file_pread_all(fd, op->buf, op->len, op->offset);
 	}
 	return 0;
 }

@@ -56,7 +56,7 @@ struct os_file_stat {
 };
 bool os_local_reads(void);
 int os_file_stat(hm_osfile f, struct os_file_stat *st);
-int64_t os_file_pread(hm_osfile f, void *buf, size_t len, uint64_t offset);
+int64_t os_file_pread_all(hm_osfile f, void *buf, size_t len, uint64_t offset);
 void os_file_willneed(hm_osfile f, uint64_t offset, uint64_t len);
 
 /* path made absolute against the working directory now (malloced), or

@@ -104,7 +104,7 @@ os_file_stat(hm_osfile f, struct os_file_stat *st)
 }
 
 int64_t
-os_file_pread(hm_osfile f, void *buf, size_t len, uint64_t offset)
+os_file_pread_all(hm_osfile f, void *buf, size_t len, uint64_t offset)
 {
 	size_t done = 0;
 

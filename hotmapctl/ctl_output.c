@@ -472,7 +472,6 @@ files_print_table(const struct file_rows *rows)
 	       "HANDLES", "RESIDENT", "HITS", "BYTES", "DIRECT", "IDLE_S", ctl_ways_header, "PATH");
 	for (i = 0; i < rows->n; i++) {
 		const struct hm_file_info *f = &rows->v[i].info;
-		const struct hm_read_ways *w = &rows->v[i].ways;
 		char resident[16], ways[WAYS_COLUMNS_MAX];
 
 		ctl_ways_columns(ways, sizeof ways, &rows->v[i].ways);
@@ -499,6 +498,7 @@ files_print_json(const struct file_rows *rows)
 	json_open(&j, '[', false);
 	for (i = 0; i < rows->n; i++) {
 		const struct hm_file_info *f = &rows->v[i].info;
+		const struct hm_read_ways *w = &rows->v[i].ways;
 
 		json_open(&j, '{', true);
 		json_key(&j, "path");
