@@ -232,7 +232,7 @@ struct hm_client {
 	int local_why;		/* errno of the last try at the daemon */
 	unsigned local_wait_ms;	/* until the next try, backing off */
 	uint64_t local_retry_us;	/* now_us() of the next try */
-	struct direct_map *retired;	/* grants given up while local (direct_retire) */
+	struct direct_map *retired;	/* grants given up under readers (direct_retire) */
 	char *socket_path;	/* NULL: the default */
 	/* fork(2): the process the connection, region and handles belong
 	 * to; a call from another one (a child) connects afresh first. */
@@ -263,8 +263,9 @@ extern struct hm_region *regions;
 bool direct_grant_holds(const hm_file *f);
 int direct_promote(hm_file *f);
 void direct_drop(hm_file *f);
-/* direct_drop while reads may be using the grant (HOTMAP_FALLBACK=local):
- * the mapping kept on c->retired until hm_disconnect releases it. */
+/* direct_drop while reads may be using the grant (HOTMAP_FALLBACK=local
+ * going local, a reopen): the mapping kept on c->retired until
+ * hm_disconnect releases it. */
 void direct_retire(hm_file *f);
 void direct_release_retired(hm_client *c);
 void direct_heat(hm_file *f, ssize_t n);

@@ -219,7 +219,9 @@ direct_grant_holds(const hm_file *f)
 	return s != NULL && hm_direct_gen(s) == f->dgen;
 }
 
-/* Forgets f's grant and mapping (a reopen, a close).  Lock held. */
+/* Forgets f's grant and mapping when no read can be using them (a
+ * close, hm_disconnect; a reopen retires them: direct_retire).  Lock
+ * held. */
 void
 direct_drop(hm_file *f)
 {
@@ -234,13 +236,18 @@ direct_drop(hm_file *f)
 
 /*
  * Gives up f's grant while threads may be reading through it, with no
- * daemon to revoke it (HOTMAP_FALLBACK=local, fallback.c): the slot is
- * marked revoked, as the daemon marks it, so that a read in flight finds
- * the generation changed and goes the daemon's way (served locally by
- * then), and the mapping and descriptor such a read may still be using
- * are kept, unread, on the client's list until hm_disconnect
- * (direct_release_retired).  direct_drop would free them under those
- * reads.  Lock held.
+ * daemon to revoke it: going local (HOTMAP_FALLBACK=local, fallback.c),
+ * and a reopen on a new connection (client_open: a reconnect, a child's
+ * first call after fork), whose old daemon is gone or no longer answers
+ * for that grant.  Direct reads take no user, so neither waits for them.
+ * The slot is marked revoked, as the daemon marks it (but by a forked
+ * child, below), so that a read in flight finds the generation changed
+ * and goes the daemon's way (or the local one), and the mapping and
+ * descriptor such a read may still be using are kept, unread, on the
+ * client's list until hm_disconnect (direct_release_retired).
+ * direct_drop would free them under those reads.  The slot is in
+ * m->region, the old connection's region, which m holds (direct_promote)
+ * whatever the reconnect did with c->region.  Lock held.
  */
 void
 direct_retire(hm_file *f)
@@ -251,7 +258,11 @@ direct_retire(hm_file *f)
 		direct_drop(f);	/* no mapping: no read uses the grant */
 		return;
 	}
-	__atomic_store_n(&m->slot->gen, m->gen | 1, __ATOMIC_RELEASE);
+	/* not in a forked child, whose slot table is still the parent's
+	 * (fork.c makes only the region's blocks private): the parent's
+	 * grant holds, and the inherited mapping's bytes with it */
+	if (m->map->pid == fork_pid())
+		__atomic_store_n(&m->slot->gen, m->gen | 1, __ATOMIC_RELEASE);
 	m->retired_fd = f->own_fd;
 	f->own_fd = -1;
 	f->direct_ok = false;

@@ -83,8 +83,11 @@ client_open(hm_client *c, hm_file *f, int flags)
 
 	if (c->local)
 		return fallback_open(c, f, flags);	/* no daemon: opened here */
+	/* a reopen: the old connection's grant means nothing, but threads
+	 * may still be reading through it (direct reads take no user, so
+	 * the reconnect does not wait for them): retired, not freed */
 	pthread_mutex_lock(c->lock);
-	direct_drop(f);	/* a reopen: the old connection's grant means nothing */
+	direct_retire(f);
 	pthread_mutex_unlock(c->lock);
 	req.policy = flags & HM_O_MMAP ? 1 : flags & HM_O_PREAD ? 2 : 0;
 	req.warm = (flags & HM_O_WARM) != 0;

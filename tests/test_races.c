@@ -19,6 +19,13 @@
  * reported; any other wrong byte fails.
  * HOTMAP_RACE_SECONDS sets the time (default 10).  (test_faults.c
  * truncates a mapped file that is not being rewritten: no zeros there.)
+ *
+ * And a reconnect while threads read a file directly: hotmapd is killed
+ * and started again on the same socket, over and over, while 4 threads
+ * read the file out of the client's own mapping (which needs no daemon,
+ * so they go on through the gap); the reconnect reopens the file under
+ * them.  Every byte is checked; no read may crash or return another
+ * file's bytes, and reads go on after each reconnect.
  */
 #include "config.h"
 
@@ -160,6 +167,8 @@ static const struct harness_opts opts_poll = {
 	.extra = { "--poll-us", "20", NULL },
 };
 
+static const struct harness_opts opts_default = { .backend = NULL };
+
 static void
 test_truncate_race(void **state)
 {
@@ -263,12 +272,181 @@ test_truncate_race(void **state)
 	assert_true(rounds > 10);
 }
 
+/* --- a reconnect while threads read directly ------------------------------- */
+
+#define RECONNECT_READERS 4
+#define RECONNECT_ROUNDS 12
+#define RECONNECT_SEED 78
+
+struct direct_reader {
+	pthread_t thread;
+	hm_file *f;
+	const uint8_t *canon;
+	unsigned index;
+	atomic_bool *stop;
+	atomic_uint ok;		/* reads that returned the right bytes */
+	atomic_uint lost;	/* reads failed with a lost daemon's error */
+	int wrong;		/* wrong bytes, or another error */
+	char why[256];
+};
+
+/* The errors libhotmap(3) gives a call while its daemon is away (ERRORS:
+ * ECONNRESET, EPIPE; ENOENT, ECONNREFUSED while none listens; ENOTCONN). */
+static bool
+daemon_lost_error(int err)
+{
+	return err == ECONNRESET || err == EPIPE || err == ENOENT || err == ECONNREFUSED ||
+	       err == ENOTCONN;
+}
+
+static void *
+direct_reader_main(void *arg)
+{
+	struct direct_reader *rd = arg;
+	uint64_t rng = 2000 + rd->index;
+	uint8_t *buf = malloc(256 * 1024);
+
+	if (buf == NULL)
+		return NULL;
+	while (!atomic_load(rd->stop) && rd->wrong == 0) {
+		uint64_t off = harness_rand(&rng) % FILE_SIZE;
+		size_t len = 1 + (size_t)(harness_rand(&rng) % (256 * 1024));
+		size_t want = len < FILE_SIZE - off ? len : (size_t)(FILE_SIZE - off);
+		ssize_t n;
+
+		memset(buf, 0xa5, len);
+		n = hm_pread(rd->f, buf, len, off);
+		if (n < 0 && daemon_lost_error(errno)) {
+			atomic_fetch_add(&rd->lost, 1);
+			continue;
+		}
+		if (n < 0) {
+			snprintf(rd->why, sizeof rd->why, "%zu at %llu: %s (%s)", len,
+				 (unsigned long long)off, strerror(errno), hm_last_error());
+			rd->wrong = 1;
+		} else if ((size_t)n != want || memcmp(buf, rd->canon + off, want) != 0) {
+			size_t i = 0;
+
+			while (i < (size_t)n && i < want && buf[i] == rd->canon[off + i])
+				i++;
+			snprintf(rd->why, sizeof rd->why,
+				 "%zu at %llu gave %zd bytes (want %zu), first wrong at +%zu", len,
+				 (unsigned long long)off, n, want, i);
+			rd->wrong = 1;
+		} else {
+			atomic_fetch_add(&rd->ok, 1);
+		}
+	}
+	free(buf);
+	return NULL;
+}
+
+/* Waits until every reader has made more right reads than before[i]
+ * (fails on a wrong one, or after a minute without one). */
+static void
+wait_direct_reads(struct direct_reader *rd, const unsigned *before, unsigned more)
+{
+	int64_t deadline = harness_now_ms() + 60000;
+	unsigned i;
+
+	for (i = 0; i < RECONNECT_READERS; i++)
+		while (atomic_load(&rd[i].ok) < before[i] + more && rd[i].wrong == 0) {
+			if (harness_now_ms() > deadline)
+				fail_msg("reader %u made no right read in a minute", i);
+			harness_sleep_ms(1);
+		}
+}
+
+static void
+test_reconnect_direct(void **state)
+{
+	struct harness *h = *state;
+	struct direct_reader rd[RECONNECT_READERS];
+	atomic_bool stop = false;
+	unsigned before[RECONNECT_READERS], i, round, lost = 0, ok = 0;
+	char path[PATH_MAX], other[PATH_MAX];
+	struct hm_options o = HM_OPTIONS_INIT;
+	struct hm_stat st;
+	uint8_t *canon;
+	hm_client *c;
+	hm_file *f, *g;
+	int gfd;
+
+	harness_path(h, "root/reconnect", path);
+	harness_write_file(path, FILE_SIZE, RECONNECT_SEED);
+	/* another file the client reads: its descriptors are the ones a
+	 * closed descriptor number of the first file's could be reused by */
+	harness_path(h, "root/reconnect-other", other);
+	harness_write_file(other, FILE_SIZE, RECONNECT_SEED + 1);
+	gfd = open(other, O_RDONLY | O_CLOEXEC);
+	assert_true(gfd >= 0);
+	canon = malloc(FILE_SIZE);
+	assert_non_null(canon);
+	harness_fill(canon, FILE_SIZE, RECONNECT_SEED, 0);
+	o.direct = 1;		/* read granted files directly, */
+	o.reconnect_ms = 30000;	/* and come back when the daemon does */
+	c = hm_connect_opts(h->sock, &o);
+	if (c == NULL)
+		fail_msg("hm_connect_opts: %s", strerror(errno));
+	f = hm_open(c, path, HM_O_DIRECT);
+	assert_non_null(f);
+	g = hm_open(c, other, 0);
+	assert_non_null(g);
+	assert_int_equal(hm_stat(f, &st), 0);
+	if (st.direct != HM_DIRECT_YES)
+		fail_msg("not read directly: direct %d (%s)", st.direct, st.direct_text);
+	for (i = 0; i < RECONNECT_READERS; i++) {
+		memset(&rd[i], 0, sizeof rd[i]);
+		rd[i].f = f;
+		rd[i].canon = canon;
+		rd[i].index = i;
+		rd[i].stop = &stop;
+		assert_int_equal(pthread_create(&rd[i].thread, NULL, direct_reader_main, &rd[i]),
+				 0);
+	}
+	for (round = 0; round < RECONNECT_ROUNDS; round++) {
+		for (i = 0; i < RECONNECT_READERS; i++)
+			before[i] = atomic_load(&rd[i].ok);
+		wait_direct_reads(rd, before, 20);
+		harness_kill(h);
+		harness_restart(h);
+		/* the ping finds the connection lost: the client reconnects
+		 * and reopens f while the threads read it */
+		if (hm_ping(c, NULL) < 0)
+			fail_msg("round %u: ping: %s (%s)", round, strerror(errno), hm_last_error());
+		assert_int_equal(hm_stat(f, &st), 0);
+		assert_int_equal(st.direct, HM_DIRECT_YES);	/* granted again, mapped */
+		harness_check_read(g, gfd, 4096, 100000);
+	}
+	/* reads go on after the last reconnect */
+	for (i = 0; i < RECONNECT_READERS; i++)
+		before[i] = atomic_load(&rd[i].ok);
+	wait_direct_reads(rd, before, 50);
+	atomic_store(&stop, true);
+	for (i = 0; i < RECONNECT_READERS; i++) {
+		pthread_join(rd[i].thread, NULL);
+		ok += atomic_load(&rd[i].ok);
+		lost += atomic_load(&rd[i].lost);
+		if (rd[i].wrong)
+			fail_msg("reader %u: %s", i, rd[i].why);
+	}
+	print_message("# %u reconnects; %u right reads, %u failed while the daemon was away\n",
+		      RECONNECT_ROUNDS, ok, lost);
+	hm_close(g);
+	hm_close(f);
+	hm_disconnect(c);
+	close(gfd);
+	free(canon);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_prestate_setup_teardown(test_truncate_race, setup, teardown,
 							 (void *)&opts_poll),
+		cmocka_unit_test_prestate_setup_teardown(test_reconnect_direct, setup, teardown,
+							 (void *)&opts_default),
 	};
 
 	return cmocka_run_group_tests_name("races", tests, NULL, NULL);
