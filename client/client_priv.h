@@ -262,6 +262,7 @@ extern struct hm_region *regions;
 #define DIRECT_MISS ((ssize_t)-1)
 bool direct_grant_holds(const hm_file *f);
 int direct_promote(hm_file *f);
+int direct_promote_fd(hm_file *f, hm_osfile fd);
 void direct_drop(hm_file *f);
 /* direct_drop while reads may be using the grant (HOTMAP_FALLBACK=local
  * going local, a reopen): the mapping kept on c->retired until

@@ -290,7 +290,15 @@ direct_release_retired(hm_client *c)
 int
 direct_promote(hm_file *f)
 {
-	int fd = f->fd >= 0 ? f->fd : f->own_fd;
+	return direct_promote_fd(f, f->fd >= 0 ? f->fd : f->own_fd);
+}
+
+/* direct_promote, mapping fd, which f need not keep (client_open: a
+ * descriptor the process cannot spare is mapped and closed without ever
+ * being f->own_fd, which readers load without the lock). */
+int
+direct_promote_fd(hm_file *f, int fd)
+{
 	struct direct_map *m;
 
 	if (f->dm != NULL)

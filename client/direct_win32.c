@@ -51,6 +51,14 @@ direct_promote(hm_file *f)
 	return -ENOTSUP;
 }
 
+int
+direct_promote_fd(hm_file *f, hm_osfile fd)
+{
+	(void)f;
+	(void)fd;
+	return -ENOTSUP;
+}
+
 void
 direct_heat(hm_file *f, ssize_t n)
 {

@@ -80,6 +80,7 @@ client_open(hm_client *c, hm_file *f, int flags)
 	hm_osfile fd = HM_OSFILE_NONE;
 	uint64_t dev, ino;
 	int given, pass = -1, rc;
+	bool spare;
 
 	if (c->local)
 		return fallback_open(c, f, flags);	/* no daemon: opened here */
@@ -136,20 +137,20 @@ client_open(hm_client *c, hm_file *f, int flags)
 	/* a network file: read here with pread (netfs.c) */
 	f->net = r->network && net_wanted(f, (int)r->backend, (int)r->reason) &&
 		 (fd != HM_OSFILE_NONE || f->fd != HM_OSFILE_NONE);
-	if (fd != HM_OSFILE_NONE && (f->direct_ok || f->net))
+	/* With many files open, a file is read through its mapping only, so
+	 * that the library does not take the process's descriptors: the
+	 * descriptor is mapped and closed, never published as f->own_fd,
+	 * which direct readers load without the lock (a reader that found
+	 * it between the two would pread a closed, or reused, number). */
+	spare = fd == HM_OSFILE_NONE || os_file_plenty(fd);
+	if (fd != HM_OSFILE_NONE && spare && (f->direct_ok || f->net))
 		f->own_fd = fd;	/* the direct tier's preads use it, or netfs.c's */
-	else
-		os_file_close(fd);	/* ours, not the caller's: the daemon has its own copy */
-	if (f->direct_ok && ((flags & (HM_O_DIRECT | HM_O_WARM)) || c->direct_after == 0 ||
-			    !os_file_plenty(f->own_fd)))
-		(void)direct_promote(f);
-	if (f->own_fd != HM_OSFILE_NONE && !os_file_plenty(f->own_fd)) {
-		/* many files open: read them through their mappings only, so
-		 * that the library does not take the process's descriptors */
-		os_file_close(f->own_fd);
-		f->own_fd = HM_OSFILE_NONE;
+	if (!spare)
 		f->net = f->net && f->fd != HM_OSFILE_NONE;
-	}
+	if (f->direct_ok && ((flags & (HM_O_DIRECT | HM_O_WARM)) || c->direct_after == 0 || !spare))
+		(void)direct_promote_fd(f, f->fd != HM_OSFILE_NONE ? f->fd : fd);
+	if (fd != HM_OSFILE_NONE && f->own_fd != fd)
+		os_file_close(fd);	/* ours, not the caller's: the daemon has its own copy */
 	pthread_mutex_unlock(c->lock);
 	protobuf_c_message_free_unpacked(reply, NULL);
 	return 0;
