@@ -113,7 +113,6 @@ static int
 client_reconnect(hm_client *c)
 {
 	uint64_t deadline = now_us() + (uint64_t)c->reconnect_ms * 1000u;
-	struct hm_region *old;
 	int rc;
 
 	c->gen++;	/* the calls that failed run again after it, whatever it gives */
@@ -124,18 +123,7 @@ client_reconnect(hm_client *c)
 		return 0;
 	}
 	for (;;) {
-		transport_close(c);
-		pthread_mutex_lock(c->lock);
-		c->start = c->end = 0;
-		old = c->region;
-		c->region = NULL;
-		__atomic_store_n(&c->region_size, 0, __ATOMIC_RELAXED);
-		c->ring = false;
-		c->sq_tail = c->cq_head = 0;
-		c->broken = 0;
-		wire_reset(c);
-		pthread_mutex_unlock(c->lock);
-		region_unref(old);
+		fallback_drop_conn(c);
 		rc = client_connect(c, c->socket_path);
 		if (rc == 0)
 			break;

@@ -206,18 +206,23 @@ fallback_reads(hm_client *c, struct read_op *ops, size_t n)
 	return 0;
 }
 
+/* f's descriptor here and its fstat now: 0, or -errno. */
+static int
+local_fstat(hm_file *f, hm_osfile *fd, struct os_file_stat *s)
+{
+	*fd = local_file(f);
+	return *fd == HM_OSFILE_NONE ? -ENOTCONN : os_file_stat(*fd, s);
+}
+
 /* STAT: the file's fstat now. */
 static int
 local_stat_reply(hm_file *f, ProtobufCMessage **reply)
 {
 	Hotmap__StatReply *r;
 	struct os_file_stat s;
-	hm_osfile fd = local_file(f);
-	int rc;
+	hm_osfile fd;
+	int rc = local_fstat(f, &fd, &s);
 
-	if (fd == HM_OSFILE_NONE)
-		return -ENOTCONN;
-	rc = os_file_stat(fd, &s);
 	if (rc < 0)
 		return rc;
 	r = malloc(sizeof *r);
@@ -249,12 +254,9 @@ local_warm_reply(hm_file *f, const Hotmap__Warm *w, ProtobufCMessage **reply)
 {
 	Hotmap__WarmReply *r;
 	struct os_file_stat s;
-	hm_osfile fd = local_file(f);
-	int rc;
+	hm_osfile fd;
+	int rc = local_fstat(f, &fd, &s);
 
-	if (fd == HM_OSFILE_NONE)
-		return -ENOTCONN;
-	rc = os_file_stat(fd, &s);
 	if (rc < 0)
 		return rc;
 	r = malloc(sizeof *r);
