@@ -211,6 +211,15 @@ static PyMethodDef client_methods[] = {
 	{ "view_batch", (PyCFunction)hmpy_client_view_batch, METH_O,
 	  "view_batch($self, requests, /)\n--\n\nViews of [(file, offset, length), ...] in one call: a list of\n"
 	  "hotmap.View.  Raises the first io's error (and releases the others)." },
+	{ "files", (PyCFunction)hmpy_client_files, METH_NOARGS,
+	  "files($self)\n--\n\nThe daemon's cached files: a list of hotmap.FileInfo, each with how\n"
+	  "its reads were served (daemon_reads, copy_reads, pread_reads, probes,\n"
+	  "populated_blocks, populate_ns) and where it is (private_entry,\n"
+	  "network, fs).  Needs an administrator (hotmap.PermissionError)." },
+	{ "clients", (PyCFunction)hmpy_client_clients, METH_NOARGS,
+	  "clients($self)\n--\n\nThe daemon's connected clients, this one included: a list of\n"
+	  "hotmap.ClientInfo, each with how its reads were served.  Needs an\n"
+	  "administrator (hotmap.PermissionError)." },
 	{ "ping", (PyCFunction)client_ping, METH_NOARGS,
 	  "ping($self)\n--\n\nA round trip: {'server_version', 'uptime_us', 'pid'}." },
 	{ "close", (PyCFunction)client_close, METH_NOARGS,

@@ -244,8 +244,8 @@ file_view(FileObject *self, PyObject *args)
 
 /* r, its first n items set, or NULL (r freed) if one could not be made:
  * an exception is set then. */
-static PyObject *
-seq_done(PyObject *r, int n)
+PyObject *
+hmpy_seq_done(PyObject *r, int n)
 {
 	for (int k = 0; k < n; k++)
 		if (!PyStructSequence_GET_ITEM(r, k)) {
@@ -290,7 +290,7 @@ file_stat(FileObject *self, PyObject *unused)
 	SET(PyLong_FromLong(st.direct));
 	SET(PyUnicode_DecodeFSDefault(st.direct_text));
 #undef SET
-	return seq_done(r, i);
+	return hmpy_seq_done(r, i);
 }
 
 static PyObject *
@@ -330,7 +330,7 @@ file_read_stats(FileObject *self, PyObject *unused)
 	SET(st.populate_after);
 #undef SET
 	PyStructSequence_SET_ITEM(r, i++, PyLong_FromLong(st.direct));
-	return seq_done(r, i);
+	return hmpy_seq_done(r, i);
 }
 
 static PyObject *

@@ -88,6 +88,69 @@ class ReadStats(Tuple[int, ...]):
     direct: int
 
 @final
+class FileInfo(Tuple[Any, ...]):
+    n_fields: int
+    n_sequence_fields: int
+    n_unnamed_fields: int
+    __match_args__ = ("path", "size", "backend", "reason", "handles", "stale", "hits", "bytes",
+                      "idle_ms", "resident_pct", "resident_bytes", "direct_handles",
+                      "direct_reads", "direct_bytes", "dev", "ino", "daemon_reads",
+                      "copy_reads", "pread_reads", "probes", "populated_blocks",
+                      "populate_ns", "private_entry", "network", "fs")
+    path: str
+    size: int
+    backend: int
+    reason: int
+    handles: int
+    stale: bool
+    hits: int
+    bytes: int
+    idle_ms: int
+    resident_pct: Optional[int]
+    resident_bytes: int
+    direct_handles: int
+    direct_reads: int
+    direct_bytes: int
+    dev: int
+    ino: int
+    daemon_reads: int
+    copy_reads: int
+    pread_reads: int
+    probes: int
+    populated_blocks: int
+    populate_ns: int
+    private_entry: bool
+    network: bool
+    fs: str
+
+@final
+class ClientInfo(Tuple[Any, ...]):
+    n_fields: int
+    n_sequence_fields: int
+    n_unnamed_fields: int
+    __match_args__ = ("pid", "uid", "name", "handles", "direct_grants", "direct_reads",
+                      "direct_bytes", "bytes_served", "polling", "region_huge", "connected_ms",
+                      "daemon_reads", "copy_reads", "pread_reads", "probes", "populated_blocks",
+                      "populate_ns")
+    pid: int
+    uid: int
+    name: str
+    handles: int
+    direct_grants: int
+    direct_reads: int
+    direct_bytes: int
+    bytes_served: int
+    polling: bool
+    region_huge: bool
+    connected_ms: int
+    daemon_reads: int
+    copy_reads: int
+    pread_reads: int
+    probes: int
+    populated_blocks: int
+    populate_ns: int
+
+@final
 class View:
     """A read-only range of a file, exported through the buffer protocol."""
     @property
@@ -130,6 +193,8 @@ class Client:
     def read_batch(self, requests: Sequence[_Request], /) -> List[bytes]: ...
     def read_batch_into(self, requests: Sequence[_IntoRequest], buffer: _Buffer, /) -> List[int]: ...
     def view_batch(self, requests: Sequence[_Request], /) -> List[View]: ...
+    def files(self) -> List[FileInfo]: ...
+    def clients(self) -> List[ClientInfo]: ...
     def ping(self) -> Dict[str, Any]: ...
     def close(self) -> None: ...
     def __enter__(self) -> "Client": ...
@@ -146,5 +211,6 @@ def connect(
     direct: Optional[bool] = ...,
     direct_after: Optional[int] = ...,
     fallback: Optional[bool] = ...,
+    copy_policy: Optional[str] = ...,
 ) -> Client: ...
 def library_version() -> str: ...

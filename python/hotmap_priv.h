@@ -5,9 +5,12 @@
  * only:
  *
  *   hotmapmodule.c  PyInit_hotmap, the module's functions and constants
- *   client.c        hotmap.Client: open, ping, close
+ *   client.c        hotmap.Client: open, ping, close; its method table
  *   batch.c         the Client's batch calls (read_batch, read_batch_into,
  *                   view_batch)
+ *   admin.c         the Client's administrative listings: files()
+ *                   (hotmap.FileInfo) and clients() (hotmap.ClientInfo),
+ *                   with how their reads were served
  *   file.c          hotmap.File: reads, views, stat (hotmap.StatResult),
  *                   close
  *   lifetime.c      a Client's and a File's calls in flight; the close
@@ -146,10 +149,26 @@ extern PyTypeObject hmpy_ReadStatsType;	/* hotmap.ReadStats (File.read_stats) */
 int hmpy_stat_ready(void);
 /* o as a File, or NULL and TypeError. */
 FileObject *hmpy_as_file(PyObject *o);
+/* r, a struct sequence whose first n items were set, or NULL (r freed)
+ * when one could not be made: an exception is set then. */
+PyObject *hmpy_seq_done(PyObject *r, int n);
 /* Bounds a long read (*len at off) by the file's size, so that a read of
  * a terabyte of a small file does not allocate a terabyte; f is self's
  * hm_file, entered.  Releases the GIL itself.  -1 with an exception set. */
 int hmpy_clamp_len(FileObject *self, hm_file *f, uint64_t off, Py_ssize_t *len);
+
+/* --- admin.c ------------------------------------------------------------- */
+
+extern PyTypeObject hmpy_FileInfoType;	/* hotmap.FileInfo (Client.files) */
+extern PyTypeObject hmpy_ClientInfoType;	/* hotmap.ClientInfo (Client.clients) */
+
+/* Makes hotmap.FileInfo and hotmap.ClientInfo unless made.  -1 with an
+ * exception set. */
+int hmpy_admin_ready(void);
+/* Client.files() */
+PyObject *hmpy_client_files(ClientObject *self, PyObject *unused);
+/* Client.clients() */
+PyObject *hmpy_client_clients(ClientObject *self, PyObject *unused);
 
 /* --- batch.c ------------------------------------------------------------- */
 

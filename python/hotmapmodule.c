@@ -42,8 +42,26 @@ opt_int64(PyObject *opts, const char *key, int64_t *out)
 
 static const char *const option_names[] = {
 	"shm_size", "shm_threshold", "poll", "poll_us", "reconnect_ms", "direct",
-	"direct_after", "fallback", NULL
+	"direct_after", "fallback", "copy_policy", NULL
 };
+
+/* copy_policy: a str of the copy policy's knobs, "way=pread", or None.
+ * The pointer stays valid while opts (which the Client keeps) holds
+ * the str. */
+static int
+opt_str(PyObject *opts, const char *key, const char **out)
+{
+	PyObject *v = PyDict_GetItemString(opts, key);
+
+	if (!v || v == Py_None)
+		return 0;
+	if (!PyUnicode_Check(v)) {
+		PyErr_Format(PyExc_TypeError, "option %s must be a str, not %.100s", key,
+			     Py_TYPE(v)->tp_name);
+		return -1;
+	}
+	return (*out = PyUnicode_AsUTF8(v)) ? 0 : -1;
+}
 
 static PyObject *
 hotmap_connect(PyObject *mod, PyObject *args, PyObject *kw)
@@ -88,7 +106,8 @@ hotmap_connect(PyObject *mod, PyObject *args, PyObject *kw)
 	    opt_int64(opts, "reconnect_ms", &o.reconnect_ms) < 0 ||
 	    opt_int64(opts, "direct", &direct) < 0 ||
 	    opt_int64(opts, "direct_after", &o.direct_after) < 0 ||
-	    opt_int64(opts, "fallback", &fallback) < 0)
+	    opt_int64(opts, "fallback", &fallback) < 0 ||
+	    opt_str(opts, "copy_policy", &o.copy_policy) < 0)
 		goto fail;
 	o.poll = poll == HM_DEFAULT ? HM_DEFAULT : poll != 0;
 	o.direct = direct == HM_DEFAULT ? HM_DEFAULT : direct != 0;
@@ -202,7 +221,8 @@ static PyMethodDef module_methods[] = {
 	  "path (libhotmap(3)).  Options (None: the environment's, else the\n"
 	  "library's default): shm_size, shm_threshold, poll, poll_us,\n"
 	  "reconnect_ms, direct, direct_after, fallback (True: when no daemon\n"
-	  "answers, read the files in this process until one does).  Returns a\n"
+	  "answers, read the files in this process until one does), copy_policy\n"
+	  "(a str of HOTMAP_COPY_POLICY's knobs, e.g. 'way=pread').  Returns a\n"
 	  "hotmap.Client." },
 	{ "_reconnect", hotmap_reconnect, METH_VARARGS, NULL },
 	{ "_loop_pread", hotmap_loop_pread, METH_VARARGS, NULL },
@@ -233,13 +253,15 @@ PyInit_hotmap(void)
 		return NULL;
 	if (PyType_Ready(&hmpy_ClientType) < 0 || PyType_Ready(&hmpy_FileType) < 0 ||
 	    PyType_Ready(&hmpy_ViewType) < 0 || hmpy_stat_ready() < 0 ||
-	    hmpy_errors_add(m) < 0)
+	    hmpy_admin_ready() < 0 || hmpy_errors_add(m) < 0)
 		goto fail;
 	if (PyModule_AddObjectRef(m, "Client", (PyObject *)&hmpy_ClientType) < 0 ||
 	    PyModule_AddObjectRef(m, "File", (PyObject *)&hmpy_FileType) < 0 ||
 	    PyModule_AddObjectRef(m, "View", (PyObject *)&hmpy_ViewType) < 0 ||
 	    PyModule_AddObjectRef(m, "StatResult", (PyObject *)&hmpy_StatType) < 0 ||
 	    PyModule_AddObjectRef(m, "ReadStats", (PyObject *)&hmpy_ReadStatsType) < 0 ||
+	    PyModule_AddObjectRef(m, "FileInfo", (PyObject *)&hmpy_FileInfoType) < 0 ||
+	    PyModule_AddObjectRef(m, "ClientInfo", (PyObject *)&hmpy_ClientInfoType) < 0 ||
 	    PyModule_AddIntConstant(m, "O_MMAP", HM_O_MMAP) < 0 ||
 	    PyModule_AddIntConstant(m, "O_PREAD", HM_O_PREAD) < 0 ||
 	    PyModule_AddIntConstant(m, "O_PATH", HM_O_PATH) < 0 ||

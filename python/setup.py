@@ -23,7 +23,7 @@ from setuptools.command.build_ext import build_ext
 HERE = os.path.dirname(os.path.abspath(__file__))
 # the module's C files, as Makefile.am's python_hotmap_la_SOURCES lists
 # them, and the private header they share (MANIFEST.in puts it in the sdist)
-SOURCES = ["hotmapmodule.c", "client.c", "batch.c", "file.c", "lifetime.c",
+SOURCES = ["hotmapmodule.c", "client.c", "batch.c", "admin.c", "file.c", "lifetime.c",
            "view.c", "split.c", "errors.c", "args.c"]
 DEPENDS = ["hotmap_priv.h"]
 

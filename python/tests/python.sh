@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: MIT
 # python.sh - the Python binding's tests (make check): the configured
 # interpreter imports hotmap from the build tree (python/.libs, with
-# libhotmap from client/.libs) and runs python/tests/test_hotmap.py, which
-# starts its own hotmapd.  Prints TAP (python/tests/tap.py).
+# libhotmap from client/.libs) and runs python/tests/test_hotmap.py and
+# test_admin.py, each of which starts its own hotmapd.  Prints TAP
+# (python/tests/tap.py).
 B=${HOTMAP_PY_BUILDDIR:-$PWD}
 S=${HOTMAP_PY_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 PYTHON=${PYTHON:-/usr/bin/python3}
@@ -21,4 +22,5 @@ if [ "${HOTMAP_PY_SANITIZERS:-no}" = yes ]; then
 	ASAN_OPTIONS=detect_leaks=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}
 	export LD_PRELOAD ASAN_OPTIONS
 fi
-exec "$PYTHON" -B "$S/python/tests/tap.py" "$S/python/tests/test_hotmap.py"
+exec "$PYTHON" -B "$S/python/tests/tap.py" "$S/python/tests/test_hotmap.py" \
+	"$S/python/tests/test_admin.py"

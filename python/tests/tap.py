@@ -1,6 +1,8 @@
 # SPDX-License-Identifier: MIT
-"""Runs the unittest module named on the command line and prints TAP, one
-line per test case, for automake's TAP driver (python/tests/python.sh)."""
+"""Runs the unittest modules named on the command line, in that order, and
+prints TAP, one line per test case, for automake's TAP driver
+(python/tests/python.sh).  Each module is imported under its file's name,
+so that a later one may import an earlier one's helpers."""
 import importlib.util
 import os
 import sys
@@ -54,13 +56,15 @@ class TapResult(unittest.TestResult):
 
 
 def main():
-    path = sys.argv[1]
-    sys.path.insert(0, os.path.dirname(path))
-    spec = importlib.util.spec_from_file_location("test_hotmap", path)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["test_hotmap"] = mod
-    spec.loader.exec_module(mod)
-    suite = unittest.defaultTestLoader.loadTestsFromModule(mod)
+    suite = unittest.TestSuite()
+    for path in sys.argv[1:]:
+        name = os.path.splitext(os.path.basename(path))[0]
+        sys.path.insert(0, os.path.dirname(path))
+        spec = importlib.util.spec_from_file_location(name, path)
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[name] = mod
+        spec.loader.exec_module(mod)
+        suite.addTests(unittest.defaultTestLoader.loadTestsFromModule(mod))
     print("1..%d" % suite.countTestCases(), flush=True)
     result = TapResult()
     suite.run(result)
