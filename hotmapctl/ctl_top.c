@@ -2,8 +2,11 @@
 /*
  * ctl_top.c - hotmapctl top: a live view of the daemon.
  *
- * Each refresh takes one look (hm_stats and hm_files) and shows the
- * rates between it and the look before.  On a terminal the view takes the
+ * Each refresh takes one look (hm_stats and hm_files_ways) and shows the
+ * rates between it and the look before: requests, bytes, and for each of
+ * the hottest files the ways its reads were served (copied from the
+ * clients' mappings, pread on their own descriptors, through the daemon)
+ * and the blocks of mappings populated.  On a terminal the view takes the
  * whole screen, keys are read raw and signals restore the terminal; off
  * one, each refresh is a plain block of lines.  The terminal itself is the
  * platform's (ctl_term.h: ctl_top_unix.c, ctl_top_win32.c).
@@ -26,7 +29,7 @@
 static const char *const top_ops[] = { "open", "read", "stat", "close", "warm" };
 #define TOP_OPS		(sizeof top_ops / sizeof top_ops[0])
 #define TOP_FILES	10	/* the hottest files shown, at most */
-#define TOP_PATH_COL	27	/* where the path starts in a file's line */
+#define TOP_PATH_COL	63	/* where the path starts in a file's line */
 
 /* One look at the daemon: its counters and its cached files. */
 struct top_sample {
@@ -112,8 +115,8 @@ compare_rows_by_path(const void *pa, const void *pb)
 }
 
 /* A replaced file still read and its successor share a path: one row for
- * both, so that the bytes read under that name are compared as a whole
- * from one look to the next. */
+ * both, so that the bytes and reads under that name are compared as a
+ * whole from one look to the next. */
 static void
 top_merge_paths(struct file_rows *rows)
 {
@@ -124,7 +127,15 @@ top_merge_paths(struct file_rows *rows)
 	qsort(rows->v, rows->n, sizeof *rows->v, compare_rows_by_path);
 	for (i = 0; i < rows->n; i++) {
 		if (n > 0 && strcmp(rows->v[n - 1].path, rows->v[i].path) == 0) {
+			struct hm_read_ways *to = &rows->v[n - 1].ways;
+			const struct hm_read_ways *w = &rows->v[i].ways;
+
 			rows->v[n - 1].info.bytes += rows->v[i].info.bytes;
+			rows->v[n - 1].info.direct_bytes += rows->v[i].info.direct_bytes;
+			to->copy_reads += w->copy_reads;
+			to->pread_reads += w->pread_reads;
+			to->daemon_reads += w->daemon_reads;
+			to->populated_blocks += w->populated_blocks;
 			free(rows->v[i].path);
 			continue;
 		}
@@ -253,9 +264,35 @@ top_gap(struct top_screen *sc)
 		top_line(sc, "%s", "");
 }
 
+/* The ways a file's reads were served, as top shows them. */
+enum { TOP_WAY_COPY, TOP_WAY_PREAD, TOP_WAY_DAEMON, TOP_WAY_BLOCKS, TOP_WAYS };
+
+static void
+top_ways(const struct hm_read_ways *w, uint64_t out[TOP_WAYS])
+{
+	out[TOP_WAY_COPY] = w->copy_reads;
+	out[TOP_WAY_PREAD] = w->pread_reads;
+	out[TOP_WAY_DAEMON] = w->daemon_reads;
+	out[TOP_WAY_BLOCKS] = w->populated_blocks;
+}
+
+/* A count per second, in 8 columns: "12.5", "123456", "1234M". */
+static const char *
+top_rate(char *buf, size_t len, double v)
+{
+	if (v < 1e4)
+		snprintf(buf, len, "%.1f", v);
+	else if (v < 1e8)
+		snprintf(buf, len, "%.0f", v);
+	else
+		snprintf(buf, len, "%.0fM", v / 1e6);
+	return buf;
+}
+
 struct top_hot {
 	const struct hm_file_info *info;
 	uint64_t delta;		/* bytes read since the previous look */
+	uint64_t ways[TOP_WAYS];	/* reads (blocks) by way since then */
 };
 
 static int
@@ -288,18 +325,21 @@ top_render_files(struct top_screen *sc, const struct top_sample *prev,
 		if (show > (size_t)room)
 			show = (size_t)room;
 	}
-	top_line(sc, "%12s %12s  %s", "READ/S", "BYTES", "PATH");
+	top_line(sc, "%12s %12s %8s %8s %8s %8s  %s", "READ/S", "BYTES", "COPY/S", "PREAD/S",
+		 "DAEMON/S", "BLOCKS/S", "PATH");
 	if (rows->n == 0) {
-		top_line(sc, "%12s %12s  %s", "", "", "(no files cached)");
+		top_line(sc, "%*s  %s", TOP_PATH_COL - 2, "", "(no files cached)");
 		return;
 	}
 	hot = calloc(rows->n, sizeof *hot);
 	if (hot == NULL) {
-		top_line(sc, "%12s %12s  %s", "", "", "(out of memory)");
+		top_line(sc, "%*s  %s", TOP_PATH_COL - 2, "", "(out of memory)");
 		return;
 	}
 	for (i = 0; i < rows->n; i++) {
 		const struct file_row *was = NULL;
+		uint64_t now[TOP_WAYS], before[TOP_WAYS] = { 0 };
+		size_t k;
 
 		hot[i].info = &rows->v[i].info;
 		if (prev == NULL)
@@ -313,24 +353,36 @@ top_render_files(struct top_screen *sc, const struct top_sample *prev,
 			top_delta(rows->v[i].info.bytes + rows->v[i].info.direct_bytes,
 				  was->info.bytes + was->info.direct_bytes) :
 			rows->v[i].info.bytes + rows->v[i].info.direct_bytes;
+		top_ways(&rows->v[i].ways, now);
+		if (was != NULL)
+			top_ways(&was->ways, before);
+		for (k = 0; k < TOP_WAYS; k++)
+			hot[i].ways[k] = top_delta(now[k], before[k]);
 	}
 	qsort(hot, rows->n, sizeof *hot, compare_hot);
 	for (i = 0; i < show; i++) {
 		const char *path = hot[i].info->path;
-		char rate[32], bytes[32];
-		size_t len = strlen(path);
+		char rate[32], bytes[32], ways[TOP_WAYS][16];
+		size_t len = strlen(path), k;
 		int room = sc->cols - TOP_PATH_COL;
 
 		if (prev != NULL)
 			top_bytes(rate, sizeof rate, (double)hot[i].delta / secs);
 		else
 			snprintf(rate, sizeof rate, "-");
+		for (k = 0; k < TOP_WAYS; k++)
+			if (prev != NULL)
+				top_rate(ways[k], sizeof ways[k], (double)hot[i].ways[k] / secs);
+			else
+				snprintf(ways[k], sizeof ways[k], "-");
 		top_bytes(bytes, sizeof bytes, (double)(hot[i].info->bytes + hot[i].info->direct_bytes));
 		/* too long for the terminal: its end names the file */
 		if (sc->tty && room > 3 && len > (size_t)room)
-			top_line(sc, "%12s %12s  ...%s", rate, bytes, path + len - (size_t)(room - 3));
+			top_line(sc, "%12s %12s %8s %8s %8s %8s  ...%s", rate, bytes, ways[0], ways[1],
+				 ways[2], ways[3], path + len - (size_t)(room - 3));
 		else
-			top_line(sc, "%12s %12s  %s", rate, bytes, path);
+			top_line(sc, "%12s %12s %8s %8s %8s %8s  %s", rate, bytes, ways[0], ways[1],
+				 ways[2], ways[3], path);
 	}
 	free(hot);
 }

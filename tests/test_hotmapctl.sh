@@ -15,7 +15,7 @@ HOTMAPCTL=${HOTMAPCTL:-hotmapctl/hotmapctl}
 # Absolute: one test runs hotmapctl from another directory.
 case $HOTMAPD in /*) ;; *) HOTMAPD=$PWD/$HOTMAPD ;; esac
 case $HOTMAPCTL in /*) ;; *) HOTMAPCTL=$PWD/$HOTMAPCTL ;; esac
-PLAN=103
+PLAN=104
 
 . "${TESTS_SRCDIR:-$(dirname "$0")}/tap.sh"
 
@@ -33,7 +33,7 @@ root=$dir/root
 pid=
 reader=
 cleanup() {
-	[ -n "$reader" ] && kill "$reader" 2>/dev/null
+	[ -n "$reader" ] && kill $reader 2>/dev/null
 	[ -n "$pid" ] && kill -KILL "$pid" 2>/dev/null
 	rm -rf "$dir"
 }
@@ -554,23 +554,33 @@ expect_fail "top --interval abc exits 2" 2 "bad interval" --socket "$sock" top -
 expect_fail "top --iterations 0 exits 2" 2 "bad iterations" --socket "$sock" top --iterations 0
 expect_fail "top with an argument exits 2" 2 "usage" --socket "$sock" top extra
 
-# A reader keeps the daemon busy while top looks: its reads go through
-# the daemon (HOTMAP_DIRECT=0), as top counts the daemon's requests.
+# Readers keep the daemon busy while top looks, each its own way: one
+# through the daemon (HOTMAP_DIRECT=0), as top counts the daemon's
+# requests; one with pread on its own descriptor, one copying from its
+# mapping (the copy policy fixed, and its largest copy above the reads').
+head -c 1048576 /dev/urandom >"$root/top-pread" || exit 1
+head -c 1048576 /dev/urandom >"$root/top-copy" || exit 1
 (while :; do HOTMAP_DIRECT=0 "$HOTMAPCTL" --socket "$sock" read "$file" >/dev/null 2>&1; done) &
 reader=$!
+(while :; do HOTMAP_COPY_POLICY=way=pread "$HOTMAPCTL" --socket "$sock" read "$root/top-pread" \
+	>/dev/null 2>&1; done) &
+reader="$reader $!"
+(while :; do HOTMAP_COPY_POLICY=way=copy,copy_max=67108864 "$HOTMAPCTL" --socket "$sock" \
+	read "$root/top-copy" >/dev/null 2>&1; done) &
+reader="$reader $!"
 # windows of a second: a hotmapctl built with sanitizers, on a loaded
 # machine, can take longer than a shorter window to start and read
 sleep 0.5
 ctl top --iterations 2 --interval 1 >"$dir/out" 2>"$dir/err" </dev/null
 rc=$?
-kill "$reader" 2>/dev/null
-wait "$reader" 2>/dev/null
+kill $reader 2>/dev/null
+wait $reader 2>/dev/null
 reader=
 blocks=$(grep -c "^hotmapd $version pid $pid up .* at [0-9-]* [0-9:]*\$" "$dir/out")
 if [ $rc -eq 0 ] && [ ! -s "$dir/err" ] && [ "$blocks" = 2 ] &&
    [ "$(grep -c '^requests/s ' "$dir/out")" = 2 ] &&
    [ "$(grep -c '^OP  *REQ/S  *P50_US  *P99_US$' "$dir/out")" = 2 ] &&
-   [ "$(grep -c '^ *READ/S  *BYTES  *PATH$' "$dir/out")" = 2 ] &&
+   [ "$(grep -c '^ *READ/S  *BYTES  *COPY/S  *PREAD/S  *DAEMON/S  *BLOCKS/S  PATH$' "$dir/out")" = 2 ] &&
    [ "$(grep -c '^$' "$dir/out")" = 1 ] && ! grep -q "$(printf '\033')" "$dir/out"; then
 	ok "top --iterations 2 off a terminal prints two plain blocks"
 else
@@ -581,11 +591,29 @@ fi
 total=$(awk '$1 == "requests/s" && $2 + 0 >= t + 0 { t = $2 } END { print t }' "$dir/out")
 reads=$(awk '$1 == "read" && $2 + 0 >= r + 0 { r = $2 } END { print r }' "$dir/out")
 if awk -v t="$total" -v r="$reads" 'BEGIN { exit !(t > 0 && r > 0) }' &&
-   grep -q "^ *[0-9.]*[1-9][0-9.]* [KMG]iB  *[0-9.]* [KMG]iB  $file\$" "$dir/out"; then
+   grep -q "^ *[0-9.]*[1-9][0-9.]* [KMG]iB  *[0-9.]* [KMG]iB\( *[0-9.]*M\{0,1\}\)\{4\}  $file\$" "$dir/out"; then
 	ok "top shows the reader's requests/s, and its file among the hottest"
 else
 	not_ok "top shows the reader's requests/s, and its file among the hottest" \
 		"requests/s '$total', read '$reads'" "$(cat "$dir/out")"
+fi
+# Each reader's file by its way: COPY/S, PREAD/S and DAEMON/S (fields 5
+# to 7, after READ/S and BYTES, each a number and a unit) are 0.0 in
+# both refreshes but for its own way, which is above 0 in the busier
+# one; BLOCKS/S is 0.0 where nothing is mapped.
+top_ways() {	# PATH FIELD: "zero" if 0.0 in both blocks, "some" if above in one
+	awk -v p="$1" -v f="$2" '$NF == p { n++; if ($f + 0 > 0) s++; else if ($f != "0.0") bad++ }
+		END { print (n != 2 || bad) ? "bad" : s ? "some" : "zero" }' "$dir/out"
+}
+ways="$(top_ways "$file" 5) $(top_ways "$file" 6) $(top_ways "$file" 7) $(top_ways "$file" 8)"
+ways="$ways, $(top_ways "$root/top-pread" 5) $(top_ways "$root/top-pread" 6)"
+ways="$ways $(top_ways "$root/top-pread" 7), $(top_ways "$root/top-copy" 5)"
+ways="$ways $(top_ways "$root/top-copy" 6) $(top_ways "$root/top-copy" 7)"
+if [ "$ways" = "zero zero some zero, zero some zero, some zero zero" ]; then
+	ok "top shows each file's reads per second by way: copied, pread, through the daemon"
+else
+	not_ok "top shows each file's reads per second by way: copied, pread, through the daemon" \
+		"daemon, pread, copy files: $ways" "$(cat "$dir/out")"
 fi
 # The daemon reports latency_* once it times requests: numbers then, a
 # dash before.
