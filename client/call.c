@@ -23,7 +23,7 @@
 #include <unistd.h>
 
 #include "client/client_priv.h"
-#include "client/clock.h"
+#include "proto/monotime.h"
 #include "client/transport.h"
 
 /* The connection failed (the daemon went away), as opposed to a request. */
@@ -112,7 +112,7 @@ client_try_daemon(hm_client *c)
 static int
 client_reconnect(hm_client *c)
 {
-	uint64_t deadline = now_us() + (uint64_t)c->reconnect_ms * 1000u;
+	uint64_t deadline = monotime_us() + (uint64_t)c->reconnect_ms * 1000u;
 	int rc;
 
 	c->gen++;	/* the calls that failed run again after it, whatever it gives */
@@ -127,7 +127,7 @@ client_reconnect(hm_client *c)
 		rc = client_connect(c, c->socket_path);
 		if (rc == 0)
 			break;
-		if (now_us() >= deadline) {
+		if (monotime_us() >= deadline) {
 			pthread_mutex_lock(c->lock);
 			c->broken = -rc;
 			return rc;

@@ -231,7 +231,7 @@ struct hm_client {
 	bool local;
 	int local_why;		/* errno of the last try at the daemon */
 	unsigned local_wait_ms;	/* until the next try, backing off */
-	uint64_t local_retry_us;	/* now_us() of the next try */
+	uint64_t local_retry_us;	/* monotime_us() of the next try */
 	struct direct_map *retired;	/* grants given up under readers (direct_retire) */
 	char *socket_path;	/* NULL: the default */
 	/* fork(2): the process the connection, region and handles belong

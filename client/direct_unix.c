@@ -47,7 +47,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "client/clock.h"
+#include "proto/monotime.h"
 #include "client/direct_priv.h"
 #include "proto/direct.h"
 #include "proto/pagemap.h"
@@ -148,7 +148,7 @@ populate_block(hm_file *f, struct direct_map *m, size_t blk)
 	if (from >= m->maplen || __atomic_load_n(&populate_off, __ATOMIC_RELAXED))
 		return;
 	len = m->maplen - from < BLOCK_BYTES ? m->maplen - from : BLOCK_BYTES;
-	t0 = now_ns();
+	t0 = monotime_ns();
 	if (madvise(m->base + from, len, MADV_POPULATE_READ) < 0) {
 		if (errno == EINVAL)
 			__atomic_store_n(&populate_off, 1, __ATOMIC_RELAXED);
@@ -165,7 +165,7 @@ populate_block(hm_file *f, struct direct_map *m, size_t blk)
 	} else if (guarded_touch(m->base + from, len) < 0) {
 		return;
 	}
-	ns = now_ns() - t0;
+	ns = monotime_ns() - t0;
 	cp_populate_account(&m->map->cost, &direct_costs, &f->c->copy_knobs, ns);
 	FILE_COUNT(f, populates, 1);
 	FILE_COUNT(f, populate_ns, ns);
@@ -324,7 +324,7 @@ direct_read(hm_file *f, void *buf, size_t len, uint64_t offset)
 	if (plan.wake)
 		block_wake(m, offset, n);
 	if (plan.timed)
-		t0 = now_ns();
+		t0 = monotime_ns();
 	if (plan.way == CP_PREAD) {
 		size_t b;
 
@@ -333,7 +333,7 @@ direct_read(hm_file *f, void *buf, size_t len, uint64_t offset)
 		if (got < 0)
 			return DIRECT_MISS;	/* the daemon says why */
 		if (plan.timed) {
-			ns = now_ns() - t0;
+			ns = monotime_ns() - t0;
 			cp_account(&map->cost, &direct_costs, k, &plan, ns, rp.last - rp.first + 1);
 		}
 		FILE_COUNT(f, pread, 1);
@@ -357,7 +357,7 @@ direct_read(hm_file *f, void *buf, size_t len, uint64_t offset)
 	if (guarded_copy(buf, m->base + offset, n) < 0)
 		return DIRECT_MISS;
 	if (plan.timed) {
-		ns = now_ns() - t0;
+		ns = monotime_ns() - t0;
 		cp_account(&map->cost, &direct_costs, k, &plan, ns, rp.last - rp.first + 1);
 	}
 	__atomic_thread_fence(__ATOMIC_ACQUIRE);

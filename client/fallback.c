@@ -36,7 +36,7 @@
 #include <string.h>
 
 #include "client/client_priv.h"
-#include "client/clock.h"
+#include "proto/monotime.h"
 #include "client/os.h"
 #include "client/transport.h"
 
@@ -141,7 +141,7 @@ fallback_enter(hm_client *c, int why)
 		c->local_wait_ms = CLIENT_RECONNECT_EVERY_MS;
 	else if ((c->local_wait_ms *= 2) > CLIENT_FALLBACK_RETRY_MAX_MS)
 		c->local_wait_ms = CLIENT_FALLBACK_RETRY_MAX_MS;
-	c->local_retry_us = now_us() + (uint64_t)c->local_wait_ms * 1000u;
+	c->local_retry_us = monotime_us() + (uint64_t)c->local_wait_ms * 1000u;
 	c->local_why = why;
 	c->local = true;
 	pthread_mutex_unlock(c->lock);
@@ -165,7 +165,7 @@ fallback_leave(hm_client *c)
 bool
 fallback_due(const hm_client *c)
 {
-	return c->local && now_us() >= c->local_retry_us;
+	return c->local && monotime_us() >= c->local_retry_us;
 }
 
 void

@@ -29,7 +29,7 @@
 #include <unistd.h>
 
 #include "client/client_priv.h"
-#include "client/clock.h"
+#include "proto/monotime.h"
 #include "proto/ring.h"
 
 /*
@@ -155,8 +155,8 @@ client_ring_wait(hm_client *c, struct ring_call *rc)
 			continue;
 		}
 		if (c->poll_us > 0 && until == 0)
-			until = now_us() + c->poll_us;
-		if (c->poll_us > 0 && now_us() < until)
+			until = monotime_us() + c->poll_us;
+		if (c->poll_us > 0 && monotime_us() < until)
 			continue;
 		wakes = wire_ring_wakes(c);
 		hm_ring_store(base, HM_RING_CLIENT_IDLE, 1);

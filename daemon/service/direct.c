@@ -18,7 +18,7 @@
 
 #include "daemon/service/direct.h"
 #include "proto/hm_errno.h"
-#include "daemon/base/monotime.h"
+#include "proto/monotime.h"
 
 /* The grants on one leased file (one entry, one lease), found by the
  * descriptor the lease is on. */

@@ -20,7 +20,7 @@
 #include <event2/event.h>
 
 #include "daemon/service/loop.h"
-#include "daemon/base/monotime.h"
+#include "proto/monotime.h"
 #include "proto/ring.h"
 
 /* Ring checks between two non-blocking passes of libevent. */

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "daemon/base/log.h"
-#include "daemon/base/monotime.h"
+#include "proto/monotime.h"
 #include "daemon/service/policy.h"
 #include "daemon/service/server.h"
 #include "daemon/service/server_platform.h"

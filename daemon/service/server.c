@@ -18,7 +18,7 @@
 #include "daemon/storage/file_platform.h"
 #include "daemon/base/log.h"
 #include "daemon/service/loop.h"
-#include "daemon/base/monotime.h"
+#include "proto/monotime.h"
 #include "daemon/base/sd.h"
 #include "daemon/service/server.h"
 #include "daemon/service/server_platform.h"

@@ -22,7 +22,7 @@
 #include "daemon/service/admin.h"
 #include "daemon/base/closer.h"
 #include "daemon/base/log.h"
-#include "daemon/base/monotime.h"
+#include "proto/monotime.h"
 #include "daemon/transport/peer.h"
 #include "daemon/service/server.h"
 #include "daemon/service/session.h"

@@ -12,7 +12,7 @@
 #include <event2/event.h>
 
 #include "daemon/base/log.h"
-#include "daemon/base/monotime.h"
+#include "proto/monotime.h"
 #include "daemon/transport/peer.h"
 #include "daemon/service/server.h"
 #include "daemon/service/session.h"

@@ -13,7 +13,7 @@
 #include <event2/event.h>
 #include <protobuf-c/protobuf-c.h>
 
-#include "daemon/base/monotime.h"
+#include "proto/monotime.h"
 #include "daemon/service/server.h"
 #include "daemon/service/stats.h"
 #include "proto/hotmap.pb-c.h"

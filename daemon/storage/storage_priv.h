@@ -31,7 +31,7 @@
 
 #include "daemon/storage/backend.h"
 #include "daemon/storage/file_platform.h"
-#include "daemon/base/monotime.h"
+#include "proto/monotime.h"
 #include "daemon/storage/storage.h"
 
 /* Largest offset a read may reach (file_platform.h). */
