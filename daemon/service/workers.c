@@ -44,7 +44,7 @@ struct workers {
 	bool stopping;
 	unsigned pending;	/* loop thread only */
 
-	struct workers_wake *wake;
+	struct event *wake;	/* workers_platform.h: runs workers_wake_cb */
 	pthread_t *threads;
 	unsigned nthreads;
 };
@@ -176,8 +176,10 @@ workers_complete(struct workers *w)
 }
 
 static void
-workers_wake_cb(void *arg)
+workers_wake_cb(evutil_socket_t fd, short what, void *arg)
 {
+	(void)fd;
+	(void)what;
 	workers_complete(arg);
 }
 

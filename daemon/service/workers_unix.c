@@ -6,86 +6,65 @@
 #include "config.h"
 
 #include <stdint.h>
-#include <stdlib.h>
 #include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
-
-#include <event2/event.h>
 
 #include "daemon/service/workers_platform.h"
 
 /* How much nicer than the loop thread the workers are. */
 #define WORKERS_NICE 10
 
-struct workers_wake {
-	int efd;
+struct event *
+workers_wake_new(struct event_base *base, event_callback_fn cb, void *arg)
+{
+	int efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	struct event *ev;
-	void (*cb)(void *arg);
-	void *arg;
-};
 
-static void
-workers_wake_cb(evutil_socket_t fd, short what, void *arg)
-{
-	struct workers_wake *k = arg;
-
-	(void)fd;
-	(void)what;
-	k->cb(k->arg);
-}
-
-struct workers_wake *
-workers_wake_new(struct event_base *base, void (*cb)(void *arg), void *arg)
-{
-	struct workers_wake *k = calloc(1, sizeof *k);
-
-	if (k == NULL)
+	if (efd < 0)
 		return NULL;
-	k->cb = cb;
-	k->arg = arg;
-	k->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (k->efd >= 0)
-		k->ev = event_new(base, k->efd, EV_READ | EV_PERSIST, workers_wake_cb, k);
-	if (k->ev == NULL || event_add(k->ev, NULL) < 0) {
-		workers_wake_free(k);
+	ev = event_new(base, efd, EV_READ | EV_PERSIST, cb, arg);
+	if (ev == NULL || event_add(ev, NULL) < 0) {
+		if (ev != NULL)
+			event_free(ev);
+		close(efd);
 		return NULL;
 	}
-	return k;
+	return ev;
 }
 
 void
-workers_wake_signal(struct workers_wake *k)
+workers_wake_signal(struct event *wake)
 {
 	uint64_t one = 1;
 
-	if (write(k->efd, &one, sizeof one) < 0) {
+	if (write(event_get_fd(wake), &one, sizeof one) < 0) {
 		/* the counter cannot overflow: the loop reads it before
 		 * every batch */
 	}
 }
 
 void
-workers_wake_clear(struct workers_wake *k)
+workers_wake_clear(struct event *wake)
 {
 	uint64_t count;
 
-	if (read(k->efd, &count, sizeof count) < 0) {
+	if (read(event_get_fd(wake), &count, sizeof count) < 0) {
 		/* EAGAIN: nothing signalled since the last batch */
 	}
 }
 
 void
-workers_wake_free(struct workers_wake *k)
+workers_wake_free(struct event *wake)
 {
-	if (k == NULL)
+	evutil_socket_t efd;
+
+	if (wake == NULL)
 		return;
-	if (k->ev != NULL)
-		event_free(k->ev);
-	if (k->efd >= 0)
-		close(k->efd);
-	free(k);
+	efd = event_get_fd(wake);
+	event_free(wake);
+	close(efd);
 }
 
 void
