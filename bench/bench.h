@@ -223,6 +223,15 @@ void httpc_close(struct httpc *h);
 /* GETs the ranges, pipelined in one write; each reply lands in its range's
  * buffer.  Bytes in total, or -1 and errno. */
 ssize_t httpc_get_ranges(struct httpc *h, const struct http_range *r, size_t n);
+/* The nginx contender's hooks (contender.c's table): a session is one
+ * connection, a file a URL under the data directory. */
+bool nginx_available(const struct contender *c, char *why, size_t len);
+void *nginx_session_open(const struct contender *c);
+void nginx_session_close(void *s);
+void *nginx_open(void *s, const char *path, uint64_t size);
+ssize_t nginx_read(void *f, void *buf, size_t len, uint64_t off);
+int nginx_read_batch(void *s, struct bench_range *r, size_t n);
+void nginx_close(void *f);
 
 /* --- floors (floor.c) ---------------------------------------------------- */
 
