@@ -459,6 +459,22 @@ const struct contender contenders[] = {
 		.file_close = pread_close,
 	},
 	{
+		/* An A/A pair with pread: the same contender, run again as one of
+		 * its own, in the same interleaving; how far its ratio is from 1
+		 * is the measurement noise of the run. */
+		.name = "pread-again",
+		.label = "in-process pread(2) again, the reference run as a contender of its own: the A/A pair, the noise of the run",
+		.flags = 0,
+		.workloads = W_RAND | W_SEQ | W_ISO | W_VIEWSUM | W_DEP | W_FRESH | W_SAMPLE,
+		.batch_note = "one pread after another",
+		.available = always,
+		.session_open = session_new,
+		.session_close = session_free,
+		.file_open = pread_open,
+		.read = pread_read,
+		.file_close = pread_close,
+	},
+	{
 		.name = "mmap-new",
 		.label = "in-process mmap, a new mapping each round: the first touch of a page faults",
 		.flags = CF_MAPPING,

@@ -18,15 +18,18 @@ void
 print_options(void)
 {
 	const struct bench_opts *o = &bench.o;
-	char a[32], b[32], c[32], d[32];
+	char a[32], b[32], c[32], d[32], repeat[64] = "";
+
+	if (o->repeat > 1)
+		snprintf(repeat, sizeof repeat, " x --repeat %u (runs interleaved round by round)", o->repeat);
 
 	report_meta("options",
-		    "rounds %u; hot file %s; scan file %s; %u random reads; sequential %s; "
+		    "rounds %u%s; hot file %s; scan file %s; %u random reads; sequential %s; "
 		    "training %u files x %u+1 columns x %u rows, batch %u, %u epochs + %u random; "
 		    "%u processes x %u reads of %s; isolation %u reads; scale %u reads; %u dependent lookups; "
 		    "%u fresh processes; %u sampling processes x %u reads; %u db processes x %u lookups "
 		    "on %u CPUs; seed %llu%s",
-		    o->rounds, human_size(a, sizeof a, o->file_size), human_size(b, sizeof b, o->scan_size),
+		    o->rounds / o->repeat, repeat, human_size(a, sizeof a, o->file_size), human_size(b, sizeof b, o->scan_size),
 		    o->rand_ops, human_size(c, sizeof c, o->seq_bytes), o->train_files, o->train_cols,
 		    o->train_rows, o->train_batch, o->train_epochs, o->train_random, o->procs,
 		    o->proc_reads, human_size(d, sizeof d, o->proc_read_size), o->iso_ops, o->scale_ops,
@@ -90,6 +93,7 @@ defaults(struct bench_opts *o, bool quick)
 	*o = (struct bench_opts){
 		.quick = quick,
 		.rounds = quick ? 1 : 5,
+		.repeat = 1,
 		.seed = 20261130,
 		.file_size = quick ? 16 * MiB : GiB,
 		.scan_size = quick ? 8 * MiB : 512 * MiB,
@@ -138,6 +142,10 @@ usage(FILE *fp)
 		"Usually run through bench/run, which also installs nginx and plots.\n\n"
 		"  --quick                a few seconds: tiny files, 1 round (smoke test)\n"
 		"  --rounds N             rounds per workload (default 5)\n"
+		"  --repeat N             N runs of --rounds, interleaved round by round (A B C A B C...,\n"
+		"                         each round a fresh process); under each table, per row, the median\n"
+		"                         ratio to pread over the runs and its inter-quartile range, with\n"
+		"                         pread-again's (the A/A pair: the machine's noise) beside it\n"
 		"  --workloads LIST       rand4k,seq1m,viewsum,dependent,fresh,sample,train,procs,dbprocs,\n"
 		"                         iso,cache,scale (default: all)\n"
 		"  --contenders LIST      %s,floors (default: all; pread always)\n"
@@ -158,7 +166,7 @@ usage(FILE *fp)
 		"  --sample-reads N (5000)  --db-procs N (8)  --db-reads N (200)  --db-cpus N (2)\n"
 		"  --scale-files LIST (10,1000,10000)  --scale-clients N (1000)  --scale-ops N (5000)\n"
 		"  --scale-file-size S (16K)\n",
-		"pread,mmap-new,mmap-touched,hotmap,hotmap-daemon,hotmap-view,hotmap-pread,nginx,...");
+		"pread,pread-again,mmap-new,mmap-touched,hotmap,hotmap-daemon,hotmap-view,hotmap-pread,nginx,...");
 }
 
 enum {
@@ -167,12 +175,13 @@ enum {
 	OPT_BATCHES, OPT_SEQ_BYTES, OPT_TRAIN_ROWS, OPT_TRAIN_BATCH, OPT_TRAIN_EPOCHS,
 	OPT_TRAIN_RANDOM, OPT_TRAIN_CLIENTS, OPT_PROCS, OPT_PROC_READS, OPT_PROC_READ_SIZE,
 	OPT_ISO_OPS, OPT_DEP_OPS, OPT_FRESH_PROCS, OPT_SAMPLE_PROCS, OPT_SAMPLE_READS, OPT_SCALE_FILES, OPT_SCALE_CLIENTS, OPT_SCALE_OPS, OPT_SCALE_FILE_SIZE, OPT_SOURCE,
-	OPT_DB_PROCS, OPT_DB_READS, OPT_DB_CPUS,
+	OPT_DB_PROCS, OPT_DB_READS, OPT_DB_CPUS, OPT_REPEAT,
 };
 
 static const struct option long_opts[] = {
 	{ "quick", no_argument, NULL, OPT_QUICK },
 	{ "rounds", required_argument, NULL, OPT_ROUNDS },
+	{ "repeat", required_argument, NULL, OPT_REPEAT },
 	{ "workloads", required_argument, NULL, OPT_WORKLOADS },
 	{ "contenders", required_argument, NULL, OPT_CONTENDERS },
 	{ "results", required_argument, NULL, OPT_RESULTS },
@@ -227,6 +236,7 @@ parse_options(int argc, char **argv)
 		switch (c) {
 		case OPT_QUICK: break;
 		case OPT_ROUNDS: o->rounds = parse_uint(optarg, "--rounds"); break;
+		case OPT_REPEAT: o->repeat = parse_uint(optarg, "--repeat"); break;
 		case OPT_WORKLOADS: o->workloads = optarg; break;
 		case OPT_CONTENDERS: o->contenders = optarg; break;
 		case OPT_RESULTS: o->results_dir = optarg; break;
@@ -276,10 +286,13 @@ parse_options(int argc, char **argv)
 	}
 	if (!seq_set)
 		o->seq_bytes = o->file_size;
-	if (o->rounds == 0 || o->rounds > BENCH_MAX_ROUNDS) {
-		fprintf(stderr, "hmbench: --rounds must be 1 to %d\n", BENCH_MAX_ROUNDS);
+	if (o->repeat == 0 || o->rounds == 0 || o->rounds * o->repeat > BENCH_MAX_ROUNDS) {
+		fprintf(stderr, "hmbench: --rounds and --repeat must be at least 1, their product at most %d\n",
+			BENCH_MAX_ROUNDS);
 		exit(2);
 	}
+	/* The workloads run every round of every run, interleaved. */
+	o->rounds *= o->repeat;
 	if (o->file_size < 2 * MiB || o->file_size % 4096 != 0 || o->scan_size < MiB ||
 	    o->scan_size % (64 * KiB) != 0) {
 		fprintf(stderr, "hmbench: --file-size must be at least 2 MiB and --scan-size 1 MiB, "
