@@ -21,9 +21,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 
-#define BENCH_MAX_ROUNDS	50
+#define BENCH_MAX_ROUNDS	100
 #define BENCH_MAX_METRICS	12
 #define BENCH_MAX_LIST		8
 
@@ -31,7 +32,8 @@
 
 struct bench_opts {
 	bool quick;
-	unsigned rounds;
+	unsigned rounds;		/* rounds in all: --rounds x --repeat */
+	unsigned repeat;		/* runs of --rounds, interleaved round by round */
 	const char *data_dir;		/* NULL: a temporary directory */
 	bool keep_data;
 	const char *results_dir;	/* NULL: no files, stdout only */
@@ -223,6 +225,15 @@ void httpc_close(struct httpc *h);
 /* GETs the ranges, pipelined in one write; each reply lands in its range's
  * buffer.  Bytes in total, or -1 and errno. */
 ssize_t httpc_get_ranges(struct httpc *h, const struct http_range *r, size_t n);
+/* The nginx contender's hooks (contender.c's table): a session is one
+ * connection, a file a URL under the data directory. */
+bool nginx_available(const struct contender *c, char *why, size_t len);
+void *nginx_session_open(const struct contender *c);
+void nginx_session_close(void *s);
+void *nginx_open(void *s, const char *path, uint64_t size);
+ssize_t nginx_read(void *f, void *buf, size_t len, uint64_t off);
+int nginx_read_batch(void *s, struct bench_range *r, size_t n);
+void nginx_close(void *f);
 
 /* --- floors (floor.c) ---------------------------------------------------- */
 
@@ -288,6 +299,26 @@ void report_section(const char *workload, const char *title, const char *fmt, ..
 void report_meta(const char *key, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void report_print_table(const char *workload);
 int report_write(const char *dir);
+/* The row's reference: pread's row of the same variant (itself for
+ * pread's), or NULL.  Every row, for the statistics of spread.c. */
+const struct row *row_reference(const struct row *r);
+const struct row *report_rows(unsigned *n);
+
+/* --- the noise of a run (spread.c) --------------------------------------- */
+
+/* The primary metric round by round against pread's round of the same
+ * number (> 1: better); for pread's row, its rounds against its median.
+ * 0 when the rounds do not pair up. */
+unsigned row_round_ratios(const struct row *r, double *out);
+/* "[min-max]" of row_round_ratios, or "-". */
+const char *row_round_spread(const struct row *r, char *buf, size_t len);
+/* --repeat: per run the ratio of the medians to pread's; their median and
+ * inter-quartile range over the runs.  false without --repeat or pairs. */
+bool row_repeat_ratio(const struct row *r, double *med, double *q1, double *q3);
+/* The --repeat summary of a workload under its table (nothing without). */
+void repeat_print(FILE *fp, const char *workload);
+/* repeat.csv (nothing without --repeat). */
+int repeat_write_csv(const char *dir);
 void report_failure(const char *workload, const char *contender, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 unsigned report_failures(void);

@@ -25,7 +25,6 @@
 struct session {
 	const struct contender *c;
 	hm_client *hm;		/* hotmap */
-	struct httpc *http;	/* nginx */
 };
 
 static bool
@@ -434,117 +433,6 @@ hotmap_view_consume(void *fp, void *buf, size_t len, uint64_t off,
 	return rc;
 }
 
-/* --- nginx: HTTP/1.1 Range requests over a Unix socket ------------------------ */
-
-struct url_file {
-	struct session *s;
-	uint64_t size;
-	char url[PATH_MAX];
-};
-
-static bool
-nginx_available(const struct contender *c, char *why, size_t len)
-{
-	(void)c;
-	if (bench.nginx_pid > 0)
-		return true;
-	snprintf(why, len, "%s", bench.o.nginx_skip != NULL ? bench.o.nginx_skip : "nginx is not running");
-	return false;
-}
-
-static void *
-nginx_session_open(const struct contender *c)
-{
-	struct session *s = session_new(c);
-
-	s->http = httpc_connect(bench.nginx_sock);
-	if (s->http == NULL) {
-		int e = errno;
-
-		free(s);
-		errno = e;
-		return NULL;
-	}
-	return s;
-}
-
-static void
-nginx_session_close(void *sp)
-{
-	struct session *s = sp;
-
-	httpc_close(s->http);
-	free(s);
-}
-
-static void *
-nginx_open(void *sp, const char *path, uint64_t size)
-{
-	size_t dl = strlen(bench.data_dir);
-	struct url_file *f;
-
-	/* nginx's root is the data directory. */
-	if (strncmp(path, bench.data_dir, dl) != 0 || path[dl] != '/') {
-		errno = EINVAL;
-		return NULL;
-	}
-	f = xcalloc(1, sizeof *f);
-	f->s = sp;
-	f->size = size;
-	snprintf(f->url, sizeof f->url, "%s", path + dl);
-	return f;
-}
-
-/* Pipelined GETs on the session's one connection, across files. */
-static int
-nginx_read_batch(void *sp, struct bench_range *r, size_t n)
-{
-	struct session *s = sp;
-	struct http_range g[HM_MAX_RANGES];
-	size_t i, k, done = 0;
-
-	while (done < n) {
-		k = n - done < HM_MAX_RANGES ? n - done : HM_MAX_RANGES;
-		for (i = 0; i < k; i++) {
-			struct url_file *f = r[done + i].file;
-
-			/* A range past the end would be a 416: the workloads
-			 * stay inside the file. */
-			if (r[done + i].off >= f->size || r[done + i].len == 0 ||
-			    r[done + i].len > f->size - r[done + i].off) {
-				errno = EINVAL;
-				return -1;
-			}
-			g[i] = (struct http_range){ f->url, r[done + i].off, r[done + i].len, r[done + i].buf };
-		}
-		if (httpc_get_ranges(s->http, g, k) < 0)
-			return -1;
-		done += k;
-	}
-	return 0;
-}
-
-static ssize_t
-nginx_read(void *fp, void *buf, size_t len, uint64_t off)
-{
-	struct url_file *f = fp;
-	struct http_range g = { f->url, off, len, buf };
-
-	if (off >= f->size || len == 0)
-		return 0;
-	if (g.len > f->size - off)
-		g.len = (size_t)(f->size - off);
-	if (httpc_get_ranges(f->s->http, &g, 1) < 0)
-		return -1;
-	return (ssize_t)g.len;
-}
-
-static void
-nginx_close(void *f)
-{
-	free(f);
-}
-
 /* --- the table --------------------------------------------------------------- */
 
 /* What every hotmap contender shares: they differ in how they read. */
@@ -562,6 +450,22 @@ const struct contender contenders[] = {
 		.flags = CF_REFERENCE,
 		.workloads = W_RAND | W_SEQ | W_CACHE | W_TRAIN | W_PROCS | W_ISO | W_SCALE | W_VIEWSUM | W_DEP |
 			     W_FRESH | W_SAMPLE | W_DBPROCS,
+		.batch_note = "one pread after another",
+		.available = always,
+		.session_open = session_new,
+		.session_close = session_free,
+		.file_open = pread_open,
+		.read = pread_read,
+		.file_close = pread_close,
+	},
+	{
+		/* An A/A pair with pread: the same contender, run again as one of
+		 * its own, in the same interleaving; how far its ratio is from 1
+		 * is the measurement noise of the run. */
+		.name = "pread-again",
+		.label = "in-process pread(2) again, the reference run as a contender of its own: the A/A pair, the noise of the run",
+		.flags = 0,
+		.workloads = W_RAND | W_SEQ | W_ISO | W_VIEWSUM | W_DEP | W_FRESH | W_SAMPLE,
 		.batch_note = "one pread after another",
 		.available = always,
 		.session_open = session_new,

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * httpc.c - a minimal HTTP/1.1 client for the nginx contender: Range GETs
- * on one keep-alive connection over a Unix socket, pipelined for batches.
+ * on one keep-alive connection over a Unix socket, pipelined for batches;
+ * and the nginx contender's hooks (a session is one connection).
  *
  * Built like libhotmap's read path so that the comparison is of the
  * servers, not the clients: blocking socket, headers parsed from a buffer,
@@ -11,6 +12,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -266,4 +268,105 @@ httpc_get_ranges(struct httpc *h, const struct http_range *r, size_t n)
 			httpc_hangup(h);
 	}
 	return total;
+}
+
+/* --- the nginx contender's hooks (contender.c's table) ---------------------- */
+
+#define NGINX_MAX_RANGES	256
+
+struct url_file {
+	struct httpc *h;
+	uint64_t size;
+	char url[PATH_MAX];
+};
+
+bool
+nginx_available(const struct contender *c, char *why, size_t len)
+{
+	(void)c;
+	if (bench.nginx_pid > 0)
+		return true;
+	snprintf(why, len, "%s", bench.o.nginx_skip != NULL ? bench.o.nginx_skip : "nginx is not running");
+	return false;
+}
+
+void *
+nginx_session_open(const struct contender *c)
+{
+	(void)c;
+	return httpc_connect(bench.nginx_sock);
+}
+
+void
+nginx_session_close(void *sp)
+{
+	httpc_close(sp);
+}
+
+void *
+nginx_open(void *sp, const char *path, uint64_t size)
+{
+	size_t dl = strlen(bench.data_dir);
+	struct url_file *f;
+
+	/* nginx's root is the data directory. */
+	if (strncmp(path, bench.data_dir, dl) != 0 || path[dl] != '/') {
+		errno = EINVAL;
+		return NULL;
+	}
+	f = xcalloc(1, sizeof *f);
+	f->h = sp;
+	f->size = size;
+	snprintf(f->url, sizeof f->url, "%s", path + dl);
+	return f;
+}
+
+/* Pipelined GETs on the session's one connection, across files. */
+int
+nginx_read_batch(void *sp, struct bench_range *r, size_t n)
+{
+	struct httpc *h = sp;
+	struct http_range g[NGINX_MAX_RANGES];
+	size_t i, k, done = 0;
+
+	while (done < n) {
+		k = n - done < NGINX_MAX_RANGES ? n - done : NGINX_MAX_RANGES;
+		for (i = 0; i < k; i++) {
+			struct url_file *f = r[done + i].file;
+
+			/* A range past the end would be a 416: the workloads
+			 * stay inside the file. */
+			if (r[done + i].off >= f->size || r[done + i].len == 0 ||
+			    r[done + i].len > f->size - r[done + i].off) {
+				errno = EINVAL;
+				return -1;
+			}
+			g[i] = (struct http_range){ f->url, r[done + i].off, r[done + i].len, r[done + i].buf };
+		}
+		if (httpc_get_ranges(h, g, k) < 0)
+			return -1;
+		done += k;
+	}
+	return 0;
+}
+
+ssize_t
+nginx_read(void *fp, void *buf, size_t len, uint64_t off)
+{
+	struct url_file *f = fp;
+	struct http_range g = { f->url, off, len, buf };
+
+	if (off >= f->size || len == 0)
+		return 0;
+	if (g.len > f->size - off)
+		g.len = (size_t)(f->size - off);
+	if (httpc_get_ranges(f->h, &g, 1) < 0)
+		return -1;
+	return (ssize_t)g.len;
+}
+
+void
+nginx_close(void *f)
+{
+	free(f);
 }

@@ -227,20 +227,37 @@ row_metric(const struct row *r, const char *key)
 
 /* The primary metric against in-process pread's in the same variant; NAN
  * when there is none. */
-static double
-row_ratio(const struct row *r)
+const struct row *
+row_reference(const struct row *r)
 {
 	const struct row *ref = NULL;
-	double a, b;
 	unsigned i;
 
 	if (r->nm == 0)
-		return NAN;
+		return NULL;
 	for (i = 0; i < nrows; i++)
 		if (strcmp(rows[i].workload, r->workload) == 0 &&
 		    strcmp(rows[i].variant, r->variant) == 0 && strcmp(rows[i].contender, "pread") == 0)
 			ref = &rows[i];
 	if (ref == NULL || ref->nm == 0 || strcmp(ref->m[0].key, r->m[0].key) != 0)
+		return NULL;
+	return ref;
+}
+
+const struct row *
+report_rows(unsigned *n)
+{
+	*n = nrows;
+	return rows;
+}
+
+static double
+row_ratio(const struct row *r)
+{
+	const struct row *ref = row_reference(r);
+	double a, b;
+
+	if (ref == NULL)
 		return NAN;
 	a = metric_median(&r->m[0]);
 	b = metric_median(&ref->m[0]);
@@ -294,7 +311,7 @@ is_shown_elsewhere(const char *key)
 static void
 print_row(FILE *fp, const struct row *r)
 {
-	char a[24], b[24], c[24], d[24], e[24], prim[80], extra[400];
+	char a[24], b[24], c[24], d[24], e[24], prim[80], extra[400], spread[32];
 	const struct metric *p50, *p99;
 	size_t off = 0;
 	double ratio;
@@ -328,9 +345,10 @@ print_row(FILE *fp, const struct row *r)
 		snprintf(c, sizeof c, "-");
 	else
 		snprintf(c, sizeof c, "%.2f", ratio);
-	fprintf(fp, "  %-16s %-15s %-34s %8s %8s %7s  %s%s%s\n", r->variant, r->contender, prim,
+	fprintf(fp, "  %-16s %-15s %-34s %8s %8s %7s %-13s  %s%s%s\n", r->variant, r->contender, prim,
 		p50 != NULL ? fmt_num(d, sizeof d, metric_median(p50)) : "-",
-		p99 != NULL ? fmt_num(e, sizeof e, metric_median(p99)) : "-", c, extra,
+		p99 != NULL ? fmt_num(e, sizeof e, metric_median(p99)) : "-", c,
+		row_round_spread(r, spread, sizeof spread), extra,
 		r->note[0] != '\0' && extra[0] != '\0' ? "; " : "", r->note);
 }
 
@@ -358,8 +376,8 @@ print_table(FILE *fp, const char *workload)
 	fprintf(fp, "\n== %s: %s ==\n", workload, s != NULL ? s->title : "");
 	if (s != NULL && s->text[0] != '\0')
 		fprintf(fp, "%s\n", s->text);
-	fprintf(fp, "  %-16s %-15s %-34s %8s %8s %7s  %s\n", "variant", "contender",
-		"median [min-max] over rounds", p50, p99, "x pread", "other medians; notes");
+	fprintf(fp, "  %-16s %-15s %-34s %8s %8s %7s %-13s  %s\n", "variant", "contender",
+		"median [min-max] over rounds", p50, p99, "x pread", "rounds x", "other medians; notes");
 	/* results first, then what was skipped */
 	for (i = 0; i < nrows; i++)
 		if (strcmp(rows[i].workload, workload) == 0 && rows[i].nm > 0)
@@ -367,6 +385,7 @@ print_table(FILE *fp, const char *workload)
 	for (i = 0; i < nrows; i++)
 		if (strcmp(rows[i].workload, workload) == 0 && rows[i].nm == 0)
 			print_row(fp, &rows[i]);
+	repeat_print(fp, workload);
 	fflush(fp);
 }
 
@@ -603,5 +622,7 @@ report_write(const char *dir)
 		rc = write_latency(dir);
 	if (rc == 0)
 		rc = write_table(dir);
+	if (rc == 0)
+		rc = repeat_write_csv(dir);
 	return rc;
 }

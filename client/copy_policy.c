@@ -208,27 +208,16 @@ cp_populate_after(const struct cp_costs *c, const struct cp_knobs *k)
 	return reads_to_pay(LD(&c->populate_ns), gain(c, k), k->populate_min, k->heat_max);
 }
 
-void
-cp_decide(struct cp_costs *c, const struct cp_knobs *k, size_t n, bool have_fd,
-	  cp_pages_fn *pages, void *ctx, struct cp_plan *plan)
+/* cp_decide's plan when the way depends on the estimates.  Out of line:
+ * a read that is pread whatever they say (way=pread, a large read) does
+ * not pay for the registers this part needs. */
+static __attribute__((noinline)) void
+decide(struct cp_costs *c, const struct cp_knobs *k, size_t n, bool have_fd, cp_pages_fn *pages,
+       void *ctx, struct cp_plan *plan)
 {
 	bool small = n < k->pread_min, pays, probe;
 	uint32_t tick;
 
-	memset(plan, 0, sizeof(*plan));
-	if (c->proc != NULL && c->proc != c) {
-		/* a mapping opened before the process measured a touch or a
-		 * pread takes them when it has them, rather than learning
-		 * them again on its own pages (cp_costs_init) */
-		if (LD(&c->touch_ns) == 0 && LD(&c->proc->touch_ns) != 0)
-			ST(&c->touch_ns, LD(&c->proc->touch_ns));
-		if (LD(&c->pread_ns) == 0 && LD(&c->proc->pread_ns) != 0)
-			ST(&c->pread_ns, LD(&c->proc->pread_ns));
-	}
-	if (have_fd && (k->way == CP_FORCE_PREAD || n >= k->copy_max)) {
-		plan->way = CP_PREAD;	/* the kernel's copy: no page tables */
-		return;
-	}
 	/* a racy count (it only picks the reads to time): no locked add */
 	tick = LD(&c->tick);
 	ST(&c->tick, tick + 1);
@@ -294,6 +283,27 @@ cp_decide(struct cp_costs *c, const struct cp_knobs *k, size_t n, bool have_fd,
 	}
 	plan->way = CP_TOUCH;	/* buy */
 	plan->timed = true;
+}
+
+void
+cp_decide(struct cp_costs *c, const struct cp_knobs *k, size_t n, bool have_fd,
+	  cp_pages_fn *pages, void *ctx, struct cp_plan *plan)
+{
+	memset(plan, 0, sizeof(*plan));
+	if (c->proc != NULL && c->proc != c) {
+		/* a mapping opened before the process measured a touch or a
+		 * pread takes them when it has them, rather than learning
+		 * them again on its own pages (cp_costs_init) */
+		if (LD(&c->touch_ns) == 0 && LD(&c->proc->touch_ns) != 0)
+			ST(&c->touch_ns, LD(&c->proc->touch_ns));
+		if (LD(&c->pread_ns) == 0 && LD(&c->proc->pread_ns) != 0)
+			ST(&c->pread_ns, LD(&c->proc->pread_ns));
+	}
+	if (have_fd && (k->way == CP_FORCE_PREAD || n >= k->copy_max)) {
+		plan->way = CP_PREAD;	/* the kernel's copy: no page tables */
+		return;
+	}
+	decide(c, k, n, have_fd, pages, ctx, plan);
 }
 
 /* A sample for an estimate that stood at old: at most clamp times it (or

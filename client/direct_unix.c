@@ -258,9 +258,8 @@ read_pages(void *ctx, bool *touched, unsigned *hits)
 {
 	const struct read_pages *r = ctx;
 
-	*touched = page_state_touched(r->pages, r->first, r->last);
 	/* the fewest reads matter only while some page is not touched */
-	*hits = *touched ? 0 : page_state_hits_min(r->pages, r->first, r->last);
+	page_state_ask(r->pages, r->first, r->last, touched, hits);
 }
 
 /* HOTMAP_COPY_LOG: the plan of one read and what it cost. */

@@ -104,34 +104,27 @@ page_at(struct page_state *s, size_t p)
 	return c + p % PAGE_STATE_CHUNK;
 }
 
-bool
-page_state_touched(const struct page_state *s, size_t first, size_t last)
-{
-	size_t p;
-
-	for (p = first; p <= last; p++) {
-		const uint8_t *b = page_peek(s, p);
-
-		if (b == NULL || !(__atomic_load_n(b, __ATOMIC_RELAXED) & TOUCHED))
-			return false;
-	}
-	return true;
-}
-
-unsigned
-page_state_hits_min(const struct page_state *s, size_t first, size_t last)
+void
+page_state_ask(const struct page_state *s, size_t first, size_t last, bool *touched,
+	       unsigned *hits)
 {
 	unsigned min = PAGE_STATE_HITS_MAX;
+	bool all = true;
 	size_t p;
 
-	for (p = first; p <= last && min > 0; p++) {
+	/* one pass, each page's byte loaded once: the copy policy asks this
+	 * on every read of a page not yet touched (its rent) */
+	for (p = first; p <= last; p++) {
 		const uint8_t *b = page_peek(s, p);
-		unsigned h = b != NULL ? __atomic_load_n(b, __ATOMIC_RELAXED) & ~TOUCHED : 0;
+		unsigned v = b != NULL ? __atomic_load_n(b, __ATOMIC_RELAXED) : 0;
 
-		if (h < min)
-			min = h;
+		if (!(v & TOUCHED))
+			all = false;
+		if ((v & ~TOUCHED) < min)
+			min = v & ~TOUCHED;
 	}
-	return min;
+	*touched = all;
+	*hits = all ? 0 : min;
 }
 
 void

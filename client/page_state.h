@@ -41,10 +41,10 @@ struct page_state {
 
 int page_state_init(struct page_state *s, size_t npages);
 void page_state_free(struct page_state *s);
-/* Whether every page of [first, last] has been touched. */
-bool page_state_touched(const struct page_state *s, size_t first, size_t last);
-/* The fewest pread reads of any page of [first, last]. */
-unsigned page_state_hits_min(const struct page_state *s, size_t first, size_t last);
+/* Whether every page of [first, last] has been touched; if not, the
+ * fewest pread reads of any of them (else 0). */
+void page_state_ask(const struct page_state *s, size_t first, size_t last, bool *touched,
+		    unsigned *hits);
 /* One more pread read of each page of [first, last]. */
 void page_state_hit(struct page_state *s, size_t first, size_t last);
 /* Pages [first, last] are touched. */

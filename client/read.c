@@ -105,13 +105,34 @@ pread_split(hm_file *f, void *buf, size_t len, uint64_t offset)
 	return (ssize_t)done;
 }
 
-HM_EXPORT ssize_t
-hm_pread(hm_file *f, void *buf, size_t len, uint64_t offset)
+/* hm_pread through the daemon: the region, the ring or the socket.  Out
+ * of line: its read op (some 100 bytes, zeroed) is not the direct tier's
+ * to pay for. */
+static __attribute__((noinline)) ssize_t
+pread_daemon(hm_file *f, void *buf, size_t len, uint64_t offset)
 {
 	struct pread_call p = { .f = f };
 	struct read_op *op = &p.op;
 	int rc;
 
+	if (pread_chunk(f->c, len) < len)
+		return pread_split(f, buf, len, offset);
+	op->offset = offset;
+	op->len = len;
+	op->buf = buf;
+	rc = client_with_retry(f->c, pread_run, &p);
+	if (rc < 0)
+		return fail(-rc);
+	if (op->result < 0)
+		return fail((int)-op->result);
+	OP_COUNT(f, op);
+	direct_heat(f, op->result);
+	return op->result;
+}
+
+HM_EXPORT ssize_t
+hm_pread(hm_file *f, void *buf, size_t len, uint64_t offset)
+{
 	set_last_error(NULL);
 	if (f == NULL || (buf == NULL && len > 0))
 		return fail(EINVAL);
@@ -130,19 +151,7 @@ hm_pread(hm_file *f, void *buf, size_t len, uint64_t offset)
 		if (n != DIRECT_MISS)
 			return n < 0 ? fail((int)-n) : n;
 	}
-	if (pread_chunk(f->c, len) < len)
-		return pread_split(f, buf, len, offset);
-	op->offset = offset;
-	op->len = len;
-	op->buf = buf;
-	rc = client_with_retry(f->c, pread_run, &p);
-	if (rc < 0)
-		return fail(-rc);
-	if (op->result < 0)
-		return fail((int)-op->result);
-	OP_COUNT(f, op);
-	direct_heat(f, op->result);
-	return op->result;
+	return pread_daemon(f, buf, len, offset);
 }
 
 /* One window of hm_read_batch: the valid ios io[map[0..m)]. */

@@ -10,10 +10,10 @@ run=${BENCH_RUN:-$srcdir/bench/run}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/bench_smoke.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 
-echo "1..4"
+echo "1..7"
 
 if [ -z "${HMBENCH:-}" ] || [ ! -x "$HMBENCH" ]; then
-	for t in 1 2 3 4; do
+	for t in 1 2 3 4 5 6 7; do
 		echo "not ok $t - hmbench is not built (HMBENCH=${HMBENCH:-unset})"
 	done
 	exit 0
@@ -56,4 +56,41 @@ if grep -q "== rand4k" "$tmp/stdout" && grep -q "^# machine" "$tmp/stdout"; then
 else
 	echo "not ok 4 - no table on stdout"
 	sed 's/^/# /' "$tmp/stdout" | tail -n 20
+fi
+
+# The A/A contender: pread run again as a contender of its own, in every
+# in-process workload's table.
+missing=
+for w in rand4k seq1m dependent sample iso; do
+	grep -q "^$w,[^,]*,pread-again," "$csv" 2>/dev/null || missing="$missing $w"
+done
+if [ -z "$missing" ]; then
+	echo "ok 5 - pread-again (the A/A pair) has results in rand4k seq1m dependent sample iso"
+else
+	echo "not ok 5 - no pread-again results for:$missing"
+fi
+
+# --repeat: runs interleaved round by round, summarised per row (median
+# ratio to pread and its IQR, pread-again's beside it), and repeat.csv.
+rep=$tmp/repeat
+if $guard "$HMBENCH" --quick --hotmapd "${HOTMAPD:-$srcdir/daemon/hotmapd}" --workloads rand4k \
+	--contenders pread,pread-again,hotmap --batches 16 --repeat 2 --results "$rep" \
+	>"$tmp/repeat.out" 2>"$tmp/repeat.err" &&
+	grep -q "^  --repeat 2: 2 runs of 1 rounds" "$tmp/repeat.out" &&
+	grep -Eq "^  single +hotmap +[0-9.]+ \[[0-9.]+-[0-9.]+\] +[0-9.]+ \[" "$tmp/repeat.out" &&
+	grep -q "^rand4k,single,pread-again,2,1," "$rep/repeat.csv" &&
+	grep -q "^rand4k,batch16,hotmap,2,1," "$rep/repeat.csv"; then
+	echo "ok 6 - --repeat 2 prints and writes the per-run ratio summary"
+else
+	echo "not ok 6 - --repeat 2: no summary"
+	sed 's/^/# /' "$tmp/repeat.err" "$tmp/repeat.out" | tail -n 30
+fi
+
+# Per row, the spread of the per-round ratios to pread ("rounds x"): with 2
+# rounds, pread's own row shows its rounds against their median.
+if grep -q "rounds x" "$tmp/repeat.out" &&
+	grep -Eq "^  single +pread +.* 1\.00 \[[0-9.]+-[0-9.]+\]" "$tmp/repeat.out"; then
+	echo "ok 7 - the table shows each row's spread of per-round ratios"
+else
+	echo "not ok 7 - no per-round ratio spread in the table"
 fi
