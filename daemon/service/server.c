@@ -79,7 +79,15 @@ server_apply(struct server *srv)
 		.max_files = c->max_open_files,
 		.idle_unmap_ms = (uint64_t)c->idle_unmap_s * 1000u,
 		.network_fs_mmap = c->network_fs == HM_NETWORK_FS_MMAP,
+		.network_copy_max = c->network_copy_max,
 	};
+
+	if (c->network_copy_max == HM_CONFIG_NETWORK_COPY_AUTO) {
+		uint64_t eighth = server_memory() / 8;
+
+		lim.network_copy_max = eighth < HM_CONFIG_NETWORK_COPY_AUTO_MAX ? eighth :
+				       HM_CONFIG_NETWORK_COPY_AUTO_MAX;
+	}
 
 	/* a lowered budget drops what it can at once, readers permitting */
 	file_cache_set_limits(srv->cache, &lim);
