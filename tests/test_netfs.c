@@ -469,6 +469,42 @@ test_network_copy(void **state)
 	hm_disconnect(c);
 }
 
+/* hotmapctl stat's listing says so, with the file closed too;
+ * hotmapctl evict drops the copy. */
+static void
+test_network_copy_listed_evicted(void **state)
+{
+	struct fixture *fx = *state;
+	hm_client *c = harness_connect(fx->h);
+	struct hm_evicted ev;
+	struct file_row row;
+	hm_file *f = hm_open(c, fx->data, 0);
+
+	assert_non_null(f);
+	row = file_row(c, fx->data);
+	assert_int_equal(row.ways.copy_bytes, 0);
+	assert_int_equal(hm_warm(f, 0, UINT64_MAX), DATA_SIZE);
+	row = file_row(c, fx->data);
+	assert_int_equal(row.ways.copy_bytes, DATA_SIZE);
+	assert_int_equal(row.ways.network, 1);
+	assert_int_equal(hm_close(f), 0);
+	/* closed: its private entry is gone, its copy listed on its own */
+	row = file_row(c, fx->data);
+	assert_int_equal(row.ways.copy_bytes, DATA_SIZE);
+	assert_int_equal(row.info.handles, 0);
+	assert_int_equal(row.info.reason, HM_REASON_NETWORK_FS);
+	assert_string_equal(row.ways.fs, "fuse.sshfs");
+	assert_int_equal(hm_evict(c, fx->data, &ev), 0);
+	assert_int_equal(ev.files, 1);
+	f = hm_open(c, fx->data, 0);
+	assert_non_null(f);
+	assert_false(reads_copy(f));
+	row = file_row(c, fx->data);
+	assert_int_equal(row.ways.copy_bytes, 0);
+	assert_int_equal(hm_close(f), 0);
+	hm_disconnect(c);
+}
+
 /* Cut short on the server while a copy is held: whoever has the copy
  * reads it (no SIGBUS: it is sealed), a new open sees the new size. */
 static void
@@ -571,6 +607,7 @@ main(void)
 		T(test_local_stale_still_detected),
 		T(test_network_copy),
 		T(test_network_copy_truncated),
+		T(test_network_copy_listed_evicted),
 		cmocka_unit_test_setup_teardown(test_network_copy_lru, setup_copy_one, teardown),
 		cmocka_unit_test_setup_teardown(test_network_copy_too_large, setup_copy_small,
 						teardown),
