@@ -497,9 +497,10 @@ ssize_t net_read(hm_file *f, void *buf, size_t len, uint64_t offset);
 /* The same for a call that is a user already (hm_read_batch). */
 ssize_t net_read_entered(hm_file *f, void *buf, size_t len, uint64_t offset);
 /* hotmapd's copy of f's network file, fd (taken: closed here) of size
- * bytes, read from now on when it checks out, and said so in f's hm_stat;
- * else read as before.  c's lock held.  net_copy_drop: unmapped (no
- * reader left: hm_close, or a reopen, exclusive). */
+ * bytes, read from now on when it checks out (and f has none yet: it
+ * keeps the version it was given until hm_close, a reconnect too); else
+ * read as before.  c's lock held.  net_copy_drop: unmapped (hm_close: no
+ * reader left). */
 void net_copy_take(hm_file *f, int fd, uint64_t size);
 void net_copy_drop(hm_file *f);
 

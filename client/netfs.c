@@ -14,6 +14,14 @@
  * and for FUSE the daemon read through that very descriptor anyway
  * (a private entry).
  *
+ * Once hotmapd gives the file its copy in memory (OPEN's or WARM's reply:
+ * a memfd sealed against writes, shrinking and growing; storage.h,
+ * "Copies of network files"), reads copy out of it: the speed of a
+ * mapping, and no SIGBUS whatever the server does.  The copy is checked
+ * (seals, size) before it is mapped, set once, and kept until hm_close,
+ * so reading it takes no user of the client: the version the file was
+ * given, close-to-open.
+ *
  * Must not: read while a reconnect replaces the descriptor (a read is a
  * user of the client, client_with_retry); pass pread's errors to the
  * reconnect policy (ENOTCONN of a dead sshfs is the file's, not the
@@ -37,8 +45,26 @@ struct net_call {
 	size_t len;
 	uint64_t offset;
 	ssize_t result;		/* bytes, -errno, or DIRECT_MISS */
-	bool copied;		/* from hotmapd's copy */
 };
+
+/* From hotmapd's copy, if f has one: bytes, or DIRECT_MISS.  Sealed, the
+ * copy cannot fault; mapped until hm_close (a reconnect keeps it: the
+ * version the file was given), so a read needs no user of the client. */
+static ssize_t
+net_copy_read(hm_file *f, void *buf, size_t len, uint64_t offset)
+{
+	const uint8_t *copy = __atomic_load_n(&f->copy, __ATOMIC_ACQUIRE);
+	uint64_t size;
+	size_t k;
+
+	if (copy == NULL)
+		return DIRECT_MISS;
+	size = f->copy_len;	/* stored before copy was published */
+	k = offset >= size ? 0 : len < size - offset ? len : (size_t)(size - offset);
+	memcpy(buf, copy + offset, k);
+	FILE_COUNT(f, copy, 1);
+	return (ssize_t)k;
+}
 
 static int
 net_run(hm_client *c, void *arg)
@@ -48,21 +74,8 @@ net_run(hm_client *c, void *arg)
 	hm_osfile fd = f->fd != HM_OSFILE_NONE ? f->fd : f->own_fd;
 	size_t done = 0;
 
-	const uint8_t *copy = __atomic_load_n(&f->copy, __ATOMIC_ACQUIRE);
-
 	(void)c;
 	n->result = DIRECT_MISS;
-	if (copy != NULL && f->handle != 0) {
-		/* hotmapd's copy: sealed, so this cannot fault */
-		uint64_t size = f->copy_len;
-		size_t k = n->offset >= size ? 0 :
-			   n->len < size - n->offset ? n->len : (size_t)(size - n->offset);
-
-		memcpy(n->buf, copy + n->offset, k);
-		n->result = (ssize_t)k;
-		n->copied = true;
-		return 0;
-	}
 	if (!f->net || f->handle == 0 || fd == HM_OSFILE_NONE)
 		return 0;	/* a reconnect changed it: through the daemon */
 	while (done < n->len) {
@@ -92,10 +105,12 @@ net_read_entered(hm_file *f, void *buf, size_t len, uint64_t offset)
 {
 	struct net_call n = { .f = f, .buf = buf, .len = len, .offset = offset };
 
+	ssize_t k = net_copy_read(f, buf, len, offset);
+
+	if (k != DIRECT_MISS)
+		return k;
 	(void)net_run(f->c, &n);
-	if (n.copied)
-		FILE_COUNT(f, copy, 1);
-	else if (n.result != DIRECT_MISS)
+	if (n.result != DIRECT_MISS)
 		FILE_COUNT(f, pread, 1);
 	return n.result;
 }
@@ -104,14 +119,15 @@ ssize_t
 net_read(hm_file *f, void *buf, size_t len, uint64_t offset)
 {
 	struct net_call n = { .f = f, .buf = buf, .len = len, .offset = offset };
+	ssize_t k = net_copy_read(f, buf, len, offset);
 	int rc;
 
+	if (k != DIRECT_MISS)
+		return k;	/* no user of the client needed: see net_copy_read */
 	rc = client_with_retry(f->c, net_run, &n);
 	if (rc < 0)
 		return rc;
-	if (n.copied)
-		FILE_COUNT(f, copy, 1);
-	else if (n.result != DIRECT_MISS)
+	if (n.result != DIRECT_MISS)
 		FILE_COUNT(f, pread, 1);
 	return n.result;
 }

@@ -89,7 +89,6 @@ client_open(hm_client *c, hm_file *f, int flags)
 	 * the reconnect does not wait for them): retired, not freed */
 	pthread_mutex_lock(c->lock);
 	direct_retire(f);
-	net_copy_drop(f);	/* the old connection's copy (netfs.c): no reader now */
 	pthread_mutex_unlock(c->lock);
 	req.policy = flags & HM_O_MMAP ? 1 : flags & HM_O_PREAD ? 2 : 0;
 	req.warm = (flags & HM_O_WARM) != 0;

@@ -324,20 +324,20 @@ session_open_reply(struct session *s, uint32_t id, const Hotmap__Open *m, const 
 	r.direct_text = direct_text;
 	if (m->by_path && r.direct) {
 		if (copy_fd >= 0)
-			closer_close((hm_fd)copy_fd);	/* a mapped file: never copied */
+			closer_close((hm_fd)(intptr_t)copy_fd);	/* a mapped file: never copied */
 		return session_open_reply_fd(s, id, sh, &r);
 	}
 	if (copy_fd >= 0) {
 		/* the copy goes with the reply, for the client to map */
 		r.copy = true;
 		r.copy_size = sh->copy_size;
-		rc = peer_send_fd(s->peer, HM_MSG_OPEN_REPLY, id, &r.base, (hm_fd)copy_fd);
+		rc = peer_send_fd(s->peer, HM_MSG_OPEN_REPLY, id, &r.base, (hm_fd)(intptr_t)copy_fd);
 		if (rc != -EAGAIN) {
 			if (rc < 0)
-				closer_close((hm_fd)copy_fd);
+				closer_close((hm_fd)(intptr_t)copy_fd);
 			return rc;
 		}
-		closer_close((hm_fd)copy_fd);	/* too many in flight: read as before */
+		closer_close((hm_fd)(intptr_t)copy_fd);	/* too many in flight: read as before */
 		sh->copy_size = 0;
 		r.copy = false;
 		r.copy_size = 0;

@@ -264,13 +264,13 @@ session_warm_reply(struct session *s, uint32_t id, struct session_handle *sh, Ho
 	if (fd >= 0) {
 		r->copy = true;
 		r->copy_size = sh->copy_size;
-		rc = peer_send_fd(s->peer, HM_MSG_WARM_REPLY, id, &r->base, (hm_fd)fd);
+		rc = peer_send_fd(s->peer, HM_MSG_WARM_REPLY, id, &r->base, (hm_fd)(intptr_t)fd);
 		if (rc != -EAGAIN) {
 			if (rc < 0)
-				closer_close((hm_fd)fd);
+				closer_close((hm_fd)(intptr_t)fd);
 			return rc;
 		}
-		closer_close((hm_fd)fd);	/* too many in flight: read as before */
+		closer_close((hm_fd)(intptr_t)fd);	/* too many in flight: read as before */
 		sh->copy_size = 0;
 		r->copy = false;
 		r->copy_size = 0;

@@ -264,8 +264,9 @@ int storage_copy_get(struct file_cache *cache, const struct storage_handle *h,
 	struct file_stat st;
 	int fd;
 
-	if (cache == NULL || h == NULL || h->entry == NULL || cache->copies == NULL)
-		return -ENOENT;
+	if (cache == NULL || h == NULL || h->entry == NULL || cache->copies == NULL ||
+	    !h->entry->fs_network)
+		return -ENOENT;	/* no fstat for the opens of other files */
 	if (fplat_stat(h->entry->file.fd, &st) < 0 || !copy_wanted(h, &st))
 		return -ENOENT;
 	c = copy_find(cache, &st.id);
