@@ -503,6 +503,10 @@ ssize_t net_read_entered(hm_file *f, void *buf, size_t len, uint64_t offset);
  * reader left). */
 void net_copy_take(hm_file *f, int fd, uint64_t size);
 void net_copy_drop(hm_file *f);
+/* hm_stat's reason_text of f as this process reads it: the daemon's
+ * words, unless f reads a copy the daemon does not know it has (kept
+ * across a reconnect) or does not read one it was given (refused). */
+void net_stat_text(hm_file *f, struct hm_stat *st);
 
 /* file.c: hm_open_fd, or Windows' hm_open_handle: the caller's file f. */
 hm_file *client_open_osfile(hm_client *c, hm_osfile f, int flags);

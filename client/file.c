@@ -201,6 +201,7 @@ hm_stat(hm_file *f, struct hm_stat *st)
 	st->handles = r->handles;
 	st->mapped_length = r->mapped_length;
 	st->direct = HM_DIRECT_NO;	/* a grant that held was answered above */
+	net_stat_text(f, st);	/* how this process reads it, if not as said */
 	snprintf(st->direct_text, sizeof st->direct_text, "%s",
 		 f->direct_ok ? "revoked: the file was opened for writing or evicted" :
 		 f->st.direct_text);

@@ -147,15 +147,28 @@ net_copy_take(hm_file *f, int fd, uint64_t size)
 	if (rc < 0) {
 		/* not sealed, not its size, or no mapping: pread, and hm_stat
 		 * says so rather than what the daemon said */
-		if (rc != -ENOSYS)
-			snprintf(f->st.reason_text, sizeof f->st.reason_text,
-				 "network-fs: hotmapd's copy refused (%s): read with pread",
-				 strerror(-rc));
-		return;
+		return;	/* hm_stat says so (net_stat_text) */
 	}
 	f->copy_len = size;
 	__atomic_store_n(&f->copy, (const uint8_t *)map, __ATOMIC_RELEASE);
 	f->net = true;
+}
+
+void
+net_stat_text(hm_file *f, struct hm_stat *st)
+{
+	bool have = __atomic_load_n(&f->copy, __ATOMIC_ACQUIRE) != NULL;
+	bool said = strstr(st->reason_text, "hotmapd's copy") != NULL;
+
+	if (st->reason != HM_REASON_NETWORK_FS || have == said)
+		return;
+	if (have)	/* kept across a reconnect: the new daemon gave none */
+		snprintf(st->reason_text, sizeof st->reason_text,
+			 "network-fs: network file system: read from hotmapd's copy in memory "
+			 "(%llu bytes), as this file was given it", (unsigned long long)f->copy_len);
+	else	/* refused here (its seals or size), or none on this platform */
+		snprintf(st->reason_text, sizeof st->reason_text,
+			 "network-fs: network file system: hotmapd's copy not used here: read with pread");
 }
 
 void
