@@ -505,6 +505,44 @@ test_network_copy_listed_evicted(void **state)
 	hm_disconnect(c);
 }
 
+/* hotmapd killed and started again: a file keeps the copy it was given
+ * (its version, still mapped), and hm_stat says so though the new daemon
+ * has none; a new open reads with pread. */
+static void
+test_network_copy_kept_across_reconnect(void **state)
+{
+	struct fixture *fx = *state;
+	hm_client *c = harness_connect(fx->h);
+	struct hm_read_stats rs = { .size = sizeof rs };
+	struct hm_stat st;
+	hm_file *f = hm_open(c, fx->data, 0), *n;
+	int fd = open(fx->data, O_RDONLY);
+
+	assert_non_null(f);
+	assert_true(fd >= 0);
+	assert_int_equal(hm_warm(f, 0, UINT64_MAX), DATA_SIZE);
+	assert_true(reads_copy(f));
+	assert_int_equal(hm_set_reconnect(c, 10000), 0);
+	harness_kill(fx->h);
+	harness_restart(fx->h);
+	check_whole(f, fd);
+	assert_int_equal(hm_stat(f, &st), 0);	/* reconnected, reopened */
+	assert_string_equal(st.reason_text,
+			    "network-fs: network file system: read from hotmapd's copy in memory "
+			    "(3150049 bytes), as this file was given it");
+	check_whole(f, fd);
+	assert_int_equal(hm_read_stats(f, &rs), 0);
+	assert_int_equal(rs.pread_reads, 0);
+	assert_int_equal(rs.daemon_reads, 0);
+	n = hm_open(c, fx->data, 0);
+	assert_non_null(n);
+	assert_false(reads_copy(n));
+	assert_int_equal(hm_close(n), 0);
+	assert_int_equal(hm_close(f), 0);
+	close(fd);
+	hm_disconnect(c);
+}
+
 /* Cut short on the server while a copy is held: whoever has the copy
  * reads it (no SIGBUS: it is sealed), a new open sees the new size. */
 static void
@@ -608,6 +646,7 @@ main(void)
 		T(test_network_copy),
 		T(test_network_copy_truncated),
 		T(test_network_copy_listed_evicted),
+		T(test_network_copy_kept_across_reconnect),
 		cmocka_unit_test_setup_teardown(test_network_copy_lru, setup_copy_one, teardown),
 		cmocka_unit_test_setup_teardown(test_network_copy_too_large, setup_copy_small,
 						teardown),

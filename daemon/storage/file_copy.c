@@ -157,14 +157,24 @@ const struct storage_copy *file_cache_copy_of(struct file_cache *cache, const st
 	return c != NULL && c->kept ? c : NULL;
 }
 
-/* Whether h's file is one the daemon copies: on a network file system by
- * the list (not any FUSE), read with pread for it, regular, not empty. */
-static bool copy_wanted(const struct storage_handle *h, const struct file_stat *st)
+/*
+ * Whether h's file is one the daemon copies: on a network file system by
+ * the list (not any FUSE), read with pread for it, regular, not empty;
+ * and *st, the file as h's entry says it was at its last open (the
+ * validators the open compared: a shared entry whose file changed is not
+ * reused).  No system call: this runs on the loop, and an fstat there
+ * would wait for a server that does not answer.
+ */
+static bool copy_wanted(const struct storage_handle *h, struct file_stat *st)
 {
 	const struct file_entry *e = h->entry;
 
-	return e != NULL && e->fs_network && h->backend == STORAGE_BACKEND_PREAD &&
-	       h->reason == STORAGE_REASON_NETWORK_FS && S_ISREG(st->mode) && st->size > 0;
+	if (e == NULL || !e->fs_network || h->backend != STORAGE_BACKEND_PREAD ||
+	    h->reason != STORAGE_REASON_NETWORK_FS || e->size == 0)
+		return false;	/* fs_network: set for regular files only */
+	*st = (struct file_stat){ .id = e->id, .size = e->size, .mtime_ns = e->mtime_ns,
+				  .ctime_ns = e->ctime_ns };
+	return true;
 }
 
 struct storage_copy *storage_copy_begin(struct file_cache *cache, struct storage_handle *h,
@@ -173,11 +183,9 @@ struct storage_copy *storage_copy_begin(struct file_cache *cache, struct storage
 	struct storage_copy *c;
 	struct file_stat st;
 
-	if (cache == NULL || h == NULL || h->entry == NULL || cache->limits.network_copy_max == 0)
+	if (cache == NULL || h == NULL || cache->limits.network_copy_max == 0 ||
+	    !copy_wanted(h, &st))
 		return NULL;
-	if (fplat_stat(h->entry->file.fd, &st) < 0 || !copy_wanted(h, &st)) {
-			return NULL;
-	}
 	if (offset != 0 || len < st.size)
 		return NULL;	/* a part of the file: warmed as before */
 	c = copy_find(cache, &st.id);
@@ -201,13 +209,21 @@ struct storage_copy *storage_copy_begin(struct file_cache *cache, struct storage
 	c->mtime_ns = st.mtime_ns;
 	c->ctime_ns = st.ctime_ns;
 	snprintf(c->fs, sizeof c->fs, "%s", h->entry->fs_name);
-	(void)fplat_path(h->entry->file.fd, c->path, sizeof c->path);
+	(void)fplat_path(h->entry->file.fd, c->path, sizeof c->path);	/* /proc: no server */
 	c->next = cache->copies;
 	if (c->next != NULL)
 		c->next->prev = c;
 	cache->copies = c;
 	cache->ctr.copy_bytes += c->size;
 	return c;
+}
+
+/* On the worker: whether the file is still the one the copy is of. */
+static bool copy_still(const struct storage_handle *h, const struct storage_copy *c)
+{
+	struct file_stat st;
+
+	return fplat_stat(h->entry->file.fd, &st) == 0 && copy_current(c, &st);
 }
 
 ssize_t storage_copy_fill(const struct storage_handle *h, struct storage_copy *c,
@@ -218,8 +234,14 @@ ssize_t storage_copy_fill(const struct storage_handle *h, struct storage_copy *c
 	if (offset >= c->size)
 		return 0;
 	n = len < c->size - offset ? len : c->size - offset;
+	/* kept only when whole and of the file as it was from the first
+	 * read to the last: a file changed while it was read may have been
+	 * read half old, half new (fstat here, on the worker: a server that
+	 * does not answer holds a worker, never the loop) */
 	if (c->dropped || __atomic_load_n(&c->failed, __ATOMIC_RELAXED) ||
-	    fplat_read_into(h->entry->file.fd, offset, n, (uint8_t *)c->map + offset) < 0) {
+	    (offset == 0 && !copy_still(h, c)) ||
+	    fplat_read_into(h->entry->file.fd, offset, n, (uint8_t *)c->map + offset) < 0 ||
+	    (offset + n == c->size && !copy_still(h, c))) {
 		__atomic_store_n(&c->failed, 1, __ATOMIC_RELAXED);
 		return -EIO;
 	}
@@ -231,16 +253,12 @@ ssize_t storage_copy_fill(const struct storage_handle *h, struct storage_copy *c
 bool storage_copy_end(struct file_cache *cache, const struct storage_handle *h,
 		      struct storage_copy *c)
 {
-	struct file_stat st;
 	bool ok;
 
+	(void)h;
 	if (c == NULL)
 		return false;
-	/* kept only when whole and of the file as it still is: a file
-	 * changed while it was read may have been read half old, half new */
-	ok = !c->dropped && !c->failed && c->filled == c->size &&
-		  fplat_stat(h->entry->file.fd, &st) == 0 && copy_current(c, &st);
-
+	ok = !c->dropped && !c->failed && c->filled == c->size;	/* storage_copy_fill */
 	if (ok) {
 		ok = fplat_copy_seal(c->fd, c->map, c->size) == 0;
 		c->map = NULL;	/* unmapped by the seal, sealed or not */
@@ -264,18 +282,20 @@ int storage_copy_get(struct file_cache *cache, const struct storage_handle *h,
 	struct file_stat st;
 	int fd;
 
-	if (cache == NULL || h == NULL || h->entry == NULL || cache->copies == NULL ||
-	    !h->entry->fs_network)
-		return -ENOENT;	/* no fstat for the opens of other files */
-	if (fplat_stat(h->entry->file.fd, &st) < 0 || !copy_wanted(h, &st))
+	/* the file as this handle's open found it (copy_wanted): close-to-open */
+	if (cache == NULL || h == NULL || cache->copies == NULL || !copy_wanted(h, &st))
 		return -ENOENT;
 	c = copy_find(cache, &st.id);
 	if (c == NULL || !c->kept)
 		return -ENOENT;
 	if (!copy_current(c, &st)) {
-		/* close-to-open: the file changed since it was copied */
-		cache->ctr.copy_drops++;
-		copy_free(cache, c);
+		/* the file changed since it was copied, as this handle's open
+		 * found it; a handle opened before the copy's version (its
+		 * ctime older) says nothing about the copy */
+		if (st.ctime_ns >= c->ctime_ns) {
+			cache->ctr.copy_drops++;
+			copy_free(cache, c);
+		}
 		return -ENOENT;
 	}
 	fd = fplat_copy_dup(c->fd);
