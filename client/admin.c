@@ -170,6 +170,8 @@ client_files(hm_client *c, void (*cb)(const struct hm_file_info *info, void *arg
 				.populate_ns = f->direct_populate_ns,
 				.private_entry = f->private_entry,
 				.network = f->network,
+				.copy_bytes = f->copy_size,
+				.copy_age_ms = f->copy_age_ms,
 			};
 
 			snprintf(ways.fs, sizeof ways.fs, "%s", f->fs != NULL ? f->fs : "");

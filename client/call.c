@@ -311,6 +311,7 @@ struct request {
 	uint16_t type, reply_type;
 	const ProtobufCMessage *req;
 	ProtobufCMessage *reply;
+	int *fd;		/* NULL: a descriptor with the reply is closed */
 };
 
 static int
@@ -326,6 +327,12 @@ request_run(hm_client *c, void *arg)
 	}
 	if (c->local)
 		return fallback_request(c, q->f, q->type, q->req, &q->reply);
+	if (q->fd != NULL) {
+		if (*q->fd >= 0)
+			close(*q->fd);	/* a try before a retry's */
+		*q->fd = -1;
+		return client_call_fd(c, q->type, q->req, -1, q->reply_type, &q->reply, q->fd);
+	}
 	return client_call(c, q->type, q->req, -1, q->reply_type, &q->reply);
 }
 
@@ -351,6 +358,26 @@ client_file_request(hm_file *f, uint16_t type, const ProtobufCMessage *req, uint
 	int rc = client_with_retry(f->c, request_run, &q);
 
 	*reply = q.reply;
+	return rc;
+}
+
+/* client_file_request, and *fd the descriptor that came with the reply
+ * (or -1). */
+int
+client_file_request_fd(hm_file *f, uint16_t type, const ProtobufCMessage *req, uint64_t *handle,
+		       uint16_t reply_type, ProtobufCMessage **reply, int *fd)
+{
+	struct request q = { .f = f, .handle = handle, .type = type, .reply_type = reply_type,
+			     .req = req, .fd = fd };
+	int rc;
+
+	*fd = -1;
+	rc = client_with_retry(f->c, request_run, &q);
+	*reply = q.reply;
+	if (rc < 0 && *fd >= 0) {
+		close(*fd);
+		*fd = -1;
+	}
 	return rc;
 }
 

@@ -332,8 +332,12 @@ struct hm_file {
 	hm_osfile local_fd;
 	unsigned heat_reads;
 	/* On a network file system (netfs.c): read with pread on fd, or on
-	 * own_fd kept for it, not through the daemon. */
+	 * own_fd kept for it, not through the daemon; or from copy (atomic:
+	 * read without the lock), hotmapd's copy of the file mapped
+	 * read-only, copy_len bytes, once OPEN or WARM gave one. */
 	bool net;
+	const uint8_t *copy;
+	uint64_t copy_len;
 	struct hm_stat st;	/* as opened, for hm_stat of a granted file */
 	/* How its reads went (hm_read_stats): relaxed atomic counts. */
 	struct file_reads {
@@ -483,6 +487,8 @@ int client_request(hm_client *c, uint16_t type, const ProtobufCMessage *req, uin
 		   ProtobufCMessage **reply);
 int client_file_request(hm_file *f, uint16_t type, const ProtobufCMessage *req, uint64_t *handle,
 			uint16_t reply_type, ProtobufCMessage **reply);
+int client_file_request_fd(hm_file *f, uint16_t type, const ProtobufCMessage *req, uint64_t *handle,
+			   uint16_t reply_type, ProtobufCMessage **reply, int *fd);
 
 /* netfs.c: a network file's reads on the process's own descriptor, as a
  * user of the client: bytes (as pread), -errno, or DIRECT_MISS when the
@@ -490,6 +496,17 @@ int client_file_request(hm_file *f, uint16_t type, const ProtobufCMessage *req, 
 ssize_t net_read(hm_file *f, void *buf, size_t len, uint64_t offset);
 /* The same for a call that is a user already (hm_read_batch). */
 ssize_t net_read_entered(hm_file *f, void *buf, size_t len, uint64_t offset);
+/* hotmapd's copy of f's network file, fd (taken: closed here) of size
+ * bytes, read from now on when it checks out (and f has none yet: it
+ * keeps the version it was given until hm_close, a reconnect too); else
+ * read as before.  c's lock held.  net_copy_drop: unmapped (hm_close: no
+ * reader left). */
+void net_copy_take(hm_file *f, int fd, uint64_t size);
+void net_copy_drop(hm_file *f);
+/* hm_stat's reason_text of f as this process reads it: the daemon's
+ * words, unless f reads a copy the daemon does not know it has (kept
+ * across a reconnect) or does not read one it was given (refused). */
+void net_stat_text(hm_file *f, struct hm_stat *st);
 
 /* file.c: hm_open_fd, or Windows' hm_open_handle: the caller's file f. */
 hm_file *client_open_osfile(hm_client *c, hm_osfile f, int flags);

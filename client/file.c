@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "client/client_priv.h"
 #include "client/os.h"
@@ -200,6 +201,7 @@ hm_stat(hm_file *f, struct hm_stat *st)
 	st->handles = r->handles;
 	st->mapped_length = r->mapped_length;
 	st->direct = HM_DIRECT_NO;	/* a grant that held was answered above */
+	net_stat_text(f, st);	/* how this process reads it, if not as said */
 	snprintf(st->direct_text, sizeof st->direct_text, "%s",
 		 f->direct_ok ? "revoked: the file was opened for writing or evicted" :
 		 f->st.direct_text);
@@ -256,6 +258,7 @@ hm_close(hm_file *f)
 	pthread_mutex_unlock(&c->files_lock);
 	direct_drop(f);
 	fallback_drop(f);
+	net_copy_drop(f);
 	pthread_mutex_unlock(c->lock);
 	free(f->path);
 	free(f);
@@ -267,18 +270,30 @@ hm_warm(hm_file *f, uint64_t offset, uint64_t len)
 {
 	Hotmap__Warm req = HOTMAP__WARM__INIT;
 	ProtobufCMessage *reply;
+	Hotmap__WarmReply *r;
 	uint64_t warmed;
-	int rc;
+	int rc, fd;
 
 	set_last_error(NULL);
 	if (f == NULL || offset > INT64_MAX)
 		return fail(EINVAL);
 	req.offset = offset;
 	req.length = len;
-	rc = client_file_request(f, HM_MSG_WARM, &req.base, &req.handle, HM_MSG_WARM_REPLY, &reply);
+	rc = client_file_request_fd(f, HM_MSG_WARM, &req.base, &req.handle, HM_MSG_WARM_REPLY,
+				    &reply, &fd);
 	if (rc < 0)
 		return fail(-rc);
-	warmed = ((Hotmap__WarmReply *)reply)->warmed;
+	r = (Hotmap__WarmReply *)reply;
+	warmed = r->warmed;
+	if (fd >= 0 && r->copy) {
+		/* hotmapd's copy of the network file, which the warm filled:
+		 * read from it from now on (netfs.c) */
+		pthread_mutex_lock(f->c->lock);
+		net_copy_take(f, fd, r->copy_size);
+		pthread_mutex_unlock(f->c->lock);
+	} else if (fd >= 0) {
+		close(fd);
+	}
 	protobuf_c_message_free_unpacked(reply, NULL);
 	if (f->direct_ok && f->dm == NULL) {
 		/* asked for: read it here from now on */

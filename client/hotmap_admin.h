@@ -120,6 +120,11 @@ struct hm_read_ways {
 					 * never mapped (libhotmap(3), "Network file
 					 * systems") */
 	char fs[32];			/* the file system: "ext4", "nfs", "fuse.sshfs" */
+	/* A copy of the (network) file in the daemon's memory, which its
+	 * clients read from (libhotmap(3), "Network file systems"): its
+	 * bytes, 0 for none, and the milliseconds since it was filled. */
+	uint64_t copy_bytes;
+	uint64_t copy_age_ms;
 };
 
 /* hm_files and hm_clients with, for each file or client, how its reads

@@ -14,6 +14,14 @@
  * and for FUSE the daemon read through that very descriptor anyway
  * (a private entry).
  *
+ * Once hotmapd gives the file its copy in memory (OPEN's or WARM's reply:
+ * a memfd sealed against writes, shrinking and growing; storage.h,
+ * "Copies of network files"), reads copy out of it: the speed of a
+ * mapping, and no SIGBUS whatever the server does.  The copy is checked
+ * (seals, size) before it is mapped, set once, and kept until hm_close,
+ * so reading it takes no user of the client: the version the file was
+ * given, close-to-open.
+ *
  * Must not: read while a reconnect replaces the descriptor (a read is a
  * user of the client, client_with_retry); pass pread's errors to the
  * reconnect policy (ENOTCONN of a dead sshfs is the file's, not the
@@ -24,6 +32,9 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "client/client_priv.h"
 #include "client/os.h"
@@ -35,6 +46,25 @@ struct net_call {
 	uint64_t offset;
 	ssize_t result;		/* bytes, -errno, or DIRECT_MISS */
 };
+
+/* From hotmapd's copy, if f has one: bytes, or DIRECT_MISS.  Sealed, the
+ * copy cannot fault; mapped until hm_close (a reconnect keeps it: the
+ * version the file was given), so a read needs no user of the client. */
+static ssize_t
+net_copy_read(hm_file *f, void *buf, size_t len, uint64_t offset)
+{
+	const uint8_t *copy = __atomic_load_n(&f->copy, __ATOMIC_ACQUIRE);
+	uint64_t size;
+	size_t k;
+
+	if (copy == NULL)
+		return DIRECT_MISS;
+	size = f->copy_len;	/* stored before copy was published */
+	k = offset >= size ? 0 : len < size - offset ? len : (size_t)(size - offset);
+	memcpy(buf, copy + offset, k);
+	FILE_COUNT(f, copy, 1);
+	return (ssize_t)k;
+}
 
 static int
 net_run(hm_client *c, void *arg)
@@ -75,6 +105,10 @@ net_read_entered(hm_file *f, void *buf, size_t len, uint64_t offset)
 {
 	struct net_call n = { .f = f, .buf = buf, .len = len, .offset = offset };
 
+	ssize_t k = net_copy_read(f, buf, len, offset);
+
+	if (k != DIRECT_MISS)
+		return k;
 	(void)net_run(f->c, &n);
 	if (n.result != DIRECT_MISS)
 		FILE_COUNT(f, pread, 1);
@@ -85,12 +119,64 @@ ssize_t
 net_read(hm_file *f, void *buf, size_t len, uint64_t offset)
 {
 	struct net_call n = { .f = f, .buf = buf, .len = len, .offset = offset };
+	ssize_t k = net_copy_read(f, buf, len, offset);
 	int rc;
 
+	if (k != DIRECT_MISS)
+		return k;	/* no user of the client needed: see net_copy_read */
 	rc = client_with_retry(f->c, net_run, &n);
 	if (rc < 0)
 		return rc;
 	if (n.result != DIRECT_MISS)
 		FILE_COUNT(f, pread, 1);
 	return n.result;
+}
+
+void
+net_copy_take(hm_file *f, int fd, uint64_t size)
+{
+	const void *map = NULL;
+	int rc;
+
+	if (f->copy != NULL) {
+		close(fd);	/* the version it reads until it closes */
+		return;
+	}
+	rc = os_copy_map(fd, size, &map);
+	close(fd);	/* the mapping keeps the memory */
+	if (rc < 0) {
+		/* not sealed, not its size, or no mapping: pread, and hm_stat
+		 * says so rather than what the daemon said */
+		return;	/* hm_stat says so (net_stat_text) */
+	}
+	f->copy_len = size;
+	__atomic_store_n(&f->copy, (const uint8_t *)map, __ATOMIC_RELEASE);
+	f->net = true;
+}
+
+void
+net_stat_text(hm_file *f, struct hm_stat *st)
+{
+	bool have = __atomic_load_n(&f->copy, __ATOMIC_ACQUIRE) != NULL;
+	bool said = strstr(st->reason_text, "hotmapd's copy") != NULL;
+
+	if (st->reason != HM_REASON_NETWORK_FS || have == said)
+		return;
+	if (have)	/* kept across a reconnect: the new daemon gave none */
+		snprintf(st->reason_text, sizeof st->reason_text,
+			 "network-fs: network file system: read from hotmapd's copy in memory "
+			 "(%llu bytes), as this file was given it", (unsigned long long)f->copy_len);
+	else	/* refused here (its seals or size), or none on this platform */
+		snprintf(st->reason_text, sizeof st->reason_text,
+			 "network-fs: network file system: hotmapd's copy not used here: read with pread");
+}
+
+void
+net_copy_drop(hm_file *f)
+{
+	const uint8_t *map = f->copy;
+
+	__atomic_store_n(&f->copy, NULL, __ATOMIC_RELEASE);
+	os_copy_unmap(map, f->copy_len);
+	f->copy_len = 0;
 }

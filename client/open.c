@@ -79,7 +79,7 @@ client_open(hm_client *c, hm_file *f, int flags)
 	Hotmap__OpenReply *r;
 	hm_osfile fd = HM_OSFILE_NONE;
 	uint64_t dev, ino;
-	int given, pass = -1, rc;
+	int given, pass = -1, rc, copy_fd = -1;
 	bool spare;
 
 	if (c->local)
@@ -122,6 +122,10 @@ client_open(hm_client *c, hm_file *f, int flags)
 		return rc;
 	}
 	r = (Hotmap__OpenReply *)reply;
+	if (r->copy && given >= 0) {
+		copy_fd = given;	/* hotmapd's copy of a network file (netfs.c) */
+		given = -1;
+	}
 	if (given >= 0 && (!req.by_path || !os_file_from_daemon_ok(given, r->dev, r->ino))) {
 		close(given);
 		given = -1;
@@ -147,6 +151,8 @@ client_open(hm_client *c, hm_file *f, int flags)
 		f->own_fd = fd;	/* the direct tier's preads use it, or netfs.c's */
 	if (!spare)
 		f->net = f->net && f->fd != HM_OSFILE_NONE;
+	if (copy_fd >= 0)
+		net_copy_take(f, copy_fd, r->copy_size);	/* netfs.c: read from it */
 	if (f->direct_ok && ((flags & (HM_O_DIRECT | HM_O_WARM)) || c->direct_after == 0 || !spare))
 		(void)direct_promote_fd(f, f->fd != HM_OSFILE_NONE ? f->fd : fd);
 	if (fd != HM_OSFILE_NONE && f->own_fd != fd)

@@ -59,6 +59,14 @@ int os_file_stat(hm_osfile f, struct os_file_stat *st);
 int64_t os_file_pread_all(hm_osfile f, void *buf, size_t len, uint64_t offset);
 void os_file_willneed(hm_osfile f, uint64_t offset, uint64_t len);
 
+/* A copy of a network file that hotmapd sent (a memfd, netfs.c): mapped
+ * read-only at *map when it is a regular file of exactly size bytes
+ * sealed against writes and shrinking (F_GET_SEALS), so that reading the
+ * mapping can never fault; 0, or -errno (-ENOSYS on Windows: no copies).
+ * f is not closed.  os_copy_unmap undoes it. */
+int os_copy_map(int f, uint64_t size, const void **map);
+void os_copy_unmap(const void *map, uint64_t size);
+
 /* path made absolute against the working directory now (malloced), or
  * NULL and errno. */
 char *absolute_path(const char *path);

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -169,4 +170,30 @@ os_cpu_count(void)
 		__atomic_store_n(&known, n, __ATOMIC_RELAXED);
 	}
 	return n;
+}
+
+int
+os_copy_map(int f, uint64_t size, const void **map)
+{
+	int want = F_SEAL_SHRINK | F_SEAL_WRITE, seals = fcntl(f, F_GET_SEALS);
+	struct stat st;
+	void *m;
+
+	if (seals < 0)
+		return -errno;
+	if ((seals & want) != want || fstat(f, &st) < 0 || !S_ISREG(st.st_mode) ||
+	    st.st_size < 0 || (uint64_t)st.st_size != size || size == 0 || size > SIZE_MAX)
+		return -EINVAL;	/* not what hotmapd says: read with pread */
+	m = mmap(NULL, (size_t)size, PROT_READ, MAP_SHARED, f, 0);
+	if (m == MAP_FAILED)
+		return -errno;
+	*map = m;
+	return 0;
+}
+
+void
+os_copy_unmap(const void *map, uint64_t size)
+{
+	if (map != NULL)
+		munmap((void *)(uintptr_t)map, (size_t)size);
 }

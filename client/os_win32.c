@@ -283,3 +283,20 @@ os_file_willneed(hm_osfile f, uint64_t offset, uint64_t len)
 	(void)offset;
 	(void)len;
 }
+
+/* No copies of network files on Windows (netfs.c): read as before. */
+int
+os_copy_map(int f, uint64_t size, const void **map)
+{
+	(void)f;
+	(void)size;
+	(void)map;
+	return -ENOSYS;
+}
+
+void
+os_copy_unmap(const void *map, uint64_t size)
+{
+	(void)map;
+	(void)size;
+}

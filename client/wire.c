@@ -77,6 +77,18 @@ client_break(hm_client *c, int err)
 	return -err;
 }
 
+/* Whether a reply of type carries a descriptor: an open by path's
+ * (path-descriptors), or hotmapd's copy of a network file with OPEN or
+ * WARM (netfs.c). */
+static bool
+wire_carries_fd(uint16_t type, const ProtobufCMessage *msg)
+{
+	if (type == HM_MSG_OPEN_REPLY)
+		return ((const Hotmap__OpenReply *)msg)->descriptor ||
+		       ((const Hotmap__OpenReply *)msg)->copy;
+	return type == HM_MSG_WARM_REPLY && ((const Hotmap__WarmReply *)msg)->copy;
+}
+
 /* Writes len bytes, the first write carrying pass_fd when >= 0. */
 int
 client_write(hm_client *c, const uint8_t *buf, size_t len, int pass_fd)
@@ -338,7 +350,7 @@ wire_read_frame(hm_client *c)
 		return -EPROTO;
 	if (c->rx_nfds > 0)
 		fd = wire_take_fd(c, frame_at);
-	if (fd >= 0 && (h.type != HM_MSG_OPEN_REPLY || !((Hotmap__OpenReply *)msg)->descriptor)) {
+	if (fd >= 0 && !wire_carries_fd(h.type, msg)) {
 		close(fd);	/* not a frame that carries one */
 		fd = -1;
 	}

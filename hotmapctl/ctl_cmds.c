@@ -535,7 +535,9 @@ warm_one(hm_client *c, const char *path, int flags, bool quiet, bool tty)
 		return 1;
 	}
 	while (done < st.size) {
-		ssize_t n = hm_warm(f, done, WARM_STEP);
+		/* a network file in one warm: the daemon keeps a copy of it in
+		 * memory only for a warm of all of it (network-copy-max) */
+		ssize_t n = hm_warm(f, done, st.reason == HM_REASON_NETWORK_FS ? st.size : WARM_STEP);
 
 		if (n < 0) {
 			if (tty && !quiet)
@@ -555,7 +557,9 @@ warm_one(hm_client *c, const char *path, int flags, bool quiet, bool tty)
 			warm_progress(path, done, st.size, true);
 		else
 			printf("%s: %llu bytes warm (%s)\n", path, (unsigned long long)done,
-			       st.backend == HM_BACKEND_MMAP ? "mapping populated" : "page cache");
+			       st.backend == HM_BACKEND_MMAP ? "mapping populated" :
+			       hm_stat(f, &st) == 0 && strstr(st.reason_text, "hotmapd's copy") != NULL ?
+			       "hotmapd's copy in memory" : "page cache");
 	}
 	hm_close(f);
 	return rc;

@@ -519,6 +519,8 @@ files_print_json(const struct file_rows *rows)
 		json_string(&j, w->fs);
 		json_key(&j, "network");
 		json_bool(&j, w->network);
+		json_key(&j, "copy_bytes");
+		json_uint(&j, w->copy_bytes);
 		json_key(&j, "hits");
 		json_uint(&j, f->hits);
 		json_key(&j, "bytes");

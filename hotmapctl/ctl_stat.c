@@ -60,7 +60,12 @@ stat_print(const char *path, const struct file_row *r)
 	printf("  reason          %s\n", ctl_reason_name(f->reason));
 	if (w->fs[0] != '\0')
 		printf("  file system     %s%s\n", w->fs, w->network ? " (network)" : "");
-	if (f->reason == HM_REASON_NETWORK_FS)
+	if (f->reason == HM_REASON_NETWORK_FS && w->copy_bytes > 0)
+		printf("  why             %s file system (%s): read from hotmapd's copy in memory "
+		       "(%s, filled %" PRIu64 " s ago)\n",
+		       w->network ? "network" : "user-space (FUSE)", w->fs[0] ? w->fs : "?",
+		       size_human(w->copy_bytes, a, sizeof a), w->copy_age_ms / 1000u);
+	else if (f->reason == HM_REASON_NETWORK_FS)
 		printf("  why             %s file system (%s): %s\n",
 		       w->network ? "network" : "user-space (FUSE)", w->fs[0] ? w->fs : "?",
 		       f->backend == HM_BACKEND_MMAP ? "mapped, as network-fs = mmap asks" :

@@ -17,6 +17,8 @@
  *   eio NAME OFFSET LENGTH   reads overlapping the range fail with EIO
  *   size NAME SIZE           the file's size is now SIZE (content past the
  *                            old end is the same function of the offset)
+ *   seed NAME SEED           the file's content is now that of SEED (as
+ *                            if rewritten in place: the mtime moves)
  *   restore NAME             no bad range, the original size
  *   count NAME               "ok reads=R eios=E": requests served and failed
  *   ping                     "ok"
@@ -71,7 +73,7 @@ struct faultfs_file {
 	uint64_t seed;
 	uint64_t size0;		/* the size given on the command line */
 	uint64_t size;		/* the size reported now */
-	unsigned generation;	/* changes of size: the mtime moves with them */
+	unsigned generation;	/* changes of size or content: the mtime moves */
 	struct faultfs_range bad[FAULTFS_MAX_RANGES];
 	unsigned nbad;
 	uint64_t reads, eios;
@@ -301,6 +303,9 @@ control_command(char *line, char *reply, size_t len)
 		f->bad[f->nbad++] = (struct faultfs_range){ a, b };
 	} else if (strcmp(cmd, "size") == 0 && n == 3 && a <= INT64_MAX) {
 		f->size = a;
+		f->generation++;
+	} else if (strcmp(cmd, "seed") == 0 && n == 3) {
+		f->seed = a;
 		f->generation++;
 	} else if (strcmp(cmd, "restore") == 0 && n == 2) {
 		f->nbad = 0;

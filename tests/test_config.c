@@ -276,23 +276,24 @@ test_every_key_good(void **state)
 		   "warm = populate\n"			/* 15 */
 		   "network-fs = mmap\n"		/* 16 */
 		   "network-fs-chunk = 64K\n"		/* 17 */
-		   "max-connections-per-uid = 10\n"	/* 18 */
-		   "max-inflight = 8\n"			/* 19 */
-		   "max-inflight-bytes = 1M\n"		/* 20 */
-		   "idle-timeout = 30\n"		/* 21 */
-		   "workers = 3\n"			/* 22 */
-		   "poll-us = 75\n"			/* 23 */
-		   "log-level = debug\n"		/* 24 */
-		   "direct-reads = no\n"		/* 25 */
-		   "direct-lease-rule = can-read\n"	/* 26 */
-		   "max-direct-grants-per-uid = 77\n"	/* 27 */
-		   "path-descriptors = yes\n"		/* 28 */
-		   "huge-folios = no\n"		/* 29 */
-		   "foreground = yes\n"		/* 30 */
-		   "log-file = %1$s/hotmapd.log\n"	/* 31 */
-		   "pid-file = %1$s/hotmapd.pid\n"	/* 32 */
-		   "user = root\n"			/* 33 */
-		   "group = %2$s\n",			/* 34 */
+		   "network-copy-max = 256M\n"		/* 18 */
+		   "max-connections-per-uid = 10\n"	/* 19 */
+		   "max-inflight = 8\n"			/* 20 */
+		   "max-inflight-bytes = 1M\n"		/* 21 */
+		   "idle-timeout = 30\n"		/* 22 */
+		   "workers = 3\n"			/* 23 */
+		   "poll-us = 75\n"			/* 24 */
+		   "log-level = debug\n"		/* 25 */
+		   "direct-reads = no\n"		/* 26 */
+		   "direct-lease-rule = can-read\n"	/* 27 */
+		   "max-direct-grants-per-uid = 77\n"	/* 28 */
+		   "path-descriptors = yes\n"		/* 29 */
+		   "huge-folios = no\n"		/* 30 */
+		   "foreground = yes\n"		/* 31 */
+		   "log-file = %1$s/hotmapd.log\n"	/* 32 */
+		   "pid-file = %1$s/hotmapd.pid\n"	/* 33 */
+		   "user = root\n"			/* 34 */
+		   "group = %2$s\n",			/* 35 */
 		   dir, group0());
 	load_ok(&cfg, &args);
 	assert_string_equal(cfg.socket_path + strlen(dir), "/s.sock");
@@ -319,6 +320,7 @@ test_every_key_good(void **state)
 	assert_int_equal(cfg.warm, HM_WARM_POPULATE);
 	assert_int_equal(cfg.network_fs, HM_NETWORK_FS_MMAP);
 	assert_int_equal(cfg.network_fs_chunk, 64 * 1024);
+	assert_int_equal(cfg.network_copy_max, 256ull << 20);
 	assert_int_equal(cfg.max_per_uid, 10);
 	assert_int_equal(cfg.max_inflight, 8);
 	assert_int_equal(cfg.max_inflight_bytes, 1 << 20);
@@ -371,6 +373,8 @@ test_every_key_bad_all_errors_at_once(void **state)
 		{ "warm = hot", "warm: unknown value 'hot' (none, willneed, populate)" },
 		{ "network-fs = nfs", "network-fs: unknown value 'nfs' (pread, mmap)" },
 		{ "network-fs-chunk = 2G", "network-fs-chunk: 2G is out of range (64K to 1G)" },
+		{ "network-copy-max = lots",
+		  "network-copy-max: not a size: 'lots' (a number with an optional K, M, G or T)" },
 		{ "max-connections-per-uid = 0", "max-connections-per-uid: 0 is out of range (1 to 1000000)" },
 		{ "max-inflight = x", "max-inflight: not a number: 'x'" },
 		{ "max-inflight-bytes = 1K", "max-inflight-bytes: 1K is out of range (64K to 1T)" },
@@ -430,8 +434,10 @@ test_values_spelled_otherwise(void **state)
 		conf_clear(&cfg);
 	}
 	write_conf("workers = auto\nsocket-mode = 660\nsocket-group = 0\nmax-open-files = 0\n"
-		   "max-mapped-bytes = 0\nallow-uid =\nnetwork-fs-chunk = 1G\npoll-us = 0\n");
+		   "max-mapped-bytes = 0\nallow-uid =\nnetwork-fs-chunk = 1G\npoll-us = 0\n"
+		   "network-copy-max = auto\n");
 	load_ok(&cfg, &args);
+	assert_int_equal(cfg.network_copy_max, HM_CONFIG_NETWORK_COPY_AUTO);
 	assert_int_equal(cfg.workers, 0);
 	assert_int_equal(cfg.poll_us, 0);
 	assert_int_equal(cfg.socket_mode, 0660);

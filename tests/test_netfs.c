@@ -56,15 +56,21 @@ struct fixture {
 };
 
 static const struct harness_opts opts_root = { .with_root = true };
+/* copies of network files: room for data's, not for data's and small's
+ * (4099 bytes); and room for small's only */
+static const struct harness_opts opts_copy_one = {
+	.with_root = true, .extra = { "--network-copy-max", "3154145", NULL } };
+static const struct harness_opts opts_copy_small = {
+	.with_root = true, .extra = { "--network-copy-max", "1M", NULL } };
 
 static int
-setup(void **state)
+setup_with(void **state, const struct harness_opts *opts)
 {
 	struct fixture *fx = calloc(1, sizeof *fx);
 	char why[1024], arg[64];
 
 	assert_non_null(fx);
-	fx->h = harness_start(&opts_root);
+	fx->h = harness_start(opts);
 	snprintf(arg, sizeof arg, "data:%u:%u", DATA_SIZE, DATA_SEED);
 	/* beneath the daemon's root, so that HM_O_PATH may open it */
 	if (faultfs_start(&fx->fs, fx->h->root, "sshfs", arg, why, sizeof why) < 0) {
@@ -76,6 +82,24 @@ setup(void **state)
 		    (int)sizeof fx->data);
 	*state = fx;
 	return 0;
+}
+
+static int
+setup(void **state)
+{
+	return setup_with(state, &opts_root);
+}
+
+static int
+setup_copy_one(void **state)
+{
+	return setup_with(state, &opts_copy_one);
+}
+
+static int
+setup_copy_small(void **state)
+{
+	return setup_with(state, &opts_copy_small);
 }
 
 static int
@@ -356,6 +380,258 @@ test_local_stale_still_detected(void **state)
 	hm_disconnect(c);
 }
 
+/* Copies of network files (storage.h, "Copies of network files"). */
+#define COPY_TEXT "network-fs: network file system (fuse.sshfs): read from hotmapd's copy in memory"
+#define PREAD_TEXT "network-fs: network file system (fuse.sshfs): read with pread, never mapped"
+
+static bool
+reads_copy(hm_file *f)
+{
+	struct hm_stat st;
+
+	assert_int_equal(hm_stat(f, &st), 0);
+	return strncmp(st.reason_text, COPY_TEXT, strlen(COPY_TEXT)) == 0;
+}
+
+/* [off, off + len) of f is seed's content (the file as it was), as the
+ * file is sized size. */
+static void
+check_version(hm_file *f, uint64_t size, uint64_t seed, uint64_t off, size_t len)
+{
+	uint8_t *got = malloc(len), *want = malloc(len);
+	size_t n = off >= size ? 0 : size - off < len ? (size_t)(size - off) : len;
+
+	assert_non_null(got);
+	assert_non_null(want);
+	harness_fill(want, n, seed, off);
+	assert_int_equal(hm_pread(f, got, len, off), (ssize_t)n);
+	if (n > 0)
+		assert_memory_equal(got, want, n);
+	free(got);
+	free(want);
+}
+
+static void
+test_network_copy(void **state)
+{
+	struct fixture *fx = *state;
+	hm_client *c = harness_connect(fx->h);
+	struct hm_read_stats rs = { .size = sizeof rs };
+	struct hm_stat st;
+	char reply[256];
+	hm_file *f = hm_open(c, fx->data, 0), *g, *n;
+	int fd = open(fx->data, O_RDONLY);
+
+	assert_non_null(f);
+	assert_true(fd >= 0);
+	assert_false(reads_copy(f));
+	/* the warm fills hotmapd's copy and gives it to f */
+	assert_int_equal(hm_warm(f, 0, UINT64_MAX), DATA_SIZE);
+	assert_true(reads_copy(f));
+	check_whole(f, fd);
+	assert_int_equal(hm_read_stats(f, &rs), 0);
+	assert_true(rs.copy_reads > 0);
+	assert_int_equal(rs.pread_reads, 0);
+	assert_int_equal(rs.daemon_reads, 0);
+	/* a warm again reads nothing, and says the range */
+	assert_int_equal(hm_warm(f, DATA_SIZE - 10, 100), 10);
+
+	/* a new open gets it with the reply */
+	g = hm_open(c, fx->data, 0);
+	assert_non_null(g);
+	assert_true(reads_copy(g));
+	check_whole(g, fd);
+	assert_int_equal(hm_read_stats(g, &rs), 0);
+	assert_true(rs.copy_reads > 0);
+	assert_int_equal(rs.pread_reads, 0);
+
+	/* the file rewritten on the server (new content, new mtime): a
+	 * new open reads the new bytes; f and g keep the version they
+	 * opened, whole */
+	assert_int_equal(faultfs_cmd(&fx->fs, reply, sizeof reply, "seed data 99"), 0);
+	n = hm_open(c, fx->data, 0);
+	assert_non_null(n);
+	assert_int_equal(hm_stat(n, &st), 0);
+	assert_string_equal(st.reason_text, PREAD_TEXT);
+	check_version(n, DATA_SIZE, 99, 0, 64 * KiB);
+	check_version(n, DATA_SIZE, 99, BAD_OFF, MiB);
+	check_version(f, DATA_SIZE, DATA_SEED, BAD_OFF, MiB);
+	check_version(g, DATA_SIZE, DATA_SEED, 0, 64 * KiB);
+	/* and warmed, the new version is copied */
+	assert_int_equal(hm_warm(n, 0, UINT64_MAX), DATA_SIZE);
+	assert_true(reads_copy(n));
+	check_version(n, DATA_SIZE, 99, DATA_SIZE - 5000, 64 * KiB);
+	assert_int_equal(faultfs_cmd(&fx->fs, reply, sizeof reply, "seed data %u", DATA_SEED), 0);
+	assert_int_equal(hm_close(n), 0);
+	assert_int_equal(hm_close(g), 0);
+	assert_int_equal(hm_close(f), 0);
+	close(fd);
+	hm_disconnect(c);
+}
+
+/* hotmapctl stat's listing says so, with the file closed too;
+ * hotmapctl evict drops the copy. */
+static void
+test_network_copy_listed_evicted(void **state)
+{
+	struct fixture *fx = *state;
+	hm_client *c = harness_connect(fx->h);
+	struct hm_evicted ev;
+	struct file_row row;
+	hm_file *f = hm_open(c, fx->data, 0);
+
+	assert_non_null(f);
+	row = file_row(c, fx->data);
+	assert_int_equal(row.ways.copy_bytes, 0);
+	assert_int_equal(hm_warm(f, 0, UINT64_MAX), DATA_SIZE);
+	row = file_row(c, fx->data);
+	assert_int_equal(row.ways.copy_bytes, DATA_SIZE);
+	assert_int_equal(row.ways.network, 1);
+	assert_int_equal(hm_close(f), 0);
+	/* closed: its private entry is gone, its copy listed on its own */
+	row = file_row(c, fx->data);
+	assert_int_equal(row.ways.copy_bytes, DATA_SIZE);
+	assert_int_equal(row.info.handles, 0);
+	assert_int_equal(row.info.reason, HM_REASON_NETWORK_FS);
+	assert_string_equal(row.ways.fs, "fuse.sshfs");
+	assert_int_equal(hm_evict(c, fx->data, &ev), 0);
+	assert_int_equal(ev.files, 1);
+	f = hm_open(c, fx->data, 0);
+	assert_non_null(f);
+	assert_false(reads_copy(f));
+	row = file_row(c, fx->data);
+	assert_int_equal(row.ways.copy_bytes, 0);
+	assert_int_equal(hm_close(f), 0);
+	hm_disconnect(c);
+}
+
+/* hotmapd killed and started again: a file keeps the copy it was given
+ * (its version, still mapped), and hm_stat says so though the new daemon
+ * has none; a new open reads with pread. */
+static void
+test_network_copy_kept_across_reconnect(void **state)
+{
+	struct fixture *fx = *state;
+	hm_client *c = harness_connect(fx->h);
+	struct hm_read_stats rs = { .size = sizeof rs };
+	struct hm_stat st;
+	hm_file *f = hm_open(c, fx->data, 0), *n;
+	int fd = open(fx->data, O_RDONLY);
+
+	assert_non_null(f);
+	assert_true(fd >= 0);
+	assert_int_equal(hm_warm(f, 0, UINT64_MAX), DATA_SIZE);
+	assert_true(reads_copy(f));
+	assert_int_equal(hm_set_reconnect(c, 10000), 0);
+	harness_kill(fx->h);
+	harness_restart(fx->h);
+	check_whole(f, fd);
+	assert_int_equal(hm_stat(f, &st), 0);	/* reconnected, reopened */
+	assert_string_equal(st.reason_text,
+			    "network-fs: network file system: read from hotmapd's copy in memory "
+			    "(3150049 bytes), as this file was given it");
+	check_whole(f, fd);
+	assert_int_equal(hm_read_stats(f, &rs), 0);
+	assert_int_equal(rs.pread_reads, 0);
+	assert_int_equal(rs.daemon_reads, 0);
+	n = hm_open(c, fx->data, 0);
+	assert_non_null(n);
+	assert_false(reads_copy(n));
+	assert_int_equal(hm_close(n), 0);
+	assert_int_equal(hm_close(f), 0);
+	close(fd);
+	hm_disconnect(c);
+}
+
+/* Cut short on the server while a copy is held: whoever has the copy
+ * reads it (no SIGBUS: it is sealed), a new open sees the new size. */
+static void
+test_network_copy_truncated(void **state)
+{
+	struct fixture *fx = *state;
+	hm_client *c = harness_connect(fx->h);
+	struct hm_stat st;
+	char reply[256];
+	uint8_t b[16];
+	hm_file *f = hm_open(c, fx->data, 0), *n;
+
+	assert_non_null(f);
+	assert_int_equal(hm_warm(f, 0, UINT64_MAX), DATA_SIZE);
+	assert_true(reads_copy(f));
+	assert_int_equal(faultfs_cmd(&fx->fs, reply, sizeof reply, "size data %u", MiB), 0);
+	check_version(f, DATA_SIZE, DATA_SEED, BAD_OFF, MiB);
+	check_version(f, DATA_SIZE, DATA_SEED, DATA_SIZE - 100, 4 * KiB);
+	n = hm_open(c, fx->data, 0);
+	assert_non_null(n);
+	assert_int_equal(hm_stat(n, &st), 0);
+	assert_int_equal(st.size, MiB);
+	assert_string_equal(st.reason_text, PREAD_TEXT);
+	assert_int_equal(hm_pread(n, b, sizeof b, BAD_OFF), 0);
+	check_version(n, MiB, DATA_SEED, MiB - 100, 4 * KiB);
+	assert_int_equal(faultfs_cmd(&fx->fs, reply, sizeof reply, "restore data"), 0);
+	assert_int_equal(hm_close(n), 0);
+	assert_int_equal(hm_close(f), 0);
+	hm_disconnect(c);
+}
+
+/* network-copy-max: room for data's copy alone; small's, filled next,
+ * drops it (the least recently given out). */
+static void
+test_network_copy_lru(void **state)
+{
+	struct fixture *fx = *state;
+	hm_client *c = harness_connect(fx->h);
+	char small[PATH_MAX];
+	hm_file *f, *s, *g;
+	int fd;
+
+	assert_true(snprintf(small, sizeof small, "%s/small", fx->fs.mnt) < (int)sizeof small);
+	f = hm_open(c, fx->data, 0);
+	assert_non_null(f);
+	assert_int_equal(hm_warm(f, 0, UINT64_MAX), DATA_SIZE);
+	assert_true(reads_copy(f));
+	s = hm_open(c, small, 0);
+	assert_non_null(s);
+	assert_int_equal(hm_warm(s, 0, UINT64_MAX), 4099);
+	assert_true(reads_copy(s));
+	fd = open(small, O_RDONLY);
+	assert_true(fd >= 0);
+	check_whole(s, fd);
+	close(fd);
+	g = hm_open(c, fx->data, 0);
+	assert_non_null(g);
+	assert_false(reads_copy(g));	/* dropped for small's */
+	check_version(g, DATA_SIZE, DATA_SEED, BAD_OFF, MiB);
+	check_version(f, DATA_SIZE, DATA_SEED, BAD_OFF, MiB);	/* f keeps its own */
+	assert_int_equal(hm_close(g), 0);
+	assert_int_equal(hm_close(s), 0);
+	assert_int_equal(hm_close(f), 0);
+	hm_disconnect(c);
+}
+
+/* A file larger than network-copy-max is not copied: read with pread. */
+static void
+test_network_copy_too_large(void **state)
+{
+	struct fixture *fx = *state;
+	hm_client *c = harness_connect(fx->h);
+	struct hm_read_stats rs = { .size = sizeof rs };
+	hm_file *f = hm_open(c, fx->data, 0);
+	int fd = open(fx->data, O_RDONLY);
+
+	assert_non_null(f);
+	assert_true(fd >= 0);
+	assert_int_equal(hm_warm(f, 0, UINT64_MAX), DATA_SIZE);
+	assert_false(reads_copy(f));
+	check_whole(f, fd);
+	assert_int_equal(hm_read_stats(f, &rs), 0);
+	assert_int_equal(rs.copy_reads, 0);
+	assert_true(rs.pread_reads > 0);
+	assert_int_equal(hm_close(f), 0);
+	close(fd);
+	hm_disconnect(c);
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 
 int
@@ -367,6 +643,13 @@ main(void)
 		T(test_network_eio),
 		T(test_network_by_path),
 		T(test_local_stale_still_detected),
+		T(test_network_copy),
+		T(test_network_copy_truncated),
+		T(test_network_copy_listed_evicted),
+		T(test_network_copy_kept_across_reconnect),
+		cmocka_unit_test_setup_teardown(test_network_copy_lru, setup_copy_one, teardown),
+		cmocka_unit_test_setup_teardown(test_network_copy_too_large, setup_copy_small,
+						teardown),
 	};
 	const char *required = getenv("HOTMAP_REQUIRE_FUSE");
 	const char *output = getenv("CMOCKA_MESSAGE_OUTPUT");

@@ -59,6 +59,7 @@ enum hm_config_key {
 	HM_KEY_WARM,
 	HM_KEY_NETWORK_FS,
 	HM_KEY_NETWORK_FS_CHUNK,
+	HM_KEY_NETWORK_COPY_MAX,
 	HM_KEY_MAX_CONNECTIONS_PER_UID,
 	HM_KEY_MAX_INFLIGHT,
 	HM_KEY_MAX_INFLIGHT_BYTES,
@@ -128,6 +129,9 @@ struct hm_gid_list {
 #define HM_CONFIG_MAX_INFLIGHT_DEFAULT		32u
 #define HM_CONFIG_MAX_INFLIGHT_BYTES_DEFAULT	(64ull << 20)
 #define HM_CONFIG_NETWORK_FS_CHUNK_DEFAULT	(16ull << 20)
+/* network-copy-max = auto (the default): 1/8 of the memory, at most 1G */
+#define HM_CONFIG_NETWORK_COPY_AUTO		UINT64_MAX
+#define HM_CONFIG_NETWORK_COPY_AUTO_MAX		(1ull << 30)
 #define HM_CONFIG_SOCKET_MODE_DEFAULT		0666u
 #define HM_CONFIG_POLL_US_AUTO			50
 #define HM_CONFIG_POLL_US_MAX			10000
@@ -164,6 +168,8 @@ struct hm_config {
 					 * read back into huge folios (fplat_fold) */
 	enum hm_network_fs network_fs;	/* network-fs */
 	uint64_t network_fs_chunk;	/* network-fs-chunk, 64 KiB to 1 GiB */
+	uint64_t network_copy_max;	/* network-copy-max; 0: no copies;
+					 * HM_CONFIG_NETWORK_COPY_AUTO: auto */
 	unsigned max_per_uid;		/* max-connections-per-uid */
 	unsigned max_inflight;		/* max-inflight: requests per client */
 	uint64_t max_inflight_bytes;	/* max-inflight-bytes: per client */

@@ -112,6 +112,11 @@ static const struct key_def keys[HM_CONFIG__NKEYS] = {
 	{ HM_KEY_NETWORK_FS_CHUNK, "network-fs-chunk", KEY_SIZE, FIELD(network_fs_chunk),
 	  .min = 64 * KIB, .max = GIB, .def = HM_CONFIG_NETWORK_FS_CHUNK_DEFAULT,
 	  .metavar = "SIZE", .help = "their pread chunk (default 16M)" },
+	{ HM_KEY_NETWORK_COPY_MAX, "network-copy-max", KEY_SIZE, FIELD(network_copy_max),
+	  .max = UINT64_MAX - 1, .has_auto = true, .auto_value = HM_CONFIG_NETWORK_COPY_AUTO,
+	  .def = HM_CONFIG_NETWORK_COPY_AUTO, .metavar = "SIZE",
+	  .help = "memory for copies of warmed network files\n"
+		  "(default auto: 1/8 of the memory, at most 1G; 0: none)" },
 	{ HM_KEY_MAX_CONNECTIONS_PER_UID, "max-connections-per-uid", KEY_NUMBER, FIELD(max_per_uid),
 	  .min = 1, .max = 1000000, .def = HM_CONFIG_MAX_PER_UID_DEFAULT, .short_opt = 'c',
 	  .metavar = "N", .help = "\nconnections one uid may hold (default 4096)" },

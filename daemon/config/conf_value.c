@@ -136,8 +136,13 @@ set_size(struct load *l, const struct key_def *d, const char *value)
 {
 	char a[32], b[32];
 	uint64_t n;
-	int rc = conf_parse_size(value, &n);
+	int rc;
 
+	if (d->has_auto && strcmp(value, "auto") == 0) {
+		conf_set_field(l->cfg, d, d->auto_value);
+		return;
+	}
+	rc = conf_parse_size(value, &n);
 	if (rc == -EINVAL)
 		conf_key_error(l, d, "not a size: '%s' (a number with an optional K, M, G or T)",
 			  value);

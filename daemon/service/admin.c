@@ -87,6 +87,8 @@ files_add(const struct storage_entry_info *info, void *arg)
 	f->stale = !info->cached && !info->private_entry;
 	f->private_entry = info->private_entry;
 	f->network = info->network;
+	f->copy_size = info->copy_size;
+	f->copy_age_ms = info->copy_age_ms;
 	f->hits = info->hits;
 	f->bytes = info->bytes;
 	f->idle_ms = info->idle_ms;

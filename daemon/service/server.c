@@ -79,7 +79,15 @@ server_apply(struct server *srv)
 		.max_files = c->max_open_files,
 		.idle_unmap_ms = (uint64_t)c->idle_unmap_s * 1000u,
 		.network_fs_mmap = c->network_fs == HM_NETWORK_FS_MMAP,
+		.network_copy_max = c->network_copy_max,
 	};
+
+	if (c->network_copy_max == HM_CONFIG_NETWORK_COPY_AUTO) {
+		uint64_t eighth = server_memory() / 8;
+
+		lim.network_copy_max = eighth < HM_CONFIG_NETWORK_COPY_AUTO_MAX ? eighth :
+				       HM_CONFIG_NETWORK_COPY_AUTO_MAX;
+	}
 
 	/* a lowered budget drops what it can at once, readers permitting */
 	file_cache_set_limits(srv->cache, &lim);
@@ -334,7 +342,7 @@ server_status_cb(evutil_socket_t fd, short what, void *arg)
 	struct storage_counters sc;
 	uint64_t requests = 0, now = stats_uptime_us(srv);
 	double rate;
-	char msg[256];
+	char msg[256], copies[48];
 	size_t i;
 
 	(void)fd;
@@ -346,11 +354,15 @@ server_status_cb(evutil_socket_t fd, short what, void *arg)
 	srv->status_requests = requests;
 	srv->status_at_us = now;
 	file_cache_counters(srv->cache, &sc);
+	/* copies of network files: memory of the daemon's own */
+	copies[0] = '\0';
+	if (sc.copy_bytes > 0)
+		snprintf(copies, sizeof copies, ", copies %.1f MiB", (double)sc.copy_bytes / 1048576.0);
 	snprintf(msg, sizeof msg,
-		 "%sSTATUS=clients %llu, files %llu, mapped %.1f MiB, %.0f requests/s",
+		 "%sSTATUS=clients %llu, files %llu, mapped %.1f MiB, %.0f requests/s%s",
 		 srv->watchdog_usec > 0 ? "WATCHDOG=1\n" : "",
 		 (unsigned long long)srv->counters.clients, (unsigned long long)sc.entries,
-		 (double)sc.mapped_bytes / 1048576.0, rate);
+		 (double)sc.mapped_bytes / 1048576.0, rate, copies);
 	sd_notify(0, msg);
 }
 

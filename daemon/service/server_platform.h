@@ -32,6 +32,8 @@ void server_signals_stop(struct server *srv);
 
 /* Processors online, at least 1. */
 unsigned server_cpus(void);
+/* The machine's memory in bytes; 0 when it cannot be told. */
+uint64_t server_memory(void);
 /* How many descriptors the process may hold (RLIMIT_NOFILE now), or
  * UINT64_MAX for no limit (as on Windows, whose handles have none). */
 uint64_t server_descriptor_limit(void);

@@ -164,6 +164,14 @@ server_cpus(void)
 }
 
 uint64_t
+server_memory(void)
+{
+	long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+
+	return pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0;
+}
+
+uint64_t
 server_descriptor_limit(void)
 {
 	struct rlimit rl;

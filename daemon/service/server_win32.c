@@ -87,6 +87,14 @@ server_cpus(void)
 }
 
 uint64_t
+server_memory(void)
+{
+	MEMORYSTATUSEX ms = { .dwLength = sizeof ms };
+
+	return GlobalMemoryStatusEx(&ms) ? (uint64_t)ms.ullTotalPhys : 0;
+}
+
+uint64_t
 server_descriptor_limit(void)
 {
 	return UINT64_MAX;	/* handles have no RLIMIT_NOFILE */

@@ -184,12 +184,22 @@ session_hello(struct session *s, uint32_t id, ProtobufCMessage *msg)
 }
 
 static void
-session_reason_text(const struct storage_handle *h, char *buf, size_t len)
+session_reason_text(const struct session_handle *sh, char *buf, size_t len)
 {
+	const struct storage_handle *h = &sh->h;
 	bool network;
 	const char *fs = storage_fs_name(h, &network);
 
-	if (h->reason == STORAGE_REASON_MMAP_FAILED)
+	if (h->reason == STORAGE_REASON_NETWORK_FS && sh->copy_size > 0) {
+		uint64_t now = monotime_ns();
+		char size[32];
+
+		conf_format_size(sh->copy_size, size, sizeof size);
+		snprintf(buf, len, "%s: network file system (%s): read from hotmapd's copy in memory "
+			 "(%s, filled %llu s ago)", storage_reason_name(h->reason), fs, size,
+			 (unsigned long long)(now > sh->copy_filled_ns ?
+					      (now - sh->copy_filled_ns) / 1000000000u : 0));
+	} else if (h->reason == STORAGE_REASON_MMAP_FAILED)
 		snprintf(buf, len, "%s: %s", storage_reason_name(h->reason), strerror(h->map_errno));
 	else if (h->reason == STORAGE_REASON_NETWORK_FS)
 		/* why, in words: hm_stat's and hotmapctl stat's */
@@ -286,11 +296,13 @@ session_open_reply(struct session *s, uint32_t id, const Hotmap__Open *m, const 
 	Hotmap__OpenReply r = HOTMAP__OPEN_REPLY__INIT;
 	struct session_handle *sh = &s->handles[slot - 1];
 	struct storage_stat st = { 0 };
-	char reason[128], direct_text[128];
+	char reason[160], direct_text[128];
 	bool network;
+	int copy_fd, rc;
 
 	(void)storage_stat(&sh->h, &st);	/* on failure, size 0: nothing to warm */
-	session_reason_text(&sh->h, reason, sizeof reason);
+	copy_fd = session_copy_give(s, sh);	/* a network file's copy, if any */
+	session_reason_text(sh, reason, sizeof reason);
 	log_debug("client %s: open %s -> handle %lld, %s (%s)", peer_name(s->peer), name,
 		  (long long)slot, storage_backend_name(sh->h.backend), reason);
 	session_warm_open(s, id, sh, m->warm, st.size);
@@ -310,8 +322,27 @@ session_open_reply(struct session *s, uint32_t id, const Hotmap__Open *m, const 
 	session_direct_open(s, sh, (uint64_t)slot, m->by_path, &r.direct, &r.direct_slot,
 			    &r.direct_gen, &r.size, direct_text, sizeof direct_text);
 	r.direct_text = direct_text;
-	if (m->by_path && r.direct)
+	if (m->by_path && r.direct) {
+		if (copy_fd >= 0)
+			closer_close((hm_fd)(intptr_t)copy_fd);	/* a mapped file: never copied */
 		return session_open_reply_fd(s, id, sh, &r);
+	}
+	if (copy_fd >= 0) {
+		/* the copy goes with the reply, for the client to map */
+		r.copy = true;
+		r.copy_size = sh->copy_size;
+		rc = peer_send_fd(s->peer, HM_MSG_OPEN_REPLY, id, &r.base, (hm_fd)(intptr_t)copy_fd);
+		if (rc != -EAGAIN) {
+			if (rc < 0)
+				closer_close((hm_fd)(intptr_t)copy_fd);
+			return rc;
+		}
+		closer_close((hm_fd)(intptr_t)copy_fd);	/* too many in flight: read as before */
+		sh->copy_size = 0;
+		r.copy = false;
+		r.copy_size = 0;
+		session_reason_text(sh, reason, sizeof reason);
+	}
 	return peer_send(s->peer, HM_MSG_OPEN_REPLY, id, &r.base);
 }
 
@@ -359,7 +390,7 @@ session_stat(struct session *s, uint32_t id, ProtobufCMessage *msg)
 	struct session_handle *sh = session_handle_get(s, m->handle);
 	Hotmap__StatReply r = HOTMAP__STAT_REPLY__INIT;
 	struct storage_stat st;
-	char reason[128];
+	char reason[160];
 	int rc;
 
 	if (sh == NULL)
@@ -367,7 +398,7 @@ session_stat(struct session *s, uint32_t id, ProtobufCMessage *msg)
 	rc = storage_stat(&sh->h, &st);
 	if (rc < 0)
 		return session_error(s, id, -rc, "stat: %s", strerror(-rc));
-	session_reason_text(&sh->h, reason, sizeof reason);
+	session_reason_text(sh, reason, sizeof reason);
 	r.size = st.size;
 	r.backend = sh->h.backend;
 	r.reason = sh->h.reason;

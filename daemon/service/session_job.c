@@ -18,6 +18,7 @@
 
 #include "daemon/storage/guard.h"
 #include "daemon/base/log.h"
+#include "daemon/base/monotime.h"
 #include "daemon/transport/peer.h"
 #include "daemon/service/server.h"
 #include "daemon/service/session.h"
@@ -53,14 +54,20 @@ session_update_pause(struct session *s)
 static void read_job_run(struct worker_job *job);
 static void read_job_done(struct worker_job *job);
 
-int
-session_submit(struct session *s, const struct read_kind *kind, uint32_t id,
-	       struct storage_handle *h, uint64_t offset, size_t len, uint8_t *dst)
+static int
+submit_job(struct session *s, const struct read_kind *kind, uint32_t id,
+	   struct storage_handle *h, uint64_t offset, size_t len, uint8_t *dst,
+	   struct storage_copy *copy, uint64_t slot)
 {
 	struct read_job *j = calloc(1, sizeof *j);
 
-	if (j == NULL)
+	if (j == NULL) {
+		(void)storage_copy_end(s->srv->cache, h, copy);	/* nothing filled: freed */
 		return -ENOMEM;
+	}
+	j->copy = copy;
+	j->slot = slot;
+	j->entry = h->entry;
 	if (dst == NULL && !kind->warm) {
 		j->heap = malloc(len > 0 ? len : 1);
 		if (j->heap == NULL) {
@@ -95,6 +102,36 @@ session_submit(struct session *s, const struct read_kind *kind, uint32_t id,
 	return 0;
 }
 
+int
+session_submit(struct session *s, const struct read_kind *kind, uint32_t id,
+	       struct storage_handle *h, uint64_t offset, size_t len, uint8_t *dst)
+{
+	return submit_job(s, kind, id, h, offset, len, dst, NULL, 0);
+}
+
+int
+session_submit_warm(struct session *s, const struct read_kind *kind, uint32_t id,
+		    uint64_t slot, uint64_t offset, size_t len)
+{
+	struct storage_handle *h = &s->handles[slot - 1].h;
+	struct storage_copy *copy = storage_copy_begin(s->srv->cache, h, offset, len);
+
+	return submit_job(s, kind, id, h, offset, len, NULL, copy, slot);
+}
+
+int
+session_copy_give(struct session *s, struct session_handle *sh)
+{
+	struct storage_copy_info info;
+	int fd = storage_copy_get(s->srv->cache, &sh->h, &info);
+
+	if (fd < 0)
+		return -1;
+	sh->copy_size = info.size;
+	sh->copy_filled_ns = monotime_ns() - info.age_ms * 1000000u;
+	return fd;
+}
+
 static void
 read_job_run(struct worker_job *job)
 {
@@ -107,6 +144,7 @@ read_job_run(struct worker_job *job)
 	j->io.fold = j->fold;
 	j->io.fold_only = j->kind->fold_only;
 	j->io.fold_first = j->done_bytes == 0;
+	j->io.copy = j->copy;
 	if (j->kind->warm)
 		j->result = storage_warm_detached(&j->h, j->offset + j->done_bytes, step, &j->io);
 	else
@@ -160,6 +198,11 @@ read_job_done(struct worker_job *job)
 		j->io = (struct storage_io){ .nowait = false };
 		workers_submit(s->srv->workers, &j->job);
 		return;
+	}
+	if (j->copy != NULL) {
+		/* the warm is done: its copy is kept (sealed) or freed */
+		(void)storage_copy_end(s->srv->cache, &j->h, j->copy);
+		j->copy = NULL;
 	}
 	if (j->kind->fold_only)
 		storage_fold_end(&j->h, j->offset + (j->result > 0 ? (uint64_t)j->result : 0),

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "daemon/base/closer.h"
 #include "daemon/base/log.h"
 #include "daemon/transport/peer.h"
 #include "daemon/service/server.h"
@@ -252,14 +253,43 @@ read_socket_done(struct session *s, struct read_job *j)
 	return session_socket_done(s, j->id, j->offset, j->result, &j->heap);
 }
 
+/* A WARM's reply, with the copy of sh's network file when there is one
+ * (storage.h, "Copies of network files") and sh has none yet. */
+static int
+session_warm_reply(struct session *s, uint32_t id, struct session_handle *sh, Hotmap__WarmReply *r,
+		   int fd)
+{
+	int rc;
+
+	if (fd >= 0) {
+		r->copy = true;
+		r->copy_size = sh->copy_size;
+		rc = peer_send_fd(s->peer, HM_MSG_WARM_REPLY, id, &r->base, (hm_fd)(intptr_t)fd);
+		if (rc != -EAGAIN) {
+			if (rc < 0)
+				closer_close((hm_fd)(intptr_t)fd);
+			return rc;
+		}
+		closer_close((hm_fd)(intptr_t)fd);	/* too many in flight: read as before */
+		sh->copy_size = 0;
+		r->copy = false;
+		r->copy_size = 0;
+	}
+	return peer_send(s->peer, HM_MSG_WARM_REPLY, id, &r->base);
+}
+
 static int
 read_warm_done(struct session *s, struct read_job *j)
 {
 	Hotmap__WarmReply r = HOTMAP__WARM_REPLY__INIT;
+	struct session_handle *sh = session_handle_get(s, j->slot);
 
 	if (j->result < 0)
 		return session_error(s, j->id, (int)-j->result, "warm: %s", strerror((int)-j->result));
 	r.warmed = (uint64_t)j->result;
+	/* the handle is still the one warmed: it reads the copy filled */
+	if (sh != NULL && sh->h.entry == j->entry && sh->copy_size == 0)
+		return session_warm_reply(s, j->id, sh, &r, session_copy_give(s, sh));
 	return peer_send(s->peer, HM_MSG_WARM_REPLY, j->id, &r.base);
 }
 
@@ -348,6 +378,7 @@ session_warm(struct session *s, uint32_t id, ProtobufCMessage *msg)
 	Hotmap__Warm *m = (Hotmap__Warm *)msg;
 	struct session_handle *sh = session_handle_get(s, m->handle);
 	uint64_t len = m->length;
+	int fd;
 
 	if (sh == NULL)
 		return session_error(s, id, EBADF, "warm: no handle %llu", (unsigned long long)m->handle);
@@ -356,9 +387,20 @@ session_warm(struct session *s, uint32_t id, ProtobufCMessage *msg)
 				     (unsigned long long)m->offset);
 	if (len > (uint64_t)INT64_MAX - m->offset)
 		len = (uint64_t)INT64_MAX - m->offset;	/* "to the end" */
+	fd = sh->copy_size > 0 ? -1 : session_copy_give(s, sh);
+	if (sh->copy_size > 0) {
+		/* the file is in memory, in the daemon's copy (given now, or
+		 * before): nothing to read */
+		Hotmap__WarmReply r = HOTMAP__WARM_REPLY__INIT;
+		uint64_t size = sh->copy_size;
+
+		s->srv->counters.warms++;
+		r.warmed = m->offset >= size ? 0 : len < size - m->offset ? len : size - m->offset;
+		return session_warm_reply(s, id, sh, &r, fd);
+	}
 	if (s->srv->cfg.huge_folios)
 		storage_fold_renew(&sh->h, m->offset, len);
-	if (session_submit(s, &read_kind_warm, id, &sh->h, m->offset, (size_t)len, NULL) < 0)
+	if (session_submit_warm(s, &read_kind_warm, id, m->handle, m->offset, (size_t)len) < 0)
 		return session_error(s, id, ENOMEM, "warm: out of memory");
 	s->srv->counters.warms++;
 	return 0;
@@ -375,7 +417,10 @@ session_warm_open(struct session *s, uint32_t id, struct session_handle *sh, boo
 		 * warmth */
 		if (s->srv->cfg.huge_folios)
 			storage_fold_renew(&sh->h, 0, UINT64_MAX);
-		if (session_submit(s, &read_kind_warm_open, id, &sh->h, 0, (size_t)INT64_MAX, NULL) == 0)
+		if (sh->copy_size > 0)
+			return;	/* given a copy: in memory already */
+		if (session_submit_warm(s, &read_kind_warm_open, id, (uint64_t)(sh - s->handles) + 1, 0,
+					(size_t)INT64_MAX) == 0)
 			s->srv->counters.warms++;
 	} else if (sh->h.fresh && s->srv->cfg.warm == HM_WARM_WILLNEED) {
 		/* first cached: the kernel reads it ahead, nothing waits */

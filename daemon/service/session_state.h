@@ -65,6 +65,10 @@ struct session_handle {
 	uint32_t ra_max;	/* largest window: network-fs-chunk for network
 				 * files (captured at open), else SESSION_RA_MAX */
 	struct session_grant *grant;	/* its direct grant and slot, or NULL */
+	/* A copy of its network file given with OPEN or WARM (file_copy.c):
+	 * its size and when it was filled (monotime_ns); 0: none given */
+	uint64_t copy_size;
+	uint64_t copy_filled_ns;
 };
 
 /* A READ being streamed: one chunk at a time while the socket takes it. */
@@ -182,6 +186,9 @@ struct read_job {
 	uint64_t charge;		/* counted in the session's inflight_bytes */
 	uint64_t t0;			/* when its request came */
 	bool fold;			/* a warm: huge-folios was on when asked */
+	struct storage_copy *copy;	/* a warm filling a copy (file_copy.c) */
+	uint64_t slot;			/* that warm's handle (1-based) */
+	const struct file_entry *entry;	/* and its entry, once the job let it go */
 };
 
 /* The server the session belongs to, and the peer that carries its
@@ -216,6 +223,13 @@ void session_update_pause(struct session *s);
 /* Hands a read to the workers.  0, or -ENOMEM (nothing was queued). */
 int session_submit(struct session *s, const struct read_kind *kind, uint32_t id,
 		   struct storage_handle *h, uint64_t offset, size_t len, uint8_t *dst);
+/* session_submit of a warm of handle slot that fills a copy of its
+ * network file when the storage wants one (storage_copy_begin). */
+int session_submit_warm(struct session *s, const struct read_kind *kind, uint32_t id,
+			uint64_t slot, uint64_t offset, size_t len);
+/* The copy of sh's network file, if a current one is kept: a descriptor
+ * of it (sh then says it was given), or -1. */
+int session_copy_give(struct session *s, struct session_handle *sh);
 /* One connected client, for listings (admin_clients). */
 struct session_client_info {
 	pid_t pid;

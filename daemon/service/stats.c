@@ -192,6 +192,18 @@ stats_foreach(struct server *srv, stats_cb cb, void *arg)
 	   "Chunks of files in memory read back into huge folios (huge-folios).", arg);
 	cb("huge_fold_misses", COUNTER, sc.huge_fold_misses, NULL,
 	   "Chunks read back for huge folios that stayed in small ones.", arg);
+	cb("network_copies", GAUGE, sc.copies, NULL,
+	   "Copies of network files kept in memory (network-copy-max).", arg);
+	cb("network_copy_bytes", GAUGE, sc.copy_bytes, NULL,
+	   "Bytes of memory those copies hold, with those being filled.", arg);
+	cb("network_copy_fills", COUNTER, sc.copy_fills, NULL,
+	   "Copies of network files filled and kept.", arg);
+	cb("network_copy_hits", COUNTER, sc.copy_hits, NULL,
+	   "Opens and warms of network files given a copy.", arg);
+	cb("network_copy_drops", COUNTER, sc.copy_drops, NULL,
+	   "Copies dropped because their file changed.", arg);
+	cb("network_copy_evictions", COUNTER, sc.copy_evictions, NULL,
+	   "Copies dropped to keep within network-copy-max.", arg);
 	for (i = 0; i < STORAGE_REASON__COUNT; i++)
 		cb(vocab_reason_stat_key((unsigned)i), COUNTER, sc.opens_by_reason[i], NULL,
 		   "Opens, by the reason their backend was chosen.", arg);

@@ -111,6 +111,7 @@ void file_cache_set_limits(struct file_cache *cache, const struct storage_limits
 	if (cache == NULL || limits == NULL)
 		return;
 	cache->limits = *limits;
+	file_cache_copies_trim(cache);	/* a lowered copy budget, at once */
 	/* A lowered budget applies now, as far as idle entries allow; the
 	 * rest follows as readers close (file_cache_close trims). */
 	file_cache_trim(cache);

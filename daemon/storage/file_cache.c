@@ -92,6 +92,7 @@ struct file_cache *file_cache_free(struct file_cache *cache)
 		return NULL;
 	while (cache->all != NULL)
 		file_cache_entry_free(cache, cache->all);
+	file_cache_copies_free(cache);
 	if (cache->watch_fd >= 0)
 		fplat_watch_free(cache->watch_fd);
 	free(cache->buckets);

@@ -347,6 +347,8 @@ ssize_t storage_warm_detached(const struct storage_handle *h, uint64_t offset, u
 			return 0;	/* ends the job */
 		}
 	}
+	if (io->copy != NULL)
+		return storage_copy_fill(h, io->copy, offset, len);	/* file_copy.c */
 	if (io->fold)
 		storage_fold(h, offset, end, io);
 	if (io->fold_only)

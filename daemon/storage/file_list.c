@@ -29,6 +29,61 @@
 #include "daemon/storage/storage_priv.h"
 #include "daemon/storage/storage.h"
 
+/* What a kept copy of id is, into info. */
+static void copy_info(struct file_cache *cache, const struct file_id *id,
+		      struct storage_entry_info *info, uint64_t now)
+{
+	const struct storage_copy *c = file_cache_copy_of(cache, id);
+
+	if (c == NULL)
+		return;
+	info->copy_size = c->size;
+	info->copy_age_ms = now > c->filled_ns ? (now - c->filled_ns) / 1000000u : 0;
+}
+
+/* Whether an entry of the list is of id. */
+static bool copy_listed(struct file_cache *cache, const struct file_id *id)
+{
+	const struct file_entry *e;
+
+	for (e = cache->all; e != NULL; e = e->all_next)
+		if (e->id.dev == id->dev && e->id.ino == id->ino && e->id.ino_hi == id->ino_hi)
+			return true;
+	return false;
+}
+
+/* The kept copies no entry lists, as rows of their own: how many. */
+static size_t list_copies(struct file_cache *cache, size_t skip, bool more,
+			  bool (*cb)(const struct storage_entry_info *info, void *arg), void *arg,
+			  uint64_t now)
+{
+	const struct storage_copy *c;
+	size_t total = 0;
+
+	for (c = cache->copies; c != NULL; c = c->next) {
+		struct storage_entry_info info = { 0 };
+
+		if (!c->kept || copy_listed(cache, &c->id))
+			continue;
+		if (total++ < skip || !more)
+			continue;
+		snprintf(info.path, sizeof info.path, "%s", c->path);
+		info.size = c->size;
+		info.dev = c->id.dev;
+		info.ino = c->id.ino;
+		info.last_reason = STORAGE_REASON_NETWORK_FS;
+		snprintf(info.fs, sizeof info.fs, "%s", c->fs);
+		info.network = true;
+		info.private_entry = true;	/* not a cached entry, not stale */
+		info.idle_ms = now > c->used_ns ? (now - c->used_ns) / 1000000u : 0;
+		info.resident_pct = 100;
+		info.resident_bytes = c->size;
+		copy_info(cache, &c->id, &info, now);
+		more = cb(&info, arg);
+	}
+	return total;
+}
+
 size_t file_cache_foreach(struct file_cache *cache, size_t skip,
 			  bool (*cb)(const struct storage_entry_info *info, void *arg), void *arg)
 {
@@ -66,9 +121,10 @@ size_t file_cache_foreach(struct file_cache *cache, size_t skip,
 		info.resident_pct = S_ISREG(st.mode) && e->fs != FS_PSEUDO ?
 				    fplat_resident(e->file.fd, e->file.map, e->file.map_len,
 						   info.size, &info.resident_bytes) : -1;
+		copy_info(cache, &e->id, &info, now);
 		more = cb(&info, arg);
 	}
-	return total;
+	return total + list_copies(cache, skip > total ? skip - total : 0, more, cb, arg, now);
 }
 
 static void evict_one(struct file_cache *cache, struct file_entry *e, struct storage_evicted *out)
@@ -109,11 +165,19 @@ int file_cache_evict(struct file_cache *cache, bool all, uint64_t dev, uint64_t 
 				if (e->hashed && e->id.dev == dev && e->id.ino == ino)
 					break;
 		}
+		/* the copy of a network file goes too (file_copy.c): its
+		 * clients keep the one they map */
+		if (file_cache_copy_drop(cache, dev, ino) && e == NULL) {
+			out->files++;
+			cache->ctr.evictions++;
+			return 0;
+		}
 		if (e == NULL)
 			return -ENOENT;
 		evict_one(cache, e, out);
 		return 0;
 	}
+	out->files += file_cache_copies_drop(cache);
 	/* stale entries always have handles (the last close frees them), so
 	 * only cached ones can go */
 	for (e = cache->all; e != NULL; e = next) {

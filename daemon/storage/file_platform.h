@@ -200,6 +200,24 @@ int fplat_fold(hm_fd fd, uint64_t offset, void *own, bool cold_too);
 #define FPLAT_READ_THREADS	8
 #define FPLAT_READ_CHUNK	(1u << 20)
 int fplat_read_through(hm_fd fd, uint64_t offset, uint64_t len);
+/* The same into dst (len bytes, dst[0] being the file's byte at offset),
+ * every chunk read whether in the page cache or not: 0 when every byte was
+ * read, -EIO when a pread failed or came short (the file shrank), or
+ * -ENOTSUP (Windows). */
+int fplat_read_into(hm_fd fd, uint64_t offset, uint64_t len, void *dst);
+
+/*
+ * The memory of a copy of a network file (file_copy.c): new, size bytes
+ * of a memfd (*fd) mapped writable (*map) to be filled; seal: the mapping
+ * gone, the memfd sealed against writes, shrinking and growing, so that
+ * no reader's mapping of it can fault or see it change; free; and a
+ * descriptor of it to pass to a client.  0 or -errno; Windows: -ENOTSUP
+ * (no copies there).
+ */
+int fplat_copy_new(uint64_t size, hm_fd *fd, void **map);
+int fplat_copy_seal(hm_fd fd, void *map, uint64_t size);
+void fplat_copy_free(hm_fd fd, void *map, uint64_t size);
+int fplat_copy_dup(hm_fd fd);
 
 /* Sleeps the calling thread ms milliseconds (a worker waiting for another). */
 void fplat_sleep_ms(unsigned ms);

@@ -216,6 +216,45 @@ int fplat_read_through(hm_fd fd, uint64_t offset, uint64_t len)
 	return -ENOTSUP;
 }
 
+/* No copies of network files on Windows (file_copy.c): read as before. */
+int fplat_read_into(hm_fd fd, uint64_t offset, uint64_t len, void *dst)
+{
+	(void)fd;
+	(void)offset;
+	(void)len;
+	(void)dst;
+	return -ENOTSUP;
+}
+
+int fplat_copy_new(uint64_t size, hm_fd *fd, void **map)
+{
+	(void)size;
+	(void)fd;
+	(void)map;
+	return -ENOTSUP;
+}
+
+int fplat_copy_seal(hm_fd fd, void *map, uint64_t size)
+{
+	(void)fd;
+	(void)map;
+	(void)size;
+	return -ENOTSUP;
+}
+
+void fplat_copy_free(hm_fd fd, void *map, uint64_t size)
+{
+	(void)fd;
+	(void)map;
+	(void)size;
+}
+
+int fplat_copy_dup(hm_fd fd)
+{
+	(void)fd;
+	return -ENOTSUP;
+}
+
 bool fplat_fs_name(uint32_t type, uint64_t dev, char *buf, size_t len)
 {
 	static const char *const names[] = { "other", "ntfs", "refs", "fat", "exfat", "cdfs", "udf" };

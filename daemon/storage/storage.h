@@ -80,6 +80,7 @@ const char *storage_backend_name(enum storage_backend backend);
 
 struct file_cache;
 struct file_entry;
+struct storage_copy;
 
 /* One opener's view of an entry: the backend it was given at open. */
 struct storage_handle {
@@ -132,6 +133,12 @@ struct storage_counters {
 	uint64_t huge_folds;		/* chunks read back into huge folios
 					 * (storage_warm_detached, fplat_fold) */
 	uint64_t huge_fold_misses;	/* chunks read back that stayed small */
+	uint64_t copies;		/* copies of network files kept in memory */
+	uint64_t copy_bytes;		/* their bytes, and those being filled */
+	uint64_t copy_fills;		/* copies filled and kept */
+	uint64_t copy_hits;		/* opens and warms given a copy */
+	uint64_t copy_drops;		/* copies dropped: their file changed */
+	uint64_t copy_evictions;	/* copies dropped for network_copy_max */
 };
 
 /*
@@ -156,6 +163,8 @@ struct storage_limits {
 	bool network_fs_mmap;		/* false: AUTO reads files on network file
 					 * systems with pread; true: AUTO may map
 					 * them (reason network-fs, backend mmap) */
+	uint64_t network_copy_max;	/* bytes of copies of network files kept
+					 * in memory (file_copy.c); 0: none */
 };
 
 /* What one read did (for the cache's counters), and how it may do it. */
@@ -171,6 +180,8 @@ struct storage_io {
 	bool fold_cold;		/* out: the file is not hot: nothing folded */
 	unsigned folds;		/* chunks read back into huge folios */
 	unsigned fold_misses;	/* chunks read back that stayed small */
+	struct storage_copy *copy;	/* in: fill this copy (storage_copy_begin)
+					 * with the range, rather than the page cache */
 };
 
 /* A cache with no limits (struct storage_limits all zero). */
@@ -457,15 +468,57 @@ struct storage_entry_info {
 	uint64_t direct_bytes;		/* themselves (storage_count_direct) */
 	struct storage_read_ways ways;	/* how its reads were served */
 	uint64_t dev, ino;		/* its identity: hotmapctl stat matches it */
+	uint64_t copy_size;		/* a copy of it in memory (file_copy.c):
+					 * its bytes; 0: none */
+	uint64_t copy_age_ms;		/* since that copy was filled */
 };
 
 /*
- * Calls cb for the entries, cached or stale, from the skip-th on, until it
+ * Calls cb for the entries, cached or stale, then for each copy of a
+ * network file that no entry lists (its file closed: path is its name
+ * when copied, handles 0, not cached),
+ * from the skip-th on, until it
  * returns false; returns how many entries there are in all.  Not for the
  * hot path: each entry described costs a readlink, an fstat and a
  * mincore over the file (entries skipped cost nothing).
  */
 size_t file_cache_foreach(struct file_cache *cache, size_t skip,
 			  bool (*cb)(const struct storage_entry_info *info, void *arg), void *arg);
+
+
+/*
+ * Copies of network files (file_copy.c).  A file on a network file
+ * system by the list (NFS, CIFS, sshfs, ...; storage_fs_name's network)
+ * that a warm reads whole is read into memory of the daemon's own (a
+ * memfd; Linux only), which is then sealed against any change and given
+ * to the clients that open the file, to map read-only: a copy cannot
+ * fault, and nothing the server does reaches it.  Coherence is
+ * close-to-open: each open compares the file's size, mtime and ctime
+ * (fstat) with the copy's, and drops a copy whose file changed; a client
+ * reads the version it was given until it closes.  network_copy_max
+ * bounds the bytes of all copies, the least recently given out dropped
+ * first; a file larger than it is not copied.
+ *
+ * storage_copy_begin, on the loop thread, when a warm of [offset, offset
+ * + len) of h is submitted: the copy to fill (io->copy of its steps,
+ * which call storage_copy_fill from storage_warm_detached), or NULL when
+ * none is wanted (not such a file, not the whole file, a current copy or
+ * one being filled, over the budget, off).  storage_copy_end, on the loop
+ * thread when the warm is done: the copy kept (true) or freed.
+ * storage_copy_get: for an open (or warm) of h, a new descriptor of the
+ * current copy of its file, and what it is, or -ENOENT.
+ */
+struct storage_copy_info {
+	uint64_t size;
+	uint64_t age_ms;	/* since it was filled */
+};
+struct storage_copy *storage_copy_begin(struct file_cache *cache, struct storage_handle *h,
+					uint64_t offset, uint64_t len);
+ssize_t storage_copy_fill(const struct storage_handle *h, struct storage_copy *c,
+			  uint64_t offset, uint64_t len);
+bool storage_copy_end(struct file_cache *cache, const struct storage_handle *h,
+		      struct storage_copy *c);
+int storage_copy_get(struct file_cache *cache, const struct storage_handle *h,
+		     struct storage_copy_info *info);
 
 #endif

@@ -13,6 +13,7 @@
  *   file_open.c    file_cache_open, step by step
  *   file_budget.c  the budget, the limits, the sweep, inotify's notice
  *   file_entry.c   entries, the hash, the idle lists
+ *   file_copy.c    copies of network files in memory (apart from entries)
  *
  * Each calls only rooms below it in this list, never one above.  Nothing
  * outside the storage core includes this header (storage.h is its public
@@ -108,6 +109,26 @@ struct file_entry {
 	struct file_entry *all_next;
 };
 
+/* A copy of a network file in memory (file_copy.c): a memfd, on the
+ * cache's list from its begin (filling, then kept) to its drop. */
+struct storage_copy {
+	struct file_id id;
+	uint64_t size;			/* the validators it was made with */
+	int64_t mtime_ns;
+	int64_t ctime_ns;
+	hm_fd fd;			/* the memfd */
+	void *map;			/* writable while filling; NULL once sealed */
+	bool kept;			/* filled, sealed: given out */
+	bool dropped;			/* dropped while filling: freed at its end */
+	int failed;			/* atomic: a read of it came short */
+	uint64_t filled;		/* bytes read in so far (its job's steps) */
+	uint64_t filled_ns;		/* monotime_ns() when sealed */
+	uint64_t used_ns;		/* when last given out: the least recent goes */
+	char fs[32];			/* its file system's name, for listings */
+	char path[1024];		/* its name when copied, for listings */
+	struct storage_copy *prev, *next;
+};
+
 struct file_cache {
 	struct file_entry **buckets;
 	size_t nbuckets;		/* a power of two */
@@ -132,6 +153,7 @@ struct file_cache {
 	int watch_fd;			/* inotify (fplat_watch_new), -1 when
 					 * there is none */
 	unsigned unwatched_idle;	/* idle entries with unwatched set */
+	struct storage_copy *copies;	/* file_copy.c: filling and kept */
 };
 
 /* The hashed entry of a file; NULL when there is none. */
@@ -179,6 +201,15 @@ struct file_entry *file_cache_idle_oldest(struct file_cache *cache);
 bool file_cache_trim_files(struct file_cache *cache, uint64_t room);
 bool file_cache_make_room_mapped(struct file_cache *cache, uint64_t len, bool force);
 void file_cache_trim(struct file_cache *cache);
+
+/* Copies (file_copy.c): back within network_copy_max (all dropped at
+ * 0); all freed (the cache's end); all dropped (how many); (dev, ino)'s dropped (an eviction:
+ * whether there was one); the kept copy of id, or NULL. */
+void file_cache_copies_trim(struct file_cache *cache);
+void file_cache_copies_free(struct file_cache *cache);
+unsigned file_cache_copies_drop(struct file_cache *cache);
+bool file_cache_copy_drop(struct file_cache *cache, uint64_t dev, uint64_t ino);
+const struct storage_copy *file_cache_copy_of(struct file_cache *cache, const struct file_id *id);
 
 /*
  * Every descriptor here came from a client, or reads a client's file: its

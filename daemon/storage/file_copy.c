@@ -1,0 +1,309 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * file_copy.c - copies in memory of files on network file systems
+ * (storage.h, "Copies of network files"): begun by a warm of the whole
+ * file, filled by the warm's steps with eight 1 MiB reads in flight
+ * (fplat_read_into), sealed, and passed to clients at OPEN (and with the
+ * WARM reply), who map it read-only.  Kept by file identity and
+ * validators, independent of entries: a FUSE file's entries are private,
+ * one per handle, gone at its close, where a data loader opens its shards
+ * again each epoch.  Bounded by network_copy_max, least recently given
+ * out dropped first.
+ *
+ * What it must not do: give out a copy whose file changed (size, mtime or
+ * ctime differ from the fstat taken at the open asking for it); keep one
+ * that a read came short in (the file shrank while it was filled); unmap
+ * or change what a client maps (sealed: a client's mapping outlives the
+ * copy's place here).
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "daemon/storage/storage_priv.h"
+#include "daemon/storage/storage.h"
+
+static bool copy_current(const struct storage_copy *c, const struct file_stat *st)
+{
+	return c->size == st->size && c->mtime_ns == st->mtime_ns && c->ctime_ns == st->ctime_ns;
+}
+
+static struct storage_copy *copy_find(struct file_cache *cache, const struct file_id *id)
+{
+	struct storage_copy *c;
+
+	for (c = cache->copies; c != NULL; c = c->next)
+		if (!c->dropped && c->id.dev == id->dev && c->id.ino == id->ino &&
+		    c->id.ino_hi == id->ino_hi)
+			return c;
+	return NULL;
+}
+
+static void copy_unlink(struct file_cache *cache, struct storage_copy *c)
+{
+	if (c->prev != NULL)
+		c->prev->next = c->next;
+	else
+		cache->copies = c->next;
+	if (c->next != NULL)
+		c->next->prev = c->prev;
+	c->prev = c->next = NULL;
+}
+
+static void copy_free(struct file_cache *cache, struct storage_copy *c)
+{
+	copy_unlink(cache, c);
+	cache->ctr.copy_bytes -= c->size;
+	if (c->kept)
+		cache->ctr.copies--;
+	fplat_copy_free(c->fd, c->map, c->size);
+	free(c);
+}
+
+/* Drops c: now when kept; a filling one at its end (its job writes it). */
+static void copy_drop(struct file_cache *cache, struct storage_copy *c)
+{
+	if (c->kept)
+		copy_free(cache, c);
+	else
+		c->dropped = true;
+}
+
+/* The kept copy given out least recently; NULL: none. */
+static struct storage_copy *copy_oldest(struct file_cache *cache)
+{
+	struct storage_copy *c, *old = NULL;
+
+	for (c = cache->copies; c != NULL; c = c->next)
+		if (c->kept && (old == NULL || c->used_ns < old->used_ns))
+			old = c;
+	return old;
+}
+
+/* Drops kept copies, least recently used first, until need more bytes
+ * fit network_copy_max; whether they do. */
+static bool copy_room(struct file_cache *cache, uint64_t need)
+{
+	uint64_t max = cache->limits.network_copy_max;
+	struct storage_copy *c;
+
+	if (max == 0 || need > max)
+		return false;
+	while (cache->ctr.copy_bytes > max - need && (c = copy_oldest(cache)) != NULL) {
+		cache->ctr.copy_evictions++;
+		copy_free(cache, c);
+	}
+	return cache->ctr.copy_bytes <= max - need;
+}
+
+unsigned file_cache_copies_drop(struct file_cache *cache)
+{
+	struct storage_copy *c, *next;
+	unsigned n = 0;
+
+	for (c = cache->copies; c != NULL; c = next) {
+		next = c->next;	/* copy_drop frees c alone */
+		if (!c->dropped) {
+			copy_drop(cache, c);
+			n++;
+		}
+	}
+	return n;
+}
+
+void file_cache_copies_trim(struct file_cache *cache)
+{
+	(void)copy_room(cache, 0);
+	if (cache->limits.network_copy_max == 0)
+		(void)file_cache_copies_drop(cache);
+}
+
+void file_cache_copies_free(struct file_cache *cache)
+{
+	while (cache->copies != NULL) {
+		/* a filling one's job is gone with the workers by now */
+		copy_free(cache, cache->copies);
+	}
+}
+
+bool file_cache_copy_drop(struct file_cache *cache, uint64_t dev, uint64_t ino)
+{
+	struct storage_copy *c, *next;
+	bool any = false;
+
+	for (c = cache->copies; c != NULL; c = next) {
+		next = c->next;
+		if (!c->dropped && c->id.dev == dev && c->id.ino == ino) {
+			copy_drop(cache, c);
+			any = true;
+		}
+	}
+	return any;
+}
+
+const struct storage_copy *file_cache_copy_of(struct file_cache *cache, const struct file_id *id)
+{
+	const struct storage_copy *c = copy_find(cache, id);
+
+	return c != NULL && c->kept ? c : NULL;
+}
+
+/*
+ * Whether h's file is one the daemon copies: on a network file system by
+ * the list (not any FUSE), read with pread for it, regular, not empty;
+ * and *st, the file as h's entry says it was at its last open (the
+ * validators the open compared: a shared entry whose file changed is not
+ * reused).  No system call: this runs on the loop, and an fstat there
+ * would wait for a server that does not answer.
+ */
+static bool copy_wanted(const struct storage_handle *h, struct file_stat *st)
+{
+	const struct file_entry *e = h->entry;
+
+	if (e == NULL || !e->fs_network || h->backend != STORAGE_BACKEND_PREAD ||
+	    h->reason != STORAGE_REASON_NETWORK_FS || e->size == 0)
+		return false;	/* fs_network: set for regular files only */
+	*st = (struct file_stat){ .id = e->id, .size = e->size, .mtime_ns = e->mtime_ns,
+				  .ctime_ns = e->ctime_ns };
+	return true;
+}
+
+struct storage_copy *storage_copy_begin(struct file_cache *cache, struct storage_handle *h,
+					uint64_t offset, uint64_t len)
+{
+	struct storage_copy *c;
+	struct file_stat st;
+
+	if (cache == NULL || h == NULL || cache->limits.network_copy_max == 0 ||
+	    !copy_wanted(h, &st))
+		return NULL;
+	if (offset != 0 || len < st.size)
+		return NULL;	/* a part of the file: warmed as before */
+	c = copy_find(cache, &st.id);
+	if (c != NULL && (!c->kept || copy_current(c, &st)))
+		return NULL;	/* being filled, or there already */
+	if (c != NULL) {
+		cache->ctr.copy_drops++;	/* the file changed */
+		copy_drop(cache, c);
+	}
+	if (!copy_room(cache, st.size))
+		return NULL;
+	c = calloc(1, sizeof *c);
+	if (c == NULL)
+		return NULL;
+	if (fplat_copy_new(st.size, &c->fd, &c->map) < 0) {
+		free(c);
+		return NULL;
+	}
+	c->id = st.id;
+	c->size = st.size;
+	c->mtime_ns = st.mtime_ns;
+	c->ctime_ns = st.ctime_ns;
+	snprintf(c->fs, sizeof c->fs, "%s", h->entry->fs_name);
+	(void)fplat_path(h->entry->file.fd, c->path, sizeof c->path);	/* /proc: no server */
+	c->next = cache->copies;
+	if (c->next != NULL)
+		c->next->prev = c;
+	cache->copies = c;
+	cache->ctr.copy_bytes += c->size;
+	return c;
+}
+
+/* On the worker: whether the file is still the one the copy is of. */
+static bool copy_still(const struct storage_handle *h, const struct storage_copy *c)
+{
+	struct file_stat st;
+
+	return fplat_stat(h->entry->file.fd, &st) == 0 && copy_current(c, &st);
+}
+
+ssize_t storage_copy_fill(const struct storage_handle *h, struct storage_copy *c,
+			  uint64_t offset, uint64_t len)
+{
+	uint64_t n;
+
+	if (offset >= c->size)
+		return 0;
+	n = len < c->size - offset ? len : c->size - offset;
+	/* kept only when whole and of the file as it was from the first
+	 * read to the last: a file changed while it was read may have been
+	 * read half old, half new (fstat here, on the worker: a server that
+	 * does not answer holds a worker, never the loop) */
+	if (c->dropped || __atomic_load_n(&c->failed, __ATOMIC_RELAXED) ||
+	    (offset == 0 && !copy_still(h, c)) ||
+	    fplat_read_into(h->entry->file.fd, offset, n, (uint8_t *)c->map + offset) < 0 ||
+	    (offset + n == c->size && !copy_still(h, c))) {
+		__atomic_store_n(&c->failed, 1, __ATOMIC_RELAXED);
+		return -EIO;
+	}
+	/* the steps of one job run one after another, in order */
+	c->filled = offset + n;
+	return (ssize_t)n;
+}
+
+bool storage_copy_end(struct file_cache *cache, const struct storage_handle *h,
+		      struct storage_copy *c)
+{
+	bool ok;
+
+	(void)h;
+	if (c == NULL)
+		return false;
+	ok = !c->dropped && !c->failed && c->filled == c->size;	/* storage_copy_fill */
+	if (ok) {
+		ok = fplat_copy_seal(c->fd, c->map, c->size) == 0;
+		c->map = NULL;	/* unmapped by the seal, sealed or not */
+	}
+	if (!ok) {
+		copy_free(cache, c);
+		return false;
+	}
+	c->kept = true;
+	c->filled_ns = monotime_ns();
+	c->used_ns = c->filled_ns;
+	cache->ctr.copies++;
+	cache->ctr.copy_fills++;
+	return true;
+}
+
+int storage_copy_get(struct file_cache *cache, const struct storage_handle *h,
+		     struct storage_copy_info *info)
+{
+	struct storage_copy *c;
+	struct file_stat st;
+	int fd;
+
+	/* the file as this handle's open found it (copy_wanted): close-to-open */
+	if (cache == NULL || h == NULL || cache->copies == NULL || !copy_wanted(h, &st))
+		return -ENOENT;
+	c = copy_find(cache, &st.id);
+	if (c == NULL || !c->kept)
+		return -ENOENT;
+	if (!copy_current(c, &st)) {
+		/* the file changed since it was copied, as this handle's open
+		 * found it; a handle opened before the copy's version (its
+		 * ctime older) says nothing about the copy */
+		if (st.ctime_ns >= c->ctime_ns) {
+			cache->ctr.copy_drops++;
+			copy_free(cache, c);
+		}
+		return -ENOENT;
+	}
+	fd = fplat_copy_dup(c->fd);
+	if (fd < 0)
+		return fd;
+	c->used_ns = monotime_ns();
+	cache->ctr.copy_hits++;
+	info->size = c->size;
+	info->age_ms = (c->used_ns - c->filled_ns) / 1000000u;
+	return fd;
+}
