@@ -18,7 +18,7 @@
 
 #include "daemon/storage/guard.h"
 #include "daemon/base/log.h"
-#include "daemon/base/monotime.h"
+#include "proto/monotime.h"
 #include "daemon/transport/peer.h"
 #include "daemon/service/server.h"
 #include "daemon/service/session.h"
