@@ -72,33 +72,29 @@ client_exclusive_end(hm_client *c)
 }
 
 /*
- * HOTMAP_FALLBACK=local: one try at the daemon, never a wait.  When it
- * answers, the files move to it (reopened as a reconnect reopens them)
- * and their local descriptors are closed; else the client is (or stays)
- * local, and the next try is fallback_due's.  Exclusive, the lock not
- * held.
+ * HOTMAP_FALLBACK=local: one try at the daemon, never a wait.  The files
+ * are made local first if they are not (the daemon went away), then
+ * HELLO and their OPENs are sent (pend.c), whose replies move them to
+ * the daemon once they are in; when the daemon cannot be reached, the
+ * client stays local and the next try is fallback_due's.  Exclusive,
+ * the lock not held.
  */
 static void
 client_try_daemon(hm_client *c)
 {
-	bool was_local = c->local;
 	int rc;
 
-	fallback_drop_conn(c);
-	pthread_mutex_lock(c->lock);
-	c->local = false;	/* client_open goes to the daemon */
-	pthread_mutex_unlock(c->lock);
-	rc = client_connect(c, c->socket_path);
-	if (rc == 0)
-		rc = client_reopen(c);
-	if (rc == 0) {
-		fallback_leave(c);
-		return;
+	if (!c->local) {
+		fallback_enter(c, c->broken != 0 ? c->broken : ECONNRESET);
+		pthread_mutex_lock(c->lock);
+		c->local_wait_ms = 0;	/* its first failure tries again soon */
+		pthread_mutex_unlock(c->lock);
+	} else {
+		fallback_drop_conn(c);
 	}
-	pthread_mutex_lock(c->lock);
-	c->local = was_local;	/* fallback_enter backs off when it was */
-	pthread_mutex_unlock(c->lock);
-	fallback_enter(c, -rc);
+	rc = pend_begin(c);
+	if (rc < 0)
+		fallback_enter(c, -rc);	/* backs off */
 }
 
 /*
@@ -145,8 +141,8 @@ client_reconnect(hm_client *c)
 static bool
 client_lost(const hm_client *c)
 {
-	if (c->fallback)
-		return c->broken != 0;
+	if (c->fallback)	/* a pipelined HELLO's failure is pend.c's to read */
+		return c->broken != 0 && c->pend_hello == NULL;
 	return c->reconnect_ms > 0 && connection_lost(c->broken);
 }
 
@@ -268,6 +264,14 @@ client_enter(hm_client *c)
 	}
 	while (c->exclusive)
 		pthread_cond_wait(&c->idle, c->lock);
+	if (pend_due(c)) {
+		/* pipelined replies came (or their time ran out): taken */
+		client_exclusive_begin(c);
+		pthread_mutex_unlock(c->lock);
+		pend_settle(c, false);
+		pthread_mutex_lock(c->lock);
+		client_exclusive_end(c);
+	}
 	if (client_wants_reconnect(c)) {
 		client_exclusive_begin(c);
 		client_reconnect(c);
@@ -277,6 +281,24 @@ client_enter(hm_client *c)
 	gen = c->gen;
 	pthread_mutex_unlock(c->lock);
 	return gen;
+}
+
+void
+client_settle(hm_client *c)
+{
+	pthread_mutex_lock(c->lock);
+	while (c->exclusive)
+		pthread_cond_wait(&c->idle, c->lock);
+	/* a child's pending requests are its parent's: client_enter drops them */
+	if (c->pid == fork_pid() && c->pend_hello != NULL) {
+		client_exclusive_begin(c);
+		pthread_mutex_unlock(c->lock);
+		if (c->pend_hello != NULL)
+			pend_settle(c, true);
+		pthread_mutex_lock(c->lock);
+		client_exclusive_end(c);
+	}
+	pthread_mutex_unlock(c->lock);
 }
 
 void
@@ -335,7 +357,10 @@ client_request(hm_client *c, uint16_t type, const ProtobufCMessage *req, uint16_
 	       ProtobufCMessage **reply)
 {
 	struct request q = { .type = type, .reply_type = reply_type, .req = req };
-	int rc = client_with_retry(c, request_run, &q);
+	int rc;
+
+	client_settle(c);	/* the daemon's answers, even when pipelined */
+	rc = client_with_retry(c, request_run, &q);
 
 	*reply = q.reply;
 	return rc;
@@ -348,7 +373,10 @@ client_file_request(hm_file *f, uint16_t type, const ProtobufCMessage *req, uint
 {
 	struct request q = { .f = f, .handle = handle, .type = type, .reply_type = reply_type,
 			     .req = req };
-	int rc = client_with_retry(f->c, request_run, &q);
+	int rc;
+
+	client_settle(f->c);
+	rc = client_with_retry(f->c, request_run, &q);
 
 	*reply = q.reply;
 	return rc;

@@ -63,8 +63,12 @@ local_stat(hm_file *f, const struct os_file_stat *s, int why)
 	f->st.mtime_ns = s->mtime_ns;
 	f->st.mode = s->mode;
 	f->st.handles = 1;
-	snprintf(f->st.direct_text, sizeof f->st.direct_text, "local: hotmapd not reached (%s)",
-		 strerror(why));
+	if (why == EINPROGRESS)	/* pend.c: asked, the answer not taken yet */
+		snprintf(f->st.direct_text, sizeof f->st.direct_text,
+			 "local: until hotmapd's answer is in");
+	else
+		snprintf(f->st.direct_text, sizeof f->st.direct_text,
+			 "local: hotmapd not reached (%s)", strerror(why));
 }
 
 /*
@@ -108,6 +112,32 @@ local_file_open(hm_client *c, hm_file *f, bool check)
 }
 
 void
+fallback_forget_pend(hm_client *c)
+{
+	struct pend_req *p = c->pend_opens, *next;
+
+	for (; p != NULL; p = next) {
+		next = p->next;
+		if (p->f != NULL)
+			p->f->pend = NULL;
+		pthread_cond_destroy(&p->w.cond);
+		free(p);
+	}
+	c->pend_opens = NULL;
+	c->pend_tail = &c->pend_opens;
+	c->pend_nopens = 0;
+	if (c->pend_hello != NULL) {
+		pthread_cond_destroy(&c->pend_hello->w.cond);
+		free(c->pend_hello);
+		c->pend_hello = NULL;
+	}
+	os_file_close(c->pend_hs.shm_fd);
+	c->pend_hs.shm_fd = HM_OSFILE_NONE;
+	region_unref(c->pend_hs.region);	/* NULL: none */
+	c->pend_hs.region = NULL;
+}
+
+void
 fallback_drop_conn(hm_client *c)
 {
 	struct hm_region *old;
@@ -122,6 +152,7 @@ fallback_drop_conn(hm_client *c)
 	c->sq_tail = c->cq_head = 0;
 	c->broken = 0;
 	wire_reset(c);
+	fallback_forget_pend(c);	/* the replies went with the connection */
 	pthread_mutex_unlock(c->lock);
 	region_unref(old);	/* views keep it */
 }
@@ -137,7 +168,7 @@ fallback_enter(hm_client *c, int why)
 	 * threads may be reading through them */
 	for (f = c->files; f != NULL; f = f->next)
 		direct_retire(f);
-	if (!c->local)
+	if (!c->local || c->local_wait_ms == 0)
 		c->local_wait_ms = CLIENT_RECONNECT_EVERY_MS;
 	else if ((c->local_wait_ms *= 2) > CLIENT_FALLBACK_RETRY_MAX_MS)
 		c->local_wait_ms = CLIENT_FALLBACK_RETRY_MAX_MS;
@@ -171,6 +202,11 @@ fallback_due(const hm_client *c)
 void
 fallback_drop(hm_file *f)
 {
+	if (f->pend != NULL) {
+		/* its OPEN is in flight: pend.c closes the handle it brings */
+		f->pend->f = NULL;
+		f->pend = NULL;
+	}
 	os_file_close(f->local_fd);
 	f->local_fd = HM_OSFILE_NONE;
 }

@@ -43,6 +43,8 @@ add_file_run(hm_client *c, void *arg)
 			f->next->prev = f;
 		c->files = f;
 		pthread_mutex_unlock(&c->files_lock);
+		if (c->local)
+			pend_open(c, f);	/* pipelined: the daemon gets it too */
 	}
 	return rc;
 }
@@ -58,6 +60,8 @@ client_add_file(hm_client *c, hm_file *f, int flags)
 	f->flags = flags & ~HM_O_WARM;	/* a reopen need not warm again */
 	if (flags & HM_O_WARM)
 		f->flags |= HM_O_DIRECT;	/* but maps at once again */
+	if (flags & HM_O_PATH)
+		client_settle(c);	/* the daemon's to open: its answers first */
 	rc = client_with_retry(c, add_file_run, &a);
 	if (rc < 0) {
 		direct_drop(f);
