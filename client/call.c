@@ -264,14 +264,6 @@ client_enter(hm_client *c)
 	}
 	while (c->exclusive)
 		pthread_cond_wait(&c->idle, c->lock);
-	if (pend_due(c)) {
-		/* pipelined replies came (or their time ran out): taken */
-		client_exclusive_begin(c);
-		pthread_mutex_unlock(c->lock);
-		pend_settle(c, false);
-		pthread_mutex_lock(c->lock);
-		client_exclusive_end(c);
-	}
 	if (client_wants_reconnect(c)) {
 		client_exclusive_begin(c);
 		client_reconnect(c);
@@ -286,11 +278,14 @@ client_enter(hm_client *c)
 void
 client_settle(hm_client *c)
 {
+	/* a child's first call (its parent's requests dropped, its own
+	 * sent), a due retry: client_enter's, before the answers are taken */
+	client_enter(c);
+	client_leave(c);
 	pthread_mutex_lock(c->lock);
 	while (c->exclusive)
 		pthread_cond_wait(&c->idle, c->lock);
-	/* a child's pending requests are its parent's: client_enter drops them */
-	if (c->pid == fork_pid() && c->pend_hello != NULL) {
+	if (c->pend_hello != NULL) {
 		client_exclusive_begin(c);
 		pthread_mutex_unlock(c->lock);
 		if (c->pend_hello != NULL)
@@ -307,6 +302,16 @@ client_leave(hm_client *c)
 	pthread_mutex_lock(c->lock);
 	if (--c->users == 0)
 		pthread_cond_broadcast(&c->idle);
+	if (!c->exclusive && pend_due(c)) {
+		/* pipelined answers came (or their time ran out): taken after
+		 * a call, not before, so that the call that notices them does
+		 * not go to the daemon for what it had decided to read here */
+		client_exclusive_begin(c);
+		pthread_mutex_unlock(c->lock);
+		pend_settle(c, false);
+		pthread_mutex_lock(c->lock);
+		client_exclusive_end(c);
+	}
 	pthread_mutex_unlock(c->lock);
 }
 

@@ -129,7 +129,7 @@ fallback_forget_pend(hm_client *c)
 	if (c->pend_hello != NULL) {
 		pthread_cond_destroy(&c->pend_hello->w.cond);
 		free(c->pend_hello);
-		c->pend_hello = NULL;
+		__atomic_store_n(&c->pend_hello, NULL, __ATOMIC_RELAXED);
 	}
 	os_file_close(c->pend_hs.shm_fd);
 	c->pend_hs.shm_fd = HM_OSFILE_NONE;

@@ -88,7 +88,7 @@ pend_begin(hm_client *c)
 		return rc;
 	}
 	pthread_mutex_lock(c->lock);
-	c->pend_hello = p;
+	__atomic_store_n(&c->pend_hello, p, __ATOMIC_RELAXED);	/* hm_stat looks unlocked */
 	c->pend_check_us = now;	/* the first call looks */
 	c->pend_deadline_us = now + CLIENT_PEND_WAIT_MS * 1000u;
 	c->local_retry_us = UINT64_MAX;	/* not fallback_due: the replies are awaited */
@@ -184,7 +184,7 @@ pend_adopt(hm_client *c)
 	int rc;
 
 	pthread_mutex_lock(c->lock);
-	c->pend_hello = NULL;
+	__atomic_store_n(&c->pend_hello, NULL, __ATOMIC_RELAXED);
 	c->pend_opens = NULL;
 	c->pend_tail = &c->pend_opens;
 	c->pend_nopens = 0;
@@ -232,7 +232,10 @@ pend_settle(hm_client *c, bool wait)
 		rc = wire_take_ready(c);
 		if (rc < 0)
 			break;
-		if (pend_all_in(c)) {
+		/* Not before a file is open, unless asked to: the first
+		 * hm_open after the answers are in would wait for its own,
+		 * where a pipelined one waits for nothing. */
+		if (pend_all_in(c) && (wait || c->pend_opens != NULL)) {
 			rc = pend_adopt(c);
 			break;
 		}
@@ -252,6 +255,9 @@ pend_settle(hm_client *c, bool wait)
 		if (rc < 0)
 			break;
 	}
+	if (rc < 0 && c->pend_hello != NULL && wire_answered(c, &c->pend_hello->w) &&
+	    c->pend_hello->w.result < 0)
+		rc = c->pend_hello->w.result;	/* refused, then closed: the refusal says why */
 	if (rc < 0)
 		fallback_enter(c, -rc);	/* local, as no daemon had answered */
 }
