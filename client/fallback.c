@@ -120,6 +120,7 @@ fallback_forget_pend(hm_client *c)
 		next = p->next;
 		if (p->f != NULL)
 			p->f->pend = NULL;
+		os_file_close(p->sent.fd);	/* one opened for it, if any */
 		pthread_cond_destroy(&p->w.cond);
 		free(p);
 	}
