@@ -8,8 +8,9 @@
  * it is stopped, hm_connect and hm_open return and every byte read is
  * right (a library that waited for HELLO's answer would hang there, and
  * the test's alarm would end it).  Also: threads reading while the
- * answers arrive, a child forked before they did, a daemon that refuses
- * the uid, and a socket that accepts and never answers.
+ * answers arrive, a child forked before they did, a daemon that dies
+ * before it answers (and one started again), a daemon that refuses the
+ * uid, and a socket that accepts and never answers.
  */
 #include "config.h"
 
@@ -358,6 +359,32 @@ test_fork_before_answers(void **state)
 	close(fd);
 }
 
+/* The daemon dies before it answers (killed while stopped): the reads
+ * stay right, here; a daemon started again gets the file. */
+static void
+test_daemon_dies_before_answers(void **state)
+{
+	struct harness *h = *state;
+	char pa[PATH_MAX];
+	hm_client *c;
+	hm_file *f;
+	int fd = make_file(h, pa, 9);
+
+	assert_int_equal(kill(h->pid, SIGSTOP), 0);
+	c = connect_local(h->sock);
+	f = hm_open(c, pa, 0);
+	assert_non_null(f);
+	harness_check_read(f, fd, 4096, 70000);
+	harness_kill(h);
+	check_reads(f, fd, SIZE_A);
+	assert_int_not_equal(where(f), HM_DIRECT_YES);
+	harness_restart(h);
+	read_until_direct(f, fd);
+	check_reads(f, fd, SIZE_A);
+	hm_disconnect(c);
+	close(fd);
+}
+
 /* As nobody, while the daemon is stopped: connect, open, read; then the
  * daemon refuses the uid and the client stays local.  The child's exit
  * status: 0, or where it failed. */
@@ -511,6 +538,7 @@ main(void)
 		T(test_stat_waits, opts_default),
 		T(test_threads_while_answers_come, opts_default),
 		T(test_fork_before_answers, opts_default),
+		T(test_daemon_dies_before_answers, opts_default),
 		T(test_refused_uid_pipelined, opts_allow_root),
 		T(test_silent_socket, opts_default),
 	};
