@@ -285,11 +285,10 @@ client_settle(hm_client *c)
 	pthread_mutex_lock(c->lock);
 	while (c->exclusive)
 		pthread_cond_wait(&c->idle, c->lock);
-	if (c->pend_hello != NULL) {
+	if (c->pend_hello != NULL || c->pend_opens != NULL) {
 		client_exclusive_begin(c);
 		pthread_mutex_unlock(c->lock);
-		if (c->pend_hello != NULL)
-			pend_settle(c, true);
+		pend_settle(c, true);
 		pthread_mutex_lock(c->lock);
 		client_exclusive_end(c);
 	}
@@ -351,7 +350,8 @@ request_run(hm_client *c, void *arg)
 			return -ESTALE;	/* lost in a reconnect */
 		*q->handle = q->f->handle;
 	}
-	if (c->local)
+	if (c->local || (q->f != NULL && q->f->handle == FALLBACK_HANDLE))
+		/* no daemon, or a file whose OPEN is not answered yet */
 		return fallback_request(c, q->f, q->type, q->req, &q->reply);
 	return client_call(c, q->type, q->req, -1, q->reply_type, &q->reply);
 }

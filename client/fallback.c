@@ -77,7 +77,7 @@ local_stat(hm_file *f, const struct os_file_stat *s, int why)
  * hm_stat, and the local handle.  0, or -errno (f is then lost).
  */
 static int
-local_file_open(hm_client *c, hm_file *f, bool check)
+local_file_open(hm_client *c, hm_file *f, bool check, int why)
 {
 	struct os_file_stat s;
 	hm_osfile fd = HM_OSFILE_NONE;
@@ -88,7 +88,7 @@ local_file_open(hm_client *c, hm_file *f, bool check)
 			/* the daemon's to open: ENOTCONN at each read */
 			f->handle = FALLBACK_HANDLE;
 			snprintf(f->st.direct_text, sizeof f->st.direct_text,
-				 "local: HM_O_PATH needs hotmapd (%s)", strerror(c->local_why));
+				 "local: HM_O_PATH needs hotmapd (%s)", strerror(why));
 			return 0;
 		}
 		rc = os_file_open(f->path, &fd);
@@ -106,7 +106,7 @@ local_file_open(hm_client *c, hm_file *f, bool check)
 	}
 	if (fd != HM_OSFILE_NONE)
 		f->local_fd = fd;
-	local_stat(f, &s, c->local_why);
+	local_stat(f, &s, why);
 	f->handle = FALLBACK_HANDLE;
 	return 0;
 }
@@ -119,7 +119,7 @@ fallback_forget_pend(hm_client *c)
 	for (; p != NULL; p = next) {
 		next = p->next;
 		if (p->f != NULL)
-			p->f->pend = NULL;
+			__atomic_store_n(&p->f->pend, NULL, __ATOMIC_RELAXED);
 		os_file_close(p->sent.fd);	/* one opened for it, if any */
 		pthread_cond_destroy(&p->w.cond);
 		free(p);
@@ -178,7 +178,7 @@ fallback_enter(hm_client *c, int why)
 	c->local = true;
 	pthread_mutex_unlock(c->lock);
 	for (f = c->files; f != NULL; f = f->next)
-		if (local_file_open(c, f, true) < 0)
+		if (local_file_open(c, f, true, why) < 0)
 			f->handle = 0;	/* lost: ESTALE, until the daemon reopens it */
 }
 
@@ -206,7 +206,7 @@ fallback_drop(hm_file *f)
 	if (f->pend != NULL) {
 		/* its OPEN is in flight: pend.c closes the handle it brings */
 		f->pend->f = NULL;
-		f->pend = NULL;
+		__atomic_store_n(&f->pend, NULL, __ATOMIC_RELAXED);
 	}
 	os_file_close(f->local_fd);
 	f->local_fd = HM_OSFILE_NONE;
@@ -219,7 +219,8 @@ fallback_open(hm_client *c, hm_file *f, int flags)
 
 	if (flags & HM_O_PATH)
 		return -ENOTCONN;	/* only the daemon opens beneath its roots */
-	rc = local_file_open(c, f, false);
+	/* connected: read here until the answer to its OPEN is in (pend.c) */
+	rc = local_file_open(c, f, false, c->local ? c->local_why : EINPROGRESS);
 	if (rc == 0 && (flags & HM_O_WARM))
 		os_file_willneed(local_file(f), 0, 0);	/* the whole file, read ahead */
 	return rc;
@@ -230,15 +231,18 @@ fallback_reads(hm_client *c, struct read_op *ops, size_t n)
 {
 	size_t i;
 
-	(void)c;
 	for (i = 0; i < n; i++) {
 		struct read_op *op = &ops[i];
 		hm_osfile fd = op->file != NULL ? local_file(op->file) : HM_OSFILE_NONE;
 
+		/* a connected client's region block, for a file read here
+		 * until its OPEN is answered (client_do_reads) */
+		uint8_t *dst = op->shm ? c->region->base + op->shm_off : op->buf;
+
 		op->local = true;
 		op->done = true;
 		op->result = fd == HM_OSFILE_NONE ? -ENOTCONN :
-			     (ssize_t)os_file_pread_all(fd, op->buf, op->len, op->offset);
+			     (ssize_t)os_file_pread_all(fd, dst, op->len, op->offset);
 	}
 	return 0;
 }

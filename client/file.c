@@ -43,7 +43,7 @@ add_file_run(hm_client *c, void *arg)
 			f->next->prev = f;
 		c->files = f;
 		pthread_mutex_unlock(&c->files_lock);
-		if (c->local)
+		if (f->handle == FALLBACK_HANDLE)
 			pend_open(c, f);	/* pipelined: the daemon gets it too */
 	}
 	return rc;
@@ -181,7 +181,8 @@ hm_stat(hm_file *f, struct hm_stat *st)
 	set_last_error(NULL);
 	if (f == NULL || st == NULL)
 		return fail(EINVAL);
-	if (__atomic_load_n(&f->c->pend_hello, __ATOMIC_RELAXED) != NULL)
+	if (__atomic_load_n(&f->c->pend_hello, __ATOMIC_RELAXED) != NULL ||
+	    __atomic_load_n(&f->pend, __ATOMIC_RELAXED) != NULL)
 		client_settle(f->c);	/* where the file is read: the daemon's answers first */
 	if (f->c->pid == fork_pid() && direct_grant_holds(f)) {
 		/* nobody can change the file while the grant holds */
@@ -237,7 +238,8 @@ hm_close(hm_file *f)
 			pthread_cond_wait(&c->idle, c->lock);
 		c->users++;
 		req.handle = f->handle;
-		if (f->handle == 0 || c->local || client_wants_reconnect(c)) {
+		if (f->handle == 0 || f->handle == FALLBACK_HANDLE || c->local ||
+		    client_wants_reconnect(c)) {
 			rc = 0;	/* the daemon that had it is gone: nothing to close there */
 		} else {
 			/* not waited for: a short-lived process would spend a

@@ -185,6 +185,11 @@ client_open(hm_client *c, hm_file *f, int flags)
 
 	if (c->local)
 		return fallback_open(c, f, flags);	/* no daemon: opened here */
+	if (c->fallback && !(flags & HM_O_PATH))
+		/* a new file (HOTMAP_FALLBACK=local moves old ones with pend.c):
+		 * read here until the answer to its OPEN, sent next
+		 * (pend_open), is in */
+		return fallback_open(c, f, flags);
 	/* a reopen: the old connection's grant means nothing, but threads
 	 * may still be reading through it (direct reads take no user, so
 	 * the reconnect does not wait for them): retired, not freed */

@@ -65,7 +65,12 @@ pend_open_send(hm_client *c, hm_file *f)
 		return;
 	}
 	pthread_mutex_lock(c->lock);
-	f->pend = p;
+	if (c->pend_hello == NULL && c->pend_opens == NULL) {
+		/* connected: the first OPEN in flight starts the wait */
+		c->pend_check_us = now_us();
+		c->pend_deadline_us = c->pend_check_us + CLIENT_PEND_WAIT_MS * 1000u;
+	}
+	__atomic_store_n(&f->pend, p, __ATOMIC_RELAXED);	/* hm_stat looks unlocked */
 	*c->pend_tail = p;
 	c->pend_tail = &p->next;
 	c->pend_nopens++;
@@ -107,23 +112,32 @@ pend_begin(hm_client *c)
 void
 pend_open(hm_client *c, hm_file *f)
 {
-	if (c->pend_hello != NULL)
+	/* local with no HELLO in flight: sent with the next try's */
+	if (c->pend_hello != NULL || !c->local)
 		pend_open_send(c, f);
 }
 
 bool
 pend_due(hm_client *c)
 {
+	struct pend_req *p;
 	uint64_t now;
 
-	if (c->pend_hello == NULL)
+	if (c->pend_hello == NULL && c->pend_opens == NULL)
 		return false;
 	if (c->broken)
-		return true;	/* a send failed: the refusal is read at once */
+		return c->pend_hello != NULL;	/* a send failed: the refusal is read at once */
 	now = now_us();
 	if (now < c->pend_check_us)
 		return false;
 	c->pend_check_us = now + CLIENT_PEND_CHECK_US;
+	if (c->pend_hello == NULL) {
+		/* connected: another thread's read may have taken an answer */
+		for (p = c->pend_opens; p != NULL; p = p->next)
+			if (p->w.left == 0 || p->w.err != 0)
+				return true;
+		return transport_readable(c, 0) > 0;
+	}
 	return now >= c->pend_deadline_us || transport_readable(c, 0) != 0;
 }
 
@@ -202,7 +216,7 @@ pend_adopt(hm_client *c)
 	for (p = list; p != NULL; p = next) {
 		next = p->next;
 		if (p->f != NULL)
-			p->f->pend = NULL;
+			__atomic_store_n(&p->f->pend, NULL, __ATOMIC_RELAXED);
 		if (p->rc == 0 && p->f != NULL && rc == 0) {
 			client_open_apply(c, p->f, p->f->flags, &p->sent, p->reply, p->given);
 		} else if (p->rc == 0) {
@@ -220,12 +234,88 @@ pend_adopt(hm_client *c)
 	return rc;
 }
 
+/* The answers that are in applied, file by file: a connected client's
+ * new files (pend_open).  A file the daemon refused stays read here. */
+static void
+pend_take_connected(hm_client *c)
+{
+	struct pend_req **pp = &c->pend_opens, *p;
+
+	while ((p = *pp) != NULL) {
+		if (!wire_answered(c, &p->w)) {
+			pp = &p->next;
+			continue;
+		}
+		pthread_mutex_lock(c->lock);
+		*pp = p->next;
+		if (c->pend_tail == &p->next)
+			c->pend_tail = pp;
+		c->pend_nopens--;
+		if (p->f != NULL)
+			__atomic_store_n(&p->f->pend, NULL, __ATOMIC_RELAXED);
+		pthread_mutex_unlock(c->lock);
+		p->rc = wire_finish(c, &p->w, p->sent.send_rc);
+		p->rc = wire_reply(c, &p->w, p->rc, HM_MSG_OPEN_REPLY, &p->reply, &p->given);
+		if (p->rc == 0 && p->f != NULL) {
+			client_open_apply(c, p->f, p->f->flags, &p->sent, p->reply, p->given);
+		} else {
+			if (p->rc == 0) {
+				pend_close_orphan(c, p);
+				protobuf_c_message_free_unpacked(p->reply, NULL);
+				if (p->given >= 0)
+					close(p->given);
+			} else if (p->f != NULL) {
+				p->f->pend_skip = true;	/* refused: read here */
+			}
+			os_file_close(p->sent.fd);
+		}
+		free(p);
+	}
+}
+
+/* A connected client's pending OPENs: what is in is applied; with wait,
+ * the rest are waited for until the deadline, then read here still. */
+static void
+pend_settle_connected(hm_client *c, bool wait)
+{
+	unsigned seen = pend_answered(c), now_seen;
+
+	for (;;) {
+		uint64_t now;
+		hm_file *f;
+		int rc = wire_take_ready(c);
+
+		if (rc < 0)
+			return;	/* broken: the reconnect policy takes over */
+		pend_take_connected(c);
+		for (f = c->files; f != NULL; f = f->next)
+			if (f->handle == FALLBACK_HANDLE)
+				pend_open_send(c, f);	/* the window had no room */
+		if (c->pend_opens == NULL || !wait)
+			return;
+		now = now_us();
+		now_seen = pend_answered(c);
+		if (now_seen > seen) {
+			seen = now_seen;
+			c->pend_deadline_us = now + CLIENT_PEND_WAIT_MS * 1000u;
+		}
+		if (now >= c->pend_deadline_us ||
+		    transport_readable(c, (unsigned)((c->pend_deadline_us - now + 999) / 1000)) < 0)
+			return;
+	}
+}
+
 void
 pend_settle(hm_client *c, bool wait)
 {
-	unsigned seen = pend_answered(c), now_seen;
+	unsigned seen, now_seen;
 	int rc = 0;
 
+	if (c->pend_hello == NULL) {
+		pend_settle_connected(c, wait);
+		return;
+	}
+	seen = pend_answered(c);
 	while (c->pend_hello != NULL) {
 		uint64_t now;
 

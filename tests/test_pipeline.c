@@ -150,10 +150,13 @@ test_pipelined_open(void **state)
 {
 	struct harness *h = *state;
 	struct hm_read_stats rs = { .size = sizeof rs };
+	static uint8_t got[2][6000], want[6000];
+	struct hm_io io[2];
+	struct hm_view v;
 	struct hm_stat st;
 	char pa[PATH_MAX];
 	hm_client *c;
-	hm_file *f;
+	hm_file *f, *g;
 	int fd = make_file(h, pa, 3);
 
 	assert_int_equal(kill(h->pid, SIGSTOP), 0);
@@ -172,11 +175,33 @@ test_pipelined_open(void **state)
 	assert_int_equal(st.size, SIZE_A);
 	check_reads(f, fd, SIZE_A);
 	assert_int_equal(hm_close(f), 0);
-	/* a file opened now goes to the daemon at once */
+	/* connected: a file opened now does not wait either, by path or by
+	 * descriptor, and moves once its answer is in */
+	assert_int_equal(kill(h->pid, SIGSTOP), 0);
 	f = hm_open(c, pa, 0);
-	assert_non_null(f);
-	assert_int_equal(where(f), HM_DIRECT_YES);
+	g = hm_open_fd(c, fd, 0);
+	assert_true(f != NULL && g != NULL);
 	check_reads(f, fd, SIZE_A);
+	check_reads(g, fd, SIZE_A);
+	assert_int_not_equal(where(f), HM_DIRECT_YES);
+	io[0] = (struct hm_io){ .file = f, .offset = 777, .len = 5000, .buf = got[0] };
+	io[1] = (struct hm_io){ .file = g, .offset = 777, .len = 6000, .buf = got[1] };
+	assert_int_equal(hm_read_batch(c, io, 2), 0);
+	assert_int_equal(io[0].result, 5000);
+	assert_int_equal(io[1].result, 6000);
+	assert_int_equal(pread(fd, want, 6000, 777), 6000);
+	assert_memory_equal(got[0], want, 5000);
+	assert_memory_equal(got[1], want, 6000);
+	/* a view, in the region of the connected client */
+	assert_int_equal(hm_view_range(g, 777, 6000, &v), 0);
+	assert_int_equal(v.len, 6000);
+	assert_memory_equal(v.data, want, 6000);
+	hm_view_release(&v);
+	assert_int_equal(kill(h->pid, SIGCONT), 0);
+	read_until_direct(f, fd);
+	read_until_direct(g, fd);
+	check_reads(f, fd, SIZE_A);
+	check_reads(g, fd, SIZE_A);
 	hm_disconnect(c);
 	close(fd);
 }
