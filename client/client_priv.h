@@ -11,7 +11,8 @@
  * options), open.c (OPEN, and reopening), pend.c (HOTMAP_FALLBACK=local's
  * pipelined HELLO and OPENs), call.c (a call's life, the
  * reconnect policy); above them the public calls: file.c (open, stat,
- * warm, close), read.c, view.c, admin.c.  The direct tier, beside them,
+ * warm, close), read.c, view.c, admin.c; and hm_connect_opts (connect.c)
+ * starts pend.c's pipelined connect.  The direct tier, beside them,
  * calls down into region.c only.  Everything declared here is hidden
  * (-fvisibility=hidden, and libhotmap.sym exports hm_* only); nothing
  * outside libhotmap includes it.

@@ -16,7 +16,10 @@
  * tier or is closed.  A refusal (HELLO's or an OPEN's), a connection
  * that breaks, or CLIENT_PEND_WAIT_MS without a reply, leave the client
  * local as fallback.c's rules say (fallback_enter: the next try backs
- * off), its files read as before.
+ * off), its files read as before.  A client that has moved pipelines
+ * its new files the same way (pend_open): each is read here until its
+ * own OPEN's answer is in, and moves alone (pend_settle_connected); a
+ * file the daemon refuses stays read here.
  *
  * Nothing here waits but pend_settle with wait set, and that only until
  * the deadline.  The replies are read only by a call running exclusive
