@@ -30,6 +30,50 @@
 
 #define DB_MAX_PROCS 64
 
+/* Two contenders of this workload alone, run by hmproc's modes of the
+ * same names (its others are contender.c's, the hotmap ones as "hotmap"):
+ * the library with HOTMAP_FALLBACK=local, whose connect and open wait
+ * for no answer of hotmapd, and the floor of any connect that waits, one
+ * round trip and nothing else.  Measured after the "hotmap" row, when
+ * the run has one (hotmapd's contenders are available) and --contenders
+ * names them or nothing. */
+static const struct contender db_extra[] = {
+	{
+		.name = "hotmap-fallback",
+		.label = "libhotmap's defaults with HOTMAP_FALLBACK=local: connect and open wait for "
+			 "no answer of hotmapd (read here until the answers are in)",
+		.flags = CF_HOTMAP,
+		.workloads = W_DBPROCS,
+		.direct = DIRECT_DEFAULT,
+	},
+	{
+		.name = "hello-only",
+		.label = "hm_connect_opts with no region and no direct tier, then exit: one round "
+			 "trip to hotmapd, nothing read",
+		.flags = CF_HOTMAP,
+		.workloads = W_DBPROCS,
+		.shm_size = "0",
+		.direct = 0,
+	},
+};
+
+/* cs[0..nc) and, after the "hotmap" row, the extras selected: how many. */
+static size_t
+db_contenders(const struct contender **cs, size_t nc, const struct contender **out)
+{
+	size_t i, j, n = 0;
+
+	for (i = 0; i < nc && n < BENCH_MAX_CONTENDERS; i++) {
+		out[n++] = cs[i];
+		if (strcmp(cs[i]->name, "hotmap") != 0)
+			continue;
+		for (j = 0; j < sizeof db_extra / sizeof db_extra[0] && n < BENCH_MAX_CONTENDERS; j++)
+			if (contender_selected(&db_extra[j]))
+				out[n++] = &db_extra[j];
+	}
+	return n;
+}
+
 /* bench/hmproc: $HMPROC, else beside hmbench (or one up, from .libs). */
 static const char *
 hmproc_path(void)
@@ -157,8 +201,10 @@ pct(double *v, unsigned n, double p)
 }
 
 int
-dbprocs_run(const struct contender **cs, size_t nc)
+dbprocs_run(const struct contender **given, size_t ngiven)
 {
+	const struct contender *cs[BENCH_MAX_CONTENDERS];
+	size_t nc = db_contenders(given, ngiven, cs);
 	const char *W = "dbprocs", *exe = hmproc_path();
 	unsigned np = bench.o.db_procs, r, i;
 	struct db_proc ps[DB_MAX_PROCS];
@@ -183,7 +229,9 @@ dbprocs_run(const struct contender **cs, size_t nc)
 		       "  wall_ms: first fork to last exit (lower is better; x pread = pread's / this). "
 		       "Per process (median over rounds of each round's percentile): co_* connect + open "
 		       "(pread: open; mmap-new: open + mmap; hotmap: hm_connect_opts + hm_open; issue 29 "
-		       "target for hotmap: p50 <= 0.5 ms), conn_p50 its connect alone (hm_connect_opts), "
+		       "target for hotmap: p50 <= 0.5 ms; hotmap-fallback: the same with "
+		       "HOTMAP_FALLBACK=local, which waits for no answer; hello-only: hm_connect_opts with no "
+		       "region and nothing else, one round trip, the floor of a connect that waits), conn_p50 its connect alone (hm_connect_opts), "
 		       "co_cpu_ms and co_minflt the process's own CPU time (p50) and faults in connect + open, "
 		       "start_p50 fork to main (exec, loader), "
 		       "reads_p50 the lookups, close_p50, cpu_ms user + system, minflt (wait4).",
@@ -204,7 +252,10 @@ dbprocs_run(const struct contender **cs, size_t nc)
 			struct row *row;
 
 			if (c->flags & CF_HOTMAP) {
-				argv[1] = "hotmap";
+				/* hmproc's mode: the contender's name says the two
+				 * that only this workload has */
+				argv[1] = strcmp(c->name, "hotmap-fallback") == 0 ? "hotmap-fallback" :
+					  strcmp(c->name, "hello-only") == 0 ? "hello" : "hotmap";
 				snprintf(shm, sizeof shm, "%s", c->shm_size != NULL ? c->shm_size : "-1");
 				snprintf(direct, sizeof direct, "%d", c->direct);
 				argv[6] = shm;

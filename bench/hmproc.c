@@ -9,7 +9,12 @@
  *
  * MODE: pread (open + pread), mmap (open + mmap + memcpy + munmap),
  * hotmap (hm_connect_opts + hm_open + hm_pread + hm_close +
- * hm_disconnect; SHM_SIZE -1 and DIRECT -1 are the library's defaults).
+ * hm_disconnect; SHM_SIZE -1 and DIRECT -1 are the library's defaults),
+ * hotmap-fallback (the same with HOTMAP_FALLBACK=local, whose connect and
+ * open wait for nothing: the file's size from stat(2), since hm_stat
+ * would wait for hotmapd's answers), hello (hm_connect_opts alone, no
+ * region, no direct tier, then hm_disconnect: one round trip to hotmapd
+ * and nothing else, the floor of any connect that waits).
  * Prints one line on stdout, CLOCK_MONOTONIC seconds (the parent compares
  * them with its own clock: the time from fork to main is the process's
  * start):  main connect_open reads close connect cpu faults sum
@@ -90,7 +95,8 @@ main(int argc, char **argv)
 	int fd;
 
 	if (argc != 6 && argc != 8) {
-		fprintf(stderr, "usage: hmproc pread|mmap|hotmap SOCKET PATH READS SEED [SHM_SIZE DIRECT]\n");
+		fprintf(stderr, "usage: hmproc pread|mmap|hotmap|hotmap-fallback|hello SOCKET PATH READS "
+			"SEED [SHM_SIZE DIRECT]\n");
 		return 2;
 	}
 	usage_now(&cpu0, &flt0);
@@ -99,7 +105,19 @@ main(int argc, char **argv)
 	path = argv[3];
 	reads = strtoul(argv[4], NULL, 10);
 	seed = strtoull(argv[5], NULL, 10);
-	if (strcmp(mode, "hotmap") == 0) {
+	if (strcmp(mode, "hello") == 0) {
+		struct hm_options o = HM_OPTIONS_INIT;
+		hm_client *c;
+
+		o.shm_size = 0;
+		o.direct = 0;
+		c = hm_connect_opts(sock, &o);
+		if (c == NULL)
+			return fail("hm_connect_opts");
+		t_connect = t_open = t_reads = now();
+		usage_now(&cpu1, &flt1);
+		hm_disconnect(c);
+	} else if (strcmp(mode, "hotmap") == 0 || strcmp(mode, "hotmap-fallback") == 0) {
 		struct hm_options o = HM_OPTIONS_INIT;
 		struct hm_stat hs;
 		hm_client *c;
@@ -109,6 +127,8 @@ main(int argc, char **argv)
 			o.shm_size = strtoll(argv[6], NULL, 10);
 			o.direct = (int)strtol(argv[7], NULL, 10);
 		}
+		if (mode[6] == '-')
+			o.fallback = HM_FALLBACK_LOCAL;
 		c = hm_connect_opts(sock, &o);
 		if (c == NULL)
 			return fail("hm_connect_opts");
@@ -118,8 +138,13 @@ main(int argc, char **argv)
 			return fail("hm_open");
 		t_open = now();
 		usage_now(&cpu1, &flt1);
-		if (hm_stat(f, &hs) < 0)
+		if (o.fallback == HM_FALLBACK_LOCAL) {
+			if (stat(path, &st) < 0)
+				return fail("stat");
+			hs.size = (uint64_t)st.st_size;
+		} else if (hm_stat(f, &hs) < 0) {
 			return fail("hm_stat");
+		}
 		pages = hs.size / LEN;
 		for (i = 0; i < reads; i++) {
 			if (hm_pread(f, buf, LEN, (next(&seed) % pages) * LEN) != LEN)

@@ -72,33 +72,29 @@ client_exclusive_end(hm_client *c)
 }
 
 /*
- * HOTMAP_FALLBACK=local: one try at the daemon, never a wait.  When it
- * answers, the files move to it (reopened as a reconnect reopens them)
- * and their local descriptors are closed; else the client is (or stays)
- * local, and the next try is fallback_due's.  Exclusive, the lock not
- * held.
+ * HOTMAP_FALLBACK=local: one try at the daemon, never a wait.  The files
+ * are made local first if they are not (the daemon went away), then
+ * HELLO and their OPENs are sent (pend.c), whose replies move them to
+ * the daemon once they are in; when the daemon cannot be reached, the
+ * client stays local and the next try is fallback_due's.  Exclusive,
+ * the lock not held.
  */
 static void
 client_try_daemon(hm_client *c)
 {
-	bool was_local = c->local;
 	int rc;
 
-	fallback_drop_conn(c);
-	pthread_mutex_lock(c->lock);
-	c->local = false;	/* client_open goes to the daemon */
-	pthread_mutex_unlock(c->lock);
-	rc = client_connect(c, c->socket_path);
-	if (rc == 0)
-		rc = client_reopen(c);
-	if (rc == 0) {
-		fallback_leave(c);
-		return;
+	if (!c->local) {
+		fallback_enter(c, c->broken != 0 ? c->broken : ECONNRESET);
+		pthread_mutex_lock(c->lock);
+		c->local_wait_ms = 0;	/* its first failure tries again soon */
+		pthread_mutex_unlock(c->lock);
+	} else {
+		fallback_drop_conn(c);
 	}
-	pthread_mutex_lock(c->lock);
-	c->local = was_local;	/* fallback_enter backs off when it was */
-	pthread_mutex_unlock(c->lock);
-	fallback_enter(c, -rc);
+	rc = pend_begin(c);
+	if (rc < 0)
+		fallback_enter(c, -rc);	/* backs off */
 }
 
 /*
@@ -145,8 +141,8 @@ client_reconnect(hm_client *c)
 static bool
 client_lost(const hm_client *c)
 {
-	if (c->fallback)
-		return c->broken != 0;
+	if (c->fallback)	/* a pipelined HELLO's failure is pend.c's to read */
+		return c->broken != 0 && c->pend_hello == NULL;
 	return c->reconnect_ms > 0 && connection_lost(c->broken);
 }
 
@@ -280,11 +276,41 @@ client_enter(hm_client *c)
 }
 
 void
+client_settle(hm_client *c)
+{
+	/* a child's first call (its parent's requests dropped, its own
+	 * sent), a due retry: client_enter's, before the answers are taken */
+	client_enter(c);
+	client_leave(c);
+	pthread_mutex_lock(c->lock);
+	while (c->exclusive)
+		pthread_cond_wait(&c->idle, c->lock);
+	if (c->pend_hello != NULL || c->pend_opens != NULL) {
+		client_exclusive_begin(c);
+		pthread_mutex_unlock(c->lock);
+		pend_settle(c, true);
+		pthread_mutex_lock(c->lock);
+		client_exclusive_end(c);
+	}
+	pthread_mutex_unlock(c->lock);
+}
+
+void
 client_leave(hm_client *c)
 {
 	pthread_mutex_lock(c->lock);
 	if (--c->users == 0)
 		pthread_cond_broadcast(&c->idle);
+	if (!c->exclusive && pend_due(c)) {
+		/* pipelined answers came (or their time ran out): taken after
+		 * a call, not before, so that the call that notices them does
+		 * not go to the daemon for what it had decided to read here */
+		client_exclusive_begin(c);
+		pthread_mutex_unlock(c->lock);
+		pend_settle(c, false);
+		pthread_mutex_lock(c->lock);
+		client_exclusive_end(c);
+	}
 	pthread_mutex_unlock(c->lock);
 }
 
@@ -325,7 +351,8 @@ request_run(hm_client *c, void *arg)
 			return -ESTALE;	/* lost in a reconnect */
 		*q->handle = q->f->handle;
 	}
-	if (c->local)
+	if (c->local || (q->f != NULL && q->f->handle == FALLBACK_HANDLE))
+		/* no daemon, or a file whose OPEN is not answered yet */
 		return fallback_request(c, q->f, q->type, q->req, &q->reply);
 	if (q->fd != NULL) {
 		if (*q->fd >= 0)
@@ -342,7 +369,10 @@ client_request(hm_client *c, uint16_t type, const ProtobufCMessage *req, uint16_
 	       ProtobufCMessage **reply)
 {
 	struct request q = { .type = type, .reply_type = reply_type, .req = req };
-	int rc = client_with_retry(c, request_run, &q);
+	int rc;
+
+	client_settle(c);	/* the daemon's answers, even when pipelined */
+	rc = client_with_retry(c, request_run, &q);
 
 	*reply = q.reply;
 	return rc;
@@ -355,7 +385,10 @@ client_file_request(hm_file *f, uint16_t type, const ProtobufCMessage *req, uint
 {
 	struct request q = { .f = f, .handle = handle, .type = type, .reply_type = reply_type,
 			     .req = req };
-	int rc = client_with_retry(f->c, request_run, &q);
+	int rc;
+
+	client_settle(f->c);
+	rc = client_with_retry(f->c, request_run, &q);
 
 	*reply = q.reply;
 	return rc;

@@ -8,9 +8,11 @@
  * region's blocks), ring.c (polling mode), fallback.c (the calls served
  * without the daemon, HOTMAP_FALLBACK=local), read_op.c (a call's READs),
  * fork.c (the list of clients fork(2) walks), connect.c (connecting, the
- * options), open.c (OPEN, and reopening), call.c (a call's life, the
+ * options), open.c (OPEN, and reopening), pend.c (HOTMAP_FALLBACK=local's
+ * pipelined HELLO and OPENs), call.c (a call's life, the
  * reconnect policy); above them the public calls: file.c (open, stat,
- * warm, close), read.c, view.c, admin.c.  The direct tier, beside them,
+ * warm, close), read.c, view.c, admin.c; and hm_connect_opts (connect.c)
+ * starts pend.c's pipelined connect.  The direct tier, beside them,
  * calls down into region.c only.  Everything declared here is hidden
  * (-fvisibility=hidden, and libhotmap.sym exports hm_* only); nothing
  * outside libhotmap includes it.
@@ -140,6 +142,41 @@ struct wire_wait {
 };
 
 /*
+ * HOTMAP_FALLBACK=local pipelines (pend.c): HELLO, and each file's OPEN,
+ * are sent without waiting, the client stays local (fallback.c) until
+ * every reply is in, then takes them all at once.  What was sent, to
+ * take the reply with: HELLO's region and what it asked for (connect.c),
+ * an OPEN's own descriptor and how it went (open.c).
+ */
+struct hello_sent {
+	struct hm_region *region;	/* offered, not yet c->region */
+	hm_osfile shm_fd;		/* closed once the reply is in */
+	uint32_t ring_entries;
+	uint32_t legacy_slots;		/* direct_slots asked for */
+	int send_rc;			/* for wire_finish */
+};
+
+struct open_sent {
+	hm_osfile fd;		/* opened here for it (ours), or NONE */
+	bool by_path;
+	bool from_local;	/* the file's local_fd went with it */
+	int send_rc;
+};
+
+/* A request in flight whose reply is taken later: HELLO (f NULL), or an
+ * OPEN of f (NULL once hm_close let f go: its handle is closed when the
+ * reply comes).  On c->pend_opens in the order sent. */
+struct pend_req {
+	struct wire_wait w;	/* begun: linked on c->waits */
+	hm_file *f;
+	struct open_sent sent;
+	ProtobufCMessage *reply;	/* taken, not yet applied */
+	int given;
+	int rc;
+	struct pend_req *next;
+};
+
+/*
  * Threads share a client: their requests are in flight at once, each
  * with ids of its own.  A call is a user (users) while it runs; it sends
  * its frames under send_lock, then waits for its replies (wire_wait):
@@ -233,6 +270,17 @@ struct hm_client {
 	unsigned local_wait_ms;	/* until the next try, backing off */
 	uint64_t local_retry_us;	/* monotime_us() of the next try */
 	struct direct_map *retired;	/* grants given up under readers (direct_retire) */
+	/* HOTMAP_FALLBACK=local, pipelined (pend.c): HELLO sent on conn, its
+	 * reply not taken yet (NULL: none pending; read under lock), what it
+	 * offered, the OPENs sent after it, and when to look for the replies
+	 * again and to stop waiting for them.  Local meanwhile.  Changed
+	 * under lock by users (an OPEN added, orphaned), else exclusive. */
+	struct pend_req *pend_hello;
+	struct hello_sent pend_hs;
+	struct pend_req *pend_opens, **pend_tail;
+	unsigned pend_nopens;
+	uint64_t pend_check_us;
+	uint64_t pend_deadline_us;
 	char *socket_path;	/* NULL: the default */
 	/* fork(2): the process the connection, region and handles belong
 	 * to; a call from another one (a child) connects afresh first. */
@@ -331,6 +379,11 @@ struct hm_file {
 	 * with while the client is local (fallback.c); -1 otherwise */
 	hm_osfile local_fd;
 	unsigned heat_reads;
+	/* HOTMAP_FALLBACK=local, pipelined: its OPEN in flight (pend.c), or
+	 * NULL; pend_skip: not to be sent again in this round (its descriptor
+	 * is gone: lost, ESTALE). */
+	struct pend_req *pend;
+	bool pend_skip;
 	/* On a network file system (netfs.c): read with pread on fd, or on
 	 * own_fd kept for it, not through the daemon; or from copy (atomic:
 	 * read without the lock), hotmapd's copy of the file mapped
@@ -413,6 +466,10 @@ uint32_t wire_ring_wakes(hm_client *c);
 int wire_wait_ring(hm_client *c, uint32_t wakes);
 void wire_reset(hm_client *c);
 int client_post(hm_client *c, uint16_t type, const ProtobufCMessage *req, uint16_t reply_type);
+int wire_reply(hm_client *c, struct wire_wait *w, int rc, uint16_t reply_type,
+	       ProtobufCMessage **reply, int *fd);
+bool wire_answered(hm_client *c, const struct wire_wait *w);
+int wire_take_ready(hm_client *c);
 
 /* region_unix.c, region_win32.c: the memory of region r (r->size bytes,
  * then slots direct-read slots of table bytes), shared with the daemon:
@@ -454,6 +511,9 @@ int fallback_reads(hm_client *c, struct read_op *ops, size_t n);
 int fallback_request(hm_client *c, hm_file *f, uint16_t type, const ProtobufCMessage *req,
 		     ProtobufCMessage **reply);
 void fallback_drop(hm_file *f);
+/* The pipelined requests forgotten (their waits gone with wire_reset, or
+ * never read), their region let go.  Lock held or the client alone. */
+void fallback_forget_pend(hm_client *c);
 
 /* read_op.c: ops[0..n), each with its place in the region (shm, shm_off)
  * or its buffer, sent and waited for, each op's result set.  A user. */
@@ -469,12 +529,43 @@ void fork_watch(void);
 pid_t fork_pid(void);
 
 /* connect.c: connects c (socket_path NULL: the default endpoints) and
- * says HELLO, offering a new region.  0 or -errno. */
+ * says HELLO, offering a new region.  0 or -errno.  In two halves for
+ * pend.c: client_hello_send connects and sends HELLO as w's request
+ * (0: begun, even if the send failed, hs->send_rc; -errno: nothing
+ * begun), client_hello_finish takes the reply (waiting for it unless it
+ * is in) and gives c the region. */
 int client_connect(hm_client *c, const char *socket_path);
+int client_hello_send(hm_client *c, const char *socket_path, struct wire_wait *w,
+		      struct hello_sent *hs);
+int client_hello_finish(hm_client *c, struct wire_wait *w, struct hello_sent *hs);
 
 /* open.c: OPEN of f on c's connection, and of every open file again. */
 int client_open(hm_client *c, hm_file *f, int flags);
 int client_reopen(hm_client *c);
+/* client_open in halves (pend.c): the OPEN sent as w's request (0: begun,
+ * even if the send failed, os->send_rc; -errno: nothing begun), and its
+ * reply (taken with wire_reply) applied to f.  A file read locally keeps
+ * its local_fd until the apply. */
+int client_open_send(hm_client *c, hm_file *f, int flags, struct wire_wait *w,
+		     struct open_sent *os);
+void client_open_apply(hm_client *c, hm_file *f, int flags, struct open_sent *os,
+		       ProtobufCMessage *reply, int given);
+
+/* pend.c: HOTMAP_FALLBACK=local's pipelined connection.  pend_begin:
+ * connect and HELLO sent, then every file's OPEN; the client local until
+ * the replies are in (0, or -errno: nothing pending).  pend_open: f's
+ * OPEN sent (a user; f local, linked).  pend_due: time to look for the
+ * replies (lock held).  pend_settle: the replies that are in taken, and
+ * once all are, the client moves to the daemon; wait: for them, up to
+ * the deadline; a failure, or the deadline, leaves the client local
+ * (fallback_enter).  Exclusive, the lock not held. */
+#define CLIENT_PEND_MAX		64u	/* OPENs in flight at once */
+#define CLIENT_PEND_CHECK_US	100u	/* how often calls look for the replies */
+#define CLIENT_PEND_WAIT_MS	1000u	/* the longest time without a reply */
+int pend_begin(hm_client *c);
+void pend_open(hm_client *c, hm_file *f);
+bool pend_due(hm_client *c);
+void pend_settle(hm_client *c, bool wait);
 
 /* call.c: a public call's life on its client, under the reconnect policy. */
 unsigned client_enter(hm_client *c);
@@ -489,6 +580,9 @@ int client_file_request(hm_file *f, uint16_t type, const ProtobufCMessage *req, 
 			uint16_t reply_type, ProtobufCMessage **reply);
 int client_file_request_fd(hm_file *f, uint16_t type, const ProtobufCMessage *req, uint64_t *handle,
 			   uint16_t reply_type, ProtobufCMessage **reply, int *fd);
+/* A call that needs the daemon: pipelined replies taken first (pend.c),
+ * waiting for them up to their deadline.  Not a user. */
+void client_settle(hm_client *c);
 
 /* netfs.c: a network file's reads on the process's own descriptor, as a
  * user of the client: bytes (as pread), -errno, or DIRECT_MISS when the

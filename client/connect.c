@@ -112,16 +112,16 @@ done:
 }
 
 int
-client_connect(hm_client *c, const char *socket_path)
+client_hello_send(hm_client *c, const char *socket_path, struct wire_wait *w,
+		  struct hello_sent *hs)
 {
 	char path[ENDPOINT_MAX];
 	Hotmap__Hello hello = HOTMAP__HELLO__INIT;
-	Hotmap__HelloReply *r;
-	ProtobufCMessage *reply;
 	char why[512];
-	hm_osfile shm_fd = HM_OSFILE_NONE;
 	int pass = -1, rc;
 
+	memset(hs, 0, sizeof *hs);
+	hs->shm_fd = HM_OSFILE_NONE;
 	if (socket_path != NULL) {
 		snprintf(path, sizeof path, "%s", socket_path);
 		rc = strlen(socket_path) >= sizeof path ? -ENAMETOOLONG :
@@ -141,44 +141,84 @@ client_connect(hm_client *c, const char *socket_path)
 	hello.features = transport_features();
 	hello.client_name = (char *)os_program_name();
 	if (c->shm_size > 0 && (transport_features() & HM_FEATURE_SHM))
-		c->region = region_new(c->shm_size, c->direct_slots, &shm_fd);
-	if (c->region != NULL) {
-		pass = transport_attach(shm_fd, &hello.region_handle);
-		hello.shm_size = c->region->size + (uint64_t)c->region->nslots * HM_DIRECT_SLOT_BYTES;
+		hs->region = region_new(c->shm_size, c->direct_slots, &hs->shm_fd);
+	if (hs->region != NULL) {
+		struct hm_region *r = hs->region;
+
+		pass = transport_attach(hs->shm_fd, &hello.region_handle);
+		hello.shm_size = r->size + (uint64_t)r->nslots * HM_DIRECT_SLOT_BYTES;
 		/* a daemon that does not know direct_slot_table uses the
 		 * table's last direct_slots, as many as it accepts */
-		hello.direct_slot_table = c->region->nslots;
-		hello.direct_slots = c->region->nslots < HM_DIRECT_SLOTS_LEGACY ?
-				     c->region->nslots : HM_DIRECT_SLOTS_LEGACY;
-		hello.region_huge = c->region->huge;
+		hello.direct_slot_table = r->nslots;
+		hello.direct_slots = r->nslots < HM_DIRECT_SLOTS_LEGACY ?
+				     r->nslots : HM_DIRECT_SLOTS_LEGACY;
+		hello.region_huge = r->huge;
 	}
-	if (c->region != NULL && c->region->size >= 2 * HM_RING_BYTES && c->poll_wanted) {
+	if (hs->region != NULL && hs->region->size >= 2 * HM_RING_BYTES && c->poll_wanted) {
 		_Static_assert(HM_RING_BYTES == REGION_BLOCK, "the rings take block 0");
-		region_mark(c->region, 0, 1, true);
+		region_mark(hs->region, 0, 1, true);
 		hello.ring_entries = HM_RING_ENTRIES;
 	}
-	rc = client_call(c, HM_MSG_HELLO, &hello.base, pass, HM_MSG_HELLO_REPLY, &reply);
-	os_file_close(shm_fd);	/* the daemon has its own (passed, or pulled) */
-	if (rc < 0)
+	hs->ring_entries = hello.ring_entries;
+	hs->legacy_slots = hello.direct_slots;
+	rc = wire_begin(c, w, NULL, 1, 1);
+	if (rc < 0) {
+		os_file_close(hs->shm_fd);
+		region_unref(hs->region);
 		return rc;
+	}
+	hs->send_rc = client_send(c, HM_MSG_HELLO, w->first_id, &hello.base, pass);
+	return 0;
+}
+
+int
+client_hello_finish(hm_client *c, struct wire_wait *w, struct hello_sent *hs)
+{
+	ProtobufCMessage *reply;
+	Hotmap__HelloReply *r;
+	int fd, rc;
+
+	rc = wire_finish(c, w, hs->send_rc);
+	rc = wire_reply(c, w, rc, HM_MSG_HELLO_REPLY, &reply, &fd);
+	if (fd >= 0)
+		close(fd);
+	os_file_close(hs->shm_fd);	/* the daemon has its own (passed, or pulled) */
+	hs->shm_fd = HM_OSFILE_NONE;
+	if (rc < 0) {
+		region_unref(hs->region);
+		hs->region = NULL;
+		return rc;
+	}
+	c->region = hs->region;
+	hs->region = NULL;
 	r = (Hotmap__HelloReply *)reply;
 	rc = r->version == HM_PROTO_VERSION ? 0 : -EPROTONOSUPPORT;
 	if (!r->shm_accepted) {
 		/* An older or stricter daemon: everything over the socket. */
 		region_unref(c->region);
 		c->region = NULL;
-	} else if (hello.ring_entries > 0 && !r->ring_accepted) {
+	} else if (hs->ring_entries > 0 && !r->ring_accepted) {
 		region_mark(c->region, 0, 1, false);
-	} else if (hello.ring_entries > 0) {
+	} else if (hs->ring_entries > 0) {
 		c->ring = true;
 	}
 	if (c->region != NULL)	/* a daemon before direct_slot_table: direct_slots */
 		region_slots_used(c->region, r->direct_slots != 0 ? r->direct_slots :
-					     hello.direct_slots);
+					     hs->legacy_slots);
 	__atomic_store_n(&c->region_size, c->region != NULL ? c->region->size : 0,
 			 __ATOMIC_RELAXED);
 	protobuf_c_message_free_unpacked(reply, NULL);
 	return rc;
+}
+
+int
+client_connect(hm_client *c, const char *socket_path)
+{
+	struct hello_sent hs;
+	struct wire_wait w;
+	int rc = client_hello_send(c, socket_path, &w, &hs);
+
+	return rc < 0 ? rc : client_hello_finish(c, &w, &hs);
 }
 
 /* The copy policy's knobs: the built-in ones, over them
@@ -293,6 +333,8 @@ hm_connect_opts(const char *socket_path, const struct hm_options *opts)
 	if (c == NULL)
 		return NULL;
 	c->conn = HM_CONN_NONE;
+	c->pend_hs.shm_fd = HM_OSFILE_NONE;
+	c->pend_tail = &c->pend_opens;
 	c->next_id = 1;
 	c->pid = fork_pid();
 	rc = client_options(c, opts);
@@ -313,11 +355,17 @@ hm_connect_opts(const char *socket_path, const struct hm_options *opts)
 		return NULL;
 	}
 	fork_watch();
-	rc = client_connect(c, socket_path);
-	if (rc < 0 && c->fallback) {
-		fallback_enter(c, -rc);	/* no daemon: this process reads */
+	if (c->fallback) {
+		/* HELLO sent, its reply taken later (pend.c): this process
+		 * reads meanwhile, and when no daemon answers */
+		c->local_why = EINPROGRESS;
+		rc = pend_begin(c);
+		if (rc < 0)
+			fallback_enter(c, -rc);
 		set_last_error(NULL);
 		rc = 0;
+	} else {
+		rc = client_connect(c, socket_path);
 	}
 	if (rc < 0) {
 		hm_disconnect(c);
@@ -347,6 +395,7 @@ hm_disconnect(hm_client *c)
 		free(f);
 	}
 	direct_release_retired(c);
+	fallback_forget_pend(c);
 	free(c->socket_path);
 	if (!c->fork_busy) {
 		transport_close(c);	/* the daemon closes the handles with the

@@ -63,8 +63,12 @@ local_stat(hm_file *f, const struct os_file_stat *s, int why)
 	f->st.mtime_ns = s->mtime_ns;
 	f->st.mode = s->mode;
 	f->st.handles = 1;
-	snprintf(f->st.direct_text, sizeof f->st.direct_text, "local: hotmapd not reached (%s)",
-		 strerror(why));
+	if (why == EINPROGRESS)	/* pend.c: asked, the answer not taken yet */
+		snprintf(f->st.direct_text, sizeof f->st.direct_text,
+			 "local: until hotmapd's answer is in");
+	else
+		snprintf(f->st.direct_text, sizeof f->st.direct_text,
+			 "local: hotmapd not reached (%s)", strerror(why));
 }
 
 /*
@@ -73,7 +77,7 @@ local_stat(hm_file *f, const struct os_file_stat *s, int why)
  * hm_stat, and the local handle.  0, or -errno (f is then lost).
  */
 static int
-local_file_open(hm_client *c, hm_file *f, bool check)
+local_file_open(hm_client *c, hm_file *f, bool check, int why)
 {
 	struct os_file_stat s;
 	hm_osfile fd = HM_OSFILE_NONE;
@@ -84,7 +88,7 @@ local_file_open(hm_client *c, hm_file *f, bool check)
 			/* the daemon's to open: ENOTCONN at each read */
 			f->handle = FALLBACK_HANDLE;
 			snprintf(f->st.direct_text, sizeof f->st.direct_text,
-				 "local: HM_O_PATH needs hotmapd (%s)", strerror(c->local_why));
+				 "local: HM_O_PATH needs hotmapd (%s)", strerror(why));
 			return 0;
 		}
 		rc = os_file_open(f->path, &fd);
@@ -102,9 +106,36 @@ local_file_open(hm_client *c, hm_file *f, bool check)
 	}
 	if (fd != HM_OSFILE_NONE)
 		f->local_fd = fd;
-	local_stat(f, &s, c->local_why);
+	local_stat(f, &s, why);
 	f->handle = FALLBACK_HANDLE;
 	return 0;
+}
+
+void
+fallback_forget_pend(hm_client *c)
+{
+	struct pend_req *p = c->pend_opens, *next;
+
+	for (; p != NULL; p = next) {
+		next = p->next;
+		if (p->f != NULL)
+			__atomic_store_n(&p->f->pend, NULL, __ATOMIC_RELAXED);
+		os_file_close(p->sent.fd);	/* one opened for it, if any */
+		pthread_cond_destroy(&p->w.cond);
+		free(p);
+	}
+	c->pend_opens = NULL;
+	c->pend_tail = &c->pend_opens;
+	c->pend_nopens = 0;
+	if (c->pend_hello != NULL) {
+		pthread_cond_destroy(&c->pend_hello->w.cond);
+		free(c->pend_hello);
+		__atomic_store_n(&c->pend_hello, NULL, __ATOMIC_RELAXED);
+	}
+	os_file_close(c->pend_hs.shm_fd);
+	c->pend_hs.shm_fd = HM_OSFILE_NONE;
+	region_unref(c->pend_hs.region);	/* NULL: none */
+	c->pend_hs.region = NULL;
 }
 
 void
@@ -122,6 +153,7 @@ fallback_drop_conn(hm_client *c)
 	c->sq_tail = c->cq_head = 0;
 	c->broken = 0;
 	wire_reset(c);
+	fallback_forget_pend(c);	/* the replies went with the connection */
 	pthread_mutex_unlock(c->lock);
 	region_unref(old);	/* views keep it */
 }
@@ -137,7 +169,7 @@ fallback_enter(hm_client *c, int why)
 	 * threads may be reading through them */
 	for (f = c->files; f != NULL; f = f->next)
 		direct_retire(f);
-	if (!c->local)
+	if (!c->local || c->local_wait_ms == 0)
 		c->local_wait_ms = CLIENT_RECONNECT_EVERY_MS;
 	else if ((c->local_wait_ms *= 2) > CLIENT_FALLBACK_RETRY_MAX_MS)
 		c->local_wait_ms = CLIENT_FALLBACK_RETRY_MAX_MS;
@@ -146,7 +178,7 @@ fallback_enter(hm_client *c, int why)
 	c->local = true;
 	pthread_mutex_unlock(c->lock);
 	for (f = c->files; f != NULL; f = f->next)
-		if (local_file_open(c, f, true) < 0)
+		if (local_file_open(c, f, true, why) < 0)
 			f->handle = 0;	/* lost: ESTALE, until the daemon reopens it */
 }
 
@@ -171,6 +203,11 @@ fallback_due(const hm_client *c)
 void
 fallback_drop(hm_file *f)
 {
+	if (f->pend != NULL) {
+		/* its OPEN is in flight: pend.c closes the handle it brings */
+		f->pend->f = NULL;
+		__atomic_store_n(&f->pend, NULL, __ATOMIC_RELAXED);
+	}
 	os_file_close(f->local_fd);
 	f->local_fd = HM_OSFILE_NONE;
 }
@@ -182,7 +219,8 @@ fallback_open(hm_client *c, hm_file *f, int flags)
 
 	if (flags & HM_O_PATH)
 		return -ENOTCONN;	/* only the daemon opens beneath its roots */
-	rc = local_file_open(c, f, false);
+	/* connected: read here until the answer to its OPEN is in (pend.c) */
+	rc = local_file_open(c, f, false, c->local ? c->local_why : EINPROGRESS);
 	if (rc == 0 && (flags & HM_O_WARM))
 		os_file_willneed(local_file(f), 0, 0);	/* the whole file, read ahead */
 	return rc;
@@ -193,15 +231,18 @@ fallback_reads(hm_client *c, struct read_op *ops, size_t n)
 {
 	size_t i;
 
-	(void)c;
 	for (i = 0; i < n; i++) {
 		struct read_op *op = &ops[i];
 		hm_osfile fd = op->file != NULL ? local_file(op->file) : HM_OSFILE_NONE;
 
+		/* a connected client's region block, for a file read here
+		 * until its OPEN is answered (client_do_reads) */
+		uint8_t *dst = op->shm ? c->region->base + op->shm_off : op->buf;
+
 		op->local = true;
 		op->done = true;
 		op->result = fd == HM_OSFILE_NONE ? -ENOTCONN :
-			     (ssize_t)os_file_pread_all(fd, op->buf, op->len, op->offset);
+			     (ssize_t)os_file_pread_all(fd, dst, op->len, op->offset);
 	}
 	return 0;
 }

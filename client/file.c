@@ -44,6 +44,8 @@ add_file_run(hm_client *c, void *arg)
 			f->next->prev = f;
 		c->files = f;
 		pthread_mutex_unlock(&c->files_lock);
+		if (f->handle == FALLBACK_HANDLE)
+			pend_open(c, f);	/* pipelined: the daemon gets it too */
 	}
 	return rc;
 }
@@ -59,6 +61,8 @@ client_add_file(hm_client *c, hm_file *f, int flags)
 	f->flags = flags & ~HM_O_WARM;	/* a reopen need not warm again */
 	if (flags & HM_O_WARM)
 		f->flags |= HM_O_DIRECT;	/* but maps at once again */
+	if (flags & HM_O_PATH)
+		client_settle(c);	/* the daemon's to open: its answers first */
 	rc = client_with_retry(c, add_file_run, &a);
 	if (rc < 0) {
 		direct_drop(f);
@@ -178,6 +182,9 @@ hm_stat(hm_file *f, struct hm_stat *st)
 	set_last_error(NULL);
 	if (f == NULL || st == NULL)
 		return fail(EINVAL);
+	if (__atomic_load_n(&f->c->pend_hello, __ATOMIC_RELAXED) != NULL ||
+	    __atomic_load_n(&f->pend, __ATOMIC_RELAXED) != NULL)
+		client_settle(f->c);	/* where the file is read: the daemon's answers first */
 	if (f->c->pid == fork_pid() && direct_grant_holds(f)) {
 		/* nobody can change the file while the grant holds */
 		*st = f->st;
@@ -233,7 +240,8 @@ hm_close(hm_file *f)
 			pthread_cond_wait(&c->idle, c->lock);
 		c->users++;
 		req.handle = f->handle;
-		if (f->handle == 0 || c->local || client_wants_reconnect(c)) {
+		if (f->handle == 0 || f->handle == FALLBACK_HANDLE || c->local ||
+		    client_wants_reconnect(c)) {
 			rc = 0;	/* the daemon that had it is gone: nothing to close there */
 		} else {
 			/* not waited for: a short-lived process would spend a

@@ -66,30 +66,22 @@ client_open_granted(hm_file *f, const Hotmap__OpenReply *r)
 }
 
 /*
- * OPEN of f with flags (checked by the caller): by path (HM_O_PATH), by
- * the caller's descriptor (hm_open_fd), or by a descriptor opened here
- * and closed again (hm_open).  Sets f->handle, or returns -errno.  A
- * call's user (or the reconnect, exclusive); the lock not held.
+ * OPEN of f with flags sent as w's request: by path (HM_O_PATH), by the
+ * caller's descriptor (hm_open_fd), by the descriptor f is read with
+ * locally (fallback.c's local_fd, kept until the reply), or by one
+ * opened here (os->fd, closed again once the reply is in).  0 when begun
+ * (os->send_rc says how the send went), -errno when nothing was sent.
  */
 int
-client_open(hm_client *c, hm_file *f, int flags)
+client_open_send(hm_client *c, hm_file *f, int flags, struct wire_wait *w, struct open_sent *os)
 {
 	Hotmap__Open req = HOTMAP__OPEN__INIT;
-	ProtobufCMessage *reply = NULL;
-	Hotmap__OpenReply *r;
-	hm_osfile fd = HM_OSFILE_NONE;
+	hm_osfile pfd = HM_OSFILE_NONE;
 	uint64_t dev, ino;
-	int given, pass = -1, rc, copy_fd = -1;
-	bool spare;
+	int pass = -1, rc;
 
-	if (c->local)
-		return fallback_open(c, f, flags);	/* no daemon: opened here */
-	/* a reopen: the old connection's grant means nothing, but threads
-	 * may still be reading through it (direct reads take no user, so
-	 * the reconnect does not wait for them): retired, not freed */
-	pthread_mutex_lock(c->lock);
-	direct_retire(f);
-	pthread_mutex_unlock(c->lock);
+	memset(os, 0, sizeof *os);
+	os->fd = HM_OSFILE_NONE;
 	req.policy = flags & HM_O_MMAP ? 1 : flags & HM_O_PREAD ? 2 : 0;
 	req.warm = (flags & HM_O_WARM) != 0;
 	req.path = f->path;
@@ -101,36 +93,60 @@ client_open(hm_client *c, hm_file *f, int flags)
 			return -EBADF;
 		if (dev != f->dev || ino != f->ino)
 			return -ESTALE;
-		pass = transport_attach(f->fd, &req.handle_value);
+		pfd = f->fd;
 	} else if (flags & HM_O_PATH) {
 		req.by_path = true;
 	} else if (f->local_fd != HM_OSFILE_NONE) {
 		/* read here while no daemon answered: the daemon gets that
 		 * file, not whatever the path names now (fallback.c) */
-		fd = f->local_fd;
-		f->local_fd = HM_OSFILE_NONE;
-		pass = transport_attach(fd, &req.handle_value);
+		pfd = f->local_fd;
+		os->from_local = true;
 	} else {
-		rc = os_file_open(f->path, &fd);
+		rc = os_file_open(f->path, &os->fd);
 		if (rc < 0)
 			return rc;
-		pass = transport_attach(fd, &req.handle_value);
+		pfd = os->fd;
 	}
-	rc = client_call_fd(c, HM_MSG_OPEN, &req.base, pass, HM_MSG_OPEN_REPLY, &reply, &given);
+	if (pfd != HM_OSFILE_NONE)
+		pass = transport_attach(pfd, &req.handle_value);
+	os->by_path = req.by_path;
+	rc = wire_begin(c, w, NULL, 1, 1);
 	if (rc < 0) {
-		os_file_close(fd);
+		os_file_close(os->fd);
+		os->fd = HM_OSFILE_NONE;
 		return rc;
 	}
-	r = (Hotmap__OpenReply *)reply;
+	os->send_rc = client_send(c, HM_MSG_OPEN, w->first_id, &req.base, pass);
+	return 0;
+}
+
+/*
+ * What OPEN's reply (taken: wire_reply gave reply, to free here, and
+ * given, the descriptor that came with it, or -1) makes of f: its
+ * handle, hm_stat and grant, the descriptor its direct reads use.
+ */
+void
+client_open_apply(hm_client *c, hm_file *f, int flags, struct open_sent *os,
+		  ProtobufCMessage *reply, int given)
+{
+	Hotmap__OpenReply *r = (Hotmap__OpenReply *)reply;
+	hm_osfile fd = os->fd;
+	int copy_fd = -1;
+	bool spare;
+
 	if (r->copy && given >= 0) {
 		copy_fd = given;	/* hotmapd's copy of a network file (netfs.c) */
 		given = -1;
 	}
-	if (given >= 0 && (!req.by_path || !os_file_from_daemon_ok(given, r->dev, r->ino))) {
+	if (os->from_local) {
+		fd = f->local_fd;	/* the daemon has that file: it is ours now */
+		f->local_fd = HM_OSFILE_NONE;
+	}
+	if (given >= 0 && (!os->by_path || !os_file_from_daemon_ok(given, r->dev, r->ino))) {
 		close(given);
 		given = -1;
 	}
-	if (req.by_path && r->direct && given < 0)
+	if (os->by_path && r->direct && given < 0)
 		r->direct = 0;	/* granted, but nothing to map it with */
 	if (given >= 0)
 		fd = given;	/* path-descriptors: the daemon's, read-only */
@@ -159,6 +175,44 @@ client_open(hm_client *c, hm_file *f, int flags)
 		os_file_close(fd);	/* ours, not the caller's: the daemon has its own copy */
 	pthread_mutex_unlock(c->lock);
 	protobuf_c_message_free_unpacked(reply, NULL);
+}
+
+/*
+ * OPEN of f with flags (checked by the caller), waiting for its reply.
+ * Sets f->handle, or returns -errno.  A call's user (or the reconnect,
+ * exclusive); the lock not held.
+ */
+int
+client_open(hm_client *c, hm_file *f, int flags)
+{
+	ProtobufCMessage *reply;
+	struct open_sent os;
+	struct wire_wait w;
+	int given, rc;
+
+	if (c->local)
+		return fallback_open(c, f, flags);	/* no daemon: opened here */
+	if (c->fallback && !(flags & HM_O_PATH))
+		/* a new file (HOTMAP_FALLBACK=local moves old ones with pend.c):
+		 * read here until the answer to its OPEN, sent next
+		 * (pend_open), is in */
+		return fallback_open(c, f, flags);
+	/* a reopen: the old connection's grant means nothing, but threads
+	 * may still be reading through it (direct reads take no user, so
+	 * the reconnect does not wait for them): retired, not freed */
+	pthread_mutex_lock(c->lock);
+	direct_retire(f);
+	pthread_mutex_unlock(c->lock);
+	rc = client_open_send(c, f, flags, &w, &os);
+	if (rc < 0)
+		return rc;
+	rc = wire_finish(c, &w, os.send_rc);
+	rc = wire_reply(c, &w, rc, HM_MSG_OPEN_REPLY, &reply, &given);
+	if (rc < 0) {
+		os_file_close(os.fd);
+		return rc;
+	}
+	client_open_apply(c, f, flags, &os, reply, given);
 	return 0;
 }
 

@@ -34,7 +34,7 @@ client_send_reads(hm_client *c, struct read_op *ops, size_t n, size_t framed)
 		Hotmap__Read req = HOTMAP__READ__INIT;
 		int w;
 
-		if (ops[i].ring)
+		if (ops[i].ring || ops[i].local)
 			continue;
 		req.handle = ops[i].handle;
 		req.offset = ops[i].offset;
@@ -66,7 +66,7 @@ int
 client_do_reads(hm_client *c, struct read_op *ops, size_t n)
 {
 	struct wire_wait w;
-	size_t framed = 0, i;
+	size_t framed = 0, ringed = 0, i;
 	int rc;
 
 	if (n == 0)
@@ -74,8 +74,17 @@ client_do_reads(hm_client *c, struct read_op *ops, size_t n)
 	if (c->local)
 		return fallback_reads(c, ops, n);	/* no daemon: read here */
 	for (i = 0; i < n; i++) {
+		ops[i].local = false;
+		/* HOTMAP_FALLBACK=local: a file whose OPEN is not answered yet
+		 * is read here (pend.c), into the op's place */
+		if (ops[i].file != NULL && ops[i].file->handle == FALLBACK_HANDLE) {
+			ops[i].ring = false;
+			(void)fallback_reads(c, &ops[i], 1);
+			continue;
+		}
 		ops[i].ring = c->ring && ops[i].shm;
 		framed += !ops[i].ring;
+		ringed += ops[i].ring;
 		/* afresh: a call run again after a reconnect reuses its ops,
 		 * and what the lost connection had delivered is void */
 		ops[i].got = 0;
@@ -88,7 +97,7 @@ client_do_reads(hm_client *c, struct read_op *ops, size_t n)
 	if (framed > 0)
 		rc = client_send_reads(c, ops, n, framed);
 	rc = wire_finish(c, &w, rc);
-	if (rc == 0 && framed < n) {
+	if (rc == 0 && ringed > 0) {
 		/* polling mode: one call at a time on the ring */
 		pthread_mutex_lock(&c->ring_lock);
 		rc = client_ring_reads(c, ops, n);

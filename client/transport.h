@@ -50,6 +50,12 @@ ssize_t transport_recv(hm_client *c, uint8_t *buf, size_t len);
  * -errno.  Counted in c->rx_end; no descriptor comes with raw bytes. */
 int transport_recv_all(hm_client *c, uint8_t *buf, size_t len);
 
+/* Whether something can be read from c->conn (bytes, the end of the
+ * stream, an error) within ms milliseconds (0: now): 1, 0 (not yet), or
+ * -errno.  POSIX only: Windows never pipelines (HOTMAP_FALLBACK=local is
+ * POSIX's), and says -ENOTSUP. */
+int transport_readable(hm_client *c, unsigned ms);
+
 /* How the file f goes with an OPEN: the descriptor to pass with the
  * request (POSIX), or -1 with *handle_value set to f's value for the
  * daemon to pull (Windows). */

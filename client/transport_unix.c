@@ -7,6 +7,8 @@
 #include "config.h"
 
 #include <errno.h>
+#include <limits.h>
+#include <poll.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/types.h>
@@ -149,6 +151,17 @@ transport_recv_all(hm_client *c, uint8_t *dst, size_t n)
 		n -= (size_t)r;
 	}
 	return 0;
+}
+
+int
+transport_readable(hm_client *c, unsigned ms)
+{
+	struct pollfd p = { .fd = c->conn, .events = POLLIN };
+	int n = poll(&p, 1, ms > INT_MAX ? INT_MAX : (int)ms);
+
+	if (n < 0)
+		return errno == EINTR ? 0 : -errno;
+	return n > 0;
 }
 
 int

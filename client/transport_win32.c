@@ -261,6 +261,14 @@ transport_recv_all(hm_client *c, uint8_t *dst, size_t n)
 }
 
 int
+transport_readable(hm_client *c, unsigned ms)
+{
+	(void)c;
+	(void)ms;
+	return -ENOTSUP;	/* never pipelined here (transport.h) */
+}
+
+int
 transport_attach(hm_osfile f, uint64_t *handle_value)
 {
 	*handle_value = (uint64_t)f;

@@ -695,6 +695,33 @@ client_post(hm_client *c, uint16_t type, const ProtobufCMessage *req, uint16_t r
 	return rc;
 }
 
+/*
+ * The reply of a call begun with wire_begin, once wire_finish gave rc:
+ * the one frame of reply_type (*reply, to free) and the descriptor that
+ * came with it (*fd, or -1); or -errno (the daemon's, or the
+ * connection's; a reply of another type breaks the connection).
+ */
+int
+wire_reply(hm_client *c, struct wire_wait *w, int rc, uint16_t reply_type,
+	   ProtobufCMessage **reply, int *fd)
+{
+	*reply = NULL;
+	*fd = -1;
+	if (rc < 0)
+		return rc;
+	if (w->result < 0)
+		return w->result;
+	if (w->reply_type_got != reply_type) {
+		protobuf_c_message_free_unpacked(w->reply, NULL);
+		if (w->reply_fd >= 0)
+			close(w->reply_fd);
+		return client_break(c, EPROTO);
+	}
+	*reply = w->reply;
+	*fd = w->reply_fd;
+	return 0;
+}
+
 int
 client_call_fd(hm_client *c, uint16_t type, const ProtobufCMessage *req, int pass_fd,
 	       uint16_t reply_type, ProtobufCMessage **reply, int *fd)
@@ -709,19 +736,57 @@ client_call_fd(hm_client *c, uint16_t type, const ProtobufCMessage *req, int pas
 		return rc;
 	rc = client_send(c, type, w.first_id, req, pass_fd);
 	rc = wire_finish(c, &w, rc);
-	if (rc < 0)
-		return rc;
-	if (w.result < 0)
-		return w.result;
-	if (w.reply_type_got != reply_type) {
-		protobuf_c_message_free_unpacked(w.reply, NULL);
-		if (w.reply_fd >= 0)
-			close(w.reply_fd);
-		return client_break(c, EPROTO);
+	return wire_reply(c, &w, rc, reply_type, reply, fd);
+}
+
+/* Whether w has its replies (or failed): wire_finish would not wait. */
+bool
+wire_answered(hm_client *c, const struct wire_wait *w)
+{
+	bool done;
+
+	pthread_mutex_lock(c->lock);
+	done = wait_done(c, w);
+	pthread_mutex_unlock(c->lock);
+	return done;
+}
+
+/*
+ * The frames already here (buffered, or readable now) read and handed to
+ * their waits, without waiting for more (HOTMAP_FALLBACK=local's
+ * pipelined replies, pend.c): 0 when nothing whole is left to read, or
+ * -errno once the connection failed.  Only frames without raw bytes
+ * (replies to HELLO, OPEN and posted requests) are read whole here: a
+ * READ_DATA with bytes that nobody waits for breaks the connection
+ * before its bytes are read.  The caller is the only reader (exclusive).
+ */
+int
+wire_take_ready(hm_client *c)
+{
+	for (;;) {
+		size_t have = c->end - c->start;
+		struct hm_frame_header h;
+		int rc;
+
+		if (c->broken)
+			return -c->broken;
+		if (have >= HM_FRAME_HEADER_SIZE) {
+			frame_header_decode(c->in + c->start, &h);
+			if (frame_header_check(&h) < 0 ||
+			    have - HM_FRAME_HEADER_SIZE >= h.length) {
+				rc = wire_read_frame(c);
+				if (rc < 0)
+					return client_break(c, -rc);
+				continue;
+			}
+		}
+		rc = transport_readable(c, 0);
+		if (rc <= 0)
+			return rc < 0 ? client_break(c, -rc) : 0;
+		rc = client_fill(c, have + 1);	/* one recv: it does not wait */
+		if (rc < 0)
+			return rc;
 	}
-	*reply = w.reply;
-	*fd = w.reply_fd;
-	return 0;
 }
 
 HM_EXPORT const char *
