@@ -34,6 +34,8 @@ cp_knobs_default(struct cp_knobs *k)
 		.populate_ns = 6000u,
 		.populate_min = 4u,
 		.relearn = 8192u,
+		.allowance = 30u,
+		.bank_max_ns = 4000000u,
 		.hits_max = 127u,
 		.heat_max = 0x7fffu,
 	};
@@ -55,6 +57,8 @@ static const struct knob {
 	{ "populate_ns", offsetof(struct cp_knobs, populate_ns), 1 },
 	{ "populate_min", offsetof(struct cp_knobs, populate_min), 1 },
 	{ "relearn", offsetof(struct cp_knobs, relearn), 0 },
+	{ "allowance", offsetof(struct cp_knobs, allowance), 0 },
+	{ "bank_max_ns", offsetof(struct cp_knobs, bank_max_ns), 0 },
 };
 
 static int
@@ -94,7 +98,8 @@ parse_one(struct cp_knobs *k, const char *name, size_t namelen, const char *val,
 	}
 	snprintf(err, errlen,
 		 "unknown knob \"%.*s\" (way, pread_min, copy_max, gain_ns, sample_every, "
-		 "probe_every, burst, clamp, first_max_ns, populate_ns, populate_min, relearn)",
+		 "probe_every, burst, clamp, first_max_ns, populate_ns, populate_min, relearn, "
+		 "allowance, bank_max_ns)",
 		 (int)(namelen > 40 ? 40 : namelen), name);
 	return -1;
 }
@@ -136,7 +141,7 @@ cp_knobs_parse(struct cp_knobs *k, const char *spec, char *err, size_t errlen)
 }
 
 void
-cp_costs_init(struct cp_costs *c, const struct cp_costs *seed, const struct cp_knobs *k)
+cp_costs_init(struct cp_costs *c, struct cp_costs *seed, const struct cp_knobs *k)
 {
 	memset(c, 0, sizeof(*c));
 	/* What a fault, a block and a small pread cost is the machine's:
@@ -164,6 +169,50 @@ cp_copies_pay(const struct cp_costs *c)
 	uint32_t copy = LD(&c->copy_ns), pread = LD(&c->pread_ns);
 
 	return copy == 0 || pread == 0 || copy <= pread;
+}
+
+/* The bank is the process's: the seed's, else the mapping's own. */
+static int64_t *
+bank_of(struct cp_costs *c)
+{
+	return c->proc != NULL ? &c->proc->bank : &c->bank;
+}
+
+int64_t
+cp_bank(const struct cp_costs *c)
+{
+	return LD(c->proc != NULL ? &c->proc->bank : &c->bank);
+}
+
+/* ns into the bank (negative: spent), within [-2^40, bank_max_ns].  Racy
+ * between threads, as the estimates are: a lost update moves the bank by
+ * one read's worth. */
+static void
+bank_add(struct cp_costs *c, const struct cp_knobs *k, int64_t ns)
+{
+	int64_t *b = bank_of(c), v = LD(b) + ns;
+
+	if (v > (int64_t)k->bank_max_ns)
+		v = (int64_t)k->bank_max_ns;
+	if (v < -((int64_t)1 << 40))
+		v = -((int64_t)1 << 40);
+	ST(b, v);
+}
+
+/* a buy may be made: the bank is not overdrawn */
+static bool
+bank_open(struct cp_costs *c)
+{
+	return LD(bank_of(c)) >= 0;
+}
+
+/* a small pread's cost: measured, else the prior gain stands for it */
+static uint64_t
+pread_est(const struct cp_costs *c, const struct cp_knobs *k)
+{
+	uint32_t p = LD(&c->pread_ns);
+
+	return p != 0 ? p : k->gain_ns;
 }
 
 /* What a read out of touched pages saves against pread: measured when
@@ -205,6 +254,10 @@ cp_touch_after(const struct cp_costs *c, const struct cp_knobs *k)
 unsigned
 cp_populate_after(const struct cp_costs *c, const struct cp_knobs *k)
 {
+	/* overdrawn: no block is bought; its reads go on counting, and it
+	 * is populated at its next read once the bank allows */
+	if (LD(c->proc != NULL ? &c->proc->bank : &c->bank) < 0)
+		return k->heat_max;
 	return reads_to_pay(LD(&c->populate_ns), gain(c, k), k->populate_min, k->heat_max);
 }
 
@@ -221,6 +274,10 @@ decide(struct cp_costs *c, const struct cp_knobs *k, size_t n, bool have_fd, cp_
 	/* a racy count (it only picks the reads to time): no locked add */
 	tick = LD(&c->tick);
 	ST(&c->tick, tick + 1);
+	/* the bank's allowance, paid in one read in sample_every (one store
+	 * to the process's line, not one a read) */
+	if (small && tick % k->sample_every == 0 && k->allowance != 0)
+		bank_add(c, k, (int64_t)(pread_est(c, k) * k->allowance * k->sample_every / 1000u));
 	if (!have_fd || k->way == CP_FORCE_COPY) {
 		/* the mapping is the only way: a first touch is still timed,
 		 * so that the estimate is there if the way changes */
@@ -265,20 +322,32 @@ decide(struct cp_costs *c, const struct cp_knobs *k, size_t n, bool have_fd, cp_
 	pages(ctx, &plan->touched, &plan->hits);
 	plan->asked = true;
 	if (plan->touched) {
-		/* the cheaper way; a probe goes the other */
+		/* the cheaper way; a probe goes the other, and a probe that
+		 * copies while copies lose is a buy: only while the bank
+		 * allows */
+		if (probe && !pays && !bank_open(c))
+			probe = false;
 		plan->way = pays != probe ? CP_COPY : CP_PREAD;
+		if (plan->way == CP_COPY && !probe && small && tick % k->sample_every == 0)
+			/* what copies save, banked for sample_every of them */
+			bank_add(c, k, (int64_t)(gain(c, k) * k->sample_every));
 		plan->probe = probe;
 		plan->timed = small && (tick % k->sample_every == 0 || probe ||
 					(plan->way == CP_COPY && LD(&c->burst) > 0));
 		plan->wake = plan->timed && plan->way == CP_COPY;
 		return;
 	}
-	if (!small || !pays || plan->hits < cp_touch_after(c, k)) {
-		/* rent: pread, counted towards the touch and the populate */
+	if (!small || !pays || plan->hits < cp_touch_after(c, k) || !bank_open(c)) {
+		/* rent: pread, counted towards the touch and the populate;
+		 * not counted while the bank is overdrawn (nothing can be
+		 * bought then, and a random read's count is a cache miss and,
+		 * the first in its block, new memory) */
+		bool open = bank_open(c);
+
 		plan->way = CP_PREAD;
 		plan->timed = small && tick % k->sample_every == 0;
-		plan->hit = small;
-		plan->heat = pays;
+		plan->hit = small && open;
+		plan->heat = pays && open;
 		return;
 	}
 	plan->way = CP_TOUCH;	/* buy */
@@ -364,6 +433,11 @@ void
 cp_account(struct cp_costs *c, struct cp_costs *seed, const struct cp_knobs *k,
 	   const struct cp_plan *plan, uint64_t ns, size_t pages)
 {
+	/* a buy's price: what it cost over the pread it replaced (a touch
+	 * cheaper than a pread earns it back); a way the knobs fixed is
+	 * not the policy's buy */
+	if (k->way == CP_AUTO && (plan->way == CP_TOUCH || (plan->way == CP_COPY && plan->probe)))
+		bank_add(c, k, (int64_t)pread_est(c, k) - (int64_t)(ns > EST_MAX ? EST_MAX : ns));
 	account_one(c, k, plan, ns, pages);
 	/* the process keeps what new mappings take: the touch, the pread */
 	if (seed != NULL && seed != c && (plan->way == CP_TOUCH || plan->way == CP_PREAD))
@@ -372,11 +446,13 @@ cp_account(struct cp_costs *c, struct cp_costs *seed, const struct cp_knobs *k,
 
 void
 cp_populate_account(struct cp_costs *c, struct cp_costs *seed, const struct cp_knobs *k,
-		    uint64_t ns)
+		    uint64_t ns, bool bought)
 {
 	/* half way: what a block costs depends on the file (its folios'
 	 * size), on whether a view touched its pages already, and on the
 	 * virtual machine's shadow entries, which age */
+	if (bought)	/* the policy's buy; hm_warm's is the caller's */
+		bank_add(c, k, -(int64_t)(ns > EST_MAX ? EST_MAX : ns));
 	move(&c->populate_ns, ns, 1, k);
 	if (seed != NULL && seed != c)
 		move(&seed->populate_ns, ns, 1, k);

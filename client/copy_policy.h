@@ -27,6 +27,13 @@
  * touched again seldom, would take the size of the file in probes to see
  * that the pressure is gone.
  *
+ * Every buy (a touch, a block, a copy probe while copies lose) is paid
+ * from the process's bank and made only while the bank is not overdrawn:
+ * a read adds allowance per mille of a pread to it, a copy out of touched
+ * pages what it saved; so over any stretch the policy costs at most
+ * allowance per mille more than pread would have, plus one buy (the floor:
+ * docs/direct-reads.md, rule 9), and what copies save is what it spends.
+ *
  * This file reads no clock and makes no system call: the caller times
  * what a plan says to time and hands the policy nanoseconds (cp_account),
  * which is what lets tests drive it with synthetic costs.  Its state is a
@@ -57,6 +64,8 @@ struct cp_knobs {
 	uint32_t populate_ns;	/* a block's populate until one is measured */
 	uint32_t populate_min;	/* a block's reads before it may be populated */
 	uint32_t relearn;	/* reads of copies losing before they are forgotten */
+	uint32_t allowance;	/* per mille of pread's time a read adds to the bank */
+	uint32_t bank_max_ns;	/* the bank holds at most this */
 	uint32_t hits_max;	/* the page state counts a page's reads this far */
 	uint32_t heat_max;	/* and a block's this far */
 };
@@ -79,13 +88,19 @@ struct cp_costs {
 	uint32_t tick;		/* small reads so far: picks the timed ones */
 	uint32_t burst;		/* copies still to time in a row */
 	uint32_t losing;	/* reads with copies losing since the last forget */
-	const struct cp_costs *proc;	/* the process's (the seed), or NULL */
+	/* The bank, ns (the process's: kept in the seed's): what the policy
+	 * may still spend on ways dearer than pread now (a touch, a block, a
+	 * copy probe) in the hope they pay later; a buy only while it is not
+	 * overdrawn.  It earns allowance per mille of each read's pread and
+	 * what each copy out of touched pages saved. */
+	int64_t bank;
+	struct cp_costs *proc;	/* the process's (the seed), or NULL */
 };
 
 /* A mapping's estimates of a touch, a block and a pread start from the
  * process's (seed; NULL: none), and those still unmeasured when it is
  * read take the process's then; its copy estimate starts from nothing. */
-void cp_costs_init(struct cp_costs *c, const struct cp_costs *seed, const struct cp_knobs *k);
+void cp_costs_init(struct cp_costs *c, struct cp_costs *seed, const struct cp_knobs *k);
 
 enum cp_way {
 	CP_PREAD,	/* pread on the caller's descriptor */
@@ -121,9 +136,10 @@ void cp_decide(struct cp_costs *c, const struct cp_knobs *k, size_t n, bool have
  * NULL). */
 void cp_account(struct cp_costs *c, struct cp_costs *seed, const struct cp_knobs *k,
 		const struct cp_plan *plan, uint64_t ns, size_t pages);
-/* Populating a block took ns. */
+/* Populating a block took ns; bought: the policy populated it (paid from
+ * the bank), else the program asked (hm_warm, a view). */
 void cp_populate_account(struct cp_costs *c, struct cp_costs *seed, const struct cp_knobs *k,
-			 uint64_t ns);
+			 uint64_t ns, bool bought);
 
 /* The rent-or-buy thresholds, from the estimates: a page is touched once
  * it has been read cp_touch_after() times with pread; a block populated
@@ -133,5 +149,7 @@ unsigned cp_populate_after(const struct cp_costs *c, const struct cp_knobs *k);
 /* Whether copies out of touched pages are cheaper than pread (or not
  * measured yet). */
 bool cp_copies_pay(const struct cp_costs *c);
+/* The bank now, ns (negative: overdrawn, nothing is bought). */
+int64_t cp_bank(const struct cp_costs *c);
 
 #endif

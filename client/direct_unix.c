@@ -138,9 +138,10 @@ copy_log(const hm_file *f, const struct direct_map *m, const char *what)
 
 /* Builds the page tables of block blk of m and marks its pages touched,
  * unless the grant was revoked meanwhile.  A file cut short meanwhile
- * makes madvise fail (EFAULT), never a SIGBUS. */
+ * makes madvise fail (EFAULT), never a SIGBUS.  bought: the copy
+ * policy bought it (paid from its bank); else hm_warm asked. */
 static void
-populate_block(hm_file *f, struct direct_map *m, size_t blk)
+populate_block(hm_file *f, struct direct_map *m, size_t blk, bool bought)
 {
 	size_t from = blk * BLOCK_BYTES, len;
 	uint64_t t0, ns;
@@ -166,7 +167,7 @@ populate_block(hm_file *f, struct direct_map *m, size_t blk)
 		return;
 	}
 	ns = monotime_ns() - t0;
-	cp_populate_account(&m->map->cost, &direct_costs, &f->c->copy_knobs, ns);
+	cp_populate_account(&m->map->cost, &direct_costs, &f->c->copy_knobs, ns, bought);
 	FILE_COUNT(f, populates, 1);
 	FILE_COUNT(f, populate_ns, ns);
 	SLOT_COUNT(m->slot, populated, 1);
@@ -344,7 +345,7 @@ direct_read(hm_file *f, void *buf, size_t len, uint64_t offset)
 			for (b = rp.first / PAGE_STATE_CHUNK; b <= rp.last / PAGE_STATE_CHUNK; b++)
 				if (page_state_block_heat(&map->pages, b,
 							  cp_populate_after(&map->cost, k)))
-					populate_block(f, m, b);
+					populate_block(f, m, b, true);
 		n = (size_t)got;
 		__atomic_fetch_add(&m->slot->reads, 1, __ATOMIC_RELAXED);
 		__atomic_fetch_add(&m->slot->bytes, n, __ATOMIC_RELAXED);
@@ -417,7 +418,7 @@ direct_warm(hm_file *f, uint64_t offset, uint64_t len)
 	last = (size_t)((offset + len - 1) / BLOCK_BYTES);
 	for (b = (size_t)(offset / BLOCK_BYTES); b <= last; b++)
 		if (page_state_block_heat(&m->map->pages, b, 1))
-			populate_block(f, m, b);
+			populate_block(f, m, b, false);
 }
 
 /*
