@@ -11,7 +11,8 @@
  * out dropped first.
  *
  * What it must not do: give out a copy whose file changed (size, mtime or
- * ctime differ from the fstat taken at the open asking for it); keep one
+ * ctime differ from the fstat taken at the open asking for it), or of
+ * another mount's file (copy_find: the mount id, not st_dev); keep one
  * that a read came short in (the file shrank while it was filled); unmap
  * or change what a client maps (sealed: a client's mapping outlives the
  * copy's place here).
@@ -37,13 +38,33 @@ static bool copy_current(const struct storage_copy *c, const struct file_stat *s
 	return c->size == st->size && c->mtime_ns == st->mtime_ns && c->ctime_ns == st->ctime_ns;
 }
 
-static struct storage_copy *copy_find(struct file_cache *cache, const struct file_id *id)
+static bool copy_is_of(const struct storage_copy *c, const struct file_id *id)
+{
+	return !c->dropped && c->id.dev == id->dev && c->id.ino == id->ino &&
+	       c->id.ino_hi == id->ino_hi;
+}
+
+static struct storage_copy *copy_find_any(struct file_cache *cache, const struct file_id *id)
 {
 	struct storage_copy *c;
 
 	for (c = cache->copies; c != NULL; c = c->next)
-		if (!c->dropped && c->id.dev == id->dev && c->id.ino == id->ino &&
-		    c->id.ino_hi == id->ino_hi)
+		if (copy_is_of(c, id))
+			return c;
+	return NULL;
+}
+
+/* The copy of id read from mount mnt_id.  st_dev alone is no identity: a
+ * FUSE mount's device number is reused by the next mount, whose server
+ * (anyone's: -o subtype=sshfs) can present the same inode, size and
+ * times; the mount id (fplat_mount_id, unique since Linux 6.8) is not. */
+static struct storage_copy *copy_find(struct file_cache *cache, const struct file_id *id,
+				      uint64_t mnt_id)
+{
+	struct storage_copy *c;
+
+	for (c = cache->copies; c != NULL; c = c->next)
+		if (copy_is_of(c, id) && c->mnt_id == mnt_id)
 			return c;
 	return NULL;
 }
@@ -152,7 +173,7 @@ bool file_cache_copy_drop(struct file_cache *cache, uint64_t dev, uint64_t ino)
 
 const struct storage_copy *file_cache_copy_of(struct file_cache *cache, const struct file_id *id)
 {
-	const struct storage_copy *c = copy_find(cache, id);
+	const struct storage_copy *c = copy_find_any(cache, id);	/* a listing's */
 
 	return c != NULL && c->kept ? c : NULL;
 }
@@ -172,6 +193,8 @@ static bool copy_wanted(const struct storage_handle *h, struct file_stat *st)
 	if (e == NULL || !e->fs_network || h->backend != STORAGE_BACKEND_PREAD ||
 	    h->reason != STORAGE_REASON_NETWORK_FS || e->size == 0)
 		return false;	/* fs_network: set for regular files only */
+	if (e->mnt_id == 0)
+		return false;	/* its mount could not be told: no copy (copy_find) */
 	*st = (struct file_stat){ .id = e->id, .size = e->size, .mtime_ns = e->mtime_ns,
 				  .ctime_ns = e->ctime_ns };
 	return true;
@@ -188,7 +211,7 @@ struct storage_copy *storage_copy_begin(struct file_cache *cache, struct storage
 		return NULL;
 	if (offset != 0 || len < st.size)
 		return NULL;	/* a part of the file: warmed as before */
-	c = copy_find(cache, &st.id);
+	c = copy_find(cache, &st.id, h->entry->mnt_id);
 	if (c != NULL && (!c->kept || copy_current(c, &st)))
 		return NULL;	/* being filled, or there already */
 	if (c != NULL) {
@@ -205,6 +228,7 @@ struct storage_copy *storage_copy_begin(struct file_cache *cache, struct storage
 		return NULL;
 	}
 	c->id = st.id;
+	c->mnt_id = h->entry->mnt_id;
 	c->size = st.size;
 	c->mtime_ns = st.mtime_ns;
 	c->ctime_ns = st.ctime_ns;
@@ -285,7 +309,7 @@ int storage_copy_get(struct file_cache *cache, const struct storage_handle *h,
 	/* the file as this handle's open found it (copy_wanted): close-to-open */
 	if (cache == NULL || h == NULL || cache->copies == NULL || !copy_wanted(h, &st))
 		return -ENOENT;
-	c = copy_find(cache, &st.id);
+	c = copy_find(cache, &st.id, h->entry->mnt_id);
 	if (c == NULL || !c->kept)
 		return -ENOENT;
 	if (!copy_current(c, &st)) {

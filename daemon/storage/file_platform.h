@@ -98,6 +98,16 @@ int fplat_fs(hm_fd fd, uint32_t *type, enum fs_class *fs, bool *data);
  */
 bool fplat_fs_name(uint32_t type, uint64_t dev, char *buf, size_t len);
 
+/*
+ * The mount fd's file is on, for binding a copy of a network file to it
+ * (file_copy.c): Linux 6.8's unique mount id (statx STATX_MNT_ID_UNIQUE,
+ * never reused while the system runs), else the older mount id (reused
+ * after an unmount) with bit 63 set, so the two never compare equal; 0
+ * when it cannot be told (Windows: the volume serial in the file id
+ * stands for it).  statx without a sync: no question to a FUSE server.
+ */
+uint64_t fplat_mount_id(hm_fd fd);
+
 /* A descriptor of the same file with an open file description of its
  * own, if the daemon may open one (see file_open.c); else fd.  Takes fd:
  * the one returned is the one to keep. */

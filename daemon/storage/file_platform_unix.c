@@ -291,6 +291,24 @@ int fplat_stat(hm_fd fd, struct file_stat *out)
 	return 0;
 }
 
+#ifndef STATX_MNT_ID_UNIQUE
+#define STATX_MNT_ID_UNIQUE 0x00004000U	/* Linux 6.8; older headers lack it */
+#endif
+
+uint64_t fplat_mount_id(hm_fd fd)
+{
+	struct statx sx;
+
+	if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC,
+		  STATX_MNT_ID | STATX_MNT_ID_UNIQUE, &sx) < 0)
+		return 0;
+	if (sx.stx_mask & STATX_MNT_ID_UNIQUE)
+		return sx.stx_mnt_id & ~(UINT64_C(1) << 63);
+	if (sx.stx_mask & STATX_MNT_ID)
+		return sx.stx_mnt_id | (UINT64_C(1) << 63);
+	return 0;
+}
+
 void fplat_close(hm_fd fd)
 {
 	closer_close(fd);

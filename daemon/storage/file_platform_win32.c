@@ -267,6 +267,12 @@ bool fplat_fs_name(uint32_t type, uint64_t dev, char *buf, size_t len)
 	return remote;
 }
 
+uint64_t fplat_mount_id(hm_fd fd)
+{
+	(void)fd;
+	return 0;	/* the volume serial number is in the file id */
+}
+
 /* --- handles ------------------------------------------------------------ */
 
 void fplat_close(hm_fd fd)

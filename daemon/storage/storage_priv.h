@@ -60,6 +60,7 @@ struct file_entry {
 	bool fs_data;			/* a data file system (fplat_fs) */
 	bool fs_network;		/* a network one by fplat_fs_name's list */
 	char fs_name[32];		/* fplat_fs_name: "ext4", "fuse.sshfs" */
+	uint64_t mnt_id;		/* fs_network: fplat_mount_id (file_copy.c) */
 	bool private_entry;		/* never shared: one handle's descriptor
 					 * (file_open.c), not cached, not stale */
 
@@ -113,6 +114,8 @@ struct file_entry {
  * cache's list from its begin (filling, then kept) to its drop. */
 struct storage_copy {
 	struct file_id id;
+	uint64_t mnt_id;		/* the mount it was read from (fplat_mount_id):
+					 * st_dev is reused by the next mount */
 	uint64_t size;			/* the validators it was made with */
 	int64_t mtime_ns;
 	int64_t ctime_ns;

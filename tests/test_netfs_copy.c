@@ -1,0 +1,188 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_netfs_copy.c - what hotmapd's copy in memory of a network file
+ * (storage.h, "Copies of network files") must not give, under a real
+ * hotmapd on faultfs (tests/faultfs.c) mounted as fuse.sshfs, as
+ * test_netfs.c does (which tests what it gives).
+ *
+ * What it asserts: a copy is of its mount's file: after an unmount, the
+ * next mount (same device number, inode, size and times) gets no copy of
+ * the old one's bytes.
+ *
+ * Skips as test_netfs does where FUSE cannot be used; with
+ * HOTMAP_REQUIRE_FUSE=1 that is a failure.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "client/hotmap_admin.h"
+#include "tests/faultfs_ctl.h"
+#include "tests/harness.h"
+
+#define KiB (1024u)
+#define MiB (1024u * 1024u)
+
+#define DATA_SIZE	(MiB + 4321)	/* not a multiple of a page */
+#define DATA_SEED	11
+
+#define COPY_TEXT "network-fs: network file system (fuse.sshfs): read from hotmapd's copy in memory"
+
+struct fixture {
+	struct harness *h;
+	struct faultfs fs;
+	char arg[64];
+	char data[PATH_MAX];	/* MNT/data */
+};
+
+static const struct harness_opts opts_copy = { .with_root = true };
+
+static void
+mount_faultfs(struct fixture *fx)
+{
+	char why[1024];
+
+	if (faultfs_start(&fx->fs, fx->h->root, "sshfs", fx->arg, why, sizeof why) < 0)
+		fail_msg("%s", why);
+	assert_true(snprintf(fx->data, sizeof fx->data, "%s/data", fx->fs.mnt) <
+		    (int)sizeof fx->data);
+}
+
+static void
+unmount_faultfs(struct fixture *fx)
+{
+	faultfs_close_control(&fx->fs);
+	faultfs_unmount(&fx->fs);
+	assert_int_equal(faultfs_reap(&fx->fs), 0);
+}
+
+static int
+setup_with(void **state, const struct harness_opts *opts)
+{
+	struct fixture *fx = calloc(1, sizeof *fx);
+
+	assert_non_null(fx);
+	fx->h = harness_start(opts);
+	snprintf(fx->arg, sizeof fx->arg, "data:%u:%u", DATA_SIZE, DATA_SEED);
+	mount_faultfs(fx);
+	*state = fx;
+	return 0;
+}
+
+static int
+setup(void **state)
+{
+	return setup_with(state, &opts_copy);
+}
+
+static int
+teardown(void **state)
+{
+	struct fixture *fx = *state;
+	int status;
+
+	harness_free_buffers();
+	faultfs_close_control(&fx->fs);
+	faultfs_unmount(&fx->fs);
+	harness_stop(fx->h);
+	status = faultfs_reap(&fx->fs);
+	free(fx);
+	assert_int_equal(status, 0);
+	return 0;
+}
+
+static bool
+reads_copy(hm_file *f)
+{
+	struct hm_stat st;
+
+	assert_int_equal(hm_stat(f, &st), 0);
+	return strncmp(st.reason_text, COPY_TEXT, strlen(COPY_TEXT)) == 0;
+}
+
+static void
+check_whole(hm_file *f, int fd)
+{
+	uint64_t off;
+
+	for (off = 0; off < DATA_SIZE + 64 * KiB; off += 64 * KiB)
+		harness_check_read(f, fd, off, 64 * KiB);
+}
+
+/* Unmounted and mounted again: the new mount's file has the old one's
+ * device number (the kernel reuses it), inode, size and times; a new
+ * server could serve anything under them.  Its opener gets no copy of
+ * the old mount's bytes; warmed, it gets its own. */
+static void
+test_copy_bound_to_mount(void **state)
+{
+	struct fixture *fx = *state;
+	hm_client *c = harness_connect(fx->h);
+	struct stat a, b;
+	hm_file *f = hm_open(c, fx->data, 0);
+	int fd;
+
+	assert_non_null(f);
+	assert_int_equal(hm_warm(f, 0, UINT64_MAX), DATA_SIZE);
+	assert_true(reads_copy(f));
+	assert_int_equal(stat(fx->data, &a), 0);
+	assert_int_equal(hm_close(f), 0);
+	unmount_faultfs(fx);
+	mount_faultfs(fx);
+	assert_int_equal(stat(fx->data, &b), 0);
+	if (a.st_dev != b.st_dev)	/* another mount took the number meanwhile */
+		fprintf(stderr, "# the new mount has another device number: a weaker test\n");
+	assert_int_equal(a.st_ino, b.st_ino);
+	assert_int_equal(a.st_size, b.st_size);
+	assert_int_equal(a.st_mtime, b.st_mtime);
+	f = hm_open(c, fx->data, 0);
+	assert_non_null(f);
+	assert_false(reads_copy(f));
+	fd = open(fx->data, O_RDONLY);
+	assert_true(fd >= 0);
+	assert_int_equal(hm_warm(f, 0, UINT64_MAX), DATA_SIZE);
+	assert_true(reads_copy(f));
+	check_whole(f, fd);
+	close(fd);
+	assert_int_equal(hm_close(f), 0);
+	hm_disconnect(c);
+}
+
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		T(test_copy_bound_to_mount),
+	};
+	const char *required = getenv("HOTMAP_REQUIRE_FUSE");
+	const char *output = getenv("CMOCKA_MESSAGE_OUTPUT");
+	char why[1024];
+
+	signal(SIGPIPE, SIG_IGN);
+	if (faultfs_unavailable(why, sizeof why) != NULL) {
+		if (required != NULL && strcmp(required, "1") == 0) {
+			printf("Bail out! FUSE is required (HOTMAP_REQUIRE_FUSE=1): %s\n", why);
+			return 1;
+		}
+		printf("1..0 # SKIP FUSE unavailable: %s\n", why);
+		fprintf(stderr, "test_netfs_copy: skipped: FUSE unavailable: %s\n", why);
+		return output != NULL && strcmp(output, "TAP") == 0 ? 0 : 77;
+	}
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
