@@ -7,7 +7,8 @@
  *
  * What it asserts: a copy is of its mount's file: after an unmount, the
  * next mount (same device number, inode, size and times) gets no copy of
- * the old one's bytes.
+ * the old one's bytes.  A handle of an older version does not drop the
+ * newer version's copy.
  *
  * Skips as test_netfs does where FUSE cannot be used; with
  * HOTMAP_REQUIRE_FUSE=1 that is a failure.
@@ -162,6 +163,33 @@ test_copy_bound_to_mount(void **state)
 	hm_disconnect(c);
 }
 
+/* A handle opened before the file changed, warmed after the new version
+ * was copied, leaves that copy alone: a new open still gets it. */
+static void
+test_copy_older_handle_keeps_newer(void **state)
+{
+	struct fixture *fx = *state;
+	hm_client *c = harness_connect(fx->h);
+	char reply[256];
+	hm_file *old = hm_open(c, fx->data, 0), *n, *g;
+
+	assert_non_null(old);
+	assert_int_equal(faultfs_cmd(&fx->fs, reply, sizeof reply, "seed data 99"), 0);
+	n = hm_open(c, fx->data, 0);
+	assert_non_null(n);
+	assert_int_equal(hm_warm(n, 0, UINT64_MAX), DATA_SIZE);
+	assert_true(reads_copy(n));
+	(void)hm_warm(old, 0, UINT64_MAX);	/* its version is gone: no copy */
+	assert_false(reads_copy(old));
+	g = hm_open(c, fx->data, 0);
+	assert_non_null(g);
+	assert_true(reads_copy(g));
+	assert_int_equal(hm_close(g), 0);
+	assert_int_equal(hm_close(n), 0);
+	assert_int_equal(hm_close(old), 0);
+	hm_disconnect(c);
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 
 int
@@ -169,6 +197,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		T(test_copy_bound_to_mount),
+		T(test_copy_older_handle_keeps_newer),
 	};
 	const char *required = getenv("HOTMAP_REQUIRE_FUSE");
 	const char *output = getenv("CMOCKA_MESSAGE_OUTPUT");

@@ -214,6 +214,8 @@ struct storage_copy *storage_copy_begin(struct file_cache *cache, struct storage
 	c = copy_find(cache, &st.id, h->entry->mnt_id);
 	if (c != NULL && (!c->kept || copy_current(c, &st)))
 		return NULL;	/* being filled, or there already */
+	if (c != NULL && st.ctime_ns < c->ctime_ns)
+		return NULL;	/* h opened an older version: says nothing of the copy's */
 	if (c != NULL) {
 		cache->ctr.copy_drops++;	/* the file changed */
 		copy_drop(cache, c);
