@@ -19,6 +19,8 @@
  *                            old end is the same function of the offset)
  *   seed NAME SEED           the file's content is now that of SEED (as
  *                            if rewritten in place: the mtime moves)
+ *   touch NAME               the file's mtime and ctime are now (whole
+ *                            seconds, as sshfs gives them), content the same
  *   restore NAME             no bad range, the original size
  *   count NAME               "ok reads=R eios=E": requests served and failed
  *   ping                     "ok"
@@ -50,6 +52,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -74,6 +77,7 @@ struct faultfs_file {
 	uint64_t size0;		/* the size given on the command line */
 	uint64_t size;		/* the size reported now */
 	unsigned generation;	/* changes of size or content: the mtime moves */
+	int64_t mtime;		/* "touch": this mtime (and ctime) from now on; 0 none */
 	struct faultfs_range bad[FAULTFS_MAX_RANGES];
 	unsigned nbad;
 	uint64_t reads, eios;
@@ -127,7 +131,8 @@ file_attr(fuse_ino_t ino, struct stat *st)
 	st->st_nlink = 1;
 	st->st_size = (off_t)f->size;
 	st->st_blocks = (blkcnt_t)((f->size + 511) / 512);
-	st->st_mtime = st->st_ctime = FAULTFS_MTIME + f->generation;
+	st->st_mtime = st->st_ctime = f->mtime != 0 ? (time_t)f->mtime :
+				      FAULTFS_MTIME + f->generation;
 	pthread_mutex_unlock(&lock);
 }
 
@@ -307,6 +312,8 @@ control_command(char *line, char *reply, size_t len)
 	} else if (strcmp(cmd, "seed") == 0 && n == 3) {
 		f->seed = a;
 		f->generation++;
+	} else if (strcmp(cmd, "touch") == 0 && n == 2) {
+		f->mtime = (int64_t)time(NULL);
 	} else if (strcmp(cmd, "restore") == 0 && n == 2) {
 		f->nbad = 0;
 		if (f->size != f->size0) {

@@ -8,7 +8,8 @@
  * What it asserts: a copy is of its mount's file: after an unmount, the
  * next mount (same device number, inode, size and times) gets no copy of
  * the old one's bytes.  A handle of an older version does not drop the
- * newer version's copy.
+ * newer version's copy.  A file changed in the last 2 s is not copied
+ * (the racy timestamp), and hm_stat says so.
  *
  * Skips as test_netfs does where FUSE cannot be used; with
  * HOTMAP_REQUIRE_FUSE=1 that is a failure.
@@ -190,6 +191,35 @@ test_copy_older_handle_keeps_newer(void **state)
 	hm_disconnect(c);
 }
 
+/* A file whose mtime is now (sshfs: whole seconds, ctime the same) may
+ * be rewritten in place within that second with the same size and
+ * times: its copy is not kept, and hm_stat says why; reads are right. */
+static void
+test_copy_racy_mtime(void **state)
+{
+	struct fixture *fx = *state;
+	hm_client *c = harness_connect(fx->h);
+	struct hm_stat st;
+	char reply[256];
+	hm_file *f;
+	int fd;
+
+	assert_int_equal(faultfs_cmd(&fx->fs, reply, sizeof reply, "touch data"), 0);
+	f = hm_open(c, fx->data, 0);
+	assert_non_null(f);
+	assert_int_equal(hm_warm(f, 0, UINT64_MAX), DATA_SIZE);
+	assert_false(reads_copy(f));
+	assert_int_equal(hm_stat(f, &st), 0);
+	assert_string_equal(st.reason_text, "network-fs: network file system (fuse.sshfs): read "
+			    "with pread, not copied: changed within 2 s of its copy");
+	fd = open(fx->data, O_RDONLY);
+	assert_true(fd >= 0);
+	check_whole(f, fd);
+	close(fd);
+	assert_int_equal(hm_close(f), 0);
+	hm_disconnect(c);
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 
 int
@@ -198,6 +228,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		T(test_copy_bound_to_mount),
 		T(test_copy_older_handle_keeps_newer),
+		T(test_copy_racy_mtime),
 	};
 	const char *required = getenv("HOTMAP_REQUIRE_FUSE");
 	const char *output = getenv("CMOCKA_MESSAGE_OUTPUT");

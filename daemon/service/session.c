@@ -201,6 +201,9 @@ session_reason_text(const struct session_handle *sh, char *buf, size_t len)
 					      (now - sh->copy_filled_ns) / 1000000000u : 0));
 	} else if (h->reason == STORAGE_REASON_MMAP_FAILED)
 		snprintf(buf, len, "%s: %s", storage_reason_name(h->reason), strerror(h->map_errno));
+	else if (h->reason == STORAGE_REASON_NETWORK_FS && network && storage_copy_why(h) != NULL)
+		snprintf(buf, len, "%s: network file system (%s): read with pread, %s",
+			 storage_reason_name(h->reason), fs, storage_copy_why(h));
 	else if (h->reason == STORAGE_REASON_NETWORK_FS)
 		/* why, in words: hm_stat's and hotmapctl stat's */
 		snprintf(buf, len, "%s: %s file system (%s): %s", storage_reason_name(h->reason),

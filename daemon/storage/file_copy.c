@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "daemon/storage/storage_priv.h"
 #include "daemon/storage/storage.h"
@@ -234,6 +235,7 @@ struct storage_copy *storage_copy_begin(struct file_cache *cache, struct storage
 	c->size = st.size;
 	c->mtime_ns = st.mtime_ns;
 	c->ctime_ns = st.ctime_ns;
+	c->begun_s = (int64_t)time(NULL);
 	snprintf(c->fs, sizeof c->fs, "%s", h->entry->fs_name);
 	(void)fplat_path(h->entry->file.fd, c->path, sizeof c->path);	/* /proc: no server */
 	c->next = cache->copies;
@@ -281,10 +283,18 @@ bool storage_copy_end(struct file_cache *cache, const struct storage_handle *h,
 {
 	bool ok;
 
-	(void)h;
 	if (c == NULL)
 		return false;
 	ok = !c->dropped && !c->failed && c->filled == c->size;	/* storage_copy_fill */
+	if (ok && c->mtime_ns / 1000000000 >= c->begun_s - STORAGE_COPY_RACY_S) {
+		/* the racy timestamp: a file changed in the second its mtime
+		 * says (sshfs: whole seconds, ctime the same) may change again
+		 * with the same size and times, before or while it was read:
+		 * kept only a file older than its fill by more than that */
+		ok = false;
+		if (h != NULL && h->entry != NULL)
+			h->entry->copy_why = STORAGE_COPY_RACY;
+	}
 	if (ok) {
 		ok = fplat_copy_seal(c->fd, c->map, c->size) == 0;
 		c->map = NULL;	/* unmapped by the seal, sealed or not */
@@ -294,6 +304,8 @@ bool storage_copy_end(struct file_cache *cache, const struct storage_handle *h,
 		return false;
 	}
 	c->kept = true;
+	if (h != NULL && h->entry != NULL)
+		h->entry->copy_why = STORAGE_COPY_WHY_NONE;
 	c->filled_ns = monotime_ns();
 	c->used_ns = c->filled_ns;
 	cache->ctr.copies++;
@@ -332,4 +344,16 @@ int storage_copy_get(struct file_cache *cache, const struct storage_handle *h,
 	info->size = c->size;
 	info->age_ms = (c->used_ns - c->filled_ns) / 1000000u;
 	return fd;
+}
+
+const char *storage_copy_why(const struct storage_handle *h)
+{
+	if (h == NULL || h->entry == NULL)
+		return NULL;
+	switch (h->entry->copy_why) {
+	case STORAGE_COPY_RACY:
+		return "not copied: changed within 2 s of its copy";
+	default:
+		return NULL;
+	}
 }

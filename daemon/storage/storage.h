@@ -521,4 +521,15 @@ bool storage_copy_end(struct file_cache *cache, const struct storage_handle *h,
 int storage_copy_get(struct file_cache *cache, const struct storage_handle *h,
 		     struct storage_copy_info *info);
 
+/*
+ * Why h's file has no copy though one was filled for it, in words for
+ * hm_stat ("not copied: ..."), or NULL: storage_copy_end refused it.
+ * STORAGE_COPY_RACY: its mtime was within STORAGE_COPY_RACY_S seconds of
+ * the fill's start (sshfs gives whole seconds, and its ctime is its
+ * mtime: a same-size rewrite in that second would pass every check).
+ */
+enum { STORAGE_COPY_WHY_NONE, STORAGE_COPY_RACY };
+#define STORAGE_COPY_RACY_S 2
+const char *storage_copy_why(const struct storage_handle *h);
+
 #endif

@@ -61,6 +61,7 @@ struct file_entry {
 	bool fs_network;		/* a network one by fplat_fs_name's list */
 	char fs_name[32];		/* fplat_fs_name: "ext4", "fuse.sshfs" */
 	uint64_t mnt_id;		/* fs_network: fplat_mount_id (file_copy.c) */
+	int copy_why;			/* STORAGE_COPY_WHY_*: why its copy was not kept */
 	bool private_entry;		/* never shared: one handle's descriptor
 					 * (file_open.c), not cached, not stale */
 
@@ -125,6 +126,7 @@ struct storage_copy {
 	bool dropped;			/* dropped while filling: freed at its end */
 	int failed;			/* atomic: a read of it came short */
 	uint64_t filled;		/* bytes read in so far (its job's steps) */
+	int64_t begun_s;		/* time(NULL) when its fill began */
 	uint64_t filled_ns;		/* monotime_ns() when sealed */
 	uint64_t used_ns;		/* when last given out: the least recent goes */
 	char fs[32];			/* its file system's name, for listings */
