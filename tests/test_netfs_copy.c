@@ -9,7 +9,8 @@
  * next mount (same device number, inode, size and times) gets no copy of
  * the old one's bytes.  A handle of an older version does not drop the
  * newer version's copy.  A file changed in the last 2 s is not copied
- * (the racy timestamp), and hm_stat says so.
+ * (the racy timestamp), and hm_stat says so.  A client that does not say
+ * it takes copies gets none, and its warms read.
  *
  * Skips as test_netfs does where FUSE cannot be used; with
  * HOTMAP_REQUIRE_FUSE=1 that is a failure.
@@ -220,6 +221,42 @@ test_copy_racy_mtime(void **state)
 	hm_disconnect(c);
 }
 
+/* A client that does not say it takes copies (HOTMAP_NETWORK_COPY=0, as
+ * any libhotmap before them) is given none, at OPEN or WARM, though the
+ * daemon keeps one; its warm is a warm, and it reads with pread, right. */
+static void
+test_copy_not_to_client_without(void **state)
+{
+	struct fixture *fx = *state;
+	hm_client *c = harness_connect(fx->h), *old;
+	struct hm_read_stats rs = { .size = sizeof rs };
+	hm_file *f = hm_open(c, fx->data, 0), *g;
+	int fd;
+
+	assert_non_null(f);
+	assert_int_equal(hm_warm(f, 0, UINT64_MAX), DATA_SIZE);
+	assert_true(reads_copy(f));
+	assert_int_equal(setenv("HOTMAP_NETWORK_COPY", "0", 1), 0);
+	old = harness_connect(fx->h);
+	assert_int_equal(unsetenv("HOTMAP_NETWORK_COPY"), 0);
+	g = hm_open(old, fx->data, HM_O_WARM);
+	assert_non_null(g);
+	assert_false(reads_copy(g));
+	assert_int_equal(hm_warm(g, 0, UINT64_MAX), DATA_SIZE);
+	assert_false(reads_copy(g));
+	fd = open(fx->data, O_RDONLY);
+	assert_true(fd >= 0);
+	check_whole(g, fd);
+	close(fd);
+	assert_int_equal(hm_read_stats(g, &rs), 0);
+	assert_int_equal(rs.copy_reads, 0);
+	assert_true(rs.pread_reads > 0);
+	assert_int_equal(hm_close(g), 0);
+	assert_int_equal(hm_close(f), 0);
+	hm_disconnect(old);
+	hm_disconnect(c);
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 
 int
@@ -229,6 +266,7 @@ main(void)
 		T(test_copy_bound_to_mount),
 		T(test_copy_older_handle_keeps_newer),
 		T(test_copy_racy_mtime),
+		T(test_copy_not_to_client_without),
 	};
 	const char *required = getenv("HOTMAP_REQUIRE_FUSE");
 	const char *output = getenv("CMOCKA_MESSAGE_OUTPUT");

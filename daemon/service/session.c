@@ -141,6 +141,7 @@ session_hello(struct session *s, uint32_t id, ProtobufCMessage *msg)
 		return 0;
 	}
 	s->hello_done = true;
+	s->takes_copies = m->takes_copies;
 	peer_set_deadline(s->peer, 0, NULL);
 	log_info("client %s: hello from \"%.64s\"", peer_name(s->peer),
 		 m->client_name != NULL ? m->client_name : "");
@@ -326,8 +327,10 @@ session_open_reply(struct session *s, uint32_t id, const Hotmap__Open *m, const 
 			    &r.direct_gen, &r.size, direct_text, sizeof direct_text);
 	r.direct_text = direct_text;
 	if (m->by_path && r.direct) {
-		if (copy_fd >= 0)
+		if (copy_fd >= 0) {
 			closer_close((hm_fd)(intptr_t)copy_fd);	/* a mapped file: never copied */
+			sh->copy_size = 0;
+		}
 		return session_open_reply_fd(s, id, sh, &r);
 	}
 	if (copy_fd >= 0) {

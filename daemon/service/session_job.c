@@ -123,8 +123,11 @@ int
 session_copy_give(struct session *s, struct session_handle *sh)
 {
 	struct storage_copy_info info;
-	int fd = storage_copy_get(s->srv->cache, &sh->h, &info);
+	int fd;
 
+	if (!s->takes_copies)
+		return -1;	/* an older client: it would close the descriptor */
+	fd = storage_copy_get(s->srv->cache, &sh->h, &info);
 	if (fd < 0)
 		return -1;
 	sh->copy_size = info.size;
