@@ -10,7 +10,8 @@
  * the old one's bytes.  A handle of an older version does not drop the
  * newer version's copy.  A file changed in the last 2 s is not copied
  * (the racy timestamp), and hm_stat says so.  A client that does not say
- * it takes copies gets none, and its warms read.
+ * it takes copies gets none, and its warms read.  A fill that hangs is
+ * abandoned at its deadline and holds no other copy back.
  *
  * Skips as test_netfs does where FUSE cannot be used; with
  * HOTMAP_REQUIRE_FUSE=1 that is a failure.
@@ -53,6 +54,11 @@ struct fixture {
 };
 
 static const struct harness_opts opts_copy = { .with_root = true };
+/* room for data's copy and small's (4099 bytes) less one byte; a fill
+ * abandoned after 1 s */
+static const struct harness_opts opts_fill = {
+	.with_root = true,
+	.extra = { "--network-copy-max", "1056995", "--network-copy-fill-timeout", "1", NULL } };
 
 static void
 mount_faultfs(struct fixture *fx)
@@ -106,6 +112,12 @@ teardown(void **state)
 	free(fx);
 	assert_int_equal(status, 0);
 	return 0;
+}
+
+static int
+setup_fill(void **state)
+{
+	return setup_with(state, &opts_fill);
 }
 
 static bool
@@ -257,6 +269,47 @@ test_copy_not_to_client_without(void **state)
 	hm_disconnect(c);
 }
 
+/* A fill whose reads hang (a FUSE server that stopped answering) holds
+ * no copy back past its deadline: its reservation is let go, another
+ * file is copied; answered at last, it is not kept, and hm_stat says why.
+ * (Outcomes, polled for with a generous bound: no timing decides.) */
+static void
+test_copy_fill_stalled(void **state)
+{
+	struct fixture *fx = *state;
+	hm_client *c = harness_connect(fx->h);
+	char reply[256], small[PATH_MAX + 8];
+	struct hm_stat st;
+	hm_file *f, *g;
+	int i;
+
+	snprintf(small, sizeof small, "%s/small", fx->fs.mnt);
+	assert_int_equal(faultfs_cmd(&fx->fs, reply, sizeof reply, "hang data"), 0);
+	f = hm_open(c, fx->data, HM_O_WARM);	/* its warm fills, and hangs */
+	assert_non_null(f);
+	g = hm_open(c, small, 0);
+	assert_non_null(g);
+	for (i = 0; i < 300 && !reads_copy(g); i++) {
+		assert_int_equal(hm_warm(g, 0, UINT64_MAX), 4099);
+		if (!reads_copy(g))
+			usleep(100 * 1000);
+	}
+	assert_true(reads_copy(g));
+	assert_int_equal(faultfs_cmd(&fx->fs, reply, sizeof reply, "restore data"), 0);
+	for (i = 0; i < 300; i++) {
+		assert_int_equal(hm_stat(f, &st), 0);
+		if (strstr(st.reason_text, "not copied") != NULL)
+			break;
+		usleep(100 * 1000);
+	}
+	assert_string_equal(st.reason_text, "network-fs: network file system (fuse.sshfs): read "
+			    "with pread, not copied: its fill was too slow");
+	assert_false(reads_copy(f));
+	assert_int_equal(hm_close(g), 0);
+	assert_int_equal(hm_close(f), 0);
+	hm_disconnect(c);
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 
 int
@@ -267,6 +320,7 @@ main(void)
 		T(test_copy_older_handle_keeps_newer),
 		T(test_copy_racy_mtime),
 		T(test_copy_not_to_client_without),
+		cmocka_unit_test_setup_teardown(test_copy_fill_stalled, setup_fill, teardown),
 	};
 	const char *required = getenv("HOTMAP_REQUIRE_FUSE");
 	const char *output = getenv("CMOCKA_MESSAGE_OUTPUT");

@@ -114,7 +114,8 @@ session_submit_warm(struct session *s, const struct read_kind *kind, uint32_t id
 		    uint64_t slot, uint64_t offset, size_t len)
 {
 	struct storage_handle *h = &s->handles[slot - 1].h;
-	struct storage_copy *copy = storage_copy_begin(s->srv->cache, h, offset, len);
+	struct storage_copy *copy = storage_copy_begin(s->srv->cache, h, offset, len,
+						       (uint32_t)peer_uid(s->peer));
 
 	return submit_job(s, kind, id, h, offset, len, NULL, copy, slot);
 }

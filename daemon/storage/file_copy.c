@@ -84,7 +84,8 @@ static void copy_unlink(struct file_cache *cache, struct storage_copy *c)
 static void copy_free(struct file_cache *cache, struct storage_copy *c)
 {
 	copy_unlink(cache, c);
-	cache->ctr.copy_bytes -= c->size;
+	if (!c->abandoned)
+		cache->ctr.copy_bytes -= c->size;
 	if (c->kept)
 		cache->ctr.copies--;
 	fplat_copy_free(c->fd, c->map, c->size);
@@ -201,8 +202,48 @@ static bool copy_wanted(const struct storage_handle *h, struct file_stat *st)
 	return true;
 }
 
+/*
+ * Fills past their deadline (network_copy_fill_ms): abandoned, their
+ * bytes no longer counted (a FUSE server that stops answering holds a
+ * worker in a read, never the other copies); freed at their job's end.
+ */
+static void copy_sweep(struct file_cache *cache)
+{
+	uint64_t ms = cache->limits.network_copy_fill_ms != 0 ?
+		      cache->limits.network_copy_fill_ms : 60000u, now = monotime_ns();
+	struct storage_copy *c;
+
+	for (c = cache->copies; c != NULL; c = c->next)
+		if (!c->kept && !c->abandoned && now - c->begun_ns > ms * 1000000u) {
+			c->abandoned = true;
+			c->dropped = true;	/* its next step stops */
+			cache->ctr.copy_bytes -= c->size;
+		}
+}
+
+/*
+ * Whether a fill of need bytes for uid may begin: none of uid's in
+ * flight (one uid's stalled server holds one fill, not the budget), and
+ * the fills in flight within network_copy_max.  Nothing kept is dropped
+ * for it: the finished copy makes its room (storage_copy_end).
+ */
+static bool copy_may_fill(struct file_cache *cache, uint64_t need, uint32_t uid)
+{
+	uint64_t max = cache->limits.network_copy_max, filling = 0;
+	const struct storage_copy *c;
+
+	for (c = cache->copies; c != NULL; c = c->next) {
+		if (c->kept || c->abandoned)
+			continue;
+		if (c->uid == uid)
+			return false;
+		filling += c->size;
+	}
+	return max != 0 && need <= max && filling <= max - need;
+}
+
 struct storage_copy *storage_copy_begin(struct file_cache *cache, struct storage_handle *h,
-					uint64_t offset, uint64_t len)
+					uint64_t offset, uint64_t len, uint32_t uid)
 {
 	struct storage_copy *c;
 	struct file_stat st;
@@ -221,7 +262,8 @@ struct storage_copy *storage_copy_begin(struct file_cache *cache, struct storage
 		cache->ctr.copy_drops++;	/* the file changed */
 		copy_drop(cache, c);
 	}
-	if (!copy_room(cache, st.size))
+	copy_sweep(cache);
+	if (!copy_may_fill(cache, st.size, uid))
 		return NULL;
 	c = calloc(1, sizeof *c);
 	if (c == NULL)
@@ -236,6 +278,8 @@ struct storage_copy *storage_copy_begin(struct file_cache *cache, struct storage
 	c->mtime_ns = st.mtime_ns;
 	c->ctime_ns = st.ctime_ns;
 	c->begun_s = (int64_t)time(NULL);
+	c->begun_ns = monotime_ns();
+	c->uid = uid;
 	snprintf(c->fs, sizeof c->fs, "%s", h->entry->fs_name);
 	(void)fplat_path(h->entry->file.fd, c->path, sizeof c->path);	/* /proc: no server */
 	c->next = cache->copies;
@@ -286,6 +330,8 @@ bool storage_copy_end(struct file_cache *cache, const struct storage_handle *h,
 	if (c == NULL)
 		return false;
 	ok = !c->dropped && !c->failed && c->filled == c->size;	/* storage_copy_fill */
+	if (c->abandoned && h != NULL && h->entry != NULL)
+		h->entry->copy_why = STORAGE_COPY_SLOW;
 	if (ok && c->mtime_ns / 1000000000 >= c->begun_s - STORAGE_COPY_RACY_S) {
 		/* the racy timestamp: a file changed in the second its mtime
 		 * says (sshfs: whole seconds, ctime the same) may change again
@@ -295,6 +341,8 @@ bool storage_copy_end(struct file_cache *cache, const struct storage_handle *h,
 		if (h != NULL && h->entry != NULL)
 			h->entry->copy_why = STORAGE_COPY_RACY;
 	}
+	if (ok)	/* its room: the copies given out least recently go */
+		ok = copy_room(cache, 0);
 	if (ok) {
 		ok = fplat_copy_seal(c->fd, c->map, c->size) == 0;
 		c->map = NULL;	/* unmapped by the seal, sealed or not */
@@ -353,6 +401,8 @@ const char *storage_copy_why(const struct storage_handle *h)
 	switch (h->entry->copy_why) {
 	case STORAGE_COPY_RACY:
 		return "not copied: changed within 2 s of its copy";
+	case STORAGE_COPY_SLOW:
+		return "not copied: its fill was too slow";
 	default:
 		return NULL;
 	}

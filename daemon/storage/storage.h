@@ -165,6 +165,8 @@ struct storage_limits {
 					 * them (reason network-fs, backend mmap) */
 	uint64_t network_copy_max;	/* bytes of copies of network files kept
 					 * in memory (file_copy.c); 0: none */
+	uint64_t network_copy_fill_ms;	/* a fill slower than this is abandoned
+					 * (file_copy.c); 0: 60 s */
 };
 
 /* What one read did (for the cache's counters), and how it may do it. */
@@ -513,7 +515,7 @@ struct storage_copy_info {
 	uint64_t age_ms;	/* since it was filled */
 };
 struct storage_copy *storage_copy_begin(struct file_cache *cache, struct storage_handle *h,
-					uint64_t offset, uint64_t len);
+					uint64_t offset, uint64_t len, uint32_t uid);
 ssize_t storage_copy_fill(const struct storage_handle *h, struct storage_copy *c,
 			  uint64_t offset, uint64_t len);
 bool storage_copy_end(struct file_cache *cache, const struct storage_handle *h,
@@ -527,8 +529,9 @@ int storage_copy_get(struct file_cache *cache, const struct storage_handle *h,
  * STORAGE_COPY_RACY: its mtime was within STORAGE_COPY_RACY_S seconds of
  * the fill's start (sshfs gives whole seconds, and its ctime is its
  * mtime: a same-size rewrite in that second would pass every check).
+ * STORAGE_COPY_SLOW: the fill outlived network_copy_fill_ms.
  */
-enum { STORAGE_COPY_WHY_NONE, STORAGE_COPY_RACY };
+enum { STORAGE_COPY_WHY_NONE, STORAGE_COPY_RACY, STORAGE_COPY_SLOW };
 #define STORAGE_COPY_RACY_S 2
 const char *storage_copy_why(const struct storage_handle *h);
 

@@ -127,6 +127,10 @@ struct storage_copy {
 	int failed;			/* atomic: a read of it came short */
 	uint64_t filled;		/* bytes read in so far (its job's steps) */
 	int64_t begun_s;		/* time(NULL) when its fill began */
+	uint64_t begun_ns;		/* monotime_ns() then: its deadline's start */
+	uint32_t uid;			/* whose warm fills it: one fill per uid */
+	bool abandoned;			/* past network_copy_fill_ms: its bytes no
+					 * longer counted, freed at its job's end */
 	uint64_t filled_ns;		/* monotime_ns() when sealed */
 	uint64_t used_ns;		/* when last given out: the least recent goes */
 	char fs[32];			/* its file system's name, for listings */
