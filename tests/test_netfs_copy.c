@@ -11,7 +11,9 @@
  * newer version's copy.  A file changed in the last 2 s is not copied
  * (the racy timestamp), and hm_stat says so.  A client that does not say
  * it takes copies gets none, and its warms read.  A fill that hangs is
- * abandoned at its deadline and holds no other copy back.
+ * abandoned at its deadline and holds no other copy back.  A dropped copy
+ * a client still maps is charged to its uid, which gets no copy past the
+ * budget until it lets go.
  *
  * Skips as test_netfs does where FUSE cannot be used; with
  * HOTMAP_REQUIRE_FUSE=1 that is a failure.
@@ -112,6 +114,16 @@ teardown(void **state)
 	free(fx);
 	assert_int_equal(status, 0);
 	return 0;
+}
+
+/* room for one copy of data */
+static const struct harness_opts opts_held = {
+	.with_root = true, .extra = { "--network-copy-max", "1056995", NULL } };
+
+static int
+setup_held(void **state)
+{
+	return setup_with(state, &opts_held);
 }
 
 static int
@@ -310,6 +322,47 @@ test_copy_fill_stalled(void **state)
 	hm_disconnect(c);
 }
 
+/* A copy hotmapd dropped while a client still maps it is charged to the
+ * client's uid: with room for one copy, the uid gets no second one while
+ * it holds the first (hm_stat says why); once it lets go, it does. */
+static void
+test_copy_held_charged(void **state)
+{
+	struct fixture *fx = *state;
+	hm_client *c = harness_connect(fx->h);
+	struct hm_evicted ev;
+	struct hm_stat st;
+	hm_file *f = hm_open(c, fx->data, 0), *n, *g = NULL;
+	int i;
+
+	assert_non_null(f);
+	assert_int_equal(hm_warm(f, 0, UINT64_MAX), DATA_SIZE);
+	assert_true(reads_copy(f));
+	assert_int_equal(hm_evict(c, fx->data, &ev), 0);	/* f still maps it */
+	n = hm_open(c, fx->data, 0);
+	assert_non_null(n);
+	assert_int_equal(hm_warm(n, 0, UINT64_MAX), DATA_SIZE);	/* copied again */
+	assert_false(reads_copy(n));
+	assert_int_equal(hm_stat(n, &st), 0);
+	assert_string_equal(st.reason_text, "network-fs: network file system (fuse.sshfs): read "
+			    "with pread, no copy: its uid holds dropped copies past the budget");
+	assert_true(reads_copy(f));	/* the version it was given */
+	assert_int_equal(hm_close(f), 0);	/* unmapped: nobody holds it */
+	for (i = 0; i < 300; i++) {
+		g = hm_open(c, fx->data, 0);
+		assert_non_null(g);
+		if (reads_copy(g))
+			break;
+		assert_int_equal(hm_close(g), 0);
+		g = NULL;
+		usleep(100 * 1000);
+	}
+	assert_non_null(g);
+	assert_int_equal(hm_close(g), 0);
+	assert_int_equal(hm_close(n), 0);
+	hm_disconnect(c);
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 
 int
@@ -321,6 +374,7 @@ main(void)
 		T(test_copy_racy_mtime),
 		T(test_copy_not_to_client_without),
 		cmocka_unit_test_setup_teardown(test_copy_fill_stalled, setup_fill, teardown),
+		cmocka_unit_test_setup_teardown(test_copy_held_charged, setup_held, teardown),
 	};
 	const char *required = getenv("HOTMAP_REQUIRE_FUSE");
 	const char *output = getenv("CMOCKA_MESSAGE_OUTPUT");

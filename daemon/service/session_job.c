@@ -128,7 +128,7 @@ session_copy_give(struct session *s, struct session_handle *sh)
 
 	if (!s->takes_copies)
 		return -1;	/* an older client: it would close the descriptor */
-	fd = storage_copy_get(s->srv->cache, &sh->h, &info);
+	fd = storage_copy_get(s->srv->cache, &sh->h, &info, (uint32_t)peer_uid(s->peer));
 	if (fd < 0)
 		return -1;
 	sh->copy_size = info.size;

@@ -81,8 +81,72 @@ static void copy_unlink(struct file_cache *cache, struct storage_copy *c)
 	c->prev = c->next = NULL;
 }
 
+/*
+ * Held copies.  A client maps the copy it is given until it closes the
+ * file, and a process may keep the descriptor or the mapping as long as
+ * it likes: the memory stays, charged to hotmapd, after hotmapd drops
+ * the copy.  So a dropped copy that was given out is charged to each uid
+ * it was given to until its memfd's watch says nobody holds it any more
+ * (copy_released); a uid whose charge would pass
+ * network_copy_max with a copy is not given it (storage_copy_get).
+ */
+static void copy_hold(struct file_cache *cache, const struct storage_copy *c)
+{
+	struct storage_copy_held *k = calloc(1, sizeof *k);
+
+	if (k == NULL)
+		return;	/* out of memory: charged to nobody */
+	if (!cache->held_watch_made) {	/* its own: read only when a charge is asked */
+		cache->held_watch = fplat_watch_new();
+		cache->held_watch_made = true;
+	}
+	k->wd = fplat_copy_watch(cache->held_watch, c->fd);	/* -1: charged for good */
+	k->size = c->size;
+	memcpy(k->uids, c->given, sizeof k->uids);
+	k->nuids = c->ngiven;
+	k->next = cache->held;
+	cache->held = k;
+	cache->ctr.copy_held_bytes += k->size;
+}
+
+static void copy_released(int wd, void *arg)
+{
+	struct file_cache *cache = arg;
+	struct storage_copy_held **p, *k;
+
+	for (p = &cache->held; (k = *p) != NULL; p = &k->next)
+		if (k->wd >= 0 && k->wd == wd) {
+			*p = k->next;
+			cache->ctr.copy_held_bytes -= k->size;
+			free(k);
+			return;
+		}
+}
+
+/* Bytes of dropped copies uid may still hold. */
+static uint64_t copy_held_by(struct file_cache *cache, uint32_t uid)
+{
+	const struct storage_copy_held *k;
+	uint64_t n = 0;
+	unsigned i;
+
+	/* what was let go since: a memfd's last holder gone queues its
+	 * event at once (the close's or munmap's own return) */
+	if (cache->held != NULL && cache->held_watch_made && cache->held_watch >= 0)
+		fplat_watch_read(cache->held_watch, copy_released, cache);
+	for (k = cache->held; k != NULL; k = k->next)
+		for (i = 0; i < k->nuids; i++)
+			if (k->uids[i] == uid) {
+				n += k->size;
+				break;
+			}
+	return n;
+}
+
 static void copy_free(struct file_cache *cache, struct storage_copy *c)
 {
+	if (c->kept && c->ngiven > 0)
+		copy_hold(cache, c);	/* before its descriptor goes */
 	copy_unlink(cache, c);
 	if (!c->abandoned)
 		cache->ctr.copy_bytes -= c->size;
@@ -152,10 +216,19 @@ void file_cache_copies_trim(struct file_cache *cache)
 
 void file_cache_copies_free(struct file_cache *cache)
 {
+	struct storage_copy_held *k;
+
 	while (cache->copies != NULL) {
 		/* a filling one's job is gone with the workers by now */
 		copy_free(cache, cache->copies);
 	}
+	while ((k = cache->held) != NULL) {
+		cache->held = k->next;
+		free(k);
+	}
+	if (cache->held_watch_made && cache->held_watch >= 0)
+		fplat_watch_free(cache->held_watch);
+	cache->held_watch_made = false;
 }
 
 bool file_cache_copy_drop(struct file_cache *cache, uint64_t dev, uint64_t ino)
@@ -362,10 +435,12 @@ bool storage_copy_end(struct file_cache *cache, const struct storage_handle *h,
 }
 
 int storage_copy_get(struct file_cache *cache, const struct storage_handle *h,
-		     struct storage_copy_info *info)
+		     struct storage_copy_info *info, uint32_t uid)
 {
 	struct storage_copy *c;
 	struct file_stat st;
+	bool given = false;
+	unsigned i;
 	int fd;
 
 	/* the file as this handle's open found it (copy_wanted): close-to-open */
@@ -384,9 +459,21 @@ int storage_copy_get(struct file_cache *cache, const struct storage_handle *h,
 		}
 		return -ENOENT;
 	}
+	for (i = 0; i < c->ngiven; i++)
+		given = given || c->given[i] == uid;
+	if (!given && c->ngiven == STORAGE_COPY_UIDS)
+		return -ENOENT;	/* its charge could not be told */
+	if (!given && copy_held_by(cache, uid) + c->size > cache->limits.network_copy_max) {
+		cache->ctr.copy_held_refusals++;
+		h->entry->copy_why = STORAGE_COPY_HELD;
+		return -ENOENT;
+	}
 	fd = fplat_copy_dup(c->fd);
 	if (fd < 0)
 		return fd;
+	if (!given)
+		c->given[c->ngiven++] = uid;
+	h->entry->copy_why = STORAGE_COPY_WHY_NONE;
 	c->used_ns = monotime_ns();
 	cache->ctr.copy_hits++;
 	info->size = c->size;
@@ -403,6 +490,8 @@ const char *storage_copy_why(const struct storage_handle *h)
 		return "not copied: changed within 2 s of its copy";
 	case STORAGE_COPY_SLOW:
 		return "not copied: its fill was too slow";
+	case STORAGE_COPY_HELD:
+		return "no copy: its uid holds dropped copies past the budget";
 	default:
 		return NULL;
 	}

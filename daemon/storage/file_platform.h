@@ -244,6 +244,10 @@ void fplat_watch_free(int w);
 int fplat_watch_add(int w, hm_fd fd);
 void fplat_watch_rm(int w, int wd);
 void fplat_watch_read(int w, void (*cb)(int wd, void *arg), void *arg);
+/* A watch on a dropped copy's memfd (file_copy.c): fplat_watch_read calls
+ * cb with its id once nobody holds it (no descriptor, no mapping: POSIX,
+ * IN_DELETE_SELF); -1 when it cannot be watched (Windows: always). */
+int fplat_copy_watch(int w, hm_fd fd);
 
 /*
  * Read leases (direct reads; POSIX: F_SETLEASE F_RDLCK, the breaking

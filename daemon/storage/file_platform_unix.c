@@ -623,6 +623,16 @@ int fplat_watch_add(int w, hm_fd fd)
 	return inotify_add_watch(w, path, IN_ATTRIB);
 }
 
+int fplat_copy_watch(int w, hm_fd fd)
+{
+	char path[64];
+
+	if (w < 0)
+		return -1;
+	snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+	return inotify_add_watch(w, path, IN_DELETE_SELF);
+}
+
 void fplat_watch_rm(int w, int wd)
 {
 	(void)inotify_rm_watch(w, wd);
@@ -641,7 +651,7 @@ void fplat_watch_read(int w, void (*cb)(int wd, void *arg), void *arg)
 		while (p < buf + n) {
 			const struct inotify_event *ev = (const struct inotify_event *)(const void *)p;
 
-			if (ev->mask & IN_ATTRIB)
+			if (ev->mask & (IN_ATTRIB | IN_DELETE_SELF))
 				cb(ev->wd, arg);
 			p += sizeof *ev + ev->len;
 		}

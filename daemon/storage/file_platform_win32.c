@@ -473,6 +473,13 @@ void fplat_watch_rm(int w, int wd)
 	(void)wd;
 }
 
+int fplat_copy_watch(int w, hm_fd fd)
+{
+	(void)w;
+	(void)fd;
+	return -1;
+}
+
 void fplat_watch_read(int w, void (*cb)(int wd, void *arg), void *arg)
 {
 	(void)w;

@@ -139,6 +139,8 @@ struct storage_counters {
 	uint64_t copy_hits;		/* opens and warms given a copy */
 	uint64_t copy_drops;		/* copies dropped: their file changed */
 	uint64_t copy_evictions;	/* copies dropped for network_copy_max */
+	uint64_t copy_held_bytes;	/* dropped copies clients may still hold */
+	uint64_t copy_held_refusals;	/* copies not given: the uid held too many */
 };
 
 /*
@@ -521,7 +523,7 @@ ssize_t storage_copy_fill(const struct storage_handle *h, struct storage_copy *c
 bool storage_copy_end(struct file_cache *cache, const struct storage_handle *h,
 		      struct storage_copy *c);
 int storage_copy_get(struct file_cache *cache, const struct storage_handle *h,
-		     struct storage_copy_info *info);
+		     struct storage_copy_info *info, uint32_t uid);
 
 /*
  * Why h's file has no copy though one was filled for it, in words for
@@ -530,8 +532,10 @@ int storage_copy_get(struct file_cache *cache, const struct storage_handle *h,
  * the fill's start (sshfs gives whole seconds, and its ctime is its
  * mtime: a same-size rewrite in that second would pass every check).
  * STORAGE_COPY_SLOW: the fill outlived network_copy_fill_ms.
+ * STORAGE_COPY_HELD: copies given to the uid and dropped since, which its
+ * processes may still map, would be past network_copy_max with this one.
  */
-enum { STORAGE_COPY_WHY_NONE, STORAGE_COPY_RACY, STORAGE_COPY_SLOW };
+enum { STORAGE_COPY_WHY_NONE, STORAGE_COPY_RACY, STORAGE_COPY_SLOW, STORAGE_COPY_HELD };
 #define STORAGE_COPY_RACY_S 2
 const char *storage_copy_why(const struct storage_handle *h);
 

@@ -113,6 +113,19 @@ struct file_entry {
 
 /* A copy of a network file in memory (file_copy.c): a memfd, on the
  * cache's list from its begin (filling, then kept) to its drop. */
+#define STORAGE_COPY_UIDS 8
+
+/* A copy dropped while a client it was given to may still hold it:
+ * charged to each of those uids until its memfd's watch says nobody
+ * holds it any more (file_copy.c, "held"). */
+struct storage_copy_held {
+	int wd;				/* fplat_copy_watch; -1: charged for good */
+	uint64_t size;
+	uint32_t uids[STORAGE_COPY_UIDS];
+	unsigned nuids;
+	struct storage_copy_held *next;
+};
+
 struct storage_copy {
 	struct file_id id;
 	uint64_t mnt_id;		/* the mount it was read from (fplat_mount_id):
@@ -129,6 +142,8 @@ struct storage_copy {
 	int64_t begun_s;		/* time(NULL) when its fill began */
 	uint64_t begun_ns;		/* monotime_ns() then: its deadline's start */
 	uint32_t uid;			/* whose warm fills it: one fill per uid */
+	uint32_t given[STORAGE_COPY_UIDS];	/* the uids it was given to */
+	unsigned ngiven;
 	bool abandoned;			/* past network_copy_fill_ms: its bytes no
 					 * longer counted, freed at its job's end */
 	uint64_t filled_ns;		/* monotime_ns() when sealed */
@@ -163,6 +178,10 @@ struct file_cache {
 					 * there is none */
 	unsigned unwatched_idle;	/* idle entries with unwatched set */
 	struct storage_copy *copies;	/* file_copy.c: filling and kept */
+	struct storage_copy_held *held;	/* file_copy.c: dropped, maybe held */
+	int held_watch;			/* their watches (fplat_watch_new), read
+					 * when asked; -1: none */
+	bool held_watch_made;		/* held_watch was asked for */
 };
 
 /* The hashed entry of a file; NULL when there is none. */
