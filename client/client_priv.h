@@ -243,6 +243,7 @@ struct hm_client {
 	/* Read from the environment at hm_connect, for every reconnect too. */
 	size_t shm_size;	/* HOTMAP_SHM_SIZE */
 	bool poll_wanted;	/* HOTMAP_POLL */
+	bool takes_copies;	/* HOTMAP_NETWORK_COPY: Hello.takes_copies */
 	/* Direct reads (direct_unix.c): HOTMAP_DIRECT asks for slots; a granted
 	 * file is mapped after direct_after reads through the daemon. */
 	uint32_t direct_slots;	/* 0: no direct reads */

@@ -140,6 +140,7 @@ client_hello_send(hm_client *c, const char *socket_path, struct wire_wait *w,
 	hello.version = HM_PROTO_VERSION;
 	hello.features = transport_features();
 	hello.client_name = (char *)os_program_name();
+	hello.takes_copies = c->takes_copies;	/* netfs.c maps them */
 	if (c->shm_size > 0 && (transport_features() & HM_FEATURE_SHM))
 		hs->region = region_new(c->shm_size, c->direct_slots, &hs->shm_fd);
 	if (hs->region != NULL) {
@@ -302,6 +303,11 @@ client_options(hm_client *c, const struct hm_options *in)
 	c->shm_size = o->shm_size >= 0 ? (size_t)o->shm_size :
 		      env_size("HOTMAP_SHM_SIZE", CLIENT_SHM_SIZE);
 	c->poll_wanted = o->poll >= 0 ? o->poll == 1 : env_poll_wanted();
+#ifdef _WIN32
+	c->takes_copies = false;	/* no copies of network files there */
+#else
+	c->takes_copies = env_uint("HOTMAP_NETWORK_COPY", 1, 1) == 1;
+#endif
 	c->poll_us = o->poll_us >= 0 ? (unsigned)o->poll_us :
 		     env_uint("HOTMAP_POLL_US", CLIENT_POLL_US, CLIENT_POLL_US_MAX);
 	c->reconnect_ms = o->reconnect_ms >= 0 ? (unsigned)o->reconnect_ms :

@@ -285,6 +285,14 @@ hm_warm(hm_file *f, uint64_t offset, uint64_t len)
 	set_last_error(NULL);
 	if (f == NULL || offset > INT64_MAX)
 		return fail(EINVAL);
+	if (__atomic_load_n(&f->copy, __ATOMIC_ACQUIRE) != NULL) {
+		/* read from hotmapd's copy, mapped here: in memory already
+		 * (only this process knows it maps it: the daemon warms
+		 * whatever it is asked) */
+		warmed = offset >= f->copy_len ? 0 : len < f->copy_len - offset ? len :
+			 f->copy_len - offset;
+		return warmed > SSIZE_MAX ? SSIZE_MAX : (ssize_t)warmed;
+	}
 	req.offset = offset;
 	req.length = len;
 	rc = client_file_request_fd(f, HM_MSG_WARM, &req.base, &req.handle, HM_MSG_WARM_REPLY,

@@ -13,9 +13,12 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 #include "client/os.h"
+
+#define OS_TMPFS_MAGIC 0x01021994	/* linux/magic.h: a memfd's file system */
 
 int
 os_file_open(const char *path, hm_osfile *f)
@@ -176,11 +179,17 @@ int
 os_copy_map(int f, uint64_t size, const void **map)
 {
 	int want = F_SEAL_SHRINK | F_SEAL_WRITE, seals = fcntl(f, F_GET_SEALS);
+	struct statfs sfs;
 	struct stat st;
 	void *m;
 
 	if (seals < 0)
 		return -errno;
+	/* a memfd (tmpfs, not hugetlbfs), as the daemon asks of a region:
+	 * seals alone are also a hugetlbfs file's, whose pages can run out
+	 * under a read, and mapping it would fault */
+	if (fstatfs(f, &sfs) < 0 || (uint32_t)sfs.f_type != OS_TMPFS_MAGIC)
+		return -EINVAL;
 	if ((seals & want) != want || fstat(f, &st) < 0 || !S_ISREG(st.st_mode) ||
 	    st.st_size < 0 || (uint64_t)st.st_size != size || size == 0 || size > SIZE_MAX)
 		return -EINVAL;	/* not what hotmapd says: read with pread */

@@ -19,7 +19,11 @@
  *                            old end is the same function of the offset)
  *   seed NAME SEED           the file's content is now that of SEED (as
  *                            if rewritten in place: the mtime moves)
- *   restore NAME             no bad range, the original size
+ *   touch NAME               the file's mtime and ctime are now (whole
+ *                            seconds, as sshfs gives them), content the same
+ *   hang NAME                reads of NAME get no answer (the loop serves
+ *                            the rest) until restore NAME answers them
+ *   restore NAME             no bad range, no hang, the original size
  *   count NAME               "ok reads=R eios=E": requests served and failed
  *   ping                     "ok"
  *
@@ -50,6 +54,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -74,11 +79,24 @@ struct faultfs_file {
 	uint64_t size0;		/* the size given on the command line */
 	uint64_t size;		/* the size reported now */
 	unsigned generation;	/* changes of size or content: the mtime moves */
+	int64_t mtime;		/* "touch": this mtime (and ctime) from now on; 0 none */
+	bool hang;		/* "hang": reads wait, unanswered, until "restore" */
 	struct faultfs_range bad[FAULTFS_MAX_RANGES];
 	unsigned nbad;
 	uint64_t reads, eios;
 };
 
+/* Reads held by "hang", answered at "restore". */
+struct faultfs_pending {
+	fuse_req_t req;
+	struct faultfs_file *f;
+	uint64_t offset;
+	size_t size;
+};
+#define FAULTFS_MAX_PENDING	64
+
+static struct faultfs_pending pending[FAULTFS_MAX_PENDING];
+static unsigned npending;
 static struct faultfs_file files[FAULTFS_MAX_FILES];
 static unsigned nfiles;
 /* Between the loop's handlers and the control thread. */
@@ -127,7 +145,8 @@ file_attr(fuse_ino_t ino, struct stat *st)
 	st->st_nlink = 1;
 	st->st_size = (off_t)f->size;
 	st->st_blocks = (blkcnt_t)((f->size + 511) / 512);
-	st->st_mtime = st->st_ctime = FAULTFS_MTIME + f->generation;
+	st->st_mtime = st->st_ctime = f->mtime != 0 ? (time_t)f->mtime :
+				      FAULTFS_MTIME + f->generation;
 	pthread_mutex_unlock(&lock);
 }
 
@@ -208,19 +227,36 @@ faultfs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	fuse_reply_open(req, fi);
 }
 
+static void read_answer(fuse_req_t req, struct faultfs_file *f, uint64_t offset, size_t size);
+
 static void
 faultfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
 {
 	struct faultfs_file *f = file_by_ino(ino);
-	uint64_t offset = (uint64_t)off, n, seed;
-	uint8_t *buf;
-	unsigned i;
 
 	(void)fi;
 	if (f == NULL || off < 0) {
 		fuse_reply_err(req, EINVAL);
 		return;
 	}
+	pthread_mutex_lock(&lock);
+	if (f->hang && npending < FAULTFS_MAX_PENDING) {
+		/* a server that stopped answering: the loop goes on */
+		pending[npending++] = (struct faultfs_pending){ req, f, (uint64_t)off, size };
+		pthread_mutex_unlock(&lock);
+		return;
+	}
+	pthread_mutex_unlock(&lock);
+	read_answer(req, f, (uint64_t)off, size);
+}
+
+static void
+read_answer(fuse_req_t req, struct faultfs_file *f, uint64_t offset, size_t size)
+{
+	uint64_t n, seed;
+	uint8_t *buf;
+	unsigned i;
+
 	pthread_mutex_lock(&lock);
 	f->reads++;
 	/* A request that touches a bad range fails whole, as a failed disk
@@ -307,8 +343,33 @@ control_command(char *line, char *reply, size_t len)
 	} else if (strcmp(cmd, "seed") == 0 && n == 3) {
 		f->seed = a;
 		f->generation++;
+	} else if (strcmp(cmd, "hang") == 0 && n == 2) {
+		f->hang = true;
+		pthread_mutex_unlock(&lock);
+		snprintf(reply, len, "ok");
+		return;	/* nothing changed: nothing to invalidate */
+	} else if (strcmp(cmd, "touch") == 0 && n == 2) {
+		f->mtime = (int64_t)time(NULL);
 	} else if (strcmp(cmd, "restore") == 0 && n == 2) {
+		unsigned i, k = 0;
+
 		f->nbad = 0;
+		f->hang = false;
+		for (i = 0; i < npending; i++) {
+			struct faultfs_pending p = pending[i];
+
+			if (p.f != f) {
+				pending[k++] = p;
+				continue;
+			}
+			/* answered now (from this thread: the low-level
+			 * API allows it), before the invalidation waits
+			 * for reads in flight */
+			pthread_mutex_unlock(&lock);
+			read_answer(p.req, p.f, p.offset, p.size);
+			pthread_mutex_lock(&lock);
+		}
+		npending = k;
 		if (f->size != f->size0) {
 			f->size = f->size0;
 			f->generation++;

@@ -277,23 +277,24 @@ test_every_key_good(void **state)
 		   "network-fs = mmap\n"		/* 16 */
 		   "network-fs-chunk = 64K\n"		/* 17 */
 		   "network-copy-max = 256M\n"		/* 18 */
-		   "max-connections-per-uid = 10\n"	/* 19 */
-		   "max-inflight = 8\n"			/* 20 */
-		   "max-inflight-bytes = 1M\n"		/* 21 */
-		   "idle-timeout = 30\n"		/* 22 */
-		   "workers = 3\n"			/* 23 */
-		   "poll-us = 75\n"			/* 24 */
-		   "log-level = debug\n"		/* 25 */
-		   "direct-reads = no\n"		/* 26 */
-		   "direct-lease-rule = can-read\n"	/* 27 */
-		   "max-direct-grants-per-uid = 77\n"	/* 28 */
-		   "path-descriptors = yes\n"		/* 29 */
-		   "huge-folios = no\n"		/* 30 */
-		   "foreground = yes\n"		/* 31 */
-		   "log-file = %1$s/hotmapd.log\n"	/* 32 */
-		   "pid-file = %1$s/hotmapd.pid\n"	/* 33 */
-		   "user = root\n"			/* 34 */
-		   "group = %2$s\n",			/* 35 */
+		   "network-copy-fill-timeout = 5\n"	/* 19 */
+		   "max-connections-per-uid = 10\n"	/* 20 */
+		   "max-inflight = 8\n"			/* 21 */
+		   "max-inflight-bytes = 1M\n"		/* 22 */
+		   "idle-timeout = 30\n"		/* 23 */
+		   "workers = 3\n"			/* 24 */
+		   "poll-us = 75\n"			/* 25 */
+		   "log-level = debug\n"		/* 26 */
+		   "direct-reads = no\n"		/* 27 */
+		   "direct-lease-rule = can-read\n"	/* 28 */
+		   "max-direct-grants-per-uid = 77\n"	/* 29 */
+		   "path-descriptors = yes\n"		/* 30 */
+		   "huge-folios = no\n"		/* 31 */
+		   "foreground = yes\n"		/* 32 */
+		   "log-file = %1$s/hotmapd.log\n"	/* 33 */
+		   "pid-file = %1$s/hotmapd.pid\n"	/* 34 */
+		   "user = root\n"			/* 35 */
+		   "group = %2$s\n",			/* 36 */
 		   dir, group0());
 	load_ok(&cfg, &args);
 	assert_string_equal(cfg.socket_path + strlen(dir), "/s.sock");
@@ -321,6 +322,7 @@ test_every_key_good(void **state)
 	assert_int_equal(cfg.network_fs, HM_NETWORK_FS_MMAP);
 	assert_int_equal(cfg.network_fs_chunk, 64 * 1024);
 	assert_int_equal(cfg.network_copy_max, 256ull << 20);
+	assert_int_equal(cfg.network_copy_fill_s, 5);
 	assert_int_equal(cfg.max_per_uid, 10);
 	assert_int_equal(cfg.max_inflight, 8);
 	assert_int_equal(cfg.max_inflight_bytes, 1 << 20);
@@ -375,6 +377,8 @@ test_every_key_bad_all_errors_at_once(void **state)
 		{ "network-fs-chunk = 2G", "network-fs-chunk: 2G is out of range (64K to 1G)" },
 		{ "network-copy-max = lots",
 		  "network-copy-max: not a size: 'lots' (a number with an optional K, M, G or T)" },
+		{ "network-copy-fill-timeout = 0",
+		  "network-copy-fill-timeout: 0 is out of range (1 to 86400)" },
 		{ "max-connections-per-uid = 0", "max-connections-per-uid: 0 is out of range (1 to 1000000)" },
 		{ "max-inflight = x", "max-inflight: not a number: 'x'" },
 		{ "max-inflight-bytes = 1K", "max-inflight-bytes: 1K is out of range (64K to 1T)" },

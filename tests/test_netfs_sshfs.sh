@@ -112,6 +112,9 @@ mib=$((1024 * 1024))
 size=$((3 * mib + 4321))
 head -c "$size" /dev/urandom >"$dir/want" || exit 1
 cp "$dir/want" "$srv/data" || exit 1
+# an mtime well in the past: hotmapd keeps no copy of a file changed within
+# 2 s of copying it (sshfs's mtime has whole seconds: the racy timestamp)
+touch -m -d @1700000000 "$srv/data" || exit 1
 file=$mnt/data
 
 # --- sshd on 127.0.0.1, keys made for this run --------------------------------

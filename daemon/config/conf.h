@@ -60,6 +60,7 @@ enum hm_config_key {
 	HM_KEY_NETWORK_FS,
 	HM_KEY_NETWORK_FS_CHUNK,
 	HM_KEY_NETWORK_COPY_MAX,
+	HM_KEY_NETWORK_COPY_FILL_TIMEOUT,
 	HM_KEY_MAX_CONNECTIONS_PER_UID,
 	HM_KEY_MAX_INFLIGHT,
 	HM_KEY_MAX_INFLIGHT_BYTES,
@@ -170,6 +171,8 @@ struct hm_config {
 	uint64_t network_fs_chunk;	/* network-fs-chunk, 64 KiB to 1 GiB */
 	uint64_t network_copy_max;	/* network-copy-max; 0: no copies;
 					 * HM_CONFIG_NETWORK_COPY_AUTO: auto */
+	unsigned network_copy_fill_s;	/* network-copy-fill-timeout: a slower
+					 * fill of a copy is abandoned */
 	unsigned max_per_uid;		/* max-connections-per-uid */
 	unsigned max_inflight;		/* max-inflight: requests per client */
 	uint64_t max_inflight_bytes;	/* max-inflight-bytes: per client */

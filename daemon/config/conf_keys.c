@@ -117,6 +117,9 @@ static const struct key_def keys[HM_CONFIG__NKEYS] = {
 	  .def = HM_CONFIG_NETWORK_COPY_AUTO, .metavar = "SIZE",
 	  .help = "memory for copies of warmed network files\n"
 		  "(default auto: 1/8 of the memory, at most 1G; 0: none)" },
+	{ HM_KEY_NETWORK_COPY_FILL_TIMEOUT, "network-copy-fill-timeout", KEY_NUMBER,
+	  FIELD(network_copy_fill_s), .min = 1, .max = 86400, .def = 60, .metavar = "S",
+	  .help = "abandon a copy's fill slower than S seconds (default 60)" },
 	{ HM_KEY_MAX_CONNECTIONS_PER_UID, "max-connections-per-uid", KEY_NUMBER, FIELD(max_per_uid),
 	  .min = 1, .max = 1000000, .def = HM_CONFIG_MAX_PER_UID_DEFAULT, .short_opt = 'c',
 	  .metavar = "N", .help = "\nconnections one uid may hold (default 4096)" },

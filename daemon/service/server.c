@@ -80,6 +80,7 @@ server_apply(struct server *srv)
 		.idle_unmap_ms = (uint64_t)c->idle_unmap_s * 1000u,
 		.network_fs_mmap = c->network_fs == HM_NETWORK_FS_MMAP,
 		.network_copy_max = c->network_copy_max,
+		.network_copy_fill_ms = (uint64_t)c->network_copy_fill_s * 1000u,
 	};
 
 	if (c->network_copy_max == HM_CONFIG_NETWORK_COPY_AUTO) {

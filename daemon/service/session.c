@@ -141,6 +141,7 @@ session_hello(struct session *s, uint32_t id, ProtobufCMessage *msg)
 		return 0;
 	}
 	s->hello_done = true;
+	s->takes_copies = m->takes_copies;
 	peer_set_deadline(s->peer, 0, NULL);
 	log_info("client %s: hello from \"%.64s\"", peer_name(s->peer),
 		 m->client_name != NULL ? m->client_name : "");
@@ -201,6 +202,9 @@ session_reason_text(const struct session_handle *sh, char *buf, size_t len)
 					      (now - sh->copy_filled_ns) / 1000000000u : 0));
 	} else if (h->reason == STORAGE_REASON_MMAP_FAILED)
 		snprintf(buf, len, "%s: %s", storage_reason_name(h->reason), strerror(h->map_errno));
+	else if (h->reason == STORAGE_REASON_NETWORK_FS && network && storage_copy_why(h) != NULL)
+		snprintf(buf, len, "%s: network file system (%s): read with pread, %s",
+			 storage_reason_name(h->reason), fs, storage_copy_why(h));
 	else if (h->reason == STORAGE_REASON_NETWORK_FS)
 		/* why, in words: hm_stat's and hotmapctl stat's */
 		snprintf(buf, len, "%s: %s file system (%s): %s", storage_reason_name(h->reason),
@@ -323,8 +327,10 @@ session_open_reply(struct session *s, uint32_t id, const Hotmap__Open *m, const 
 			    &r.direct_gen, &r.size, direct_text, sizeof direct_text);
 	r.direct_text = direct_text;
 	if (m->by_path && r.direct) {
-		if (copy_fd >= 0)
+		if (copy_fd >= 0) {
 			closer_close((hm_fd)(intptr_t)copy_fd);	/* a mapped file: never copied */
+			sh->copy_size = 0;
+		}
 		return session_open_reply_fd(s, id, sh, &r);
 	}
 	if (copy_fd >= 0) {

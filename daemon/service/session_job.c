@@ -114,7 +114,8 @@ session_submit_warm(struct session *s, const struct read_kind *kind, uint32_t id
 		    uint64_t slot, uint64_t offset, size_t len)
 {
 	struct storage_handle *h = &s->handles[slot - 1].h;
-	struct storage_copy *copy = storage_copy_begin(s->srv->cache, h, offset, len);
+	struct storage_copy *copy = storage_copy_begin(s->srv->cache, h, offset, len,
+						       (uint32_t)peer_uid(s->peer));
 
 	return submit_job(s, kind, id, h, offset, len, NULL, copy, slot);
 }
@@ -123,8 +124,11 @@ int
 session_copy_give(struct session *s, struct session_handle *sh)
 {
 	struct storage_copy_info info;
-	int fd = storage_copy_get(s->srv->cache, &sh->h, &info);
+	int fd;
 
+	if (!s->takes_copies)
+		return -1;	/* an older client: it would close the descriptor */
+	fd = storage_copy_get(s->srv->cache, &sh->h, &info, (uint32_t)peer_uid(s->peer));
 	if (fd < 0)
 		return -1;
 	sh->copy_size = info.size;

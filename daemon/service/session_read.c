@@ -378,7 +378,6 @@ session_warm(struct session *s, uint32_t id, ProtobufCMessage *msg)
 	Hotmap__Warm *m = (Hotmap__Warm *)msg;
 	struct session_handle *sh = session_handle_get(s, m->handle);
 	uint64_t len = m->length;
-	int fd;
 
 	if (sh == NULL)
 		return session_error(s, id, EBADF, "warm: no handle %llu", (unsigned long long)m->handle);
@@ -387,17 +386,9 @@ session_warm(struct session *s, uint32_t id, ProtobufCMessage *msg)
 				     (unsigned long long)m->offset);
 	if (len > (uint64_t)INT64_MAX - m->offset)
 		len = (uint64_t)INT64_MAX - m->offset;	/* "to the end" */
-	fd = sh->copy_size > 0 ? -1 : session_copy_give(s, sh);
-	if (sh->copy_size > 0) {
-		/* the file is in memory, in the daemon's copy (given now, or
-		 * before): nothing to read */
-		Hotmap__WarmReply r = HOTMAP__WARM_REPLY__INIT;
-		uint64_t size = sh->copy_size;
-
-		s->srv->counters.warms++;
-		r.warmed = m->offset >= size ? 0 : len < size - m->offset ? len : size - m->offset;
-		return session_warm_reply(s, id, sh, &r, fd);
-	}
+	/* read as any warm, a copy given or not: whether the client maps
+	 * it, only the client knows (one that does answers hm_warm itself);
+	 * a copy goes with the reply (read_warm_done) */
 	if (s->srv->cfg.huge_folios)
 		storage_fold_renew(&sh->h, m->offset, len);
 	if (session_submit_warm(s, &read_kind_warm, id, m->handle, m->offset, (size_t)len) < 0)
@@ -417,8 +408,6 @@ session_warm_open(struct session *s, uint32_t id, struct session_handle *sh, boo
 		 * warmth */
 		if (s->srv->cfg.huge_folios)
 			storage_fold_renew(&sh->h, 0, UINT64_MAX);
-		if (sh->copy_size > 0)
-			return;	/* given a copy: in memory already */
 		if (session_submit_warm(s, &read_kind_warm_open, id, (uint64_t)(sh - s->handles) + 1, 0,
 					(size_t)INT64_MAX) == 0)
 			s->srv->counters.warms++;

@@ -88,6 +88,7 @@ struct session {
 	struct peer *peer;
 	struct session *prev, *next;
 	bool hello_done;
+	bool takes_copies;	/* Hello.takes_copies: given copies (file_copy.c) */
 
 	struct session_handle *handles;
 	size_t nhandles;	/* slots allocated */

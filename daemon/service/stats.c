@@ -204,6 +204,10 @@ stats_foreach(struct server *srv, stats_cb cb, void *arg)
 	   "Copies dropped because their file changed.", arg);
 	cb("network_copy_evictions", COUNTER, sc.copy_evictions, NULL,
 	   "Copies dropped to keep within network-copy-max.", arg);
+	cb("network_copy_held_bytes", GAUGE, sc.copy_held_bytes, NULL,
+	   "Bytes of dropped copies that clients may still map.", arg);
+	cb("network_copy_held_refusals", COUNTER, sc.copy_held_refusals, NULL,
+	   "Copies not given: the uid held dropped ones past network-copy-max.", arg);
 	for (i = 0; i < STORAGE_REASON__COUNT; i++)
 		cb(vocab_reason_stat_key((unsigned)i), COUNTER, sc.opens_by_reason[i], NULL,
 		   "Opens, by the reason their backend was chosen.", arg);

@@ -252,6 +252,8 @@ static int open_take_entry(struct file_cache *cache, struct open_req *o)
 	if (S_ISREG(o->st.mode))
 		o->e->fs_network = fplat_fs_name(o->fs_type, o->st.id.dev, o->e->fs_name,
 						 sizeof o->e->fs_name);
+	if (o->e->fs_network)
+		o->e->mnt_id = fplat_mount_id(o->fd);	/* a copy is of this mount's file */
 	if (o->shared) {
 		o->e->unkept = o->over_files;	/* before cache_insert counts it */
 		file_cache_insert(cache, o->e);

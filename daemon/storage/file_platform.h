@@ -98,6 +98,16 @@ int fplat_fs(hm_fd fd, uint32_t *type, enum fs_class *fs, bool *data);
  */
 bool fplat_fs_name(uint32_t type, uint64_t dev, char *buf, size_t len);
 
+/*
+ * The mount fd's file is on, for binding a copy of a network file to it
+ * (file_copy.c): Linux 6.8's unique mount id (statx STATX_MNT_ID_UNIQUE,
+ * never reused while the system runs), else the older mount id (reused
+ * after an unmount) with bit 63 set, so the two never compare equal; 0
+ * when it cannot be told (Windows: the volume serial in the file id
+ * stands for it).  statx without a sync: no question to a FUSE server.
+ */
+uint64_t fplat_mount_id(hm_fd fd);
+
 /* A descriptor of the same file with an open file description of its
  * own, if the daemon may open one (see file_open.c); else fd.  Takes fd:
  * the one returned is the one to keep. */
@@ -234,6 +244,10 @@ void fplat_watch_free(int w);
 int fplat_watch_add(int w, hm_fd fd);
 void fplat_watch_rm(int w, int wd);
 void fplat_watch_read(int w, void (*cb)(int wd, void *arg), void *arg);
+/* A watch on a dropped copy's memfd (file_copy.c): fplat_watch_read calls
+ * cb with its id once nobody holds it (no descriptor, no mapping: POSIX,
+ * IN_DELETE_SELF); -1 when it cannot be watched (Windows: always). */
+int fplat_copy_watch(int w, hm_fd fd);
 
 /*
  * Read leases (direct reads; POSIX: F_SETLEASE F_RDLCK, the breaking

@@ -291,6 +291,24 @@ int fplat_stat(hm_fd fd, struct file_stat *out)
 	return 0;
 }
 
+#ifndef STATX_MNT_ID_UNIQUE
+#define STATX_MNT_ID_UNIQUE 0x00004000U	/* Linux 6.8; older headers lack it */
+#endif
+
+uint64_t fplat_mount_id(hm_fd fd)
+{
+	struct statx sx;
+
+	if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC,
+		  STATX_MNT_ID | STATX_MNT_ID_UNIQUE, &sx) < 0)
+		return 0;
+	if (sx.stx_mask & STATX_MNT_ID_UNIQUE)
+		return sx.stx_mnt_id & ~(UINT64_C(1) << 63);
+	if (sx.stx_mask & STATX_MNT_ID)
+		return sx.stx_mnt_id | (UINT64_C(1) << 63);
+	return 0;
+}
+
 void fplat_close(hm_fd fd)
 {
 	closer_close(fd);
@@ -605,6 +623,16 @@ int fplat_watch_add(int w, hm_fd fd)
 	return inotify_add_watch(w, path, IN_ATTRIB);
 }
 
+int fplat_copy_watch(int w, hm_fd fd)
+{
+	char path[64];
+
+	if (w < 0)
+		return -1;
+	snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+	return inotify_add_watch(w, path, IN_DELETE_SELF);
+}
+
 void fplat_watch_rm(int w, int wd)
 {
 	(void)inotify_rm_watch(w, wd);
@@ -623,7 +651,7 @@ void fplat_watch_read(int w, void (*cb)(int wd, void *arg), void *arg)
 		while (p < buf + n) {
 			const struct inotify_event *ev = (const struct inotify_event *)(const void *)p;
 
-			if (ev->mask & IN_ATTRIB)
+			if (ev->mask & (IN_ATTRIB | IN_DELETE_SELF))
 				cb(ev->wd, arg);
 			p += sizeof *ev + ev->len;
 		}

@@ -267,6 +267,12 @@ bool fplat_fs_name(uint32_t type, uint64_t dev, char *buf, size_t len)
 	return remote;
 }
 
+uint64_t fplat_mount_id(hm_fd fd)
+{
+	(void)fd;
+	return 0;	/* the volume serial number is in the file id */
+}
+
 /* --- handles ------------------------------------------------------------ */
 
 void fplat_close(hm_fd fd)
@@ -465,6 +471,13 @@ void fplat_watch_rm(int w, int wd)
 {
 	(void)w;
 	(void)wd;
+}
+
+int fplat_copy_watch(int w, hm_fd fd)
+{
+	(void)w;
+	(void)fd;
+	return -1;
 }
 
 void fplat_watch_read(int w, void (*cb)(int wd, void *arg), void *arg)

@@ -139,6 +139,8 @@ struct storage_counters {
 	uint64_t copy_hits;		/* opens and warms given a copy */
 	uint64_t copy_drops;		/* copies dropped: their file changed */
 	uint64_t copy_evictions;	/* copies dropped for network_copy_max */
+	uint64_t copy_held_bytes;	/* dropped copies clients may still hold */
+	uint64_t copy_held_refusals;	/* copies not given: the uid held too many */
 };
 
 /*
@@ -165,6 +167,8 @@ struct storage_limits {
 					 * them (reason network-fs, backend mmap) */
 	uint64_t network_copy_max;	/* bytes of copies of network files kept
 					 * in memory (file_copy.c); 0: none */
+	uint64_t network_copy_fill_ms;	/* a fill slower than this is abandoned
+					 * (file_copy.c); 0: 60 s */
 };
 
 /* What one read did (for the cache's counters), and how it may do it. */
@@ -513,12 +517,26 @@ struct storage_copy_info {
 	uint64_t age_ms;	/* since it was filled */
 };
 struct storage_copy *storage_copy_begin(struct file_cache *cache, struct storage_handle *h,
-					uint64_t offset, uint64_t len);
+					uint64_t offset, uint64_t len, uint32_t uid);
 ssize_t storage_copy_fill(const struct storage_handle *h, struct storage_copy *c,
 			  uint64_t offset, uint64_t len);
 bool storage_copy_end(struct file_cache *cache, const struct storage_handle *h,
 		      struct storage_copy *c);
 int storage_copy_get(struct file_cache *cache, const struct storage_handle *h,
-		     struct storage_copy_info *info);
+		     struct storage_copy_info *info, uint32_t uid);
+
+/*
+ * Why h's file has no copy though one was filled for it, in words for
+ * hm_stat ("not copied: ..."), or NULL: storage_copy_end refused it.
+ * STORAGE_COPY_RACY: its mtime was within STORAGE_COPY_RACY_S seconds of
+ * the fill's start (sshfs gives whole seconds, and its ctime is its
+ * mtime: a same-size rewrite in that second would pass every check).
+ * STORAGE_COPY_SLOW: the fill outlived network_copy_fill_ms.
+ * STORAGE_COPY_HELD: copies given to the uid and dropped since, which its
+ * processes may still map, would be past network_copy_max with this one.
+ */
+enum { STORAGE_COPY_WHY_NONE, STORAGE_COPY_RACY, STORAGE_COPY_SLOW, STORAGE_COPY_HELD };
+#define STORAGE_COPY_RACY_S 2
+const char *storage_copy_why(const struct storage_handle *h);
 
 #endif

@@ -60,6 +60,8 @@ struct file_entry {
 	bool fs_data;			/* a data file system (fplat_fs) */
 	bool fs_network;		/* a network one by fplat_fs_name's list */
 	char fs_name[32];		/* fplat_fs_name: "ext4", "fuse.sshfs" */
+	uint64_t mnt_id;		/* fs_network: fplat_mount_id (file_copy.c) */
+	int copy_why;			/* STORAGE_COPY_WHY_*: why its copy was not kept */
 	bool private_entry;		/* never shared: one handle's descriptor
 					 * (file_open.c), not cached, not stale */
 
@@ -111,8 +113,23 @@ struct file_entry {
 
 /* A copy of a network file in memory (file_copy.c): a memfd, on the
  * cache's list from its begin (filling, then kept) to its drop. */
+#define STORAGE_COPY_UIDS 8
+
+/* A copy dropped while a client it was given to may still hold it:
+ * charged to each of those uids until its memfd's watch says nobody
+ * holds it any more (file_copy.c, "held"). */
+struct storage_copy_held {
+	int wd;				/* fplat_copy_watch; -1: charged for good */
+	uint64_t size;
+	uint32_t uids[STORAGE_COPY_UIDS];
+	unsigned nuids;
+	struct storage_copy_held *next;
+};
+
 struct storage_copy {
 	struct file_id id;
+	uint64_t mnt_id;		/* the mount it was read from (fplat_mount_id):
+					 * st_dev is reused by the next mount */
 	uint64_t size;			/* the validators it was made with */
 	int64_t mtime_ns;
 	int64_t ctime_ns;
@@ -122,6 +139,13 @@ struct storage_copy {
 	bool dropped;			/* dropped while filling: freed at its end */
 	int failed;			/* atomic: a read of it came short */
 	uint64_t filled;		/* bytes read in so far (its job's steps) */
+	int64_t begun_s;		/* time(NULL) when its fill began */
+	uint64_t begun_ns;		/* monotime_ns() then: its deadline's start */
+	uint32_t uid;			/* whose warm fills it: one fill per uid */
+	uint32_t given[STORAGE_COPY_UIDS];	/* the uids it was given to */
+	unsigned ngiven;
+	bool abandoned;			/* past network_copy_fill_ms: its bytes no
+					 * longer counted, freed at its job's end */
 	uint64_t filled_ns;		/* monotime_ns() when sealed */
 	uint64_t used_ns;		/* when last given out: the least recent goes */
 	char fs[32];			/* its file system's name, for listings */
@@ -154,6 +178,10 @@ struct file_cache {
 					 * there is none */
 	unsigned unwatched_idle;	/* idle entries with unwatched set */
 	struct storage_copy *copies;	/* file_copy.c: filling and kept */
+	struct storage_copy_held *held;	/* file_copy.c: dropped, maybe held */
+	int held_watch;			/* their watches (fplat_watch_new), read
+					 * when asked; -1: none */
+	bool held_watch_made;		/* held_watch was asked for */
 };
 
 /* The hashed entry of a file; NULL when there is none. */
