@@ -127,13 +127,14 @@ copy_log(const hm_file *f, const struct direct_map *m, const char *what)
 
 	fprintf(stderr,
 		"hotmap[%ld]: copy-policy %llu:%llu %s; est copy %u pread %u touch %u block %u ns, "
-		"touch after %u, populate after %u\n",
+		"touch after %u, populate after %u, bank %lld ns\n",
 		(long)getpid(), (unsigned long long)m->map->dev, (unsigned long long)m->map->ino,
 		what, (unsigned)__atomic_load_n(&c->copy_ns, __ATOMIC_RELAXED),
 		(unsigned)__atomic_load_n(&c->pread_ns, __ATOMIC_RELAXED),
 		(unsigned)__atomic_load_n(&c->touch_ns, __ATOMIC_RELAXED),
 		(unsigned)__atomic_load_n(&c->populate_ns, __ATOMIC_RELAXED),
-		cp_touch_after(c, &f->c->copy_knobs), cp_populate_after(c, &f->c->copy_knobs));
+		cp_touch_after(c, &f->c->copy_knobs), cp_populate_after(c, &f->c->copy_knobs),
+		(long long)cp_bank(c));
 }
 
 /* Builds the page tables of block blk of m and marks its pages touched,

@@ -662,6 +662,38 @@ test_vm_break_even(void **state)
 	run_free(&nobank);
 }
 
+/* One dear first copy is not a verdict: a mapping's first copy (here 18
+ * us: cold caches, page tables a fork left behind) counts as a pread and
+ * times the copies after it, which cost 0.6 us: copies go on, and within
+ * a burst the estimate is theirs. */
+static void
+test_first_copy_dear(void **state)
+{
+	struct cp_knobs k;
+	struct cp_costs c;
+	struct cp_plan plan = { .way = CP_COPY, .timed = true };
+	int i;
+
+	(void)state;
+	cp_knobs_default(&k);
+	cp_costs_init(&c, NULL, &k);
+	c.pread_ns = 2300;
+	cp_account(&c, NULL, &k, &plan, 18825, 1);
+	assert_true(cp_copies_pay(&c));
+	assert_int_equal(c.burst, k.burst);
+	for (i = 0; i < 8; i++)
+		cp_account(&c, NULL, &k, &plan, 600, 1);
+	assert_true(c.copy_ns < 1500);
+	/* copies that really are dear still turn it: each timed copy of
+	 * the burst moves the estimate up, by its clamp at most */
+	cp_costs_init(&c, NULL, &k);
+	c.pread_ns = 2300;
+	cp_account(&c, NULL, &k, &plan, 18825, 1);
+	for (i = 0; i < 8 && cp_copies_pay(&c); i++)
+		cp_account(&c, NULL, &k, &plan, 9000, 1);
+	assert_false(cp_copies_pay(&c));
+}
+
 /* The rent-or-buy thresholds follow the estimates. */
 static void
 test_thresholds(void **state)
@@ -862,6 +894,7 @@ main(void)
 		cmocka_unit_test(test_large_reads),
 		cmocka_unit_test(test_thresholds),
 		cmocka_unit_test(test_vm_break_even),
+		cmocka_unit_test(test_first_copy_dear),
 		cmocka_unit_test(test_seed),
 		cmocka_unit_test(test_many_small_files),
 		cmocka_unit_test(test_knobs_parse),
