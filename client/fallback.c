@@ -34,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "client/client_priv.h"
 #include "proto/monotime.h"
@@ -111,6 +112,20 @@ local_file_open(hm_client *c, hm_file *f, bool check, int why)
 	return 0;
 }
 
+/* A pending request forgotten: a reply that came for it and was never
+ * taken (a process that exits before its answers are taken), and the
+ * descriptor with it, go too. */
+static void
+pend_req_drop(struct pend_req *p)
+{
+	if (p->w.reply != NULL)
+		protobuf_c_message_free_unpacked(p->w.reply, NULL);
+	if (p->w.reply_fd >= 0)
+		close(p->w.reply_fd);
+	pthread_cond_destroy(&p->w.cond);
+	free(p);
+}
+
 void
 fallback_forget_pend(hm_client *c)
 {
@@ -121,15 +136,13 @@ fallback_forget_pend(hm_client *c)
 		if (p->f != NULL)
 			__atomic_store_n(&p->f->pend, NULL, __ATOMIC_RELAXED);
 		os_file_close(p->sent.fd);	/* one opened for it, if any */
-		pthread_cond_destroy(&p->w.cond);
-		free(p);
+		pend_req_drop(p);
 	}
 	c->pend_opens = NULL;
 	c->pend_tail = &c->pend_opens;
 	c->pend_nopens = 0;
 	if (c->pend_hello != NULL) {
-		pthread_cond_destroy(&c->pend_hello->w.cond);
-		free(c->pend_hello);
+		pend_req_drop(c->pend_hello);
 		__atomic_store_n(&c->pend_hello, NULL, __ATOMIC_RELAXED);
 	}
 	os_file_close(c->pend_hs.shm_fd);

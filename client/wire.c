@@ -715,10 +715,15 @@ wire_reply(hm_client *c, struct wire_wait *w, int rc, uint16_t reply_type,
 		protobuf_c_message_free_unpacked(w->reply, NULL);
 		if (w->reply_fd >= 0)
 			close(w->reply_fd);
+		w->reply = NULL;
+		w->reply_fd = -1;
 		return client_break(c, EPROTO);
 	}
+	/* the caller's now: a wait forgotten later frees nothing twice */
 	*reply = w->reply;
 	*fd = w->reply_fd;
+	w->reply = NULL;
+	w->reply_fd = -1;
 	return 0;
 }
 
