@@ -4,7 +4,7 @@
  * (with a descriptor when one goes along), buffering what arrives, reading
  * the replies of calls in flight, handed by id to the call each belongs
  * to, and the ERROR with id 0 by which the daemon says why it refused the
- * connection.  The thread's last error lives here.
+ * connection.  (The thread's last error is error.c's.)
  *
  * Several threads' calls are in flight at once (see struct hm_client):
  * a call links a wire_wait, sends its frames under send_lock, then waits.
@@ -38,30 +38,6 @@
 #include "client/client_priv.h"
 #include "client/os.h"
 #include "client/transport.h"
-
-static _Thread_local char last_error[512];
-/* Whether last_error holds a message: every call clears it first
- * (set_last_error(NULL)), the direct reads too, and that must cost a load
- * off the thread pointer, not a call to __tls_get_addr and a store. */
-static _Thread_local unsigned char last_error_set PLATFORM_TLS_FAST;
-
-void
-set_last_error(const char *msg)
-{
-	size_t n;
-
-	if (msg == NULL) {
-		if (last_error_set) {
-			last_error[0] = '\0';
-			last_error_set = 0;
-		}
-		return;
-	}
-	for (n = 0; n < sizeof last_error - 1 && msg[n] != '\0'; n++)
-		last_error[n] = msg[n];
-	last_error[n] = '\0';
-	last_error_set = 1;
-}
 
 /* Marks the client broken with err (positive) and returns -err.  The
  * socket is shut down, so that a thread blocked reading or writing it
@@ -793,10 +769,3 @@ wire_take_ready(hm_client *c)
 			return rc;
 	}
 }
-
-HM_EXPORT const char *
-hm_last_error(void)
-{
-	return last_error_set ? last_error : "";
-}
-
