@@ -388,10 +388,12 @@ struct hm_file {
 	/* On a network file system (netfs.c): read with pread on fd, or on
 	 * own_fd kept for it, not through the daemon; or from copy (atomic:
 	 * read without the lock), hotmapd's copy of the file mapped
-	 * read-only, copy_len bytes, once OPEN or WARM gave one. */
+	 * read-only, copy_len bytes, once OPEN or WARM gave one; copy_ref
+	 * holds the mapping for f and for each view into it. */
 	bool net;
 	const uint8_t *copy;
 	uint64_t copy_len;
+	struct net_copy *copy_ref;
 	struct hm_stat st;	/* as opened, for hm_stat of a granted file */
 	/* How its reads went (hm_read_stats): relaxed atomic counts. */
 	struct file_reads {
@@ -598,6 +600,12 @@ ssize_t net_read_entered(hm_file *f, void *buf, size_t len, uint64_t offset);
  * reader left). */
 void net_copy_take(hm_file *f, int fd, uint64_t size);
 void net_copy_drop(hm_file *f);
+/* A view into f's copy: 0 with *data and *n (clipped at its end) and
+ * *ref held until net_copy_unref, which unmaps the copy once neither f
+ * nor a view holds it; DIRECT_MISS when f has no copy. */
+int net_copy_view(hm_file *f, uint64_t offset, size_t len, const void **data, size_t *n,
+		  struct net_copy **ref);
+void net_copy_unref(struct net_copy *ref);
 /* hm_stat's reason_text of f as this process reads it: the daemon's
  * words, unless f reads a copy the daemon does not know it has (kept
  * across a reconnect) or does not read one it was given (refused). */

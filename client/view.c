@@ -2,8 +2,9 @@
 /*
  * view.c - views (hm_view_range, hm_view_batch, hm_view_release,
  * hm_view_check): a file's bytes the caller reads where they lie.  A
- * granted file's view points into its mapping (the direct tier); any
- * other is read into region blocks of its own, or, when the region has no
+ * granted file's view points into its mapping (the direct tier), a
+ * network file's into hotmapd's copy of it when it has one; any other is
+ * read into region blocks of its own, or, when the region has no
  * room (or there is none), over the socket into memory of its own.  A
  * view holds its blocks and a reference to the region until it is
  * released, even after a reconnect or hm_disconnect.
@@ -28,6 +29,7 @@ enum view_kind {
 	VIEW_REGION,		/* obj: the region, held, with blocks [off, off + len) */
 	VIEW_HEAP,		/* obj: memory of its own, the bytes came over the socket */
 	VIEW_DIRECT,		/* obj: the file's direct_map, held */
+	VIEW_NETCOPY,		/* obj: hotmapd's copy of a network file, held */
 };
 struct view_priv {
 	enum view_kind kind;
@@ -84,15 +86,22 @@ view_run(hm_client *c, void *arg)
 	return rc;
 }
 
-/* A network file's view (netfs.c): read here with pread into memory of
- * its own.  0 with *v made, 1 when the daemon reads it instead, or
- * -errno. */
+/* A network file's view (netfs.c): a pointer into hotmapd's copy when
+ * the file has one, else read here with pread into memory of its own.
+ * 0 with *v made, 1 when the daemon reads it instead, or -errno. */
 static int
 view_net(hm_file *f, uint64_t offset, size_t len, struct hm_view *v)
 {
-	struct view_priv p = { .kind = VIEW_HEAP };
+	struct view_priv p = { .kind = VIEW_NETCOPY };
+	struct net_copy *ref;
 	ssize_t n;
 
+	if (net_copy_view(f, offset, len, &v->data, &v->len, &ref) == 0) {
+		p.obj = ref;
+		memcpy(v->priv_, &p, sizeof p);
+		return 0;
+	}
+	p.kind = VIEW_HEAP;
 	p.obj = malloc(len > 0 ? len : 1);
 	if (p.obj == NULL)
 		return -ENOMEM;
@@ -176,6 +185,9 @@ hm_view_release(struct hm_view *v)
 	case VIEW_DIRECT:
 		direct_map_unref(p.obj);
 		break;
+	case VIEW_NETCOPY:
+		net_copy_unref(p.obj);
+		break;
 	case VIEW_EMPTY:
 		break;
 	}
@@ -192,7 +204,7 @@ hm_view_check(const struct hm_view *v)
 		return fail(EINVAL);
 	memcpy(&p, v->priv_, sizeof p);
 	if (p.kind != VIEW_DIRECT)
-		return 0;	/* a copy: its bytes are its own */
+		return 0;	/* its own bytes, or a sealed copy: they cannot change */
 	rc = direct_map_check(p.obj);
 	return rc < 0 ? fail(-rc) : 0;
 }

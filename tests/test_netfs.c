@@ -469,6 +469,64 @@ test_network_copy(void **state)
 	hm_disconnect(c);
 }
 
+/* Views of a file with a copy point into the copy: two views of ranges k
+ * bytes apart lie k bytes apart, right byte for byte, past the end too
+ * (clipped), in hm_view_batch as well; they count as copies, not preads;
+ * and they stay readable after hm_close and hm_disconnect, until
+ * released. */
+static void
+test_network_copy_views(void **state)
+{
+	struct fixture *fx = *state;
+	hm_client *c = harness_connect(fx->h);
+	struct hm_read_stats rs = { .size = sizeof rs };
+	struct hm_view_io vio[2];
+	struct hm_view a, b, tail;
+	hm_file *f = hm_open(c, fx->data, 0);
+	uint8_t *want = malloc(DATA_SIZE);
+
+	assert_non_null(f);
+	assert_non_null(want);
+	harness_fill(want, DATA_SIZE, DATA_SEED, 0);
+	assert_int_equal(hm_warm(f, 0, UINT64_MAX), DATA_SIZE);
+	assert_true(reads_copy(f));
+	assert_int_equal(hm_view_range(f, 4096, 256 * KiB, &a), 0);
+	assert_int_equal(hm_view_range(f, 4096 + 777, 64 * KiB, &b), 0);
+	assert_int_equal(a.len, 256 * KiB);
+	assert_int_equal(b.len, 64 * KiB);
+	assert_ptr_equal((const uint8_t *)b.data, (const uint8_t *)a.data + 777);
+	assert_memory_equal(a.data, want + 4096, a.len);
+	assert_int_equal(hm_view_range(f, DATA_SIZE - 100, MiB, &tail), 0);
+	assert_int_equal(tail.len, 100);
+	assert_memory_equal(tail.data, want + DATA_SIZE - 100, 100);
+	assert_int_equal(hm_view_check(&a), 0);
+	vio[0] = (struct hm_view_io){ .file = f, .offset = 0, .len = 8192 };
+	vio[1] = (struct hm_view_io){ .file = f, .offset = 4096, .len = 100 };
+	assert_int_equal(hm_view_batch(c, vio, 2), 0);
+	assert_int_equal(vio[0].error, 0);
+	assert_int_equal(vio[1].error, 0);
+	assert_ptr_equal(vio[1].view.data, (const uint8_t *)vio[0].view.data + 4096);
+	assert_ptr_equal(vio[1].view.data, a.data);
+	assert_memory_equal(vio[0].view.data, want, 8192);
+	assert_int_equal(hm_read_stats(f, &rs), 0);
+	assert_int_equal(rs.pread_reads, 0);
+	assert_int_equal(rs.daemon_reads, 0);
+	assert_true(rs.copy_reads >= 5);
+	/* the views hold the copy past the file and the client */
+	assert_int_equal(hm_close(f), 0);
+	hm_disconnect(c);
+	assert_memory_equal(a.data, want + 4096, a.len);
+	assert_memory_equal(vio[0].view.data, want, 8192);
+	hm_view_release(&a);
+	hm_view_release(&vio[0].view);
+	assert_memory_equal(b.data, want + 4096 + 777, b.len);
+	assert_memory_equal(tail.data, want + DATA_SIZE - 100, 100);
+	hm_view_release(&b);
+	hm_view_release(&tail);
+	hm_view_release(&vio[1].view);
+	free(want);
+}
+
 /* hotmapctl stat's listing says so, with the file closed too;
  * hotmapctl evict drops the copy. */
 static void
@@ -653,6 +711,7 @@ main(void)
 		T(test_network_by_path),
 		T(test_local_stale_still_detected),
 		T(test_network_copy),
+		T(test_network_copy_views),
 		T(test_network_copy_truncated),
 		T(test_network_copy_listed_evicted),
 		T(test_network_copy_kept_across_reconnect),
