@@ -46,5 +46,9 @@ void faultfs_close_control(struct faultfs *fs);
  * no /dev/fuse, a probe mount refused), or NULL when a probe mount
  * worked. */
 const char *faultfs_unavailable(char *why, size_t len);
+/* For a test's main, before its tests: -1 when FUSE can be used; else
+ * the exit status of a skip (prog's reason said on stdout as TAP's and
+ * on stderr), or 1 ("Bail out!") with HOTMAP_REQUIRE_FUSE=1. */
+int faultfs_skip_status(const char *prog);
 
 #endif
