@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * faultfs_ctl.c - faultfs (tests/faultfs.c) started, driven and stopped
- * for the tests that read through it (test_faults.c, test_netfs.c),
- * without cmocka's assertions, so that a test's main can probe with it
- * before any test runs.  faultfs_ctl.h says what each call does.
+ * faultfs_ctl.c - faultfs (tests/faultfs.c) started, driven, frozen and
+ * stopped for the tests that read through it (test_faults.c,
+ * netfs_fixture.c, test_threads.c), without cmocka's assertions, so that
+ * a test's main can probe with it before any test runs.  faultfs_ctl.h
+ * says what each call does.
  */
 #include "config.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -129,14 +131,90 @@ faultfs_cmd(struct faultfs *fs, char *reply, size_t len, const char *fmt, ...)
 	return strncmp(reply, "ok", 2) == 0 ? 0 : -1;
 }
 
+/* Whether every thread of pid is stopped (state T in /proc/PID/task/TID/
+ * stat); false when that cannot be read. */
+static bool
+all_threads_stopped(pid_t pid)
+{
+	char path[64], buf[512];
+	struct dirent *e;
+	bool stopped = true;
+	DIR *d;
+
+	snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
+	d = opendir(path);
+	if (d == NULL)
+		return false;
+	while (stopped && (e = readdir(d)) != NULL) {
+		const char *rp;
+		ssize_t n;
+		int fd;
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof path, "/proc/%d/task/%.20s/stat", (int)pid, e->d_name);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;	/* the thread ended */
+		n = read(fd, buf, sizeof buf - 1);
+		close(fd);
+		buf[n > 0 ? n : 0] = '\0';
+		rp = strrchr(buf, ')');	/* the name may hold spaces and parentheses */
+		stopped = rp != NULL && rp[1] == ' ' && (rp[2] == 'T' || rp[2] == 't');
+	}
+	closedir(d);
+	return stopped;
+}
+
+/*
+ * Stops faultfs and waits until each of its threads is stopped.  kill()
+ * returns before they are, and a thread woken in its read of /dev/fuse by
+ * a request that came meanwhile (the daemon's fstat for a warm) takes the
+ * request and stops only then, holding it.  FUSE waits for a request its
+ * server has read without end, through SIGKILL too, so the daemon could
+ * not be killed until faultfs ran again.  A request sent once the threads
+ * are stopped waits in the kernel's queue, and SIGKILL ends its wait.
+ */
+int
+faultfs_freeze(struct faultfs *fs, char *why, size_t whylen)
+{
+	int64_t deadline = harness_now_ms() + FAULTFS_STOP_TIMEOUT_MS;
+
+	if (fs->pid <= 0 || kill(fs->pid, SIGSTOP) < 0) {
+		snprintf(why, whylen, "SIGSTOP to faultfs (pid %d): %s", (int)fs->pid,
+			 fs->pid <= 0 ? "not running" : strerror(errno));
+		return -1;
+	}
+	fs->stopped = true;
+	while (!all_threads_stopped(fs->pid)) {
+		if (harness_now_ms() > deadline) {
+			snprintf(why, whylen, "faultfs (pid %d) did not stop in %d ms", (int)fs->pid,
+				 FAULTFS_STOP_TIMEOUT_MS);
+			return -1;
+		}
+		harness_sleep_ms(1);
+	}
+	return 0;
+}
+
+void
+faultfs_thaw(struct faultfs *fs)
+{
+	if (fs->stopped && fs->pid > 0)
+		kill(fs->pid, SIGCONT);
+	fs->stopped = false;
+}
+
 /* Detaches the mount (lazily: the daemon may still hold the file, and
- * faultfs serves it until it lets go). */
+ * faultfs serves it until it lets go), faultfs running again first if it
+ * was stopped. */
 void
 faultfs_unmount(struct faultfs *fs)
 {
 	pid_t pid;
 	int status;
 
+	faultfs_thaw(fs);
 	if (!fs->mounted)
 		return;
 	fs->mounted = false;
@@ -169,6 +247,7 @@ faultfs_reap(struct faultfs *fs)
 
 	if (fs->pid <= 0)
 		return 0;
+	faultfs_thaw(fs);	/* a stopped faultfs would not exit */
 	for (;;) {
 		pid_t r = waitpid(fs->pid, &status, WNOHANG);
 
@@ -205,6 +284,10 @@ faultfs_start(struct faultfs *fs, const char *dir, const char *subtype, const ch
 
 	memset(fs, 0, sizeof *fs);
 	fs->ctl_fd = -1;
+#ifndef HAVE_FUSE3
+	snprintf(why, whylen, "libfuse3 was not found at configure time");
+	return -1;
+#endif
 	if (prog == NULL) {
 		snprintf(why, whylen, "the faultfs program was not built");
 		return -1;
@@ -321,4 +404,24 @@ faultfs_unavailable(char *why, size_t len)
 	rmdir(dir);
 	return rc == 0 ? NULL : why;
 #endif
+}
+
+int
+faultfs_skip_status(const char *prog)
+{
+	const char *required = getenv("HOTMAP_REQUIRE_FUSE");
+	const char *output = getenv("CMOCKA_MESSAGE_OUTPUT");
+	char why[1024];
+
+	if (faultfs_unavailable(why, sizeof why) == NULL)
+		return -1;
+	if (required != NULL && strcmp(required, "1") == 0) {
+		printf("Bail out! FUSE is required (HOTMAP_REQUIRE_FUSE=1): %s\n", why);
+		return 1;
+	}
+	/* TAP's way to skip a whole program; outside the TAP driver,
+	 * automake's exit status for a skip */
+	printf("1..0 # SKIP FUSE unavailable: %s\n", why);
+	fprintf(stderr, "%s: skipped: FUSE unavailable: %s\n", prog, why);
+	return output != NULL && strcmp(output, "TAP") == 0 ? 0 : 77;
 }

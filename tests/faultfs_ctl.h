@@ -24,6 +24,7 @@ struct faultfs {
 	pid_t pid;
 	int ctl_fd;
 	bool mounted;
+	bool stopped;		/* by faultfs_freeze, until faultfs_thaw */
 };
 
 /* Mounts faultfs on DIR/fault with the file data_arg ("data:SIZE:SEED")
@@ -35,8 +36,15 @@ int faultfs_start(struct faultfs *fs, const char *dir, const char *subtype, cons
  * answer is "ok...", -1 otherwise (reply says why). */
 int faultfs_cmd(struct faultfs *fs, char *reply, size_t len, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
+/* Stops faultfs (SIGSTOP) and waits until /proc says each of its threads
+ * is stopped: then a request to it waits in the kernel's queue, where
+ * SIGKILL ends its waiter.  0, or -1 with a reason in why. */
+int faultfs_freeze(struct faultfs *fs, char *why, size_t whylen);
+/* SIGCONT after faultfs_freeze; nothing if it is not stopped. */
+void faultfs_thaw(struct faultfs *fs);
 /* Detaches the mount (lazily: the daemon may still hold the file, and
- * faultfs serves it until it lets go). */
+ * faultfs serves it until it lets go), faultfs running again first if it
+ * was stopped. */
 void faultfs_unmount(struct faultfs *fs);
 /* Waits for faultfs to exit (it does once unmounted and let go of), then
  * SIGTERM, then SIGKILL.  Its exit status, or -1 if it had to be killed. */
@@ -46,5 +54,9 @@ void faultfs_close_control(struct faultfs *fs);
  * no /dev/fuse, a probe mount refused), or NULL when a probe mount
  * worked. */
 const char *faultfs_unavailable(char *why, size_t len);
+/* For a test's main, before its tests: -1 when FUSE can be used; else
+ * the exit status of a skip (prog's reason said on stdout as TAP's and
+ * on stderr), or 1 ("Bail out!") with HOTMAP_REQUIRE_FUSE=1. */
+int faultfs_skip_status(const char *prog);
 
 #endif

@@ -39,6 +39,7 @@
 
 #include "client/hotmap_admin.h"
 #include "tests/harness.h"
+#include "tests/readers.h"
 
 #define KiB (1024u)
 #define MiB (1024u * 1024u)
@@ -421,64 +422,6 @@ test_daemon_starts(void **state)
 
 /* --- SIGKILL while threads read ------------------------------------------ */
 
-struct reader {
-	pthread_t t;
-	hm_client *c;
-	hm_file *f;
-	int fd;
-	uint64_t size;
-	unsigned id;
-	atomic_uint reads;
-	atomic_bool *stop;
-	char why[256];
-	int failed;
-};
-
-/* Reads random ranges until told to stop, each checked against fd: by
- * hm_pread, hm_read_batch or a view, as the thread's number says. */
-static void *
-reader_main(void *arg)
-{
-	struct reader *r = arg;
-	uint64_t seed = 0x9e3779b97f4a7c15u * (r->id + 1);
-	uint8_t *buf = malloc(256 * KiB + HARNESS_SLACK), *ref = malloc(256 * KiB + HARNESS_SLACK);
-
-	while (!atomic_load(r->stop) && !r->failed) {
-		uint64_t off = harness_rand(&seed) % (r->size + 100);
-		size_t len = (size_t)(harness_rand(&seed) % (256 * KiB));
-		ssize_t want = pread(r->fd, ref, len, (off_t)off);
-
-		if (r->id % 3 == 0) {
-			if (harness_compare_read(r->f, r->fd, off, len, buf, ref, NULL, r->why,
-						 sizeof r->why) < 0)
-				r->failed = 1;
-		} else if (r->id % 3 == 1) {
-			struct hm_io io = { .file = r->f, .offset = off, .len = len, .buf = buf };
-
-			if (hm_read_batch(r->c, &io, 1) < 0 || io.result != want ||
-			    memcmp(buf, ref, (size_t)want) != 0) {
-				snprintf(r->why, sizeof r->why, "batch at %llu: %zd, want %zd (%s)",
-					 (unsigned long long)off, io.result, want, strerror(errno));
-				r->failed = 1;
-			}
-		} else {
-			struct hm_view v;
-
-			if (hm_view_range(r->f, off, len, &v) < 0 || (ssize_t)v.len != want ||
-			    memcmp(v.data, ref, (size_t)want) != 0) {
-				snprintf(r->why, sizeof r->why, "view at %llu: %zu, want %zd (%s)",
-					 (unsigned long long)off, v.len, want, strerror(errno));
-				r->failed = 1;
-			}
-			hm_view_release(&v);
-		}
-		atomic_fetch_add(&r->reads, 1);
-	}
-	free(buf);
-	free(ref);
-	return NULL;
-}
-
 static void
 wait_reads(struct reader *r, unsigned n, unsigned want)
 {
@@ -517,7 +460,7 @@ kill_while_reading(struct harness *h, int direct)
 	for (i = 0; i < THREADS; i++) {
 		memset(&r[i], 0, sizeof r[i]);
 		r[i] = (struct reader){ .c = c, .f = f, .fd = fd, .size = SIZE_A, .id = i,
-					.stop = &stop };
+					.ways = 3, .stop = &stop };
 		assert_int_equal(pthread_create(&r[i].t, NULL, reader_main, &r[i]), 0);
 	}
 	wait_reads(r, THREADS, 50);
@@ -533,12 +476,7 @@ kill_while_reading(struct harness *h, int direct)
 	harness_check_read(g, fd, 4097, 100000);
 	for (i = 0; i < THREADS; i++)
 		wait_reads(&r[i], 1, before[i] + READS_AFTER);
-	atomic_store(&stop, true);
-	for (i = 0; i < THREADS; i++)
-		pthread_join(r[i].t, NULL);
-	for (i = 0; i < THREADS; i++)
-		if (r[i].failed)
-			fail_msg("reader %u: %s", i, r[i].why);
+	readers_stop(r, THREADS, &stop);
 	assert_true(is_local(f));
 	check_reads(f, fd, SIZE_A);
 	/* a view taken before keeps its bytes; one into the mapping (its

@@ -596,21 +596,11 @@ main(void)
 		T(test_truncate_mapped, opts_default),
 		T(test_truncate_mapped_socket, opts_default),
 	};
-	const char *required = getenv("HOTMAP_REQUIRE_FUSE");
-	const char *output = getenv("CMOCKA_MESSAGE_OUTPUT");
-	char why[1024];
+	int skip;
 
 	signal(SIGPIPE, SIG_IGN);
-	if (faultfs_unavailable(why, sizeof why) != NULL) {
-		if (required != NULL && strcmp(required, "1") == 0) {
-			printf("Bail out! FUSE is required (HOTMAP_REQUIRE_FUSE=1): %s\n", why);
-			return 1;
-		}
-		/* TAP's way to skip a whole program; outside the TAP driver,
-		 * automake's exit status for a skip */
-		printf("1..0 # SKIP FUSE unavailable: %s\n", why);
-		fprintf(stderr, "test_faults: skipped: FUSE unavailable: %s\n", why);
-		return output != NULL && strcmp(output, "TAP") == 0 ? 0 : 77;
-	}
+	skip = faultfs_skip_status("test_faults");
+	if (skip >= 0)
+		return skip;
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

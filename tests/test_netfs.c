@@ -40,6 +40,7 @@
 #include "client/hotmap_admin.h"
 #include "tests/faultfs_ctl.h"
 #include "tests/harness.h"
+#include "tests/netfs_fixture.h"
 
 #define KiB (1024u)
 #define MiB (1024u * 1024u)
@@ -48,12 +49,6 @@
 #define DATA_SEED	11
 #define BAD_OFF		(2 * MiB)
 #define BAD_LEN		(8 * KiB)
-
-struct fixture {
-	struct harness *h;
-	struct faultfs fs;
-	char data[PATH_MAX];	/* MNT/data */
-};
 
 static const struct harness_opts opts_root = { .with_root = true };
 /* copies of network files: room for data's, not for data's and small's
@@ -64,58 +59,21 @@ static const struct harness_opts opts_copy_small = {
 	.with_root = true, .extra = { "--network-copy-max", "1M", NULL } };
 
 static int
-setup_with(void **state, const struct harness_opts *opts)
-{
-	struct fixture *fx = calloc(1, sizeof *fx);
-	char why[1024], arg[64];
-
-	assert_non_null(fx);
-	fx->h = harness_start(opts);
-	snprintf(arg, sizeof arg, "data:%u:%u", DATA_SIZE, DATA_SEED);
-	/* beneath the daemon's root, so that HM_O_PATH may open it */
-	if (faultfs_start(&fx->fs, fx->h->root, "sshfs", arg, why, sizeof why) < 0) {
-		harness_stop(fx->h);
-		free(fx);
-		fail_msg("%s", why);
-	}
-	assert_true(snprintf(fx->data, sizeof fx->data, "%s/data", fx->fs.mnt) <
-		    (int)sizeof fx->data);
-	*state = fx;
-	return 0;
-}
-
-static int
 setup(void **state)
 {
-	return setup_with(state, &opts_root);
+	return netfs_setup(state, &opts_root, DATA_SIZE, DATA_SEED);
 }
 
 static int
 setup_copy_one(void **state)
 {
-	return setup_with(state, &opts_copy_one);
+	return netfs_setup(state, &opts_copy_one, DATA_SIZE, DATA_SEED);
 }
 
 static int
 setup_copy_small(void **state)
 {
-	return setup_with(state, &opts_copy_small);
-}
-
-static int
-teardown(void **state)
-{
-	struct fixture *fx = *state;
-	int status;
-
-	harness_free_buffers();
-	faultfs_close_control(&fx->fs);
-	faultfs_unmount(&fx->fs);
-	harness_stop(fx->h);
-	status = faultfs_reap(&fx->fs);
-	free(fx);
-	assert_int_equal(status, 0);
-	return 0;
+	return netfs_setup(state, &opts_copy_small, DATA_SIZE, DATA_SEED);
 }
 
 /* hm_files_ways' row of (dev, ino) into *out (its fs copied); false if none.
@@ -175,7 +133,7 @@ check_whole(hm_file *f, int fd)
 static void
 test_network_path(void **state)
 {
-	struct fixture *fx = *state;
+	struct netfs_fixture *fx = *state;
 	hm_client *c = harness_connect(fx->h);
 	struct hm_read_stats rs = { .size = sizeof rs };
 	struct file_row row;
@@ -220,7 +178,7 @@ test_network_path(void **state)
 static void
 test_network_views_batches(void **state)
 {
-	struct fixture *fx = *state;
+	struct netfs_fixture *fx = *state;
 	hm_client *c = harness_connect(fx->h);
 	hm_file *f = hm_open(c, fx->data, 0);
 	int fd = open(fx->data, O_RDONLY);
@@ -276,7 +234,7 @@ test_network_views_batches(void **state)
 static void
 test_network_eio(void **state)
 {
-	struct fixture *fx = *state;
+	struct netfs_fixture *fx = *state;
 	hm_client *c = harness_connect(fx->h);
 	hm_file *f = hm_open(c, fx->data, 0);
 	char reply[128], buf[4096];
@@ -301,7 +259,7 @@ test_network_eio(void **state)
 static void
 test_network_by_path(void **state)
 {
-	struct fixture *fx = *state;
+	struct netfs_fixture *fx = *state;
 	hm_client *c = harness_connect(fx->h);
 	hm_file *f = hm_open(c, fx->data, HM_O_PATH);
 	struct hm_read_stats rs = { .size = sizeof rs };
@@ -347,7 +305,7 @@ count_cb(const struct hm_file_info *info, const struct hm_read_ways *ways, void 
 static void
 test_local_stale_still_detected(void **state)
 {
-	struct fixture *fx = *state;
+	struct netfs_fixture *fx = *state;
 	hm_client *c = harness_connect(fx->h);
 	char path[PATH_MAX];
 	struct file_row row;
@@ -381,17 +339,7 @@ test_local_stale_still_detected(void **state)
 }
 
 /* Copies of network files (storage.h, "Copies of network files"). */
-#define COPY_TEXT "network-fs: network file system (fuse.sshfs): read from hotmapd's copy in memory"
 #define PREAD_TEXT "network-fs: network file system (fuse.sshfs): read with pread, never mapped"
-
-static bool
-reads_copy(hm_file *f)
-{
-	struct hm_stat st;
-
-	assert_int_equal(hm_stat(f, &st), 0);
-	return strncmp(st.reason_text, COPY_TEXT, strlen(COPY_TEXT)) == 0;
-}
 
 /* [off, off + len) of f is seed's content (the file as it was), as the
  * file is sized size. */
@@ -414,7 +362,7 @@ check_version(hm_file *f, uint64_t size, uint64_t seed, uint64_t off, size_t len
 static void
 test_network_copy(void **state)
 {
-	struct fixture *fx = *state;
+	struct netfs_fixture *fx = *state;
 	hm_client *c = harness_connect(fx->h);
 	struct hm_read_stats rs = { .size = sizeof rs };
 	struct hm_stat st;
@@ -424,10 +372,10 @@ test_network_copy(void **state)
 
 	assert_non_null(f);
 	assert_true(fd >= 0);
-	assert_false(reads_copy(f));
+	assert_false(netfs_reads_copy(f));
 	/* the warm fills hotmapd's copy and gives it to f */
 	assert_int_equal(hm_warm(f, 0, UINT64_MAX), DATA_SIZE);
-	assert_true(reads_copy(f));
+	assert_true(netfs_reads_copy(f));
 	check_whole(f, fd);
 	assert_int_equal(hm_read_stats(f, &rs), 0);
 	assert_true(rs.copy_reads > 0);
@@ -439,7 +387,7 @@ test_network_copy(void **state)
 	/* a new open gets it with the reply */
 	g = hm_open(c, fx->data, 0);
 	assert_non_null(g);
-	assert_true(reads_copy(g));
+	assert_true(netfs_reads_copy(g));
 	check_whole(g, fd);
 	assert_int_equal(hm_read_stats(g, &rs), 0);
 	assert_true(rs.copy_reads > 0);
@@ -459,7 +407,7 @@ test_network_copy(void **state)
 	check_version(g, DATA_SIZE, DATA_SEED, 0, 64 * KiB);
 	/* and warmed, the new version is copied */
 	assert_int_equal(hm_warm(n, 0, UINT64_MAX), DATA_SIZE);
-	assert_true(reads_copy(n));
+	assert_true(netfs_reads_copy(n));
 	check_version(n, DATA_SIZE, 99, DATA_SIZE - 5000, 64 * KiB);
 	assert_int_equal(faultfs_cmd(&fx->fs, reply, sizeof reply, "seed data %u", DATA_SEED), 0);
 	assert_int_equal(hm_close(n), 0);
@@ -532,7 +480,7 @@ test_network_copy_views(void **state)
 static void
 test_network_copy_listed_evicted(void **state)
 {
-	struct fixture *fx = *state;
+	struct netfs_fixture *fx = *state;
 	hm_client *c = harness_connect(fx->h);
 	struct hm_evicted ev;
 	struct file_row row;
@@ -556,7 +504,7 @@ test_network_copy_listed_evicted(void **state)
 	assert_int_equal(ev.files, 1);
 	f = hm_open(c, fx->data, 0);
 	assert_non_null(f);
-	assert_false(reads_copy(f));
+	assert_false(netfs_reads_copy(f));
 	row = file_row(c, fx->data);
 	assert_int_equal(row.ways.copy_bytes, 0);
 	assert_int_equal(hm_close(f), 0);
@@ -569,7 +517,7 @@ test_network_copy_listed_evicted(void **state)
 static void
 test_network_copy_kept_across_reconnect(void **state)
 {
-	struct fixture *fx = *state;
+	struct netfs_fixture *fx = *state;
 	hm_client *c = harness_connect(fx->h);
 	struct hm_read_stats rs = { .size = sizeof rs };
 	struct hm_stat st;
@@ -579,7 +527,7 @@ test_network_copy_kept_across_reconnect(void **state)
 	assert_non_null(f);
 	assert_true(fd >= 0);
 	assert_int_equal(hm_warm(f, 0, UINT64_MAX), DATA_SIZE);
-	assert_true(reads_copy(f));
+	assert_true(netfs_reads_copy(f));
 	assert_int_equal(hm_set_reconnect(c, 10000), 0);
 	harness_kill(fx->h);
 	harness_restart(fx->h);
@@ -594,7 +542,7 @@ test_network_copy_kept_across_reconnect(void **state)
 	assert_int_equal(rs.daemon_reads, 0);
 	n = hm_open(c, fx->data, 0);
 	assert_non_null(n);
-	assert_false(reads_copy(n));
+	assert_false(netfs_reads_copy(n));
 	assert_int_equal(hm_close(n), 0);
 	assert_int_equal(hm_close(f), 0);
 	close(fd);
@@ -606,7 +554,7 @@ test_network_copy_kept_across_reconnect(void **state)
 static void
 test_network_copy_truncated(void **state)
 {
-	struct fixture *fx = *state;
+	struct netfs_fixture *fx = *state;
 	hm_client *c = harness_connect(fx->h);
 	struct hm_stat st;
 	char reply[256];
@@ -615,7 +563,7 @@ test_network_copy_truncated(void **state)
 
 	assert_non_null(f);
 	assert_int_equal(hm_warm(f, 0, UINT64_MAX), DATA_SIZE);
-	assert_true(reads_copy(f));
+	assert_true(netfs_reads_copy(f));
 	assert_int_equal(faultfs_cmd(&fx->fs, reply, sizeof reply, "size data %u", MiB), 0);
 	check_version(f, DATA_SIZE, DATA_SEED, BAD_OFF, MiB);
 	check_version(f, DATA_SIZE, DATA_SEED, DATA_SIZE - 100, 4 * KiB);
@@ -637,7 +585,7 @@ test_network_copy_truncated(void **state)
 static void
 test_network_copy_lru(void **state)
 {
-	struct fixture *fx = *state;
+	struct netfs_fixture *fx = *state;
 	hm_client *c = harness_connect(fx->h);
 	char small[PATH_MAX];
 	hm_file *f, *s, *g;
@@ -647,7 +595,7 @@ test_network_copy_lru(void **state)
 	f = hm_open(c, fx->data, 0);
 	assert_non_null(f);
 	assert_int_equal(hm_warm(f, 0, UINT64_MAX), DATA_SIZE);
-	assert_true(reads_copy(f));
+	assert_true(netfs_reads_copy(f));
 	/* closed: a dropped copy still mapped is charged to the uid
 	 * (test_copy_held_charged, tests/test_netfs_copy.c) */
 	assert_int_equal(hm_close(f), 0);
@@ -658,18 +606,18 @@ test_network_copy_lru(void **state)
 	 * hotmapd hears that its last holder let go, which comes when the
 	 * closer thread has closed hotmapd's own descriptor of it: until
 	 * then small's copy may be refused, and a warm after gets it */
-	for (i = 0; i < 500 && !reads_copy(s); i++) {
+	for (i = 0; i < 500 && !netfs_reads_copy(s); i++) {
 		usleep(10000);
 		assert_int_equal(hm_warm(s, 0, UINT64_MAX), 4099);
 	}
-	assert_true(reads_copy(s));
+	assert_true(netfs_reads_copy(s));
 	fd = open(small, O_RDONLY);
 	assert_true(fd >= 0);
 	check_whole(s, fd);
 	close(fd);
 	g = hm_open(c, fx->data, 0);
 	assert_non_null(g);
-	assert_false(reads_copy(g));	/* dropped for small's */
+	assert_false(netfs_reads_copy(g));	/* dropped for small's */
 	check_version(g, DATA_SIZE, DATA_SEED, BAD_OFF, MiB);
 	assert_int_equal(hm_close(g), 0);
 	assert_int_equal(hm_close(s), 0);
@@ -680,7 +628,7 @@ test_network_copy_lru(void **state)
 static void
 test_network_copy_too_large(void **state)
 {
-	struct fixture *fx = *state;
+	struct netfs_fixture *fx = *state;
 	hm_client *c = harness_connect(fx->h);
 	struct hm_read_stats rs = { .size = sizeof rs };
 	hm_file *f = hm_open(c, fx->data, 0);
@@ -689,7 +637,7 @@ test_network_copy_too_large(void **state)
 	assert_non_null(f);
 	assert_true(fd >= 0);
 	assert_int_equal(hm_warm(f, 0, UINT64_MAX), DATA_SIZE);
-	assert_false(reads_copy(f));
+	assert_false(netfs_reads_copy(f));
 	check_whole(f, fd);
 	assert_int_equal(hm_read_stats(f, &rs), 0);
 	assert_int_equal(rs.copy_reads, 0);
@@ -699,7 +647,7 @@ test_network_copy_too_large(void **state)
 	hm_disconnect(c);
 }
 
-#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, netfs_teardown)
 
 int
 main(void)
@@ -715,23 +663,15 @@ main(void)
 		T(test_network_copy_truncated),
 		T(test_network_copy_listed_evicted),
 		T(test_network_copy_kept_across_reconnect),
-		cmocka_unit_test_setup_teardown(test_network_copy_lru, setup_copy_one, teardown),
+		cmocka_unit_test_setup_teardown(test_network_copy_lru, setup_copy_one, netfs_teardown),
 		cmocka_unit_test_setup_teardown(test_network_copy_too_large, setup_copy_small,
-						teardown),
+						netfs_teardown),
 	};
-	const char *required = getenv("HOTMAP_REQUIRE_FUSE");
-	const char *output = getenv("CMOCKA_MESSAGE_OUTPUT");
-	char why[1024];
+	int skip;
 
 	signal(SIGPIPE, SIG_IGN);
-	if (faultfs_unavailable(why, sizeof why) != NULL) {
-		if (required != NULL && strcmp(required, "1") == 0) {
-			printf("Bail out! FUSE is required (HOTMAP_REQUIRE_FUSE=1): %s\n", why);
-			return 1;
-		}
-		printf("1..0 # SKIP FUSE unavailable: %s\n", why);
-		fprintf(stderr, "test_netfs: skipped: FUSE unavailable: %s\n", why);
-		return output != NULL && strcmp(output, "TAP") == 0 ? 0 : 77;
-	}
+	skip = faultfs_skip_status("test_netfs");
+	if (skip >= 0)
+		return skip;
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

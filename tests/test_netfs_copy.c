@@ -39,21 +39,13 @@
 #include "client/hotmap_admin.h"
 #include "tests/faultfs_ctl.h"
 #include "tests/harness.h"
+#include "tests/netfs_fixture.h"
 
 #define KiB (1024u)
 #define MiB (1024u * 1024u)
 
 #define DATA_SIZE	(MiB + 4321)	/* not a multiple of a page */
 #define DATA_SEED	11
-
-#define COPY_TEXT "network-fs: network file system (fuse.sshfs): read from hotmapd's copy in memory"
-
-struct fixture {
-	struct harness *h;
-	struct faultfs fs;
-	char arg[64];
-	char data[PATH_MAX];	/* MNT/data */
-};
 
 static const struct harness_opts opts_copy = { .with_root = true };
 /* room for data's copy and small's (4099 bytes) less one byte; a fill
@@ -62,58 +54,10 @@ static const struct harness_opts opts_fill = {
 	.with_root = true,
 	.extra = { "--network-copy-max", "1056995", "--network-copy-fill-timeout", "1", NULL } };
 
-static void
-mount_faultfs(struct fixture *fx)
-{
-	char why[1024];
-
-	if (faultfs_start(&fx->fs, fx->h->root, "sshfs", fx->arg, why, sizeof why) < 0)
-		fail_msg("%s", why);
-	assert_true(snprintf(fx->data, sizeof fx->data, "%s/data", fx->fs.mnt) <
-		    (int)sizeof fx->data);
-}
-
-static void
-unmount_faultfs(struct fixture *fx)
-{
-	faultfs_close_control(&fx->fs);
-	faultfs_unmount(&fx->fs);
-	assert_int_equal(faultfs_reap(&fx->fs), 0);
-}
-
-static int
-setup_with(void **state, const struct harness_opts *opts)
-{
-	struct fixture *fx = calloc(1, sizeof *fx);
-
-	assert_non_null(fx);
-	fx->h = harness_start(opts);
-	snprintf(fx->arg, sizeof fx->arg, "data:%u:%u", DATA_SIZE, DATA_SEED);
-	mount_faultfs(fx);
-	*state = fx;
-	return 0;
-}
-
 static int
 setup(void **state)
 {
-	return setup_with(state, &opts_copy);
-}
-
-static int
-teardown(void **state)
-{
-	struct fixture *fx = *state;
-	int status;
-
-	harness_free_buffers();
-	faultfs_close_control(&fx->fs);
-	faultfs_unmount(&fx->fs);
-	harness_stop(fx->h);
-	status = faultfs_reap(&fx->fs);
-	free(fx);
-	assert_int_equal(status, 0);
-	return 0;
+	return netfs_setup(state, &opts_copy, DATA_SIZE, DATA_SEED);
 }
 
 /* room for one copy of data */
@@ -123,22 +67,13 @@ static const struct harness_opts opts_held = {
 static int
 setup_held(void **state)
 {
-	return setup_with(state, &opts_held);
+	return netfs_setup(state, &opts_held, DATA_SIZE, DATA_SEED);
 }
 
 static int
 setup_fill(void **state)
 {
-	return setup_with(state, &opts_fill);
-}
-
-static bool
-reads_copy(hm_file *f)
-{
-	struct hm_stat st;
-
-	assert_int_equal(hm_stat(f, &st), 0);
-	return strncmp(st.reason_text, COPY_TEXT, strlen(COPY_TEXT)) == 0;
+	return netfs_setup(state, &opts_fill, DATA_SIZE, DATA_SEED);
 }
 
 static void
@@ -157,7 +92,7 @@ check_whole(hm_file *f, int fd)
 static void
 test_copy_bound_to_mount(void **state)
 {
-	struct fixture *fx = *state;
+	struct netfs_fixture *fx = *state;
 	hm_client *c = harness_connect(fx->h);
 	struct stat a, b;
 	hm_file *f = hm_open(c, fx->data, 0);
@@ -165,11 +100,11 @@ test_copy_bound_to_mount(void **state)
 
 	assert_non_null(f);
 	assert_int_equal(hm_warm(f, 0, UINT64_MAX), DATA_SIZE);
-	assert_true(reads_copy(f));
+	assert_true(netfs_reads_copy(f));
 	assert_int_equal(stat(fx->data, &a), 0);
 	assert_int_equal(hm_close(f), 0);
-	unmount_faultfs(fx);
-	mount_faultfs(fx);
+	netfs_unmount(fx);
+	netfs_mount(fx);
 	assert_int_equal(stat(fx->data, &b), 0);
 	if (a.st_dev != b.st_dev)	/* another mount took the number meanwhile */
 		fprintf(stderr, "# the new mount has another device number: a weaker test\n");
@@ -178,11 +113,11 @@ test_copy_bound_to_mount(void **state)
 	assert_int_equal(a.st_mtime, b.st_mtime);
 	f = hm_open(c, fx->data, 0);
 	assert_non_null(f);
-	assert_false(reads_copy(f));
+	assert_false(netfs_reads_copy(f));
 	fd = open(fx->data, O_RDONLY);
 	assert_true(fd >= 0);
 	assert_int_equal(hm_warm(f, 0, UINT64_MAX), DATA_SIZE);
-	assert_true(reads_copy(f));
+	assert_true(netfs_reads_copy(f));
 	check_whole(f, fd);
 	close(fd);
 	assert_int_equal(hm_close(f), 0);
@@ -194,7 +129,7 @@ test_copy_bound_to_mount(void **state)
 static void
 test_copy_older_handle_keeps_newer(void **state)
 {
-	struct fixture *fx = *state;
+	struct netfs_fixture *fx = *state;
 	hm_client *c = harness_connect(fx->h);
 	char reply[256];
 	hm_file *old = hm_open(c, fx->data, 0), *n, *g;
@@ -204,12 +139,12 @@ test_copy_older_handle_keeps_newer(void **state)
 	n = hm_open(c, fx->data, 0);
 	assert_non_null(n);
 	assert_int_equal(hm_warm(n, 0, UINT64_MAX), DATA_SIZE);
-	assert_true(reads_copy(n));
+	assert_true(netfs_reads_copy(n));
 	(void)hm_warm(old, 0, UINT64_MAX);	/* its version is gone: no copy */
-	assert_false(reads_copy(old));
+	assert_false(netfs_reads_copy(old));
 	g = hm_open(c, fx->data, 0);
 	assert_non_null(g);
-	assert_true(reads_copy(g));
+	assert_true(netfs_reads_copy(g));
 	assert_int_equal(hm_close(g), 0);
 	assert_int_equal(hm_close(n), 0);
 	assert_int_equal(hm_close(old), 0);
@@ -222,7 +157,7 @@ test_copy_older_handle_keeps_newer(void **state)
 static void
 test_copy_racy_mtime(void **state)
 {
-	struct fixture *fx = *state;
+	struct netfs_fixture *fx = *state;
 	hm_client *c = harness_connect(fx->h);
 	struct hm_stat st;
 	char reply[256];
@@ -233,7 +168,7 @@ test_copy_racy_mtime(void **state)
 	f = hm_open(c, fx->data, 0);
 	assert_non_null(f);
 	assert_int_equal(hm_warm(f, 0, UINT64_MAX), DATA_SIZE);
-	assert_false(reads_copy(f));
+	assert_false(netfs_reads_copy(f));
 	assert_int_equal(hm_stat(f, &st), 0);
 	assert_string_equal(st.reason_text, "network-fs: network file system (fuse.sshfs): read "
 			    "with pread, not copied: changed within 2 s of its copy");
@@ -251,7 +186,7 @@ test_copy_racy_mtime(void **state)
 static void
 test_copy_not_to_client_without(void **state)
 {
-	struct fixture *fx = *state;
+	struct netfs_fixture *fx = *state;
 	hm_client *c = harness_connect(fx->h), *old;
 	struct hm_read_stats rs = { .size = sizeof rs };
 	hm_file *f = hm_open(c, fx->data, 0), *g;
@@ -259,15 +194,15 @@ test_copy_not_to_client_without(void **state)
 
 	assert_non_null(f);
 	assert_int_equal(hm_warm(f, 0, UINT64_MAX), DATA_SIZE);
-	assert_true(reads_copy(f));
+	assert_true(netfs_reads_copy(f));
 	assert_int_equal(setenv("HOTMAP_NETWORK_COPY", "0", 1), 0);
 	old = harness_connect(fx->h);
 	assert_int_equal(unsetenv("HOTMAP_NETWORK_COPY"), 0);
 	g = hm_open(old, fx->data, HM_O_WARM);
 	assert_non_null(g);
-	assert_false(reads_copy(g));
+	assert_false(netfs_reads_copy(g));
 	assert_int_equal(hm_warm(g, 0, UINT64_MAX), DATA_SIZE);
-	assert_false(reads_copy(g));
+	assert_false(netfs_reads_copy(g));
 	fd = open(fx->data, O_RDONLY);
 	assert_true(fd >= 0);
 	check_whole(g, fd);
@@ -288,7 +223,7 @@ test_copy_not_to_client_without(void **state)
 static void
 test_copy_fill_stalled(void **state)
 {
-	struct fixture *fx = *state;
+	struct netfs_fixture *fx = *state;
 	hm_client *c = harness_connect(fx->h);
 	char reply[256], small[PATH_MAX + 8];
 	struct hm_stat st;
@@ -301,12 +236,12 @@ test_copy_fill_stalled(void **state)
 	assert_non_null(f);
 	g = hm_open(c, small, 0);
 	assert_non_null(g);
-	for (i = 0; i < 300 && !reads_copy(g); i++) {
+	for (i = 0; i < 300 && !netfs_reads_copy(g); i++) {
 		assert_int_equal(hm_warm(g, 0, UINT64_MAX), 4099);
-		if (!reads_copy(g))
+		if (!netfs_reads_copy(g))
 			usleep(100 * 1000);
 	}
-	assert_true(reads_copy(g));
+	assert_true(netfs_reads_copy(g));
 	assert_int_equal(faultfs_cmd(&fx->fs, reply, sizeof reply, "restore data"), 0);
 	for (i = 0; i < 300; i++) {
 		assert_int_equal(hm_stat(f, &st), 0);
@@ -316,7 +251,7 @@ test_copy_fill_stalled(void **state)
 	}
 	assert_string_equal(st.reason_text, "network-fs: network file system (fuse.sshfs): read "
 			    "with pread, not copied: its fill was too slow");
-	assert_false(reads_copy(f));
+	assert_false(netfs_reads_copy(f));
 	assert_int_equal(hm_close(g), 0);
 	assert_int_equal(hm_close(f), 0);
 	hm_disconnect(c);
@@ -328,7 +263,7 @@ test_copy_fill_stalled(void **state)
 static void
 test_copy_held_charged(void **state)
 {
-	struct fixture *fx = *state;
+	struct netfs_fixture *fx = *state;
 	hm_client *c = harness_connect(fx->h);
 	struct hm_evicted ev;
 	struct hm_stat st;
@@ -337,21 +272,21 @@ test_copy_held_charged(void **state)
 
 	assert_non_null(f);
 	assert_int_equal(hm_warm(f, 0, UINT64_MAX), DATA_SIZE);
-	assert_true(reads_copy(f));
+	assert_true(netfs_reads_copy(f));
 	assert_int_equal(hm_evict(c, fx->data, &ev), 0);	/* f still maps it */
 	n = hm_open(c, fx->data, 0);
 	assert_non_null(n);
 	assert_int_equal(hm_warm(n, 0, UINT64_MAX), DATA_SIZE);	/* copied again */
-	assert_false(reads_copy(n));
+	assert_false(netfs_reads_copy(n));
 	assert_int_equal(hm_stat(n, &st), 0);
 	assert_string_equal(st.reason_text, "network-fs: network file system (fuse.sshfs): read "
 			    "with pread, no copy: its uid holds dropped copies past the budget");
-	assert_true(reads_copy(f));	/* the version it was given */
+	assert_true(netfs_reads_copy(f));	/* the version it was given */
 	assert_int_equal(hm_close(f), 0);	/* unmapped: nobody holds it */
 	for (i = 0; i < 300; i++) {
 		g = hm_open(c, fx->data, 0);
 		assert_non_null(g);
-		if (reads_copy(g))
+		if (netfs_reads_copy(g))
 			break;
 		assert_int_equal(hm_close(g), 0);
 		g = NULL;
@@ -363,7 +298,7 @@ test_copy_held_charged(void **state)
 	hm_disconnect(c);
 }
 
-#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, netfs_teardown)
 
 int
 main(void)
@@ -373,22 +308,14 @@ main(void)
 		T(test_copy_older_handle_keeps_newer),
 		T(test_copy_racy_mtime),
 		T(test_copy_not_to_client_without),
-		cmocka_unit_test_setup_teardown(test_copy_fill_stalled, setup_fill, teardown),
-		cmocka_unit_test_setup_teardown(test_copy_held_charged, setup_held, teardown),
+		cmocka_unit_test_setup_teardown(test_copy_fill_stalled, setup_fill, netfs_teardown),
+		cmocka_unit_test_setup_teardown(test_copy_held_charged, setup_held, netfs_teardown),
 	};
-	const char *required = getenv("HOTMAP_REQUIRE_FUSE");
-	const char *output = getenv("CMOCKA_MESSAGE_OUTPUT");
-	char why[1024];
+	int skip;
 
 	signal(SIGPIPE, SIG_IGN);
-	if (faultfs_unavailable(why, sizeof why) != NULL) {
-		if (required != NULL && strcmp(required, "1") == 0) {
-			printf("Bail out! FUSE is required (HOTMAP_REQUIRE_FUSE=1): %s\n", why);
-			return 1;
-		}
-		printf("1..0 # SKIP FUSE unavailable: %s\n", why);
-		fprintf(stderr, "test_netfs_copy: skipped: FUSE unavailable: %s\n", why);
-		return output != NULL && strcmp(output, "TAP") == 0 ? 0 : 77;
-	}
+	skip = faultfs_skip_status("test_netfs_copy");
+	if (skip >= 0)
+		return skip;
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -39,6 +39,7 @@
 
 #include "client/hotmap_admin.h"
 #include "tests/harness.h"
+#include "tests/readers.h"
 
 #define KiB (1024u)
 #define MiB (1024u * 1024u)
@@ -240,51 +241,6 @@ test_stat_waits(void **state)
 	close(fdb);
 }
 
-struct reader {
-	pthread_t t;
-	hm_client *c;
-	hm_file *f;
-	int fd;
-	unsigned id;
-	atomic_bool *stop;
-	atomic_uint reads;
-	int failed;
-	char why[256];
-};
-
-static void *
-reader_main(void *arg)
-{
-	struct reader *r = arg;
-	uint64_t seed = 0x9e3779b97f4a7c15u * (r->id + 1);
-	uint8_t *buf = malloc(256 * KiB + HARNESS_SLACK), *ref = malloc(256 * KiB + HARNESS_SLACK);
-
-	while (!atomic_load(r->stop) && !r->failed) {
-		uint64_t off = harness_rand(&seed) % (SIZE_A + 100);
-		size_t len = (size_t)(harness_rand(&seed) % (256 * KiB));
-		ssize_t want = pread(r->fd, ref, len, (off_t)off);
-
-		if (r->id % 2 == 0) {
-			if (harness_compare_read(r->f, r->fd, off, len, buf, ref, NULL, r->why,
-						 sizeof r->why) < 0)
-				r->failed = 1;
-		} else {
-			struct hm_io io = { .file = r->f, .offset = off, .len = len, .buf = buf };
-
-			if (hm_read_batch(r->c, &io, 1) < 0 || io.result != want ||
-			    memcmp(buf, ref, (size_t)want) != 0) {
-				snprintf(r->why, sizeof r->why, "batch at %llu: %zd, want %zd (%s)",
-					 (unsigned long long)off, io.result, want, strerror(errno));
-				r->failed = 1;
-			}
-		}
-		atomic_fetch_add(&r->reads, 1);
-	}
-	free(buf);
-	free(ref);
-	return NULL;
-}
-
 /* Threads read while the answers arrive and the file moves. */
 static void
 test_threads_while_answers_come(void **state)
@@ -304,7 +260,8 @@ test_threads_while_answers_come(void **state)
 	f = hm_open(c, pa, 0);
 	assert_non_null(f);
 	for (i = 0; i < THREADS; i++) {
-		r[i] = (struct reader){ .c = c, .f = f, .fd = fd, .id = i, .stop = &stop };
+		r[i] = (struct reader){ .c = c, .f = f, .fd = fd, .size = SIZE_A, .id = i,
+					.ways = 2, .stop = &stop };
 		assert_int_equal(pthread_create(&r[i].t, NULL, reader_main, &r[i]), 0);
 	}
 	harness_sleep_ms(50);
@@ -319,12 +276,7 @@ test_threads_while_answers_come(void **state)
 		while (atomic_load(&r[i].reads) < moved_at[i] + 50 && !r[i].failed &&
 		       harness_now_ms() < deadline + MOVE_WAIT_MS)
 			harness_sleep_ms(2);
-	atomic_store(&stop, true);
-	for (i = 0; i < THREADS; i++)
-		pthread_join(r[i].t, NULL);
-	for (i = 0; i < THREADS; i++)
-		if (r[i].failed)
-			fail_msg("reader %u: %s", i, r[i].why);
+	readers_stop(r, THREADS, &stop);
 	hm_disconnect(c);
 	close(fd);
 }

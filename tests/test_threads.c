@@ -19,10 +19,8 @@
  */
 #include "config.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -34,16 +32,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mount.h>
-#include <sys/prctl.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
+#include "tests/faultfs_ctl.h"
 #include "tests/harness.h"
 
 #define KiB (1024u)
@@ -61,7 +56,6 @@
 #define SLOW_SIZE	(1 * MiB)
 #define SLOW_SEED	21
 #define SLOW_LEN	(64 * KiB)
-#define FAULTFS_TIMEOUT_MS	10000
 #define STALL_WAIT_MS	10000	/* how long the other thread may take */
 
 static const struct harness_opts opts_default = { .backend = NULL };
@@ -349,209 +343,6 @@ test_threads_polling(void **state)
 
 /* --- a read stalled in the daemon (faultfs stopped) ----------------------- */
 
-struct faultfs {
-	char mnt[PATH_MAX];	/* DIR/fault */
-	char ctl[PATH_MAX];	/* DIR/faultctl */
-	char log[PATH_MAX];
-	pid_t pid;
-	bool mounted;
-	bool stopped;
-};
-
-static const char *
-faultfs_program(char *buf, size_t len)
-{
-	static const char *const candidates[] = { "tests/faultfs", "./faultfs" };
-	const char *dir = getenv("TESTS_BUILDDIR");
-	size_t i;
-
-	if (dir != NULL && dir[0] != '\0') {
-		snprintf(buf, len, "%s/faultfs", dir);
-		if (access(buf, X_OK) == 0)
-			return buf;
-	}
-	for (i = 0; i < sizeof candidates / sizeof candidates[0]; i++)
-		if (access(candidates[i], X_OK) == 0)
-			return candidates[i];
-	return NULL;
-}
-
-static int
-faultfs_connect(const char *path)
-{
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	int fd;
-
-	if (strlen(path) >= sizeof sa.sun_path)
-		return -1;
-	memcpy(sa.sun_path, path, strlen(path) + 1);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -1;
-	if (connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0) {
-		close(fd);
-		return -1;
-	}
-	return fd;
-}
-
-static void
-faultfs_stop(struct faultfs *fs)
-{
-	int64_t deadline = harness_now_ms() + FAULTFS_TIMEOUT_MS;
-	int status;
-
-	if (fs->pid <= 0)
-		return;
-	if (fs->stopped)
-		kill(fs->pid, SIGCONT);
-	if (fs->mounted && umount2(fs->mnt, MNT_DETACH) < 0) {
-		pid_t pid = fork();
-
-		if (pid == 0) {
-			execlp("fusermount3", "fusermount3", "-u", "-z", fs->mnt, (char *)NULL);
-			_exit(127);
-		}
-		if (pid > 0)
-			waitpid(pid, &status, 0);
-	}
-	fs->mounted = false;
-	while (waitpid(fs->pid, &status, WNOHANG) != fs->pid) {
-		if (harness_now_ms() > deadline) {
-			kill(fs->pid, SIGKILL);
-			waitpid(fs->pid, &status, 0);
-			break;
-		}
-		harness_sleep_ms(10);
-	}
-	fs->pid = 0;
-}
-
-/* Whether every thread of pid is stopped (state T in /proc/PID/task/TID/
- * stat); false when that cannot be read. */
-static bool
-all_threads_stopped(pid_t pid)
-{
-	char path[64], buf[512];
-	struct dirent *e;
-	bool stopped = true;
-	DIR *d;
-
-	snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
-	d = opendir(path);
-	if (d == NULL)
-		return false;
-	while (stopped && (e = readdir(d)) != NULL) {
-		const char *rp;
-		ssize_t n;
-		int fd;
-
-		if (e->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof path, "/proc/%d/task/%.20s/stat", (int)pid, e->d_name);
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
-			continue;	/* the thread ended */
-		n = read(fd, buf, sizeof buf - 1);
-		close(fd);
-		buf[n > 0 ? n : 0] = '\0';
-		rp = strrchr(buf, ')');	/* the name may hold spaces and parentheses */
-		stopped = rp != NULL && rp[1] == ' ' && (rp[2] == 'T' || rp[2] == 't');
-	}
-	closedir(d);
-	return stopped;
-}
-
-/*
- * Stops faultfs and waits until each of its threads is stopped.  kill()
- * returns before they are, and a thread woken in its read of /dev/fuse by
- * a request that came meanwhile (the daemon's fstat for a warm) takes the
- * request and stops only then, holding it.  FUSE waits for a request its
- * server has read without end, through SIGKILL too, so the daemon could
- * not be killed until faultfs ran again.  A request sent once the threads
- * are stopped waits in the kernel's queue, and SIGKILL ends its wait.
- */
-static void
-faultfs_freeze(struct faultfs *fs)
-{
-	int64_t deadline = harness_now_ms() + FAULTFS_TIMEOUT_MS;
-
-	assert_int_equal(kill(fs->pid, SIGSTOP), 0);
-	fs->stopped = true;
-	while (!all_threads_stopped(fs->pid)) {
-		if (harness_now_ms() > deadline)
-			fail_msg("faultfs (pid %d) did not stop in %d ms", (int)fs->pid,
-				 FAULTFS_TIMEOUT_MS);
-		harness_sleep_ms(1);
-	}
-}
-
-/* Mounts faultfs on DIR/fault serving "slow"; 0, or -1 with why (FUSE
- * unavailable: the caller skips). */
-static int
-faultfs_start(struct faultfs *fs, const char *dir, char *why, size_t whylen)
-{
-	char prog_buf[PATH_MAX], arg[64];
-	const char *prog = faultfs_program(prog_buf, sizeof prog_buf);
-	pid_t parent = getpid();
-	int64_t deadline;
-	int fd, status;
-
-	memset(fs, 0, sizeof *fs);
-#ifndef HAVE_FUSE3
-	snprintf(why, whylen, "libfuse3 was not found at configure time");
-	return -1;
-#endif
-	if (prog == NULL || access("/dev/fuse", R_OK | W_OK) < 0) {
-		snprintf(why, whylen, "no faultfs program or no /dev/fuse");
-		return -1;
-	}
-	if (snprintf(fs->mnt, sizeof fs->mnt, "%s/fault", dir) >= (int)sizeof fs->mnt ||
-	    snprintf(fs->ctl, sizeof fs->ctl, "%s/faultctl", dir) >= (int)sizeof fs->ctl ||
-	    snprintf(fs->log, sizeof fs->log, "%s/faultfs.log", dir) >= (int)sizeof fs->log) {
-		snprintf(why, whylen, "the directory's name is too long");
-		return -1;
-	}
-	snprintf(arg, sizeof arg, "slow:%u:%u", SLOW_SIZE, SLOW_SEED);
-	if (mkdir(fs->mnt, 0755) < 0 && errno != EEXIST) {
-		snprintf(why, whylen, "mkdir: %s", strerror(errno));
-		return -1;
-	}
-	fs->pid = fork();
-	if (fs->pid < 0)
-		return -1;
-	if (fs->pid == 0) {
-		if (prctl(PR_SET_PDEATHSIG, SIGTERM) < 0 || getppid() != parent)
-			_exit(125);
-		fd = open(fs->log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-		if (fd >= 0) {
-			dup2(fd, STDOUT_FILENO);
-			dup2(fd, STDERR_FILENO);
-		}
-		harness_close_inherited();
-		execl(prog, prog, fs->mnt, fs->ctl, arg, (char *)NULL);
-		_exit(127);
-	}
-	fs->mounted = true;
-	deadline = harness_now_ms() + FAULTFS_TIMEOUT_MS;
-	while ((fd = faultfs_connect(fs->ctl)) < 0) {
-		if (waitpid(fs->pid, &status, WNOHANG) == fs->pid) {
-			fs->pid = 0;
-			fs->mounted = false;
-			snprintf(why, whylen, "faultfs could not mount (see its log)");
-			return -1;
-		}
-		if (harness_now_ms() > deadline) {
-			faultfs_stop(fs);
-			snprintf(why, whylen, "faultfs did not answer");
-			return -1;
-		}
-		harness_sleep_ms(10);
-	}
-	close(fd);	/* it listens: the mount is up */
-	return 0;
-}
-
 /* A call stalled in the daemon, in a thread of its own: hm_warm of the
  * stopped file, whose worker waits for faultfs to answer its fstat.  (A
  * READ of it would stall the daemon's loop too, which asks the kernel for
@@ -620,8 +411,7 @@ kill_daemon_fuse_stopped(struct harness *h, struct faultfs *fs)
 		if (harness_now_ms() > deadline && fs->stopped) {
 			print_message("# hotmapd outlived SIGKILL by 5 s: a FUSE request "
 				      "faultfs took before it stopped; faultfs runs again\n");
-			kill(fs->pid, SIGCONT);
-			fs->stopped = false;
+			faultfs_thaw(fs);
 			assert_int_equal(waitpid(pid, &status, 0), pid);
 			break;
 		}
@@ -639,27 +429,36 @@ struct stall {
 	hm_file *slow;
 };
 
+/* faultfs on DIR/fault serving "slow" (and "small", unused here); false,
+ * said, when it cannot (FUSE unavailable: no read can be stalled).
+ * faultfs_freeze (faultfs_ctl.c) returns once each of faultfs's threads
+ * is stopped: see there why that matters. */
 static bool
 stall_open(struct stall *x, struct harness *h, int64_t reconnect_ms)
 {
-	char path[PATH_MAX], why[512];
+	char path[PATH_MAX + 8], why[512], arg[64];
 
 	scene_open(&x->s, h, 0, HM_DEFAULT, reconnect_ms);
-	if (faultfs_start(&x->fs, h->dir, why, sizeof why) < 0) {
+	snprintf(arg, sizeof arg, "slow:%u:%u", SLOW_SIZE, SLOW_SEED);
+	if (faultfs_start(&x->fs, h->dir, NULL, arg, why, sizeof why) < 0) {
 		print_message("# no FUSE (%s): no read can be stalled\n", why);
 		return false;
 	}
+	faultfs_close_control(&x->fs);	/* it answered: the mount is up */
 	snprintf(path, sizeof path, "%s/slow", x->fs.mnt);
 	x->slow = hm_open(x->s.c, path, 0);
 	assert_non_null(x->slow);
-	faultfs_freeze(&x->fs);
+	if (faultfs_freeze(&x->fs, why, sizeof why) < 0)
+		fail_msg("%s", why);
 	return true;
 }
 
+/* faultfs running again (SIGCONT) if stopped, unmounted, and gone. */
 static void
 stall_close(struct stall *x)
 {
-	faultfs_stop(&x->fs);
+	faultfs_unmount(&x->fs);
+	faultfs_reap(&x->fs);
 }
 
 /*
@@ -702,8 +501,7 @@ test_threads_pipelined(void **state)
 		fail_msg("the stalled call ended before the other thread: %zd (%s)", r.n,
 			 strerror(r.err));
 
-	kill(x.fs.pid, SIGCONT);
-	x.fs.stopped = false;
+	faultfs_thaw(&x.fs);
 	assert_int_equal(pthread_join(tq, NULL), 0);
 	assert_int_equal(pthread_join(ts, NULL), 0);
 	if (!quick_done)
