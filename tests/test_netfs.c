@@ -425,7 +425,7 @@ test_network_copy(void **state)
 static void
 test_network_copy_views(void **state)
 {
-	struct fixture *fx = *state;
+	struct netfs_fixture *fx = *state;
 	hm_client *c = harness_connect(fx->h);
 	struct hm_read_stats rs = { .size = sizeof rs };
 	struct hm_view_io vio[2];
@@ -437,7 +437,7 @@ test_network_copy_views(void **state)
 	assert_non_null(want);
 	harness_fill(want, DATA_SIZE, DATA_SEED, 0);
 	assert_int_equal(hm_warm(f, 0, UINT64_MAX), DATA_SIZE);
-	assert_true(reads_copy(f));
+	assert_true(netfs_reads_copy(f));
 	assert_int_equal(hm_view_range(f, 4096, 256 * KiB, &a), 0);
 	assert_int_equal(hm_view_range(f, 4096 + 777, 64 * KiB, &b), 0);
 	assert_int_equal(a.len, 256 * KiB);
