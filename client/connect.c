@@ -397,6 +397,7 @@ hm_disconnect(hm_client *c)
 		c->files = f->next;
 		direct_drop(f);
 		fallback_drop(f);
+		net_copy_drop(f);	/* unmapped once no view holds it */
 		free(f->path);
 		free(f);
 	}

@@ -67,6 +67,7 @@ client_add_file(hm_client *c, hm_file *f, int flags)
 	if (rc < 0) {
 		direct_drop(f);
 		fallback_drop(f);
+		net_copy_drop(f);
 		free(f->path);
 		free(f);
 		errno = -rc;

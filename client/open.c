@@ -169,6 +169,9 @@ client_open_apply(hm_client *c, hm_file *f, int flags, struct open_sent *os,
 		f->net = f->net && f->fd != HM_OSFILE_NONE;
 	if (copy_fd >= 0)
 		net_copy_take(f, copy_fd, r->copy_size);	/* netfs.c: read from it */
+	if (f->copy != NULL)
+		f->net = true;	/* a reopen: it reads the copy it was given until
+				 * hm_close, whatever the new daemon says */
 	if (f->direct_ok && ((flags & (HM_O_DIRECT | HM_O_WARM)) || c->direct_after == 0 || !spare))
 		(void)direct_promote_fd(f, f->fd != HM_OSFILE_NONE ? f->fd : fd);
 	if (fd != HM_OSFILE_NONE && f->own_fd != fd)

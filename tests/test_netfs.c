@@ -417,11 +417,29 @@ test_network_copy(void **state)
 	hm_disconnect(c);
 }
 
+/* Mappings of hotmapd's copies in this process (/proc/self/maps names
+ * the daemon's memfd "hotmap-copy"). */
+static int
+copy_maps(void)
+{
+	char line[512];
+	FILE *m = fopen("/proc/self/maps", "r");
+	int n = 0;
+
+	assert_non_null(m);
+	while (fgets(line, sizeof line, m) != NULL)
+		n += strstr(line, "/memfd:hotmap-copy") != NULL;
+	fclose(m);
+	return n;
+}
+
 /* Views of a file with a copy point into the copy: two views of ranges k
  * bytes apart lie k bytes apart, right byte for byte, past the end too
- * (clipped), in hm_view_batch as well; they count as copies, not preads;
- * and they stay readable after hm_close and hm_disconnect, until
- * released. */
+ * (clipped; at the end, empty), in hm_view_batch as well; they count as
+ * copies, not preads; they stay readable after hm_close and
+ * hm_disconnect, until released, and the last release unmaps the copy:
+ * after hm_close, and after hm_disconnect of a client whose file was
+ * never closed. */
 static void
 test_network_copy_views(void **state)
 {
@@ -429,15 +447,17 @@ test_network_copy_views(void **state)
 	hm_client *c = harness_connect(fx->h);
 	struct hm_read_stats rs = { .size = sizeof rs };
 	struct hm_view_io vio[2];
-	struct hm_view a, b, tail;
+	struct hm_view a, b, tail, end;
 	hm_file *f = hm_open(c, fx->data, 0);
 	uint8_t *want = malloc(DATA_SIZE);
+	int base = copy_maps();
 
 	assert_non_null(f);
 	assert_non_null(want);
 	harness_fill(want, DATA_SIZE, DATA_SEED, 0);
 	assert_int_equal(hm_warm(f, 0, UINT64_MAX), DATA_SIZE);
 	assert_true(netfs_reads_copy(f));
+	assert_true(copy_maps() > base);
 	assert_int_equal(hm_view_range(f, 4096, 256 * KiB, &a), 0);
 	assert_int_equal(hm_view_range(f, 4096 + 777, 64 * KiB, &b), 0);
 	assert_int_equal(a.len, 256 * KiB);
@@ -447,6 +467,9 @@ test_network_copy_views(void **state)
 	assert_int_equal(hm_view_range(f, DATA_SIZE - 100, MiB, &tail), 0);
 	assert_int_equal(tail.len, 100);
 	assert_memory_equal(tail.data, want + DATA_SIZE - 100, 100);
+	assert_int_equal(hm_view_range(f, DATA_SIZE + 5, 10, &end), 0);
+	assert_int_equal(end.len, 0);
+	hm_view_release(&end);
 	assert_int_equal(hm_view_check(&a), 0);
 	vio[0] = (struct hm_view_io){ .file = f, .offset = 0, .len = 8192 };
 	vio[1] = (struct hm_view_io){ .file = f, .offset = 4096, .len = 100 };
@@ -459,7 +482,7 @@ test_network_copy_views(void **state)
 	assert_int_equal(hm_read_stats(f, &rs), 0);
 	assert_int_equal(rs.pread_reads, 0);
 	assert_int_equal(rs.daemon_reads, 0);
-	assert_true(rs.copy_reads >= 5);
+	assert_true(rs.copy_reads >= 6);
 	/* the views hold the copy past the file and the client */
 	assert_int_equal(hm_close(f), 0);
 	hm_disconnect(c);
@@ -471,7 +494,20 @@ test_network_copy_views(void **state)
 	assert_memory_equal(tail.data, want + DATA_SIZE - 100, 100);
 	hm_view_release(&b);
 	hm_view_release(&tail);
+	assert_true(copy_maps() > base);	/* vio[1] holds it */
 	hm_view_release(&vio[1].view);
+	assert_int_equal(copy_maps(), base);
+
+	/* a client disconnected with its file open: the same */
+	c = harness_connect(fx->h);
+	f = hm_open(c, fx->data, 0);
+	assert_non_null(f);
+	assert_true(netfs_reads_copy(f));	/* given with the open's reply */
+	assert_int_equal(hm_view_range(f, 100, 1000, &a), 0);
+	hm_disconnect(c);
+	assert_memory_equal(a.data, want + 100, 1000);
+	hm_view_release(&a);
+	assert_int_equal(copy_maps(), base);
 	free(want);
 }
 
