@@ -387,6 +387,20 @@ typedef int (*child_fn)(unsigned idx, void *arg, void **state, struct child_repo
  * its report. */
 int run_children(unsigned n, child_fn setup, child_fn run, child_fn teardown, void *arg,
 		 struct child_report *reps);
+/* What n children reported, together: from the first one's start to the
+ * last one's end, their bytes, ops and minor faults, the worst p99, and
+ * each one's p50 in p50[i] (p50 may be NULL).  A child that failed is
+ * reported (report_failure: "WHO i: its error") and counted in bad.
+ * In report.c. */
+struct children_sum {
+	double t0, t1, p99;
+	uint64_t bytes, ops;
+	long minflt;
+	unsigned bad;
+};
+void children_sum(const char *workload, const char *contender, const char *who,
+		  const struct child_report *reps, unsigned n, double *p50,
+		  struct children_sum *s);
 
 /* How the run was made, for the report (describe.c). */
 const char *short_path(const char *arg);	/* ".../name" of an absolute path */

@@ -626,3 +626,33 @@ report_write(const char *dir)
 		rc = repeat_write_csv(dir);
 	return rc;
 }
+
+/* The children of a workload of processes (run_children), summed. */
+void
+children_sum(const char *workload, const char *contender, const char *who,
+	     const struct child_report *reps, unsigned n, double *p50, struct children_sum *s)
+{
+	unsigned i;
+
+	*s = (struct children_sum){ .t0 = 1e300 };
+	for (i = 0; i < n; i++) {
+		const struct child_report *x = &reps[i];
+
+		if (x->status != 0) {
+			report_failure(workload, contender, "%s %u: %s", who, i, x->err);
+			s->bad++;
+			continue;
+		}
+		if (x->t0 < s->t0)
+			s->t0 = x->t0;
+		if (x->t1 > s->t1)
+			s->t1 = x->t1;
+		s->bytes += x->bytes;
+		s->ops += x->ops;
+		s->minflt += x->minflt;
+		if (p50 != NULL)
+			p50[i] = x->lat_p50;
+		if (x->lat_p99 > s->p99)
+			s->p99 = x->lat_p99;
+	}
+}

@@ -265,39 +265,30 @@ wl_fresh(void)
 			for (k = 0; k < nc; k++) {
 				const struct contender *c = cs[(k + r) % nc];
 				struct fresh_arg arg = { c };
-				double t0 = 1e300, t1 = 0, per[64];
+				struct children_sum s;
+				double per[64];
 				long anon = 0, file = 0, shmem = 0, pss = 0;
-				uint64_t bytes = 0;
 				struct row *row;
-				unsigned i, bad = 0;
+				unsigned i;
 
 				if (run_children(np, fresh_setup, fresh_run, fresh_teardown, &arg, reps) < 0) {
 					report_failure(W, c->name, "cannot start processes: %s", strerror(errno));
 					continue;
 				}
+				children_sum(W, c->name, "process", reps, np, NULL, &s);
+				if (s.bad > 0 || s.t1 <= s.t0)
+					continue;
 				for (i = 0; i < np; i++) {
-					if (reps[i].status != 0) {
-						report_failure(W, c->name, "process %u: %s", i, reps[i].err);
-						bad++;
-						continue;
-					}
-					if (reps[i].t0 < t0)
-						t0 = reps[i].t0;
-					if (reps[i].t1 > t1)
-						t1 = reps[i].t1;
 					per[i] = reps[i].t1 - reps[i].t0;
-					bytes += reps[i].bytes;
 					anon += reps[i].anon_kib;
 					file += reps[i].file_kib;
 					shmem += reps[i].shmem_kib;
 					pss += reps[i].pss_kib;
 				}
-				if (bad > 0 || t1 <= t0)
-					continue;
 				row = row_get(W, variant, c->name);
 				row->higher_better = false;
 				row_add(row, "s_proc", "s/process", median_of(per, np));
-				row_add(row, "gb_s", "GB/s", (double)bytes / (t1 - t0) / 1e9);
+				row_add(row, "gb_s", "GB/s", (double)s.bytes / (s.t1 - s.t0) / 1e9);
 				row_add(row, "anon_mib", "MiB", (double)anon / 1024);
 				row_add(row, "file_mib", "MiB", (double)file / 1024);
 				row_add(row, "shmem_mib", "MiB", (double)shmem / 1024);
@@ -426,41 +417,23 @@ wl_sample(void)
 		for (k = 0; k < nc; k++) {
 			const struct contender *c = cs[(k + r) % nc];
 			struct sample_arg arg = { c, r };
-			double t0 = 1e300, t1 = 0, p50[64], p99 = 0;
-			uint64_t bytes = 0, ops = 0;
-			long minflt = 0;
+			struct children_sum s;
+			double p50[64];
 			struct row *row;
-			unsigned i, bad = 0;
 
 			if (run_children(np, sample_setup, sample_run, sample_teardown, &arg, reps) < 0) {
 				report_failure(W, c->name, "cannot start processes: %s", strerror(errno));
 				continue;
 			}
-			for (i = 0; i < np; i++) {
-				if (reps[i].status != 0) {
-					report_failure(W, c->name, "process %u: %s", i, reps[i].err);
-					bad++;
-					continue;
-				}
-				if (reps[i].t0 < t0)
-					t0 = reps[i].t0;
-				if (reps[i].t1 > t1)
-					t1 = reps[i].t1;
-				bytes += reps[i].bytes;
-				ops += reps[i].ops;
-				minflt += reps[i].minflt;
-				p50[i] = reps[i].lat_p50;
-				if (reps[i].lat_p99 > p99)
-					p99 = reps[i].lat_p99;
-			}
-			if (bad > 0 || t1 <= t0)
+			children_sum(W, c->name, "process", reps, np, p50, &s);
+			if (s.bad > 0 || s.t1 <= s.t0)
 				continue;
 			row = row_get(W, variant, c->name);
-			row_add(row, "gb_s", "GB/s", (double)bytes / (t1 - t0) / 1e9);
-			row_add(row, "reads_s", "reads/s", (double)ops / (t1 - t0));
+			row_add(row, "gb_s", "GB/s", (double)s.bytes / (s.t1 - s.t0) / 1e9);
+			row_add(row, "reads_s", "reads/s", (double)s.ops / (s.t1 - s.t0));
 			row_add(row, "p50_us", "us", median_of(p50, np));
-			row_add(row, "p99_us", "us", p99);
-			row_add(row, "minflt", "faults/proc", (double)minflt / np);
+			row_add(row, "p99_us", "us", s.p99);
+			row_add(row, "minflt", "faults/proc", (double)s.minflt / np);
 		}
 	}
 	report_print_table(W);

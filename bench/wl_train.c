@@ -250,11 +250,9 @@ wl_train(void)
 				const struct contender *c = cs[(k + r) % nc];
 				struct train_arg arg = { c, r };
 				struct faults d0 = { 0 }, d1 = { 0 };
-				double t0 = 1e300, t1 = 0, p50[64], p99 = 0;
-				uint64_t bytes = 0, batches = 0;
-				long minflt = 0;
+				struct children_sum s;
+				double p50[64];
 				struct row *row;
-				unsigned i, bad = 0;
 
 				if (c->flags & CF_HOTMAP)
 					faults_pid(bench.hotmapd_pid, &d0);
@@ -264,31 +262,15 @@ wl_train(void)
 				}
 				if (c->flags & CF_HOTMAP)
 					faults_pid(bench.hotmapd_pid, &d1);
-				for (i = 0; i < np; i++) {
-					if (reps[i].status != 0) {
-						report_failure(W, c->name, "client %u: %s", i, reps[i].err);
-						bad++;
-						continue;
-					}
-					if (reps[i].t0 < t0)
-						t0 = reps[i].t0;
-					if (reps[i].t1 > t1)
-						t1 = reps[i].t1;
-					bytes += reps[i].bytes;
-					batches += reps[i].ops;
-					minflt += reps[i].minflt;
-					p50[i - bad] = reps[i].lat_p50;
-					if (reps[i].lat_p99 > p99)
-						p99 = reps[i].lat_p99;
-				}
-				if (bad > 0 || t1 <= t0)
+				children_sum(W, c->name, "client", reps, np, p50, &s);
+				if (s.bad > 0 || s.t1 <= s.t0)
 					continue;
 				row = row_get(W, variant, c->name);
-				row_add(row, "gb_s", "GB/s", (double)bytes / (t1 - t0) / 1e9);
-				row_add(row, "batches_s", "batches/s", (double)batches / (t1 - t0));
+				row_add(row, "gb_s", "GB/s", (double)s.bytes / (s.t1 - s.t0) / 1e9);
+				row_add(row, "batches_s", "batches/s", (double)s.ops / (s.t1 - s.t0));
 				row_add(row, "p50_ms", "ms", median_of(p50, np) / 1e3);
-				row_add(row, "p99_ms", "ms", p99 / 1e3);
-				row_add(row, "minflt", "faults", (double)minflt);
+				row_add(row, "p99_ms", "ms", s.p99 / 1e3);
+				row_add(row, "minflt", "faults", (double)s.minflt);
 				if (c->flags & CF_HOTMAP)
 					row_add(row, "d_minflt", "faults", (double)(d1.minflt - d0.minflt));
 				row_note(row, "%s", c->batch_note);
