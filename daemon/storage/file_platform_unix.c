@@ -613,24 +613,27 @@ void fplat_watch_free(int w)
 	fplat_close(w);
 }
 
-int fplat_watch_add(int w, hm_fd fd)
+/* A watch of what descriptor fd is open on (not of a path a rename could
+ * move), for the events in mask. */
+static int
+watch_fd(int w, hm_fd fd, uint32_t mask)
 {
 	char path[64];
 
 	if (w < 0)
 		return -1;
 	snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
-	return inotify_add_watch(w, path, IN_ATTRIB);
+	return inotify_add_watch(w, path, mask);
+}
+
+int fplat_watch_add(int w, hm_fd fd)
+{
+	return watch_fd(w, fd, IN_ATTRIB);
 }
 
 int fplat_copy_watch(int w, hm_fd fd)
 {
-	char path[64];
-
-	if (w < 0)
-		return -1;
-	snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
-	return inotify_add_watch(w, path, IN_DELETE_SELF);
+	return watch_fd(w, fd, IN_DELETE_SELF);
 }
 
 void fplat_watch_rm(int w, int wd)
