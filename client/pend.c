@@ -278,10 +278,32 @@ pend_take_connected(hm_client *c)
 
 /* A connected client's pending OPENs: what is in is applied; with wait,
  * the rest are waited for until the deadline, then read here still. */
+/* Whether the answers' deadline has passed at now; answers that came
+ * since the last look (seen) move it CLIENT_PEND_WAIT_MS on: a daemon
+ * that answers, slowly, is waited for. */
+static bool
+pend_expired(hm_client *c, unsigned *seen, uint64_t now)
+{
+	unsigned n = pend_answered(c);
+
+	if (n > *seen) {
+		*seen = n;
+		c->pend_deadline_us = now + CLIENT_PEND_WAIT_MS * 1000u;
+	}
+	return now >= c->pend_deadline_us;
+}
+
+/* Waits until the socket is readable or the deadline (now is before it). */
+static int
+pend_wait(hm_client *c, uint64_t now)
+{
+	return transport_readable(c, (unsigned)((c->pend_deadline_us - now + 999) / 1000));
+}
+
 static void
 pend_settle_connected(hm_client *c, bool wait)
 {
-	unsigned seen = pend_answered(c), now_seen;
+	unsigned seen = pend_answered(c);
 
 	for (;;) {
 		uint64_t now;
@@ -297,13 +319,7 @@ pend_settle_connected(hm_client *c, bool wait)
 		if (c->pend_opens == NULL || !wait)
 			return;
 		now = monotime_us();
-		now_seen = pend_answered(c);
-		if (now_seen > seen) {
-			seen = now_seen;
-			c->pend_deadline_us = now + CLIENT_PEND_WAIT_MS * 1000u;
-		}
-		if (now >= c->pend_deadline_us ||
-		    transport_readable(c, (unsigned)((c->pend_deadline_us - now + 999) / 1000)) < 0)
+		if (pend_expired(c, &seen, now) || pend_wait(c, now) < 0)
 			return;
 	}
 }
@@ -311,7 +327,7 @@ pend_settle_connected(hm_client *c, bool wait)
 void
 pend_settle(hm_client *c, bool wait)
 {
-	unsigned seen, now_seen;
+	unsigned seen;
 	int rc = 0;
 
 	if (c->pend_hello == NULL) {
@@ -333,18 +349,13 @@ pend_settle(hm_client *c, bool wait)
 			break;
 		}
 		now = monotime_us();
-		now_seen = pend_answered(c);
-		if (now_seen > seen) {
-			seen = now_seen;
-			c->pend_deadline_us = now + CLIENT_PEND_WAIT_MS * 1000u;
-		}
-		if (now >= c->pend_deadline_us) {
+		if (pend_expired(c, &seen, now)) {
 			rc = -ETIMEDOUT;
 			break;
 		}
 		if (!wait)
 			return;	/* the next look is pend_due's */
-		rc = transport_readable(c, (unsigned)((c->pend_deadline_us - now + 999) / 1000));
+		rc = pend_wait(c, now);
 		if (rc < 0)
 			break;
 	}
