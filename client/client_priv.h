@@ -7,7 +7,8 @@
  * before its own.  wire.c (frames on the socket), region.c (the shared
  * region's blocks), ring.c (polling mode), fallback.c (the calls served
  * without the daemon, HOTMAP_FALLBACK=local), read_op.c (a call's READs),
- * fork.c (the list of clients fork(2) walks), connect.c (connecting, the
+ * fork.c (the list of clients fork(2) walks), netcopy.c (hotmapd's copy
+ * of a network file, as mapped here), connect.c (connecting, the
  * options), open.c (OPEN, and reopening), pend.c (HOTMAP_FALLBACK=local's
  * pipelined HELLO and OPENs), call.c (a call's life, the
  * reconnect policy); above them the public calls: file.c (open, stat,
@@ -531,6 +532,34 @@ void fork_watch(void);
 /* getpid(2), without a system call once fork_watch has run. */
 pid_t fork_pid(void);
 
+/* netcopy.c: hotmapd's copy of f's network file, fd (taken: closed here)
+ * of size bytes, read from now on when it checks out (and f has none yet:
+ * it keeps the version it was given until hm_close, a reconnect too);
+ * else read as before.  c's lock held.  net_copy_drop: f lets go of it
+ * (hm_close, hm_disconnect: no reader left). */
+void net_copy_take(hm_file *f, int fd, uint64_t size);
+void net_copy_drop(hm_file *f);
+/* From f's copy: bytes (clipped at its end), or DIRECT_MISS when f has
+ * none.  No lock, no user of the client. */
+ssize_t net_copy_read(hm_file *f, void *buf, size_t len, uint64_t offset);
+/* A view into f's copy: 0 with *data and *n (clipped at its end) and
+ * *ref held until net_copy_unref, which unmaps the copy once neither f
+ * nor a view holds it; DIRECT_MISS when f has no copy. */
+int net_copy_view(hm_file *f, uint64_t offset, size_t len, const void **data, size_t *n,
+		  struct net_copy **ref);
+void net_copy_unref(struct net_copy *ref);
+
+/* What f holds besides itself, given back: its grant and mapping, its
+ * local descriptor, its copy (hm_close, hm_disconnect, an open that
+ * failed).  c's lock held, or no other user of c left. */
+static inline void
+client_file_drop(hm_file *f)
+{
+	direct_drop(f);
+	fallback_drop(f);
+	net_copy_drop(f);
+}
+
 /* connect.c: connects c (socket_path NULL: the default endpoints) and
  * says HELLO, offering a new region.  0 or -errno.  In two halves for
  * pend.c: client_hello_send connects and sends HELLO as w's request
@@ -593,19 +622,6 @@ void client_settle(hm_client *c);
 ssize_t net_read(hm_file *f, void *buf, size_t len, uint64_t offset);
 /* The same for a call that is a user already (hm_read_batch). */
 ssize_t net_read_entered(hm_file *f, void *buf, size_t len, uint64_t offset);
-/* hotmapd's copy of f's network file, fd (taken: closed here) of size
- * bytes, read from now on when it checks out (and f has none yet: it
- * keeps the version it was given until hm_close, a reconnect too); else
- * read as before.  c's lock held.  net_copy_drop: unmapped (hm_close: no
- * reader left). */
-void net_copy_take(hm_file *f, int fd, uint64_t size);
-void net_copy_drop(hm_file *f);
-/* A view into f's copy: 0 with *data and *n (clipped at its end) and
- * *ref held until net_copy_unref, which unmaps the copy once neither f
- * nor a view holds it; DIRECT_MISS when f has no copy. */
-int net_copy_view(hm_file *f, uint64_t offset, size_t len, const void **data, size_t *n,
-		  struct net_copy **ref);
-void net_copy_unref(struct net_copy *ref);
 /* hm_stat's reason_text of f as this process reads it: the daemon's
  * words, unless f reads a copy the daemon does not know it has (kept
  * across a reconnect) or does not read one it was given (refused). */

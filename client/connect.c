@@ -395,9 +395,7 @@ hm_disconnect(hm_client *c)
 		hm_file *f = c->files;
 
 		c->files = f->next;
-		direct_drop(f);
-		fallback_drop(f);
-		net_copy_drop(f);	/* unmapped once no view holds it */
+		client_file_drop(f);
 		free(f->path);
 		free(f);
 	}

@@ -65,9 +65,7 @@ client_add_file(hm_client *c, hm_file *f, int flags)
 		client_settle(c);	/* the daemon's to open: its answers first */
 	rc = client_with_retry(c, add_file_run, &a);
 	if (rc < 0) {
-		direct_drop(f);
-		fallback_drop(f);
-		net_copy_drop(f);
+		client_file_drop(f);
 		free(f->path);
 		free(f);
 		errno = -rc;
@@ -265,9 +263,7 @@ hm_close(hm_file *f)
 	if (f->next != NULL)
 		f->next->prev = f->prev;
 	pthread_mutex_unlock(&c->files_lock);
-	direct_drop(f);
-	fallback_drop(f);
-	net_copy_drop(f);
+	client_file_drop(f);
 	pthread_mutex_unlock(c->lock);
 	free(f->path);
 	free(f);

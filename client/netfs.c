@@ -14,14 +14,9 @@
  * and for FUSE the daemon read through that very descriptor anyway
  * (a private entry).
  *
- * Once hotmapd gives the file its copy in memory (OPEN's or WARM's reply:
- * a memfd sealed against writes, shrinking and growing; storage.h,
- * "Copies of network files"), reads copy out of it: the speed of a
- * mapping, and no SIGBUS whatever the server does.  The copy is checked
- * (seals, size) before it is mapped, set once, and kept until hm_close,
- * so reading it takes no user of the client: the version the file was
- * given, close-to-open.  A view points into the copy and holds it past
- * hm_close, as a granted file's view holds its mapping.
+ * Once hotmapd gives the file its copy in memory (netcopy.c), reads copy
+ * out of it: the speed of a mapping, and no SIGBUS whatever the server
+ * does.
  *
  * Must not: read while a reconnect replaces the descriptor (a read is a
  * user of the client, client_with_retry); pass pread's errors to the
@@ -34,20 +29,11 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "client/client_priv.h"
 #include "client/os.h"
-
-/* hotmapd's copy as mapped here: held by its file until hm_close and by
- * each view into it (net_copy_view), unmapped by the last. */
-struct net_copy {
-	const void *map;
-	uint64_t len;
-	unsigned refs;
-};
 
 struct net_call {
 	hm_file *f;
@@ -56,25 +42,6 @@ struct net_call {
 	uint64_t offset;
 	ssize_t result;		/* bytes, -errno, or DIRECT_MISS */
 };
-
-/* From hotmapd's copy, if f has one: bytes, or DIRECT_MISS.  Sealed, the
- * copy cannot fault; mapped until hm_close (a reconnect keeps it: the
- * version the file was given), so a read needs no user of the client. */
-static ssize_t
-net_copy_read(hm_file *f, void *buf, size_t len, uint64_t offset)
-{
-	const uint8_t *copy = __atomic_load_n(&f->copy, __ATOMIC_ACQUIRE);
-	uint64_t size;
-	size_t k;
-
-	if (copy == NULL)
-		return DIRECT_MISS;
-	size = f->copy_len;	/* stored before copy was published */
-	k = offset >= size ? 0 : len < size - offset ? len : (size_t)(size - offset);
-	memcpy(buf, copy + offset, k);
-	FILE_COUNT(f, copy, 1);
-	return (ssize_t)k;
-}
 
 static int
 net_run(hm_client *c, void *arg)
@@ -143,60 +110,6 @@ net_read(hm_file *f, void *buf, size_t len, uint64_t offset)
 }
 
 void
-net_copy_take(hm_file *f, int fd, uint64_t size)
-{
-	struct net_copy *ref;
-	const void *map = NULL;
-	int rc;
-
-	if (f->copy != NULL) {
-		close(fd);	/* the version it reads until it closes */
-		return;
-	}
-	ref = malloc(sizeof *ref);
-	rc = ref == NULL ? -ENOMEM : os_copy_map(fd, size, &map);
-	close(fd);	/* the mapping keeps the memory */
-	if (rc < 0) {
-		/* not sealed, not its size, or no mapping: pread, and hm_stat
-		 * says so rather than what the daemon said (net_stat_text) */
-		free(ref);
-		return;
-	}
-	*ref = (struct net_copy){ .map = map, .len = size, .refs = 1 };
-	f->copy_ref = ref;
-	f->copy_len = size;
-	__atomic_store_n(&f->copy, (const uint8_t *)map, __ATOMIC_RELEASE);
-	f->net = true;
-}
-
-int
-net_copy_view(hm_file *f, uint64_t offset, size_t len, const void **data, size_t *n,
-	      struct net_copy **ref)
-{
-	const uint8_t *copy = __atomic_load_n(&f->copy, __ATOMIC_ACQUIRE);
-	uint64_t size;
-
-	if (copy == NULL)
-		return DIRECT_MISS;
-	size = f->copy_len;	/* stored before copy was published */
-	*n = offset >= size ? 0 : len < size - offset ? len : (size_t)(size - offset);
-	*data = copy + (offset < size ? offset : size);
-	*ref = f->copy_ref;
-	__atomic_add_fetch(&(*ref)->refs, 1, __ATOMIC_RELAXED);
-	FILE_COUNT(f, copy, 1);
-	return 0;
-}
-
-void
-net_copy_unref(struct net_copy *ref)
-{
-	if (ref == NULL || __atomic_sub_fetch(&ref->refs, 1, __ATOMIC_ACQ_REL) > 0)
-		return;
-	os_copy_unmap(ref->map, ref->len);
-	free(ref);
-}
-
-void
 net_stat_text(hm_file *f, struct hm_stat *st)
 {
 	bool have = __atomic_load_n(&f->copy, __ATOMIC_ACQUIRE) != NULL;
@@ -211,13 +124,4 @@ net_stat_text(hm_file *f, struct hm_stat *st)
 	else	/* refused here (its seals or size), or none on this platform */
 		snprintf(st->reason_text, sizeof st->reason_text,
 			 "network-fs: network file system: hotmapd's copy not used here: read with pread");
-}
-
-void
-net_copy_drop(hm_file *f)
-{
-	__atomic_store_n(&f->copy, NULL, __ATOMIC_RELEASE);
-	net_copy_unref(f->copy_ref);	/* unmapped once no view holds it */
-	f->copy_ref = NULL;
-	f->copy_len = 0;
 }
