@@ -453,6 +453,22 @@ harness_connect(const struct harness *h)
 	return c;
 }
 
+hm_client *
+harness_connect_direct(const struct harness *h, int after, const char *policy)
+{
+	struct hm_options o = HM_OPTIONS_INIT;
+	hm_client *c;
+
+	o.direct = 1;
+	o.direct_after = after;
+	o.copy_policy = policy;
+	c = hm_connect_opts(h->sock, &o);
+	if (c == NULL)
+		fail_msg("hm_connect_opts(%s, direct after %d, copy policy %s): %s (%s)", h->sock,
+			 after, policy != NULL ? policy : "default", strerror(errno), hm_last_error());
+	return c;
+}
+
 void
 harness_path(const struct harness *h, const char *name, char *out)
 {

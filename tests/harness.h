@@ -71,6 +71,11 @@ bool harness_socket_accepts(const char *path);
 
 /* A connected client; fails the test if hm_connect fails. */
 hm_client *harness_connect(const struct harness *h);
+/* A client that reads granted files directly (the harness's daemon
+ * grants them; the library's default is off there), promoting a file
+ * after `after` reads, with the copy policy's knobs (HOTMAP_COPY_POLICY's
+ * grammar; NULL: the defaults).  Fails the test when it cannot connect. */
+hm_client *harness_connect_direct(const struct harness *h, int after, const char *policy);
 /* "DIR/name" into out (PATH_MAX bytes). */
 void harness_path(const struct harness *h, const char *name, char *out);
 

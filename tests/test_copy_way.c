@@ -56,17 +56,7 @@ teardown(void **state)
 static hm_client *
 connect_policy(const struct harness *h, const char *policy)
 {
-	struct hm_options o = HM_OPTIONS_INIT;
-	hm_client *c;
-
-	o.direct = 1;
-	o.direct_after = 0;
-	o.copy_policy = policy;
-	c = hm_connect_opts(h->sock, &o);
-	if (c == NULL)
-		fail_msg("hm_connect_opts(copy_policy %s): %s (\"%s\")", policy ? policy : "NULL",
-			 strerror(errno), hm_last_error());
-	return c;
+	return harness_connect_direct(h, 0, policy);
 }
 
 struct opened {

@@ -72,35 +72,18 @@ teardown(void **state)
 static hm_client *
 connect_direct(const struct harness *h, int after)
 {
-	struct hm_options o = HM_OPTIONS_INIT;
-	hm_client *c;
-
-	o.direct = 1;
-	o.direct_after = after;
-	c = hm_connect_opts(h->sock, &o);
-	if (c == NULL)
-		fail_msg("hm_connect_opts: %s", strerror(errno));
-	return c;
+	return harness_connect_direct(h, after, NULL);
 }
 
-/* The same with the copy policy's knobs (HOTMAP_COPY_POLICY's grammar):
- * a test of what the mapping does, not of the policy's choice, fixes the
- * way or the bank so that a loaded machine's timings cannot change what
- * it sees (the policy's choices are tests/test_copy_policy.c's, driven
- * with synthetic costs). */
+/* The same with the copy policy's knobs, from the first read: a test of
+ * what the mapping does, not of the policy's choice, fixes the way or the
+ * bank so that a loaded machine's timings cannot change what it sees (the
+ * policy's choices are tests/test_copy_policy.c's, driven with synthetic
+ * costs). */
 static hm_client *
 connect_direct_policy(const struct harness *h, const char *policy)
 {
-	struct hm_options o = HM_OPTIONS_INIT;
-	hm_client *c;
-
-	o.direct = 1;
-	o.direct_after = 0;
-	o.copy_policy = policy;
-	c = hm_connect_opts(h->sock, &o);
-	if (c == NULL)
-		fail_msg("hm_connect_opts: %s", strerror(errno));
-	return c;
+	return harness_connect_direct(h, 0, policy);
 }
 
 static hm_file *

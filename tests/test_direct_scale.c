@@ -70,15 +70,7 @@ teardown(void **state)
 static hm_client *
 connect_direct(const struct harness *h)
 {
-	struct hm_options o = HM_OPTIONS_INIT;
-	hm_client *c;
-
-	o.direct = 1;
-	o.direct_after = 0;
-	c = hm_connect_opts(h->sock, &o);
-	if (c == NULL)
-		fail_msg("hm_connect_opts: %s", strerror(errno));
-	return c;
+	return harness_connect_direct(h, 0, NULL);
 }
 
 /* File i of the test: "many-i", FILE_BYTES of harness_fill(1000 + i). */
