@@ -443,9 +443,10 @@ account_one(struct cp_costs *c, const struct cp_knobs *k, const struct cp_plan *
 
 /* What a buy that took ns is charged to the bank: at most BUY_MAX_NS.
  * The dearest buy measured is a 2 MiB block on the test VM, 0.4-0.9 ms;
- * a sample past 4 ms is the thread preempted (50 ms, under load on 2
- * cores), and charged whole it would close the bank for a million reads
- * at 3% of a pread a read, buying nothing all that while.  Not the
+ * a sample past 4 ms is the thread preempted or descheduled, not the
+ * buy, and charged whole (a 50 ms time slice lost to 8 processes on 2
+ * cores, say) it would close the bank for a million reads at 3% of a
+ * pread a read, buying nothing all that while.  Not the
  * estimate's clamp: a block's first sample is rightly 100 times the
  * prior's 6 us, and charged at 4 times it the bank would let the buys
  * that follow overrun the floor (test_vm_break_even). */

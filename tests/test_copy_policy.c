@@ -745,11 +745,11 @@ cold_pages_fn(void *ctx, bool *touched, unsigned *hits)
 	*hits = 0;
 }
 
-/* A buy the thread was preempted in (a touch or a block 50 ms late: under
- * load on 2 cores the test suite saw it) is charged to the bank at most
- * 4 ms, the dearest buy measured being under 1 ms: the bank opens again
- * within some 100,000 reads, not the million and more a 50 ms charge
- * would take at 3% of a pread a read, during which nothing is bought. */
+/* A buy the thread was preempted in (a touch or a block 50 ms late, as a
+ * loaded machine may make it) is charged to the bank at most 4 ms, the
+ * dearest buy measured being under 1 ms: the bank opens again within
+ * some 100,000 reads, not the million and more a 50 ms charge would take
+ * at 3% of a pread a read, during which nothing is bought. */
 static void
 test_bank_preempted_buy(void **state)
 {
