@@ -164,7 +164,7 @@ test_auto_counts(void **state)
 	open_file(*state, NULL, "a", &o);
 	/* touched within hits_max (127) reads of a page whatever a touch
 	 * was measured to cost (the tests before time theirs, and on a
-	 * loaded machine one may take 20 times what it takes alone): 16
+	 * loaded machine one may take many times what it takes alone): 16
 	 * pages, 25 reads of each a round */
 	do {
 		read_random(&o, 64 * KiB, 3 + rounds++);
