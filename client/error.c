@@ -43,4 +43,3 @@ hm_last_error(void)
 {
 	return last_error_set ? last_error : "";
 }
-

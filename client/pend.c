@@ -276,8 +276,6 @@ pend_take_connected(hm_client *c)
 	}
 }
 
-/* A connected client's pending OPENs: what is in is applied; with wait,
- * the rest are waited for until the deadline, then read here still. */
 /* Whether the answers' deadline has passed at now; answers that came
  * since the last look (seen) move it CLIENT_PEND_WAIT_MS on: a daemon
  * that answers, slowly, is waited for. */
@@ -300,6 +298,8 @@ pend_wait(hm_client *c, uint64_t now)
 	return transport_readable(c, (unsigned)((c->pend_deadline_us - now + 999) / 1000));
 }
 
+/* A connected client's pending OPENs: what is in is applied; with wait,
+ * the rest are waited for until the deadline, then read here still. */
 static void
 pend_settle_connected(hm_client *c, bool wait)
 {

@@ -479,6 +479,20 @@ harness_path(const struct harness *h, const char *name, char *out)
 
 /* --- /proc ----------------------------------------------------------------- */
 
+unsigned
+harness_count_maps(const char *needle)
+{
+	FILE *f = fopen("/proc/self/maps", "re");
+	char line[PATH_MAX + 128];
+	unsigned n = 0;
+
+	assert_non_null(f);
+	while (fgets(line, sizeof line, f) != NULL)
+		n += strstr(line, needle) != NULL;
+	fclose(f);
+	return n;
+}
+
 long
 harness_rss_anon_kib(pid_t pid)
 {

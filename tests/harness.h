@@ -86,6 +86,9 @@ long harness_rss_anon_kib(pid_t pid);
  * the directory included), the highest in *maxfd; -1 when /proc cannot
  * tell.  Any thread. */
 int harness_count_fds(pid_t pid, int *maxfd);
+/* How many of this process's mappings (lines of /proc/self/maps) name
+ * something that contains needle ("/memfd:hotmap-copy", "hotmap-region"). */
+unsigned harness_count_maps(const char *needle);
 
 /* Byte pos of the content for seed: the same function everywhere, so a
  * range of a file can be recomputed from (seed, offset). */

@@ -419,18 +419,10 @@ test_network_copy(void **state)
 
 /* Mappings of hotmapd's copies in this process (/proc/self/maps names
  * the daemon's memfd "hotmap-copy"). */
-static int
+static unsigned
 copy_maps(void)
 {
-	char line[512];
-	FILE *m = fopen("/proc/self/maps", "r");
-	int n = 0;
-
-	assert_non_null(m);
-	while (fgets(line, sizeof line, m) != NULL)
-		n += strstr(line, "/memfd:hotmap-copy") != NULL;
-	fclose(m);
-	return n;
+	return harness_count_maps("/memfd:hotmap-copy");
 }
 
 /* Views of a file with a copy point into the copy: two views of ranges k
@@ -450,7 +442,7 @@ test_network_copy_views(void **state)
 	struct hm_view a, b, tail, end;
 	hm_file *f = hm_open(c, fx->data, 0);
 	uint8_t *want = malloc(DATA_SIZE);
-	int base = copy_maps();
+	unsigned base = copy_maps();
 
 	assert_non_null(f);
 	assert_non_null(want);
