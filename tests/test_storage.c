@@ -571,6 +571,44 @@ static void test_empty_file(void **state)
 	close(ref);
 }
 
+/*
+ * What a file's grants read of each 2 MiB block (the OPEN reply's
+ * block_reads, the copy policy's prior): a grant's reads over the file's
+ * blocks, averaged half and half with the grants before; a grant that
+ * read nothing left out; what a client claims capped, and kept for the
+ * file, not the handle.
+ */
+static void test_block_reads(void **state)
+{
+	struct fixture *f = *state;
+	const char *p = make_file("blocks", 5u * 1024 * 1024, 3);	/* 3 blocks */
+	uint64_t size = 5u * 1024 * 1024;
+	struct storage_handle h, h2;
+
+	assert_int_equal(open_handle(f->cache, p, STORAGE_POLICY_AUTO, &h), 0);
+	assert_int_equal(storage_block_reads(&h), 0);	/* none known */
+	storage_note_block_reads(&h, 0, size);		/* read nothing */
+	assert_int_equal(storage_block_reads(&h), 0);
+	storage_note_block_reads(&h, 300, size);	/* 100 a block */
+	assert_int_equal(storage_block_reads(&h), 100);
+	storage_note_block_reads(&h, 0, size);
+	assert_int_equal(storage_block_reads(&h), 100);
+	storage_note_block_reads(&h, 60, size);		/* half way to 20 */
+	assert_int_equal(storage_block_reads(&h), 60);
+	storage_note_block_reads(&h, 2, size);		/* 2 of 3 blocks: below 1 */
+	assert_int_equal(storage_block_reads(&h), 31);
+	/* a client that claims 2^64 - 1 reads moves it half way to the cap */
+	storage_note_block_reads(&h, UINT64_MAX, size);
+	assert_int_equal(storage_block_reads(&h), (31 + STORAGE_BLOCK_READS_MAX + 1) / 2);
+	storage_note_block_reads(&h, UINT64_MAX, size);
+	assert_true(storage_block_reads(&h) <= STORAGE_BLOCK_READS_MAX);
+	/* the file's, seen by every handle of it */
+	assert_int_equal(open_handle(f->cache, p, STORAGE_POLICY_AUTO, &h2), 0);
+	assert_int_equal(storage_block_reads(&h2), storage_block_reads(&h));
+	file_cache_close(f->cache, &h2);
+	file_cache_close(f->cache, &h);
+}
+
 static void test_mmap_failure_falls_back(void **state)
 {
 	struct fixture *f = *state;
@@ -2464,6 +2502,7 @@ int main(void)
 		T(test_pipe_is_pread_not_regular),
 		T(test_char_device_is_pread),
 		T(test_empty_file),
+		T(test_block_reads),
 		T(test_mmap_failure_falls_back),
 		T(test_mmap_required_mmap_failure),
 		T(test_network_fs_is_pread),

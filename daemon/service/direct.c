@@ -355,6 +355,7 @@ grant_fold(struct direct_registry *reg, struct direct_grant *g, uint64_t now)
 	ways_bound(g, &w, dr, elapsed);
 	if ((dr | db | w.copies | w.preads | w.probes | w.populated | w.populate_ns) == 0)
 		return;
+	g->reads_folded = sat_add(g->reads_folded, dr);
 	reg->reads = sat_add(reg->reads, dr);
 	reg->bytes = sat_add(reg->bytes, db);
 	ways_add(&reg->ways, &w);
@@ -455,6 +456,9 @@ direct_release(struct direct_registry *reg, struct direct_grant *g)
 		return;
 	grant_stop(g);
 	grant_fold(reg, g, monotime_ns());
+	/* how often this client read the file's blocks, for the next one's
+	 * copy policy (a revoked grant's file changed: not counted) */
+	storage_note_block_reads(&g->h, g->reads_folded, g->size);
 	grant_unlink(reg, g);
 	storage_unlease(&g->h);
 	g->slot = NULL;

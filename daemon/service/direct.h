@@ -76,6 +76,7 @@ struct direct_grant {
 	 * whose probing is not yet: what the ways may still claim. */
 	uint64_t ways_credit, probes_credit;
 	uint64_t folded_ns;		/* monotime of the last fold */
+	uint64_t reads_folded;		/* reads folded in, in all (bounded) */
 	uint64_t *client_reads;		/* the session's totals, or NULL */
 	uint64_t *client_bytes;
 	struct storage_read_ways *client_ways;	/* the session's, or NULL */

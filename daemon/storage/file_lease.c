@@ -104,6 +104,42 @@ storage_count_direct(struct storage_handle *h, uint64_t reads, uint64_t bytes)
 	h->entry->direct_bytes += bytes;
 }
 
+/* The block of the client's copy policy: 2 MiB, a huge page on x86-64. */
+#define REUSE_BLOCK ((uint64_t)2 << 20)
+
+/* *avg moves half way to v (at most max; at least 1: 0 is unknown) */
+static void
+average_in(uint32_t *avg, uint64_t v, uint64_t max)
+{
+	if (v > max)
+		v = max;
+	if (v == 0)
+		v = 1;
+	*avg = *avg == 0 ? (uint32_t)v : (uint32_t)(((uint64_t)*avg + v + 1) / 2);
+}
+
+void
+storage_note_block_reads(struct storage_handle *h, uint64_t reads, uint64_t size)
+{
+	struct file_entry *e = h->entry;
+	uint64_t blocks = size / REUSE_BLOCK + (size % REUSE_BLOCK != 0);
+
+	/* What a client says it read is its own to write: one grant moves
+	 * the average by half of at most its cap, and a client that believes
+	 * it spends at most one bounded credit on it (copy_policy.h,
+	 * cp_prior).  A grant that read nothing (a warm, a stat, a view)
+	 * says nothing of how often a reader reads a block. */
+	if (e != NULL && blocks != 0 && reads != 0)
+		average_in(&e->block_reads, reads / blocks, STORAGE_BLOCK_READS_MAX);
+}
+
+uint32_t
+storage_block_reads(const struct storage_handle *h)
+{
+	return h->entry != NULL ? h->entry->block_reads : 0;
+}
+
+
 static uint64_t
 sat_add(uint64_t a, uint64_t b)
 {

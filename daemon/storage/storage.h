@@ -434,6 +434,15 @@ int storage_writers(const struct storage_handle *h, struct storage_writers *w);
 int storage_reopen(const struct storage_handle *h);
 /* What a client reported reading through a grant on h, for listings. */
 void storage_count_direct(struct storage_handle *h, uint64_t reads, uint64_t bytes);
+/* A grant on h's file of `size` bytes ended, its client having reported
+ * `reads` reads (bounded by the service): folds reads per 2 MiB block into
+ * the file's moving average, each new grant half the weight; a grant that
+ * read nothing is left out. */
+void storage_note_block_reads(struct storage_handle *h, uint64_t reads, uint64_t size);
+/* That average (the OPEN reply's block_reads), at most
+ * STORAGE_BLOCK_READS_MAX; 0 when not known. */
+uint32_t storage_block_reads(const struct storage_handle *h);
+#define STORAGE_BLOCK_READS_MAX 65535u
 
 /* How reads of a file were served, for listings: through the daemon (read
  * requests it took, storage_count_read), and of those clients reported

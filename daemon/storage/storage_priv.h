@@ -104,6 +104,10 @@ struct file_entry {
 	unsigned lease_refs;
 	uint64_t direct_reads;
 	uint64_t direct_bytes;
+	/* How often the grants that ended read each 2 MiB block of the file:
+	 * a moving average (storage_note_block_reads), for the next client's
+	 * copy policy; 0 until a grant that read ended. */
+	uint32_t block_reads;
 	struct storage_read_ways ways;	/* storage_count_read, _direct_ways */
 
 	struct file_entry *hash_next;	/* bucket chain */
