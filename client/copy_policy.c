@@ -38,6 +38,8 @@ cp_knobs_default(struct cp_knobs *k)
 		.bank_max_ns = 4000000u,
 		.hits_max = 127u,
 		.heat_max = 0x7fffu,
+		.prior = 1u,
+		.prior_credit_ns = 8000000u,
 	};
 }
 
@@ -59,6 +61,8 @@ static const struct knob {
 	{ "relearn", offsetof(struct cp_knobs, relearn), 0 },
 	{ "allowance", offsetof(struct cp_knobs, allowance), 0 },
 	{ "bank_max_ns", offsetof(struct cp_knobs, bank_max_ns), 0 },
+	{ "prior", offsetof(struct cp_knobs, prior), 0 },
+	{ "prior_credit_ns", offsetof(struct cp_knobs, prior_credit_ns), 0 },
 };
 
 static int
@@ -88,6 +92,10 @@ parse_one(struct cp_knobs *k, const char *name, size_t namelen, const char *val,
 			snprintf(err, errlen, "%s=%s: not a number of 32 bits", knobs[i].name, val);
 			return -1;
 		}
+		if (knobs[i].off == offsetof(struct cp_knobs, prior) && v > 1) {
+			snprintf(err, errlen, "%s=%s: 0 or 1", knobs[i].name, val);
+			return -1;
+		}
 		if (v < knobs[i].min) {
 			snprintf(err, errlen, "%s=%s: at least %u", knobs[i].name, val,
 				 (unsigned)knobs[i].min);
@@ -99,7 +107,7 @@ parse_one(struct cp_knobs *k, const char *name, size_t namelen, const char *val,
 	snprintf(err, errlen,
 		 "unknown knob \"%.*s\" (way, pread_min, copy_max, gain_ns, sample_every, "
 		 "probe_every, burst, clamp, first_max_ns, populate_ns, populate_min, relearn, "
-		 "allowance, bank_max_ns)",
+		 "allowance, bank_max_ns, prior, prior_credit_ns)",
 		 (int)(namelen > 40 ? 40 : namelen), name);
 	return -1;
 }
@@ -184,16 +192,17 @@ cp_bank(const struct cp_costs *c)
 	return LD(c->proc != NULL ? &c->proc->bank : &c->bank);
 }
 
-/* ns into the bank (negative: spent), within [-2^40, bank_max_ns].  Racy
- * between threads, as the estimates are: a lost update moves the bank by
- * one read's worth. */
+/* ns into the bank (negative: spent), within [-2^40, bank_max_ns], or
+ * the prior's credit while that is above it (cp_prior).  Racy between
+ * threads, as the estimates are: a lost update moves the bank by one
+ * read's worth. */
 static void
 bank_add(struct cp_costs *c, const struct cp_knobs *k, int64_t ns)
 {
-	int64_t *b = bank_of(c), v = LD(b) + ns;
+	int64_t *b = bank_of(c), old = LD(b), v = old + ns;
 
-	if (v > (int64_t)k->bank_max_ns)
-		v = (int64_t)k->bank_max_ns;
+	if (ns > 0 && v > (int64_t)k->bank_max_ns)
+		v = old > (int64_t)k->bank_max_ns ? old : (int64_t)k->bank_max_ns;
 	if (v < -((int64_t)1 << 40))
 		v = -((int64_t)1 << 40);
 	ST(b, v);
@@ -251,6 +260,17 @@ cp_touch_after(const struct cp_costs *c, const struct cp_knobs *k)
 	return t <= p ? 0u : reads_to_pay(t, gain(c, k), 1u, k->hits_max);
 }
 
+/* Whether the prior says a block pays: the earlier processes' reads of a
+ * block at least what a block costs over a touched read's gain. */
+static bool
+prior_pays(const struct cp_costs *c, const struct cp_knobs *k)
+{
+	uint32_t prior = LD(&c->prior_reads);
+
+	return k->prior != 0 && prior != 0 &&
+	       prior >= reads_to_pay(LD(&c->populate_ns), gain(c, k), 1u, k->heat_max);
+}
+
 unsigned
 cp_populate_after(const struct cp_costs *c, const struct cp_knobs *k)
 {
@@ -258,7 +278,24 @@ cp_populate_after(const struct cp_costs *c, const struct cp_knobs *k)
 	 * is populated at its next read once the bank allows */
 	if (LD(c->proc != NULL ? &c->proc->bank : &c->bank) < 0)
 		return k->heat_max;
+	/* the file's blocks are read often enough by every process that
+	 * reads it: at its first read (docs/direct-reads.md, rule 10) */
+	if (prior_pays(c, k))
+		return 1u;
 	return reads_to_pay(LD(&c->populate_ns), gain(c, k), k->populate_min, k->heat_max);
+}
+
+void
+cp_prior(struct cp_costs *c, const struct cp_knobs *k, uint32_t reads)
+{
+	struct cp_costs *proc = c->proc != NULL ? c->proc : c;
+
+	ST(&c->prior_reads, reads);
+	if (k->way != CP_AUTO || !prior_pays(c, k) || LD(&proc->credited) != 0)
+		return;
+	ST(&proc->credited, 1u);
+	if (LD(bank_of(c)) < (int64_t)k->prior_credit_ns)
+		ST(bank_of(c), (int64_t)k->prior_credit_ns);
 }
 
 /* cp_decide's plan when the way depends on the estimates.  Out of line:
@@ -348,6 +385,15 @@ decide(struct cp_costs *c, const struct cp_knobs *k, size_t n, bool have_fd, cp_
 		plan->timed = small && tick % k->sample_every == 0;
 		plan->hit = small && open;
 		plan->heat = pays && open;
+		/* a block probe: where the prior says blocks are read again
+		 * but the block estimate says not often enough, one read in
+		 * probe_every buys its block, so that the estimate is measured
+		 * again; else one dear block (on the test VM one in ten costs
+		 * 3-6 times the rest) would leave it high for good, no block
+		 * being populated to bring it back down */
+		plan->block_probe = plan->heat && k->prior != 0 && k->probe_every != 0 &&
+				    tick % k->probe_every == 1 &&
+				    LD(&c->prior_reads) >= k->populate_min && !prior_pays(c, k);
 		return;
 	}
 	plan->way = CP_TOUCH;	/* buy */
@@ -477,12 +523,24 @@ void
 cp_populate_account(struct cp_costs *c, struct cp_costs *seed, const struct cp_knobs *k,
 		    uint64_t ns, bool bought)
 {
-	/* half way: what a block costs depends on the file (its folios'
-	 * size), on whether a view touched its pages already, and on the
-	 * virtual machine's shadow entries, which age */
+	/* a quarter of the way: what a block costs depends on the file (its
+	 * folios' size), on whether a view touched its pages already, and on
+	 * the virtual machine's shadow entries, which age; and on the test
+	 * VM one block in ten costs 3-6 times the rest, which moved half
+	 * way put the estimate over the prior's price for the blocks after
+	 * it (rule 10) */
+	uint32_t n = LD(&c->blocks);
+
+	ST(&c->blocks, n + 1);
 	if (bought)	/* the policy's buy; hm_warm's is the caller's */
 		bank_add(c, k, -(int64_t)charged(ns));
-	move(&c->populate_ns, ns, 1, k);
+	/* a mapping's first block builds the page tables' own pages too
+	 * (on the test VM, 50-260 us against 13-20 after it): charged, but
+	 * counted as twice the estimate at most, or one such block in each
+	 * new process would set its block estimate for its next blocks */
+	if (n == 0 && LD(&c->populate_ns) != 0 && ns > 2u * (uint64_t)LD(&c->populate_ns))
+		ns = 2u * (uint64_t)LD(&c->populate_ns);
+	move(&c->populate_ns, ns, 2, k);
 	if (seed != NULL && seed != c)
-		move(&seed->populate_ns, ns, 1, k);
+		move(&seed->populate_ns, ns, 2, k);
 }

@@ -68,6 +68,8 @@ struct cp_knobs {
 	uint32_t bank_max_ns;	/* the bank holds at most this */
 	uint32_t hits_max;	/* the page state counts a page's reads this far */
 	uint32_t heat_max;	/* and a block's this far */
+	uint32_t prior;		/* 1: take the daemon's block reads (cp_prior) */
+	uint32_t prior_credit_ns;	/* the bank's credit for the first prior */
 };
 
 #define CP_AUTO		0u
@@ -94,6 +96,12 @@ struct cp_costs {
 	 * overdrawn.  It earns allowance per mille of each read's pread and
 	 * what each copy out of touched pages saved. */
 	int64_t bank;
+	/* Reads per 2 MiB block of the processes that read the file before
+	 * (cp_prior; 0: none known). */
+	uint32_t prior_reads;
+	uint32_t blocks;	/* blocks of the mapping populated */
+	/* The process's (the seed's): the prior's credit was given. */
+	uint32_t credited;
 	struct cp_costs *proc;	/* the process's (the seed), or NULL */
 };
 
@@ -115,6 +123,7 @@ struct cp_plan {
 	bool wake;	/* first read a byte of another page of the block */
 	bool hit;	/* count a pread read of the pages (page state) */
 	bool heat;	/* count the block's read: populate at cp_populate_after */
+	bool block_probe;	/* and populate it now (the prior's probe) */
 	bool forget;	/* first forget which pages are touched, and the
 			 * blocks' reads: copies lost for `relearn` reads */
 	bool asked;	/* the page state was asked (else it was not needed) */
@@ -140,6 +149,19 @@ void cp_account(struct cp_costs *c, struct cp_costs *seed, const struct cp_knobs
  * the bank), else the program asked (hm_warm, a view). */
 void cp_populate_account(struct cp_costs *c, struct cp_costs *seed, const struct cp_knobs *k,
 			 uint64_t ns, bool bought);
+
+/* The daemon says that the processes that read the file before read each
+ * 2 MiB block of it `reads` times on average (OPEN's block_reads; 0: not
+ * known).  Where that is at least what a block takes to pay (the block's
+ * estimate over a touched read's gain), a block is populated at its
+ * first read rather than once its own reads have paid for it: the rent
+ * cannot know that a block will be read again, the prior can.  The first
+ * file of the process that takes a prior credits the process's bank with
+ * prior_credit_ns, once (above bank_max_ns, which bounds what the bank
+ * earns): the first buys need not wait for copies to earn them, and a
+ * prior that lies (other clients write what it is made of) costs a
+ * process at most that credit more than the floor. */
+void cp_prior(struct cp_costs *c, const struct cp_knobs *k, uint32_t reads);
 
 /* The rent-or-buy thresholds, from the estimates: a page is touched once
  * it has been read cp_touch_after() times with pread; a block populated

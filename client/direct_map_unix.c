@@ -318,6 +318,8 @@ direct_promote_fd(hm_file *f, int fd)
 		f->direct_ok = false;
 		return -err;
 	}
+	/* what the processes before read of each block: the newest word */
+	cp_prior(&m->map->cost, &f->c->copy_knobs, f->block_reads);
 	m->base = m->map->base;
 	m->maplen = (size_t)f->dsize;
 	m->refs = 1;

@@ -101,8 +101,14 @@ static pthread_mutex_t pagemap_lock = PTHREAD_MUTEX_INITIALIZER;
 static int pagemap_fd = -1;
 static pid_t pagemap_pid;	/* atomic: the process pagemap_fd is of */
 
-static bool
-block_huge(const void *p, size_t len)
+/* Opens this process's pagemap if it is not open yet: before a populate
+ * is timed, so that what the first block of a process is measured to cost
+ * is the block's, not the open's (the copy policy's block estimate moves
+ * half way to each sample, and a first sample of 110-130 us against 16 us
+ * after it kept a fresh process from populating at a block's first read:
+ * rule 10). */
+static void
+pagemap_ready(void)
 {
 	pid_t pid = fork_pid();
 
@@ -116,6 +122,12 @@ block_huge(const void *p, size_t len)
 		}
 		pthread_mutex_unlock(&pagemap_lock);
 	}
+}
+
+static bool
+block_huge(const void *p, size_t len)
+{
+	pagemap_ready();
 	return pagemap_fd >= 0 && pagemap_all_huge(pagemap_fd, p, len) == 1;
 }
 
@@ -127,46 +139,54 @@ copy_log(const hm_file *f, const struct direct_map *m, const char *what)
 
 	fprintf(stderr,
 		"hotmap[%ld]: copy-policy %llu:%llu %s; est copy %u pread %u touch %u block %u ns, "
-		"touch after %u, populate after %u, bank %lld ns\n",
+		"touch after %u, populate after %u, bank %lld ns, prior %u block reads\n",
 		(long)getpid(), (unsigned long long)m->map->dev, (unsigned long long)m->map->ino,
 		what, (unsigned)__atomic_load_n(&c->copy_ns, __ATOMIC_RELAXED),
 		(unsigned)__atomic_load_n(&c->pread_ns, __ATOMIC_RELAXED),
 		(unsigned)__atomic_load_n(&c->touch_ns, __ATOMIC_RELAXED),
 		(unsigned)__atomic_load_n(&c->populate_ns, __ATOMIC_RELAXED),
 		cp_touch_after(c, &f->c->copy_knobs), cp_populate_after(c, &f->c->copy_knobs),
-		(long long)cp_bank(c));
+		(long long)cp_bank(c), (unsigned)__atomic_load_n(&c->prior_reads, __ATOMIC_RELAXED));
 }
 
 /* Builds the page tables of block blk of m and marks its pages touched,
  * unless the grant was revoked meanwhile.  A file cut short meanwhile
  * makes madvise fail (EFAULT), never a SIGBUS.  bought: the copy
  * policy bought it (paid from its bank); else hm_warm asked. */
-static void
+static bool
 populate_block(hm_file *f, struct direct_map *m, size_t blk, bool bought)
 {
 	size_t from = blk * BLOCK_BYTES, len;
 	uint64_t t0, ns;
 
 	if (from >= m->maplen || __atomic_load_n(&populate_off, __ATOMIC_RELAXED))
-		return;
+		return false;
 	len = m->maplen - from < BLOCK_BYTES ? m->maplen - from : BLOCK_BYTES;
+	pagemap_ready();
 	t0 = monotime_ns();
-	if (madvise(m->base + from, len, MADV_POPULATE_READ) < 0) {
-		if (errno == EINVAL)
-			__atomic_store_n(&populate_off, 1, __ATOMIC_RELAXED);
-		return;
-	}
-	/* A block mapped by one huge entry is touched by touching a byte of
-	 * it (on the test VM, one exit to the hypervisor for the 2 MiB);
-	 * else each page must be, one exit each. */
-	if (len == BLOCK_BYTES && block_huge(m->base + from, len)) {
+	/* A block of a file cached in huge folios is mapped whole by the
+	 * fault of one byte (one entry for the 2 MiB), and that touch is all
+	 * it needs (on the test VM, one exit to the hypervisor).  Faulting
+	 * first and asking the pagemap after skips the madvise there: 17-20
+	 * us a block against 25-30 with it, measured in hmbench's rand4k (the
+	 * madvise alone 7.5-34 us).  Otherwise its page tables are built in
+	 * one madvise and each page touched, one exit each. */
+	if (len == BLOCK_BYTES) {
 		uint8_t b;
 
 		if (guarded_copy(&b, m->base + from, 1) < 0)
-			return;
-	} else if (guarded_touch(m->base + from, len) < 0) {
-		return;
+			return false;
+		if (block_huge(m->base + from, len))
+			goto built;
 	}
+	if (madvise(m->base + from, len, MADV_POPULATE_READ) < 0) {
+		if (errno == EINVAL)
+			__atomic_store_n(&populate_off, 1, __ATOMIC_RELAXED);
+		return false;
+	}
+	if (guarded_touch(m->base + from, len) < 0)
+		return false;
+built:
 	ns = monotime_ns() - t0;
 	cp_populate_account(&m->map->cost, &direct_costs, &f->c->copy_knobs, ns, bought);
 	FILE_COUNT(f, populates, 1);
@@ -181,8 +201,9 @@ populate_block(hm_file *f, struct direct_map *m, size_t blk, bool bought)
 		copy_log(f, m, what);
 	}
 	if (hm_direct_gen(m->slot) != m->gen)
-		return;
+		return false;
 	page_state_mark(&m->map->pages, from >> PAGE_SHIFT_4K, (from + len - 1) >> PAGE_SHIFT_4K);
+	return true;
 }
 
 /*
@@ -284,6 +305,38 @@ read_log(const hm_file *f, const struct direct_map *m, const struct cp_plan *p, 
 }
 
 /*
+ * A block the policy bought has a copy out of it timed at once: a page of
+ * the read (its bytes are in the caller's buffer already, from pread),
+ * copied again into a scratch buffer.  Otherwise the copy estimate would
+ * wait for a later read to land in a bought block, and under the prior
+ * (docs/direct-reads.md, rule 10), where a fresh process buys a block at
+ * its first read, it bought 130-370 blocks before it learnt that copies
+ * out of them lost (on the test VM, a file folded seconds before: 3-15 us
+ * a copy against 2.1-2.9 us a pread).  The sample goes through the usual
+ * rules: a mapping's first copy is not a verdict, and the copies after a
+ * dear one are timed.
+ */
+static void
+copy_sample(hm_file *f, struct direct_map *m, size_t blk, uint64_t offset, size_t n)
+{
+	static const struct cp_plan sample = { .way = CP_COPY, .timed = true };
+	uint64_t from = (uint64_t)blk * BLOCK_BYTES, end = offset + n, t0;
+	uint8_t scratch[4096];
+	size_t len;
+
+	if (from < offset)
+		from = offset;
+	if (from >= end)
+		return;
+	len = end - from < sizeof scratch ? (size_t)(end - from) : sizeof scratch;
+	t0 = monotime_ns();
+	if (guarded_copy(scratch, m->base + from, len) < 0)
+		return;
+	cp_account(&m->map->cost, &direct_costs, &f->c->copy_knobs, &sample, monotime_ns() - t0,
+		   (len + 4095) / 4096);
+}
+
+/*
  * A read in the client: no round trip, one copy, the kernel's (pread on
  * the client's own descriptor) or a memcpy out of the mapping under the
  * SIGBUS guard, as the copy policy plans it (cp_decide, which says why);
@@ -345,8 +398,10 @@ direct_read(hm_file *f, void *buf, size_t len, uint64_t offset)
 		if (plan.heat)
 			for (b = rp.first / PAGE_STATE_CHUNK; b <= rp.last / PAGE_STATE_CHUNK; b++)
 				if (page_state_block_heat(&map->pages, b,
-							  cp_populate_after(&map->cost, k)))
-					populate_block(f, m, b, true);
+							  plan.block_probe ? 1u :
+							  cp_populate_after(&map->cost, k)) &&
+				    populate_block(f, m, b, true))
+					copy_sample(f, m, b, offset, n);
 		n = (size_t)got;
 		__atomic_fetch_add(&m->slot->reads, 1, __ATOMIC_RELAXED);
 		__atomic_fetch_add(&m->slot->bytes, n, __ATOMIC_RELAXED);

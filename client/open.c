@@ -63,6 +63,7 @@ client_open_granted(hm_file *f, const Hotmap__OpenReply *r)
 	f->dslot = r->direct_slot;
 	f->dgen = r->direct_gen;
 	f->dsize = r->size;
+	f->block_reads = r->block_reads;
 }
 
 /*

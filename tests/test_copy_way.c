@@ -249,6 +249,75 @@ test_view_makes_copies(void **state)
 	close_file(&o);
 }
 
+/* The file written by open_file, opened again by a new client. */
+static void
+reopen_file(const struct harness *h, const char *policy, struct opened *o)
+{
+	o->c = connect_policy(h, policy);
+	o->f = hm_open(o->c, o->path, HM_O_DIRECT);
+	if (o->f == NULL)
+		fail_msg("hm_open: %s", strerror(errno));
+	o->fd = open(o->path, O_RDONLY);
+	assert_true(o->fd >= 0);
+}
+
+/*
+ * The prior (docs/direct-reads.md, rule 10): a client that read each
+ * block of a file often and closed it leaves its count with hotmapd, and
+ * the next client to open the file populates a block at its first read
+ * rather than after its reads have paid for it.  With prior=0 it does
+ * not.  No timing decides: the first client reads every byte with pread
+ * (way=pread); the others' banks refill at a pread a read (allowance),
+ * and the count (a 2 MiB file read 4,000 times: 4,000 a block) is above
+ * any block's price in reads.
+ */
+#define PRIOR_READS 4000u
+
+static void
+test_prior_from_daemon(void **state)
+{
+	const struct harness *h = *state;
+	struct opened o;
+	struct hm_read_stats st;
+	uint64_t rs = 11;
+	unsigned i;
+
+	harness_path(h, "prior", o.path);
+	harness_write_file(o.path, 2 * MiB, 7);
+	reopen_file(h, "way=pread", &o);
+	st = stats_of(o.f);
+	assert_int_not_equal(st.populate_after, 1);	/* no prior yet */
+	for (i = 0; i < PRIOR_READS; i++)
+		assert_int_equal(harness_check_read(o.f, o.fd,
+						    harness_rand(&rs) % (2 * MiB - 4 * KiB), 4 * KiB),
+				 4 * KiB);
+	close_file(&o);
+
+	reopen_file(h, "allowance=1000", &o);
+	st = stats_of(o.f);
+	assert_int_equal(st.populate_after, 1);
+	/* its first read is pread, and populates the block; the next copies
+	 * (64 KiB: pread_min, so that no estimate of this process's earlier
+	 * tests makes it a touch) */
+	assert_int_equal(harness_check_read(o.f, o.fd, 1 * MiB, 64 * KiB), 64 * KiB);
+	st = stats_of(o.f);
+	assert_int_equal(st.pread_reads, 1);
+	assert_int_equal(st.populates, 1);
+	assert_int_equal(harness_check_read(o.f, o.fd, 64 * KiB, 4 * KiB), 4 * KiB);
+	st = stats_of(o.f);
+	assert_int_equal(st.copy_reads, 1);
+	close_file(&o);
+
+	/* prior=0: the daemon's count is not taken */
+	reopen_file(h, "allowance=1000,prior=0", &o);
+	st = stats_of(o.f);
+	assert_int_not_equal(st.populate_after, 1);
+	assert_int_equal(harness_check_read(o.f, o.fd, 1 * MiB, 64 * KiB), 64 * KiB);
+	st = stats_of(o.f);
+	assert_int_equal(st.populates, 0);
+	close_file(&o);
+}
+
 /* A file read through the daemon (no direct reads) counts there. */
 static void
 test_daemon_reads_counted(void **state)
@@ -392,6 +461,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_auto_counts, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_warm_counts_populates, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_view_makes_copies, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_prior_from_daemon, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_daemon_reads_counted, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_knobs, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_options_of_an_older_program, setup, teardown),

@@ -225,7 +225,10 @@ class TestReads(Base):
             self.assertEqual(st.pread_reads + st.copy_reads + st.touch_reads, 200)
             self.assertEqual(st.daemon_reads, 0)
             self.assertIsInstance(st, hotmap.ReadStats)
-            self.assertEqual(st.populate_after >= 4, True)
+            # populate_min (4) at least, or 1: the file's earlier readers
+            # read its blocks often enough (the prior, docs/direct-reads.md)
+            self.assertTrue(st.populate_after == 1 or st.populate_after >= 4,
+                            st.populate_after)
 
     def test_stat_warm(self):
         st = self.f.stat()
