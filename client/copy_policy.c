@@ -40,6 +40,7 @@ cp_knobs_default(struct cp_knobs *k)
 		.heat_max = 0x7fffu,
 		.prior = 1u,
 		.prior_credit_ns = 8000000u,
+		.prior_margin = 2u,
 	};
 }
 
@@ -63,6 +64,7 @@ static const struct knob {
 	{ "bank_max_ns", offsetof(struct cp_knobs, bank_max_ns), 0 },
 	{ "prior", offsetof(struct cp_knobs, prior), 0 },
 	{ "prior_credit_ns", offsetof(struct cp_knobs, prior_credit_ns), 0 },
+	{ "prior_margin", offsetof(struct cp_knobs, prior_margin), 1 },
 };
 
 static int
@@ -107,7 +109,7 @@ parse_one(struct cp_knobs *k, const char *name, size_t namelen, const char *val,
 	snprintf(err, errlen,
 		 "unknown knob \"%.*s\" (way, pread_min, copy_max, gain_ns, sample_every, "
 		 "probe_every, burst, clamp, first_max_ns, populate_ns, populate_min, relearn, "
-		 "allowance, bank_max_ns, prior, prior_credit_ns)",
+		 "allowance, bank_max_ns, prior, prior_credit_ns, prior_margin)",
 		 (int)(namelen > 40 ? 40 : namelen), name);
 	return -1;
 }
@@ -187,22 +189,27 @@ bank_of(struct cp_costs *c)
 }
 
 int64_t
+cp_credit(const struct cp_costs *c)
+{
+	return LD(c->proc != NULL ? &c->proc->credit : &c->credit);
+}
+
+int64_t
 cp_bank(const struct cp_costs *c)
 {
 	return LD(c->proc != NULL ? &c->proc->bank : &c->bank);
 }
 
-/* ns into the bank (negative: spent), within [-2^40, bank_max_ns], or
- * the prior's credit while that is above it (cp_prior).  Racy between
- * threads, as the estimates are: a lost update moves the bank by one
- * read's worth. */
+/* ns into the bank (negative: spent), within [-2^40, bank_max_ns].  Racy
+ * between threads, as the estimates are: a lost update moves the bank by
+ * one read's worth. */
 static void
 bank_add(struct cp_costs *c, const struct cp_knobs *k, int64_t ns)
 {
-	int64_t *b = bank_of(c), old = LD(b), v = old + ns;
+	int64_t *b = bank_of(c), v = LD(b) + ns;
 
-	if (ns > 0 && v > (int64_t)k->bank_max_ns)
-		v = old > (int64_t)k->bank_max_ns ? old : (int64_t)k->bank_max_ns;
+	if (v > (int64_t)k->bank_max_ns)
+		v = (int64_t)k->bank_max_ns;
 	if (v < -((int64_t)1 << 40))
 		v = -((int64_t)1 << 40);
 	ST(b, v);
@@ -268,20 +275,37 @@ prior_pays(const struct cp_costs *c, const struct cp_knobs *k)
 	uint32_t prior = LD(&c->prior_reads);
 
 	return k->prior != 0 && prior != 0 &&
-	       prior >= reads_to_pay(LD(&c->populate_ns), gain(c, k), 1u, k->heat_max);
+	       prior >= (uint64_t)k->prior_margin *
+				reads_to_pay(LD(&c->populate_ns), gain(c, k), 1u, k->heat_max);
+}
+
+/* The prior's credit left (the process's): spent only on the blocks the
+ * prior buys, never on the rent-or-buy's nor on a block probe. */
+static int64_t *
+credit_of(struct cp_costs *c)
+{
+	return c->proc != NULL ? &c->proc->credit : &c->credit;
+}
+
+static bool
+credit_open(const struct cp_costs *c, const struct cp_knobs *k)
+{
+	return LD(c->proc != NULL ? &c->proc->credit : &c->credit) > 0 && prior_pays(c, k);
 }
 
 unsigned
 cp_populate_after(const struct cp_costs *c, const struct cp_knobs *k)
 {
+	/* the file's blocks are read often enough by every process that
+	 * reads it: at its first read (docs/direct-reads.md, rule 10), from
+	 * the bank or else the prior's credit */
+	if (prior_pays(c, k) &&
+	    (LD(c->proc != NULL ? &c->proc->bank : &c->bank) >= 0 || credit_open(c, k)))
+		return 1u;
 	/* overdrawn: no block is bought; its reads go on counting, and it
 	 * is populated at its next read once the bank allows */
 	if (LD(c->proc != NULL ? &c->proc->bank : &c->bank) < 0)
 		return k->heat_max;
-	/* the file's blocks are read often enough by every process that
-	 * reads it: at its first read (docs/direct-reads.md, rule 10) */
-	if (prior_pays(c, k))
-		return 1u;
 	return reads_to_pay(LD(&c->populate_ns), gain(c, k), k->populate_min, k->heat_max);
 }
 
@@ -294,8 +318,7 @@ cp_prior(struct cp_costs *c, const struct cp_knobs *k, uint32_t reads)
 	if (k->way != CP_AUTO || !prior_pays(c, k) || LD(&proc->credited) != 0)
 		return;
 	ST(&proc->credited, 1u);
-	if (LD(bank_of(c)) < (int64_t)k->prior_credit_ns)
-		ST(bank_of(c), (int64_t)k->prior_credit_ns);
+	ST(credit_of(c), (int64_t)k->prior_credit_ns);
 }
 
 /* cp_decide's plan when the way depends on the estimates.  Out of line:
@@ -374,24 +397,32 @@ decide(struct cp_costs *c, const struct cp_knobs *k, size_t n, bool have_fd, cp_
 		plan->wake = plan->timed && plan->way == CP_COPY;
 		return;
 	}
-	if (!small || !pays || plan->hits < cp_touch_after(c, k) || !bank_open(c)) {
+	if (!small || !pays || plan->hits < cp_touch_after(c, k) || !bank_open(c) ||
+	    (LD(&c->prior_reads) != 0 && prior_pays(c, k))) {
 		/* rent: pread, counted towards the touch and the populate;
 		 * not counted while the bank is overdrawn (nothing can be
 		 * bought then, and a random read's count is a cache miss and,
-		 * the first in its block, new memory) */
+		 * the first in its block, new memory).  Under a prior that
+		 * pays a small read never touches a page: its block is bought
+		 * whole, at this read (rule 10) */
 		bool open = bank_open(c);
 
 		plan->way = CP_PREAD;
 		plan->timed = small && tick % k->sample_every == 0;
 		plan->hit = small && open;
-		plan->heat = pays && open;
+		/* a read of pread_min or more gains little from a copy (rule
+		 * 4): under a prior that pays, the small reads buy the blocks,
+		 * and such a read neither counts towards one nor buys it (a
+		 * sampler of 64 KiB records lost 3-5% to the blocks it bought) */
+		plan->heat = pays && (open || credit_open(c, k)) && (small || !prior_pays(c, k));
 		/* a block probe: where the prior says blocks are read again
 		 * but the block estimate says not often enough, one read in
-		 * probe_every buys its block, so that the estimate is measured
-		 * again; else one dear block (on the test VM one in ten costs
-		 * 3-6 times the rest) would leave it high for good, no block
-		 * being populated to bring it back down */
-		plan->block_probe = plan->heat && k->prior != 0 && k->probe_every != 0 &&
+		 * probe_every buys its block (from the bank, never the
+		 * credit), so that the estimate is measured again; else one
+		 * dear block (on the test VM one in ten costs 3-6 times the
+		 * rest) would leave it high for good, no block being populated
+		 * to bring it back down */
+		plan->block_probe = small && pays && open && k->prior != 0 && k->probe_every != 0 &&
 				    tick % k->probe_every == 1 &&
 				    LD(&c->prior_reads) >= k->populate_min && !prior_pays(c, k);
 		return;
@@ -532,8 +563,18 @@ cp_populate_account(struct cp_costs *c, struct cp_costs *seed, const struct cp_k
 	uint32_t n = LD(&c->blocks);
 
 	ST(&c->blocks, n + 1);
-	if (bought)	/* the policy's buy; hm_warm's is the caller's */
-		bank_add(c, k, -(int64_t)charged(ns));
+	if (bought) {	/* the policy's buy; hm_warm's is the caller's */
+		int64_t charge = (int64_t)charged(ns), *cr = credit_of(c), left = LD(cr);
+
+		/* a block the prior bought is paid from its credit first */
+		if (left > 0 && prior_pays(c, k)) {
+			int64_t take = charge < left ? charge : left;
+
+			ST(cr, left - take);
+			charge -= take;
+		}
+		bank_add(c, k, -charge);
+	}
 	/* a mapping's first block builds the page tables' own pages too
 	 * (on the test VM, 50-260 us against 13-20 after it): charged, but
 	 * counted as twice the estimate at most, or one such block in each

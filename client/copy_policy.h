@@ -69,7 +69,8 @@ struct cp_knobs {
 	uint32_t hits_max;	/* the page state counts a page's reads this far */
 	uint32_t heat_max;	/* and a block's this far */
 	uint32_t prior;		/* 1: take the daemon's block reads (cp_prior) */
-	uint32_t prior_credit_ns;	/* the bank's credit for the first prior */
+	uint32_t prior_credit_ns;	/* the credit for the prior's buys */
+	uint32_t prior_margin;	/* the prior must be this many times a block's price */
 };
 
 #define CP_AUTO		0u
@@ -100,8 +101,10 @@ struct cp_costs {
 	 * (cp_prior; 0: none known). */
 	uint32_t prior_reads;
 	uint32_t blocks;	/* blocks of the mapping populated */
-	/* The process's (the seed's): the prior's credit was given. */
+	/* The process's (the seed's): the prior's credit was given, and what
+	 * is left of it, ns (spent only on blocks the prior buys). */
 	uint32_t credited;
+	int64_t credit;
 	struct cp_costs *proc;	/* the process's (the seed), or NULL */
 };
 
@@ -152,16 +155,21 @@ void cp_populate_account(struct cp_costs *c, struct cp_costs *seed, const struct
 
 /* The daemon says that the processes that read the file before read each
  * 2 MiB block of it `reads` times on average (OPEN's block_reads; 0: not
- * known).  Where that is at least what a block takes to pay (the block's
- * estimate over a touched read's gain), a block is populated at its
- * first read rather than once its own reads have paid for it: the rent
- * cannot know that a block will be read again, the prior can.  The first
- * file of the process that takes a prior credits the process's bank with
- * prior_credit_ns, once (above bank_max_ns, which bounds what the bank
- * earns): the first buys need not wait for copies to earn them, and a
- * prior that lies (other clients write what it is made of) costs a
- * process at most that credit more than the floor. */
+ * known).  Where that is at least prior_margin times what a block takes to
+ * pay (the block's estimate over a touched read's gain: the margin, so
+ * that a process reading half as much as those before it still gains), a
+ * block is populated at its first read rather than once its own reads
+ * have paid for it: the rent cannot know that a block will be read again,
+ * the prior can.  The first
+ * file of the process that takes a prior gives the process a credit of
+ * prior_credit_ns, once, which pays for the blocks the prior buys (and
+ * for nothing else) while the bank cannot: the first buys need not wait
+ * for copies to earn them, and a prior that lies (other clients write
+ * what it is made of) costs a process at most that credit more than the
+ * floor. */
 void cp_prior(struct cp_costs *c, const struct cp_knobs *k, uint32_t reads);
+/* The prior's credit left, ns. */
+int64_t cp_credit(const struct cp_costs *c);
 
 /* The rent-or-buy thresholds, from the estimates: a page is touched once
  * it has been read cp_touch_after() times with pread; a block populated

@@ -833,7 +833,10 @@ test_bank_preempted_buy(void **state)
  * a block pays at its first read (20 us against 20 reads saving ~2 us
  * each), but its own reads tell the rent so only after some 10 of them,
  * and buying at the break-even loses.  Told by the daemon that the
- * processes before read each block 19 times, it buys at the first read.
+ * processes before read each block 40 times, twice what it reads itself
+ * (the margin: prior_margin 2), it buys at the first read.  Told 19, the
+ * reads it makes itself, it does not: a count of other processes is taken
+ * only where a process reading half as much would still gain.
  */
 #define HUGE_BLOCKS	512u
 
@@ -848,13 +851,19 @@ prior_run(uint32_t prior, struct run *r)
 static void
 test_prior_first_read(void **state)
 {
-	struct run none, prior, off;
+	struct run none, prior, half, off;
 
 	(void)state;
 	prior_run(0, &none);
 	report("vm, huge folios, 20 reads a block, no prior", &none);
-	prior_run(19, &prior);
-	report("vm, huge folios, 20 reads a block, prior 19", &prior);
+	prior_run(40, &prior);
+	report("vm, huge folios, 20 reads a block, prior 40", &prior);
+	prior_run(19, &half);
+	report("vm, huge folios, 20 reads a block, prior 19", &half);
+	/* within the margin: not taken, but to learn what a block costs
+	 * (its first blocks, before the estimate says 20 us): the floor */
+	assert_true(half.t_pol <= 1.05 * half.t_pread);
+	assert_true(half.populates < HUGE_BLOCKS / 2);
 	/* rent-or-buy alone: at the floor, no gain */
 	assert_true(none.t_pol >= 0.97 * none.t_pread);
 	/* with the prior: most blocks bought at their first read, and the
@@ -865,12 +874,13 @@ test_prior_first_read(void **state)
 	/* prior=0: the daemon's word is not taken */
 	run_init(&off, &vm_huge, HUGE_BLOCKS * BLOCK_PAGES);
 	off.k.prior = 0;
-	cp_prior(&off.costs, &off.k, 19);
+	cp_prior(&off.costs, &off.k, 40);
 	assert_int_equal(cp_bank(&off.costs), 0);
 	random_reads(&off, 10000, HUGE_BLOCKS * BLOCK_PAGES);
 	assert_true(off.populates == none.populates && off.t_pol == none.t_pol);
 	run_free(&none);
 	run_free(&prior);
+	run_free(&half);
 	run_free(&off);
 }
 
@@ -892,9 +902,9 @@ test_prior_dear_blocks(void **state)
 
 	(void)state;
 	run_init(&r, &vm_huge_cold, HUGE_BLOCKS * BLOCK_PAGES);
-	cp_prior(&r.costs, &r.k, 19);
+	cp_prior(&r.costs, &r.k, 40);
 	random_reads(&r, 10000, HUGE_BLOCKS * BLOCK_PAGES);
-	report("vm, huge folios, dear blocks among them, prior 19", &r);
+	report("vm, huge folios, dear blocks among them, prior 40", &r);
 	assert_true(r.populates > HUGE_BLOCKS / 2);
 	assert_true(r.t_pol <= 0.90 * r.t_pread);
 	run_free(&r);
@@ -920,9 +930,9 @@ test_prior_dear_copies(void **state)
 
 	(void)state;
 	run_init(&r, &vm_huge_dear_copies, HUGE_BLOCKS * BLOCK_PAGES);
-	cp_prior(&r.costs, &r.k, 19);
+	cp_prior(&r.costs, &r.k, 40);
 	random_reads(&r, 10000, HUGE_BLOCKS * BLOCK_PAGES);
-	report("vm, huge folios, copies dearer than pread, prior 19", &r);
+	report("vm, huge folios, copies dearer than pread, prior 40", &r);
 	assert_true(r.populates < 32);
 	assert_true(r.t_pol <= 1.05 * r.t_pread);
 	run_free(&r);
@@ -952,7 +962,7 @@ test_prior_lies(void **state)
 
 		run_init(&r, ms[i], blocks * BLOCK_PAGES);
 		cp_prior(&r.costs, &r.k, 65535);
-		assert_int_equal(cp_bank(&r.costs), (int64_t)r.k.prior_credit_ns);
+		assert_int_equal(cp_credit(&r.costs), (int64_t)r.k.prior_credit_ns);
 		random_reads(&r, 8192, blocks * BLOCK_PAGES);
 		report(i == 0 ? "vm, huge folios, a lying prior" : "vm, a lying prior", &r);
 		assert_true(r.populates > 0);
@@ -968,19 +978,31 @@ static void
 test_prior_thresholds(void **state)
 {
 	struct cp_knobs k;
-	struct cp_costs proc, a, b;
+	struct cp_costs proc, a, b, proc2, m;
 
 	(void)state;
 	cp_knobs_default(&k);
+	/* the margin: twice the price, 40 reads (30 us / the prior gain
+	 * 1.5 us: 20) */
+	cp_costs_init(&proc2, NULL, &k);
+	cp_costs_init(&m, &proc2, &k);
+	m.populate_ns = 30000;
+	cp_prior(&m, &k, 39);
+	assert_int_equal(cp_populate_after(&m, &k), 20);
+	cp_prior(&m, &k, 40);
+	assert_int_equal(cp_populate_after(&m, &k), 1);
+	/* and the price itself with prior_margin=1 */
+	k.prior_margin = 1;
 	cp_costs_init(&proc, NULL, &k);
 	cp_costs_init(&a, &proc, &k);
-	a.populate_ns = 30000;	/* 30 us / the prior gain 1.5 us: 20 reads */
+	a.populate_ns = 30000;
 	cp_prior(&a, &k, 19);
 	assert_int_equal(cp_populate_after(&a, &k), 20);
-	assert_int_equal(cp_bank(&a), 0);	/* no credit: it does not pay */
+	assert_int_equal(cp_credit(&a), 0);	/* no credit: it does not pay */
 	cp_prior(&a, &k, 20);
 	assert_int_equal(cp_populate_after(&a, &k), 1);
-	assert_int_equal(cp_bank(&a), k.prior_credit_ns);
+	assert_int_equal(cp_credit(&a), k.prior_credit_ns);
+	assert_int_equal(cp_bank(&a), 0);
 	/* a measured gain moves it: 2.5 - 0.5 us, 15 reads */
 	a.pread_ns = 2500;
 	a.copy_ns = 500;
@@ -988,20 +1010,35 @@ test_prior_thresholds(void **state)
 	assert_int_equal(cp_populate_after(&a, &k), 1);
 	cp_prior(&a, &k, 14);
 	assert_int_equal(cp_populate_after(&a, &k), 15);
-	/* overdrawn: nothing is bought, prior or not */
+	/* overdrawn: the prior's blocks are paid from the credit, and the
+	 * charge goes there first */
 	proc.bank = -1;
+	cp_prior(&a, &k, 1000);
+	assert_int_equal(cp_populate_after(&a, &k), 1);
+	cp_populate_account(&a, &proc, &k, 20000, true);
+	assert_int_equal(cp_credit(&a), k.prior_credit_ns - 20000);
+	assert_int_equal(cp_bank(&a), -1);
+	/* the credit pays for the prior's blocks only: where the prior does
+	 * not pay, an overdrawn bank buys nothing, credit or not */
+	cp_prior(&a, &k, 10);
+	assert_int_equal(cp_populate_after(&a, &k), k.heat_max);
+	cp_populate_account(&a, &proc, &k, 20000, true);
+	assert_int_equal(cp_credit(&a), k.prior_credit_ns - 20000);
+	assert_int_equal(cp_bank(&a), -20001);
+	/* spent: nothing is bought while overdrawn */
+	proc.credit = 0;
 	cp_prior(&a, &k, 1000);
 	assert_int_equal(cp_populate_after(&a, &k), k.heat_max);
 	/* another file of the process: no second credit */
 	cp_costs_init(&b, &proc, &k);
 	cp_prior(&b, &k, 1000);
-	assert_int_equal(cp_bank(&b), -1);
+	assert_int_equal(cp_credit(&b), 0);
 	/* a fixed way takes no credit */
 	cp_costs_init(&proc, NULL, &k);
 	cp_costs_init(&a, &proc, &k);
 	k.way = CP_FORCE_PREAD;
 	cp_prior(&a, &k, 1000);
-	assert_int_equal(cp_bank(&a), 0);
+	assert_int_equal(cp_credit(&a), 0);
 }
 
 /* A new mapping takes the process's touch and block estimates (the
