@@ -317,7 +317,9 @@ cp_prior(struct cp_costs *c, const struct cp_knobs *k, uint32_t reads)
 	ST(&c->prior_reads, reads);
 	if (k->way != CP_AUTO || !prior_pays(c, k) || LD(&proc->credited) != 0)
 		return;
-	ST(&proc->credited, 1u);
+	/* once per process, whichever of its connections gets there first */
+	if (__atomic_exchange_n(&proc->credited, 1u, __ATOMIC_RELAXED) != 0)
+		return;
 	ST(credit_of(c), (int64_t)k->prior_credit_ns);
 }
 
@@ -423,7 +425,7 @@ decide(struct cp_costs *c, const struct cp_knobs *k, size_t n, bool have_fd, cp_
 		 * rest) would leave it high for good, no block being populated
 		 * to bring it back down */
 		plan->block_probe = small && pays && open && k->prior != 0 && k->probe_every != 0 &&
-				    tick % k->probe_every == 1 &&
+				    tick % k->probe_every == (k->probe_every > 1 ? 1u : 0u) &&
 				    LD(&c->prior_reads) >= k->populate_min && !prior_pays(c, k);
 		return;
 	}
@@ -566,12 +568,19 @@ cp_populate_account(struct cp_costs *c, struct cp_costs *seed, const struct cp_k
 	if (bought) {	/* the policy's buy; hm_warm's is the caller's */
 		int64_t charge = (int64_t)charged(ns), *cr = credit_of(c), left = LD(cr);
 
-		/* a block the prior bought is paid from its credit first */
-		if (left > 0 && prior_pays(c, k)) {
+		/* a block the prior bought is paid from the prior's credit
+		 * first (so that the bank is kept for the block probes that
+		 * measure what a block costs), the bank paying what is left;
+		 * a locked exchange: threads buying at once must not lose a
+		 * whole block's charge, or the credit would bound nothing */
+		while (left > 0 && prior_pays(c, k)) {
 			int64_t take = charge < left ? charge : left;
 
-			ST(cr, left - take);
-			charge -= take;
+			if (__atomic_compare_exchange_n(cr, &left, left - take, false,
+							__ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+				charge -= take;
+				break;
+			}
 		}
 		bank_add(c, k, -charge);
 	}

@@ -162,11 +162,11 @@ void cp_populate_account(struct cp_costs *c, struct cp_costs *seed, const struct
  * have paid for it: the rent cannot know that a block will be read again,
  * the prior can.  The first
  * file of the process that takes a prior gives the process a credit of
- * prior_credit_ns, once, which pays for the blocks the prior buys (and
- * for nothing else) while the bank cannot: the first buys need not wait
- * for copies to earn them, and a prior that lies (other clients write
- * what it is made of) costs a process at most that credit more than the
- * floor. */
+ * prior_credit_ns, once, which pays first for the blocks the prior buys
+ * (and for nothing else), the bank paying what it cannot: the first buys
+ * need not wait for copies to earn them, and a prior that lies (other
+ * clients write what it is made of) costs a process at most that credit
+ * more than the floor. */
 void cp_prior(struct cp_costs *c, const struct cp_knobs *k, uint32_t reads);
 /* The prior's credit left, ns. */
 int64_t cp_credit(const struct cp_costs *c);

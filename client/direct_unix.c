@@ -103,10 +103,9 @@ static pid_t pagemap_pid;	/* atomic: the process pagemap_fd is of */
 
 /* Opens this process's pagemap if it is not open yet: before a populate
  * is timed, so that what the first block of a process is measured to cost
- * is the block's, not the open's (the copy policy's block estimate moves
- * half way to each sample, and a first sample of 110-130 us against 16 us
- * after it kept a fresh process from populating at a block's first read:
- * rule 10). */
+ * is the block's, not the open's (a first sample of 110-130 us against 16
+ * us after it kept a fresh process from populating at a block's first
+ * read: rule 10). */
 static void
 pagemap_ready(void)
 {
@@ -150,16 +149,18 @@ copy_log(const hm_file *f, const struct direct_map *m, const char *what)
 }
 
 /* Builds the page tables of block blk of m and marks its pages touched,
- * unless the grant was revoked meanwhile.  A file cut short meanwhile
- * makes madvise fail (EFAULT), never a SIGBUS.  bought: the copy
- * policy bought it (paid from its bank); else hm_warm asked. */
+ * unless the grant was revoked meanwhile: true when it did.  A file cut
+ * short meanwhile makes madvise fail (EFAULT) or the guarded touch catch
+ * the SIGBUS, and the block is not marked.  bought: the copy policy
+ * bought it (paid from its bank, or the prior's credit); else hm_warm
+ * asked. */
 static bool
 populate_block(hm_file *f, struct direct_map *m, size_t blk, bool bought)
 {
 	size_t from = blk * BLOCK_BYTES, len;
 	uint64_t t0, ns;
 
-	if (from >= m->maplen || __atomic_load_n(&populate_off, __ATOMIC_RELAXED))
+	if (from >= m->maplen)
 		return false;
 	len = m->maplen - from < BLOCK_BYTES ? m->maplen - from : BLOCK_BYTES;
 	pagemap_ready();
@@ -179,9 +180,16 @@ populate_block(hm_file *f, struct direct_map *m, size_t blk, bool bought)
 		if (block_huge(m->base + from, len))
 			goto built;
 	}
-	if (madvise(m->base + from, len, MADV_POPULATE_READ) < 0) {
-		if (errno == EINVAL)
+	if (__atomic_load_n(&populate_off, __ATOMIC_RELAXED) ||
+	    madvise(m->base + from, len, MADV_POPULATE_READ) < 0) {
+		if (__atomic_load_n(&populate_off, __ATOMIC_RELAXED) || errno == EINVAL) {
+			/* the kernel cannot (before 5.14): no block of small
+			 * folios is ever bought, so the prior, under which a
+			 * small read never touches a page, would leave every
+			 * read to pread where touches win (rule 4) */
 			__atomic_store_n(&populate_off, 1, __ATOMIC_RELAXED);
+			cp_prior(&m->map->cost, &f->c->copy_knobs, 0);
+		}
 		return false;
 	}
 	if (guarded_touch(m->base + from, len) < 0)
@@ -306,8 +314,9 @@ read_log(const hm_file *f, const struct direct_map *m, const struct cp_plan *p, 
 
 /*
  * A block the policy bought has a copy out of it timed at once: a page of
- * the read (its bytes are in the caller's buffer already, from pread),
- * copied again into a scratch buffer.  Otherwise the copy estimate would
+ * the block next to the read, which this process has not read (the read's
+ * own bytes are in the CPU's caches, from pread: the cheapest copy there
+ * is), copied into a scratch buffer.  Otherwise the copy estimate would
  * wait for a later read to land in a bought block, and under the prior
  * (docs/direct-reads.md, rule 10), where a fresh process buys a block at
  * its first read, it bought 130-370 blocks before it learnt that copies
@@ -320,15 +329,23 @@ static void
 copy_sample(hm_file *f, struct direct_map *m, size_t blk, uint64_t offset, size_t n)
 {
 	static const struct cp_plan sample = { .way = CP_COPY, .timed = true };
-	uint64_t from = (uint64_t)blk * BLOCK_BYTES, end = offset + n, t0;
+	uint64_t first = (uint64_t)blk * BLOCK_BYTES, last = first + BLOCK_BYTES, from, t0;
 	uint8_t scratch[4096];
-	size_t len;
+	size_t len = sizeof scratch;
 
-	if (from < offset)
-		from = offset;
-	if (from >= end)
+	if (last > m->maplen)
+		last = m->maplen;
+	/* the page after the read, else the one before it, within the
+	 * block; else (the read spans it all) the read's first page */
+	from = ((offset + n + 4095) & ~(uint64_t)4095);
+	if (from + len > last) {
+		from = (offset & ~(uint64_t)4095);
+		from = from >= first + len ? from - len : first;
+	}
+	if (from + len > last)
+		len = from < last ? (size_t)(last - from) : 0;
+	if (len == 0)
 		return;
-	len = end - from < sizeof scratch ? (size_t)(end - from) : sizeof scratch;
 	t0 = monotime_ns();
 	if (guarded_copy(scratch, m->base + from, len) < 0)
 		return;

@@ -233,7 +233,8 @@ struct hm_read_stats {
 	uint32_t touch_ns;	/* a page's first touch, with its copy */
 	uint32_t block_ns;	/* populating a block */
 	uint32_t touch_after;	/* preads of a page before it is touched */
-	uint32_t populate_after;	/* of a block before it is populated */
+	uint32_t populate_after;	/* of a block before it is populated (1:
+					 * at its first read, the prior) */
 	int direct;		/* HM_DIRECT_*: where the file is read now */
 };
 int hm_read_stats(hm_file *f, struct hm_read_stats *st);
