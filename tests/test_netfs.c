@@ -242,12 +242,14 @@ test_network_eio(void **state)
 
 	assert_non_null(f);
 	assert_true(fd >= 0);
-	assert_int_equal(faultfs_cmd(&fx->fs, reply, sizeof reply, "eio data %u %u", BAD_OFF, BAD_LEN), 0);
+	if (faultfs_cmd(&fx->fs, reply, sizeof reply, "eio data %u %u", BAD_OFF, BAD_LEN) != 0)
+		fail_msg("faultfs: %s", reply);
 	errno = 0;
 	assert_int_equal(hm_pread(f, buf, sizeof buf, BAD_OFF + 4096), -1);
 	assert_int_equal(errno, EIO);
 	harness_check_read(f, fd, 0, 64 * KiB);	/* a good range still reads right */
-	assert_int_equal(faultfs_cmd(&fx->fs, reply, sizeof reply, "restore data"), 0);
+	if (faultfs_cmd(&fx->fs, reply, sizeof reply, "restore data") != 0)
+		fail_msg("faultfs: %s", reply);
 	harness_check_read(f, fd, BAD_OFF, BAD_LEN);
 	assert_int_equal(hm_close(f), 0);
 	close(fd);
@@ -396,7 +398,8 @@ test_network_copy(void **state)
 	/* the file rewritten on the server (new content, new mtime): a
 	 * new open reads the new bytes; f and g keep the version they
 	 * opened, whole */
-	assert_int_equal(faultfs_cmd(&fx->fs, reply, sizeof reply, "seed data 99"), 0);
+	if (faultfs_cmd(&fx->fs, reply, sizeof reply, "seed data 99") != 0)
+		fail_msg("faultfs: %s", reply);
 	n = hm_open(c, fx->data, 0);
 	assert_non_null(n);
 	assert_int_equal(hm_stat(n, &st), 0);
@@ -409,7 +412,8 @@ test_network_copy(void **state)
 	assert_int_equal(hm_warm(n, 0, UINT64_MAX), DATA_SIZE);
 	assert_true(netfs_reads_copy(n));
 	check_version(n, DATA_SIZE, 99, DATA_SIZE - 5000, 64 * KiB);
-	assert_int_equal(faultfs_cmd(&fx->fs, reply, sizeof reply, "seed data %u", DATA_SEED), 0);
+	if (faultfs_cmd(&fx->fs, reply, sizeof reply, "seed data %u", DATA_SEED) != 0)
+		fail_msg("faultfs: %s", reply);
 	assert_int_equal(hm_close(n), 0);
 	assert_int_equal(hm_close(g), 0);
 	assert_int_equal(hm_close(f), 0);
@@ -592,7 +596,8 @@ test_network_copy_truncated(void **state)
 	assert_non_null(f);
 	assert_int_equal(hm_warm(f, 0, UINT64_MAX), DATA_SIZE);
 	assert_true(netfs_reads_copy(f));
-	assert_int_equal(faultfs_cmd(&fx->fs, reply, sizeof reply, "size data %u", MiB), 0);
+	if (faultfs_cmd(&fx->fs, reply, sizeof reply, "size data %u", MiB) != 0)
+		fail_msg("faultfs: %s", reply);
 	check_version(f, DATA_SIZE, DATA_SEED, BAD_OFF, MiB);
 	check_version(f, DATA_SIZE, DATA_SEED, DATA_SIZE - 100, 4 * KiB);
 	n = hm_open(c, fx->data, 0);
@@ -602,7 +607,8 @@ test_network_copy_truncated(void **state)
 	assert_string_equal(st.reason_text, PREAD_TEXT);
 	assert_int_equal(hm_pread(n, b, sizeof b, BAD_OFF), 0);
 	check_version(n, MiB, DATA_SEED, MiB - 100, 4 * KiB);
-	assert_int_equal(faultfs_cmd(&fx->fs, reply, sizeof reply, "restore data"), 0);
+	if (faultfs_cmd(&fx->fs, reply, sizeof reply, "restore data") != 0)
+		fail_msg("faultfs: %s", reply);
 	assert_int_equal(hm_close(n), 0);
 	assert_int_equal(hm_close(f), 0);
 	hm_disconnect(c);

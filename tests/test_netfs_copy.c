@@ -135,7 +135,8 @@ test_copy_older_handle_keeps_newer(void **state)
 	hm_file *old = hm_open(c, fx->data, 0), *n, *g;
 
 	assert_non_null(old);
-	assert_int_equal(faultfs_cmd(&fx->fs, reply, sizeof reply, "seed data 99"), 0);
+	if (faultfs_cmd(&fx->fs, reply, sizeof reply, "seed data 99") != 0)
+		fail_msg("faultfs: %s", reply);
 	n = hm_open(c, fx->data, 0);
 	assert_non_null(n);
 	assert_int_equal(hm_warm(n, 0, UINT64_MAX), DATA_SIZE);
@@ -164,7 +165,8 @@ test_copy_racy_mtime(void **state)
 	hm_file *f;
 	int fd;
 
-	assert_int_equal(faultfs_cmd(&fx->fs, reply, sizeof reply, "touch data"), 0);
+	if (faultfs_cmd(&fx->fs, reply, sizeof reply, "touch data") != 0)
+		fail_msg("faultfs: %s", reply);
 	f = hm_open(c, fx->data, 0);
 	assert_non_null(f);
 	assert_int_equal(hm_warm(f, 0, UINT64_MAX), DATA_SIZE);
@@ -231,7 +233,8 @@ test_copy_fill_stalled(void **state)
 	int i;
 
 	snprintf(small, sizeof small, "%s/small", fx->fs.mnt);
-	assert_int_equal(faultfs_cmd(&fx->fs, reply, sizeof reply, "hang data"), 0);
+	if (faultfs_cmd(&fx->fs, reply, sizeof reply, "hang data") != 0)
+		fail_msg("faultfs: %s", reply);
 	f = hm_open(c, fx->data, HM_O_WARM);	/* its warm fills, and hangs */
 	assert_non_null(f);
 	g = hm_open(c, small, 0);
@@ -242,7 +245,8 @@ test_copy_fill_stalled(void **state)
 			usleep(100 * 1000);
 	}
 	assert_true(netfs_reads_copy(g));
-	assert_int_equal(faultfs_cmd(&fx->fs, reply, sizeof reply, "restore data"), 0);
+	if (faultfs_cmd(&fx->fs, reply, sizeof reply, "restore data") != 0)
+		fail_msg("faultfs: %s", reply);
 	for (i = 0; i < 300; i++) {
 		assert_int_equal(hm_stat(f, &st), 0);
 		if (strstr(st.reason_text, "not copied") != NULL)
