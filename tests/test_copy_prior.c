@@ -1,0 +1,249 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The copy policy's prior (docs/direct-reads.md, rule 10), driven without
+ * a clock on the simulated machines of tests/copy_sim.c: the daemon's
+ * count of how often earlier processes read each block, taken with a
+ * margin, paid from a credit of its own, and bounded where it lies.
+ */
+#include "config.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "client/copy_policy.h"
+#include "tests/copy_sim.h"
+
+/*
+ * The prior (rule 10).  A fresh process reads a hot 1 GiB file in huge
+ * folios at random, 10,000 reads of 4 KiB, some 20 of each 2 MiB block:
+ * a block pays at its first read (20 us against 20 reads saving ~2 us
+ * each), but its own reads tell the rent so only after some 10 of them,
+ * and buying at the break-even loses.  Told by the daemon that the
+ * processes before read each block 40 times, twice what it reads itself
+ * (the margin: prior_margin 2), it buys at the first read.  Told 19, the
+ * reads it makes itself, it does not: a count of other processes is taken
+ * only where a process reading half as much would still gain.
+ */
+#define HUGE_BLOCKS	512u
+
+static void
+prior_run(uint32_t prior, struct run *r)
+{
+	run_init(r, &vm_huge, HUGE_BLOCKS * BLOCK_PAGES);
+	cp_prior(&r->costs, &r->k, prior);
+	random_reads(r, 10000, HUGE_BLOCKS * BLOCK_PAGES);
+}
+
+static void
+test_prior_first_read(void **state)
+{
+	struct run none, prior, half, off;
+
+	(void)state;
+	prior_run(0, &none);
+	report("vm, huge folios, 20 reads a block, no prior", &none);
+	prior_run(40, &prior);
+	report("vm, huge folios, 20 reads a block, prior 40", &prior);
+	prior_run(19, &half);
+	report("vm, huge folios, 20 reads a block, prior 19", &half);
+	/* within the margin: not taken, but to learn what a block costs
+	 * (its first blocks, before the estimate says 20 us): the floor */
+	assert_true(half.t_pol <= 1.05 * half.t_pread);
+	assert_true(half.populates < HUGE_BLOCKS / 2);
+	/* rent-or-buy alone: at the floor, no gain */
+	assert_true(none.t_pol >= 0.97 * none.t_pread);
+	/* with the prior: most blocks bought at their first read, and the
+	 * reads faster than pread's by 15% at least */
+	assert_true(prior.populates > HUGE_BLOCKS / 2);
+	assert_true(prior.t_pol <= 0.85 * prior.t_pread);
+	assert_true(prior.t_pol < none.t_pol);
+	/* prior=0: the daemon's word is not taken */
+	run_init(&off, &vm_huge, HUGE_BLOCKS * BLOCK_PAGES);
+	off.k.prior = 0;
+	cp_prior(&off.costs, &off.k, 40);
+	assert_int_equal(cp_bank(&off.costs), 0);
+	random_reads(&off, 10000, HUGE_BLOCKS * BLOCK_PAGES);
+	assert_true(off.populates == none.populates && off.t_pol == none.t_pol);
+	run_free(&none);
+	run_free(&prior);
+	run_free(&half);
+	run_free(&off);
+}
+
+/*
+ * The same reads where a process's first 4 blocks cost 200 us and one in
+ * ten after them 90 us, the rest 17 us (a block still pays at 19 reads).
+ * Moved by those first blocks, the block estimate says a block takes
+ * more reads to pay than the prior's 19, and no block is bought at its
+ * first read, so none is timed to bring the estimate down: 1.21x pread.
+ * A mapping's first block counts as twice the estimate at most, the
+ * estimate moves a quarter of the way, and while the prior says blocks
+ * are read again one read in probe_every buys its block (a block probe):
+ * the estimate comes back down, and it buys on.
+ */
+static void
+test_prior_dear_blocks(void **state)
+{
+	struct run r;
+
+	(void)state;
+	run_init(&r, &vm_huge_cold, HUGE_BLOCKS * BLOCK_PAGES);
+	cp_prior(&r.costs, &r.k, 40);
+	random_reads(&r, 10000, HUGE_BLOCKS * BLOCK_PAGES);
+	report("vm, huge folios, dear blocks among them, prior 40", &r);
+	assert_true(r.populates > HUGE_BLOCKS / 2);
+	assert_true(r.t_pol <= 0.90 * r.t_pread);
+	run_free(&r);
+}
+
+/*
+ * The prior is right (blocks are read 19 times each) but copies out of
+ * them cost more than a pread: on the test VM a file folded seconds
+ * before copies at 3-15 us a page.  Each block bought has a copy timed at
+ * once, so the policy learns within a few blocks that copies lose and
+ * stops buying: no more than 5% over pread, where without that sample it
+ * bought blocks until a later read happened to land in one.
+ */
+static const struct machine vm_huge_dear_copies = {
+	.pread_fixed = 2000, .pread_page = 500, .copy_fixed = 7000, .copy_page = 1000,
+	.touch_page = 2700, .populate_block = 18000, .think_ns = 500,
+};
+
+static void
+test_prior_dear_copies(void **state)
+{
+	struct run r;
+
+	(void)state;
+	run_init(&r, &vm_huge_dear_copies, HUGE_BLOCKS * BLOCK_PAGES);
+	cp_prior(&r.costs, &r.k, 40);
+	random_reads(&r, 10000, HUGE_BLOCKS * BLOCK_PAGES);
+	report("vm, huge folios, copies dearer than pread, prior 40", &r);
+	assert_true(r.populates < 32);
+	assert_true(r.t_pol <= 1.05 * r.t_pread);
+	run_free(&r);
+}
+
+/*
+ * A prior that lies (other clients write what the daemon's average is
+ * made of): it says every block is read 65,535 times, and each is read
+ * about once.  The process buys blocks at their first read until the
+ * prior's credit is spent, then the bank holds as before: the policy
+ * costs at most the floor plus the credit plus one buy, on the huge-folio
+ * VM and where a block costs 788 us.  The floor here is 1.04x, not the
+ * 1.03x of the allowance: what copies save is banked from one copy in 8
+ * (sample_every), and the bank spends it on buys at once, so a run's
+ * banked savings are its copies' within sampling's error.
+ */
+static void
+test_prior_lies(void **state)
+{
+	const struct machine *ms[] = { &vm_huge, &vm };
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < 2; i++) {
+		struct run r;
+		size_t blocks = 8192;
+
+		run_init(&r, ms[i], blocks * BLOCK_PAGES);
+		cp_prior(&r.costs, &r.k, 65535);
+		assert_int_equal(cp_credit(&r.costs), (int64_t)r.k.prior_credit_ns);
+		random_reads(&r, 8192, blocks * BLOCK_PAGES);
+		report(i == 0 ? "vm, huge folios, a lying prior" : "vm, a lying prior", &r);
+		assert_true(r.populates > 0);
+		assert_true(r.t_pol <= 1.04 * r.t_pread + r.k.prior_credit_ns + ms[i]->populate_block);
+		run_free(&r);
+	}
+}
+
+/* The prior's thresholds: below what a block takes to pay it changes
+ * nothing; at or above it a block is populated at its first read; and the
+ * credit is the process's, given once. */
+static void
+test_prior_thresholds(void **state)
+{
+	struct cp_knobs k;
+	struct cp_costs proc, a, b, proc2, m;
+
+	(void)state;
+	cp_knobs_default(&k);
+	/* the margin: twice the price, 40 reads (30 us / the prior gain
+	 * 1.5 us: 20) */
+	cp_costs_init(&proc2, NULL, &k);
+	cp_costs_init(&m, &proc2, &k);
+	m.populate_ns = 30000;
+	cp_prior(&m, &k, 39);
+	assert_int_equal(cp_populate_after(&m, &k), 20);
+	cp_prior(&m, &k, 40);
+	assert_int_equal(cp_populate_after(&m, &k), 1);
+	/* and the price itself with prior_margin=1 */
+	k.prior_margin = 1;
+	cp_costs_init(&proc, NULL, &k);
+	cp_costs_init(&a, &proc, &k);
+	a.populate_ns = 30000;
+	cp_prior(&a, &k, 19);
+	assert_int_equal(cp_populate_after(&a, &k), 20);
+	assert_int_equal(cp_credit(&a), 0);	/* no credit: it does not pay */
+	cp_prior(&a, &k, 20);
+	assert_int_equal(cp_populate_after(&a, &k), 1);
+	assert_int_equal(cp_credit(&a), k.prior_credit_ns);
+	assert_int_equal(cp_bank(&a), 0);
+	/* a measured gain moves it: 2.5 - 0.5 us, 15 reads */
+	a.pread_ns = 2500;
+	a.copy_ns = 500;
+	cp_prior(&a, &k, 15);
+	assert_int_equal(cp_populate_after(&a, &k), 1);
+	cp_prior(&a, &k, 14);
+	assert_int_equal(cp_populate_after(&a, &k), 15);
+	/* overdrawn: the prior's blocks are paid from the credit, and the
+	 * charge goes there first */
+	proc.bank = -1;
+	cp_prior(&a, &k, 1000);
+	assert_int_equal(cp_populate_after(&a, &k), 1);
+	cp_populate_account(&a, &proc, &k, 20000, true);
+	assert_int_equal(cp_credit(&a), k.prior_credit_ns - 20000);
+	assert_int_equal(cp_bank(&a), -1);
+	/* the credit pays for the prior's blocks only: where the prior does
+	 * not pay, an overdrawn bank buys nothing, credit or not */
+	cp_prior(&a, &k, 10);
+	assert_int_equal(cp_populate_after(&a, &k), k.heat_max);
+	cp_populate_account(&a, &proc, &k, 20000, true);
+	assert_int_equal(cp_credit(&a), k.prior_credit_ns - 20000);
+	assert_int_equal(cp_bank(&a), -20001);
+	/* spent: nothing is bought while overdrawn */
+	proc.credit = 0;
+	cp_prior(&a, &k, 1000);
+	assert_int_equal(cp_populate_after(&a, &k), k.heat_max);
+	/* another file of the process: no second credit */
+	cp_costs_init(&b, &proc, &k);
+	cp_prior(&b, &k, 1000);
+	assert_int_equal(cp_credit(&b), 0);
+	/* a fixed way takes no credit */
+	cp_costs_init(&proc, NULL, &k);
+	cp_costs_init(&a, &proc, &k);
+	k.way = CP_FORCE_PREAD;
+	cp_prior(&a, &k, 1000);
+	assert_int_equal(cp_credit(&a), 0);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_prior_first_read),
+		cmocka_unit_test(test_prior_dear_blocks),
+		cmocka_unit_test(test_prior_dear_copies),
+		cmocka_unit_test(test_prior_lies),
+		cmocka_unit_test(test_prior_thresholds),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
