@@ -430,4 +430,27 @@ bool list_has(const char *list, const char *name);
 void bench_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 extern bool bench_is_child;
 
+/*
+ * Which of nc contenders runs k-th in round r: a Williams square (0, 1,
+ * nc-1, 2, nc-2, ... shifted by r; for an odd nc, mirrored in every other
+ * nc rounds), so that over nc rounds (2 nc for an odd nc) each contender
+ * runs right after each other one exactly once (twice).  Rotating one order
+ * (k + r) kept each contender behind the same one in all but the rounds
+ * it ran first: pread ran right after hotmap in 14 of 15 rounds, and
+ * whatever a process leaves behind (a mapping of hundreds of populated
+ * blocks to tear down) was charged to pread alone: pread-again, the A/A
+ * pair, read 15-40% faster than pread in those runs (docs/performance.md).
+ */
+static inline size_t
+bench_order(size_t k, size_t r, size_t nc)
+{
+	size_t w;
+
+	/* an odd nc needs the square and its mirror: 2 nc rounds */
+	if (nc % 2 == 1 && (r / nc) % 2 == 1)
+		k = nc - 1 - k;
+	w = k == 0 ? 0 : k % 2 == 1 ? (k + 1) / 2 : nc - k / 2;
+	return (w + r) % nc;
+}
+
 #endif

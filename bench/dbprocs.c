@@ -243,7 +243,7 @@ dbprocs_run(const struct contender **given, size_t ngiven)
 
 		bench_log("%s round %u/%u", W, r + 1, bench.o.rounds);
 		for (k = 0; k < nc; k++) {
-			const struct contender *c = cs[(k + r) % nc];
+			const struct contender *c = cs[bench_order(k, r, nc)];
 			char shm[32], direct[8];
 			char *argv[9] = { "hmproc", NULL, bench.hotmap_sock, bench.hot_path, nreads, seed,
 					  NULL, NULL, NULL };

@@ -91,7 +91,7 @@ wl_procs(void)
 
 		bench_log("%s round %u/%u", W, r + 1, bench.o.rounds);
 		for (k = 0; k < nc; k++) {
-			const struct contender *c = cs[(k + r) % nc];
+			const struct contender *c = cs[bench_order(k, r, nc)];
 			double sum = 0, t0 = now_s(), wall;
 			struct faults d0 = { 0 }, d1 = { 0 };
 			long minflt = 0;
@@ -263,7 +263,7 @@ wl_fresh(void)
 
 			bench_log("%s %s round %u/%u", W, variant, r + 1, bench.o.rounds);
 			for (k = 0; k < nc; k++) {
-				const struct contender *c = cs[(k + r) % nc];
+				const struct contender *c = cs[bench_order(k, r, nc)];
 				struct fresh_arg arg = { c };
 				struct children_sum s;
 				double per[64];
@@ -415,7 +415,7 @@ wl_sample(void)
 
 		bench_log("%s round %u/%u", W, r + 1, bench.o.rounds);
 		for (k = 0; k < nc; k++) {
-			const struct contender *c = cs[(k + r) % nc];
+			const struct contender *c = cs[bench_order(k, r, nc)];
 			struct sample_arg arg = { c, r };
 			struct children_sum s;
 			double p50[64];

@@ -59,7 +59,7 @@ wl_rand(void)
 			bench_log("%s %s round %u/%u", W, variant, r + 1, bench.o.rounds);
 			random_offsets(seed_for(W, r, 0), offs, n, bench.o.file_size, len, 4096);
 			for (k = 0; k < nc; k++) {
-				const struct contender *c = cs[(k + r) % nc];
+				const struct contender *c = cs[bench_order(k, r, nc)];
 				struct measure m;
 				struct row *row;
 
@@ -130,7 +130,7 @@ wl_seq(void)
 
 		bench_log("%s round %u/%u", W, r + 1, bench.o.rounds);
 		for (k = 0; k < nc; k++) {
-			const struct contender *c = cs[(k + r) % nc];
+			const struct contender *c = cs[bench_order(k, r, nc)];
 			struct measure m;
 			struct row *row;
 
@@ -193,7 +193,7 @@ wl_viewsum(void)
 
 		bench_log("%s round %u/%u", W, r + 1, bench.o.rounds);
 		for (k = 0; k < nc; k++) {
-			const struct contender *c = cs[(k + r) % nc];
+			const struct contender *c = cs[bench_order(k, r, nc)];
 			struct row *row;
 			double el;
 
@@ -249,7 +249,7 @@ wl_dep(void)
 
 		bench_log("%s round %u/%u", W, r + 1, bench.o.rounds);
 		for (k = 0; k < nc; k++) {
-			const struct contender *c = cs[(k + r) % nc];
+			const struct contender *c = cs[bench_order(k, r, nc)];
 			struct row *row;
 			double el;
 
@@ -297,7 +297,7 @@ wl_iso(void)
 		bench_log("%s round %u/%u", W, r + 1, bench.o.rounds);
 		random_offsets(seed_for(W, r, 0), offs, n, bench.o.file_size, len, 4096);
 		for (k = 0; k < nc; k++) {
-			const struct contender *c = cs[(k + r) % nc];
+			const struct contender *c = cs[bench_order(k, r, nc)];
 			/* In-process contenders: the other process reads with pread. */
 			const struct contender *sc_c =
 				(c->flags & (CF_HOTMAP | CF_NGINX)) ? c : contender_find("pread");
@@ -399,7 +399,7 @@ wl_cache(void)
 
 			bench_log("%s %s round %u/%u", W, cache_state_names[st], r + 1, bench.o.rounds);
 			for (k = 0; k < nc; k++) {
-				const struct contender *c = cs[(k + r) % nc];
+				const struct contender *c = cs[bench_order(k, r, nc)];
 				struct measure m;
 				struct row *row;
 				double res;

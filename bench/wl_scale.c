@@ -139,7 +139,7 @@ wl_scale(void)
 				offs[i] = (rng_next(&sd) % (fsize / len)) * len;
 			}
 			for (k = 0; k < nc; k++) {
-				struct scale_state *s = &st[(k + r) % nc];
+				struct scale_state *s = &st[bench_order(k, r, nc)];
 				struct measure m = { .lat = lat };
 				struct row *row;
 				int rc;

@@ -247,7 +247,7 @@ wl_train(void)
 
 			bench_log("%s %s round %u/%u", W, variant, r + 1, bench.o.rounds);
 			for (k = 0; k < nc; k++) {
-				const struct contender *c = cs[(k + r) % nc];
+				const struct contender *c = cs[bench_order(k, r, nc)];
 				struct train_arg arg = { c, r };
 				struct faults d0 = { 0 }, d1 = { 0 };
 				struct children_sum s;
