@@ -290,7 +290,7 @@ credit_of(struct cp_costs *c)
 static bool
 credit_open(const struct cp_costs *c, const struct cp_knobs *k)
 {
-	return LD(c->proc != NULL ? &c->proc->credit : &c->credit) > 0 && prior_pays(c, k);
+	return cp_credit(c) > 0 && prior_pays(c, k);
 }
 
 unsigned
@@ -299,12 +299,11 @@ cp_populate_after(const struct cp_costs *c, const struct cp_knobs *k)
 	/* the file's blocks are read often enough by every process that
 	 * reads it: at its first read (docs/direct-reads.md, rule 10), from
 	 * the bank or else the prior's credit */
-	if (prior_pays(c, k) &&
-	    (LD(c->proc != NULL ? &c->proc->bank : &c->bank) >= 0 || credit_open(c, k)))
+	if (prior_pays(c, k) && (cp_bank(c) >= 0 || credit_open(c, k)))
 		return 1u;
 	/* overdrawn: no block is bought; its reads go on counting, and it
 	 * is populated at its next read once the bank allows */
-	if (LD(c->proc != NULL ? &c->proc->bank : &c->bank) < 0)
+	if (cp_bank(c) < 0)
 		return k->heat_max;
 	return reads_to_pay(LD(&c->populate_ns), gain(c, k), k->populate_min, k->heat_max);
 }
@@ -400,7 +399,7 @@ decide(struct cp_costs *c, const struct cp_knobs *k, size_t n, bool have_fd, cp_
 		return;
 	}
 	if (!small || !pays || plan->hits < cp_touch_after(c, k) || !bank_open(c) ||
-	    (LD(&c->prior_reads) != 0 && prior_pays(c, k))) {
+	    prior_pays(c, k)) {
 		/* rent: pread, counted towards the touch and the populate;
 		 * not counted while the bank is overdrawn (nothing can be
 		 * bought then, and a random read's count is a cache miss and,

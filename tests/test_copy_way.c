@@ -66,17 +66,24 @@ struct opened {
 	char path[4096];
 };
 
+/* o->path opened by a new client with the policy given. */
 static void
-open_file(const struct harness *h, const char *policy, const char *name, struct opened *o)
+reopen_file(const struct harness *h, const char *policy, struct opened *o)
 {
-	harness_path(h, name, o->path);
-	harness_write_file(o->path, FILE_SIZE, 7);
 	o->c = connect_policy(h, policy);
 	o->f = hm_open(o->c, o->path, HM_O_DIRECT);
 	if (o->f == NULL)
 		fail_msg("hm_open: %s", strerror(errno));
 	o->fd = open(o->path, O_RDONLY);
 	assert_true(o->fd >= 0);
+}
+
+static void
+open_file(const struct harness *h, const char *policy, const char *name, struct opened *o)
+{
+	harness_path(h, name, o->path);
+	harness_write_file(o->path, FILE_SIZE, 7);
+	reopen_file(h, policy, o);
 }
 
 static void
@@ -247,18 +254,6 @@ test_view_makes_copies(void **state)
 	st = stats_of(o.f);
 	assert_int_equal(st.copy_reads, READS);
 	close_file(&o);
-}
-
-/* The file written by open_file, opened again by a new client. */
-static void
-reopen_file(const struct harness *h, const char *policy, struct opened *o)
-{
-	o->c = connect_policy(h, policy);
-	o->f = hm_open(o->c, o->path, HM_O_DIRECT);
-	if (o->f == NULL)
-		fail_msg("hm_open: %s", strerror(errno));
-	o->fd = open(o->path, O_RDONLY);
-	assert_true(o->fd >= 0);
 }
 
 /*
