@@ -57,7 +57,8 @@ struct hm_direct_slot;
  * the requests never fill the socket while the daemon waits for us to read. */
 #define CLIENT_BATCH_WINDOW	256u
 /* Polling mode (proto/ring.h): HOTMAP_POLL=1 asks for it, 0 refuses it;
- * unset, it is asked for on machines with CLIENT_POLL_MIN_CPUS or more,
+ * unset, it is asked for by a process that may run on CLIENT_POLL_MIN_CPUS
+ * or more processors (os_cpu_count),
  * where a core spinning for a while costs less than a wake-up.
  * HOTMAP_POLL_US is how long a call polls for its completions before it
  * sleeps on the socket. */

@@ -123,9 +123,13 @@ client_hello_send(hm_client *c, const char *socket_path, struct wire_wait *w,
 	memset(hs, 0, sizeof *hs);
 	hs->shm_fd = HM_OSFILE_NONE;
 	if (socket_path != NULL) {
-		snprintf(path, sizeof path, "%s", socket_path);
-		rc = strlen(socket_path) >= sizeof path ? -ENAMETOOLONG :
-		     transport_connect(c, socket_path);
+		/* memcpy, not snprintf: printf's code is a few page faults
+		 * of a short-lived process's first connect */
+		size_t n = strlen(socket_path);
+
+		rc = n >= sizeof path ? -ENAMETOOLONG : transport_connect(c, socket_path);
+		if (rc == 0)
+			memcpy(path, socket_path, n + 1);
 	} else {
 		rc = connect_default(c, path, sizeof path);
 	}

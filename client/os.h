@@ -74,7 +74,8 @@ char *absolute_path(const char *path);
 /* The program's short name, for HELLO (the daemon's client list). */
 const char *os_program_name(void);
 
-/* Processors online, or 1 when that cannot be told. */
+/* Processors this process may run on (on Windows: online), or 1 when
+ * that cannot be told. */
 long os_cpu_count(void);
 
 #endif

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -160,15 +161,22 @@ os_program_name(void)
 	return program_invocation_short_name;
 }
 
-/* Asked once per process (sysconf reads a file in /sys each time). */
+/*
+ * The processors this process may run on (its affinity: what taskset or a
+ * cpuset leaves it), asked once per process.  One system call; sysconf's
+ * count of the processors online opens and reads a file in /sys, which
+ * took a tenth of a short-lived process's connect where it was measured
+ * (docs/short-lived.md).
+ */
 long
 os_cpu_count(void)
 {
 	static long known;	/* atomic: 0 not asked */
 	long n = __atomic_load_n(&known, __ATOMIC_RELAXED);
+	cpu_set_t set;
 
 	if (n == 0) {
-		n = sysconf(_SC_NPROCESSORS_ONLN);
+		n = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 0;
 		n = n > 0 ? n : 1;
 		__atomic_store_n(&known, n, __ATOMIC_RELAXED);
 	}

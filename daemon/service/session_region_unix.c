@@ -12,6 +12,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "daemon/base/closer.h"
@@ -85,10 +86,53 @@ session_region_map(struct session *s, uint64_t size, uint64_t handle, char *err,
 	return rc;
 }
 
+/* Whether the kernel gives shared memory transparent huge pages when asked
+ * (shmem_enabled: always, within_size, advise or force). */
+static bool
+region_shmem_thp_read(void)
+{
+	char buf[128];
+	ssize_t n;
+	int fd = open("/sys/kernel/mm/transparent_hugepage/shmem_enabled", O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return false;
+	n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	return strstr(buf, "[always]") != NULL || strstr(buf, "[within_size]") != NULL ||
+	       strstr(buf, "[advise]") != NULL || strstr(buf, "[force]") != NULL;
+}
+
+/*
+ * The same, read again at most once a second: a client asks for huge pages
+ * whenever its region is large enough (it no longer reads the setting
+ * itself, three system calls of a short-lived process's connect), and the
+ * daemon says whether it got them (stats regions_huge, clients).
+ */
+static bool
+region_shmem_thp(void)
+{
+	static int64_t read_at = -1;	/* atomics: HELLOs may come on workers */
+	static int known;
+	struct timespec ts;
+	int64_t now;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	now = (int64_t)ts.tv_sec;
+	if (__atomic_load_n(&read_at, __ATOMIC_ACQUIRE) != now) {
+		__atomic_store_n(&known, region_shmem_thp_read() ? 2 : 1, __ATOMIC_RELAXED);
+		__atomic_store_n(&read_at, now, __ATOMIC_RELEASE);
+	}
+	return __atomic_load_n(&known, __ATOMIC_RELAXED) == 2;
+}
+
 bool
 session_region_huge(struct session *s)
 {
-	return madvise(s->shm, s->shm_map_size, MADV_HUGEPAGE) == 0;
+	return region_shmem_thp() && madvise(s->shm, s->shm_map_size, MADV_HUGEPAGE) == 0;
 }
 
 void
