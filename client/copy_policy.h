@@ -101,6 +101,9 @@ struct cp_costs {
 	 * (cp_prior; 0: none known). */
 	uint32_t prior_reads;
 	uint32_t blocks;	/* blocks of the mapping populated */
+	/* Whether a pread was timed yet: the first a process times is not
+	 * a sample (account_one). */
+	uint32_t pread_seen;
 	/* The process's (the seed's): the prior's credit was given, and what
 	 * is left of it, ns (spent only on blocks the prior buys). */
 	uint32_t credited;

@@ -137,10 +137,12 @@ test_prior_dear_copies(void **state)
  * about once.  The process buys blocks at their first read until the
  * prior's credit is spent, then the bank holds as before: the policy
  * costs at most the floor plus the credit plus one buy, on the huge-folio
- * VM and where a block costs 788 us.  The floor here is 1.04x, not the
+ * VM and where a block costs 788 us.  The floor here is 1.045x, not the
  * 1.03x of the allowance: what copies save is banked from one copy in 8
  * (sample_every), and the bank spends it on buys at once, so a run's
- * banked savings are its copies' within sampling's error.
+ * banked savings are its copies' within sampling's error (1.040x, and
+ * 1.0405x since the prior waits for a pread measured: its blocks are
+ * bought 8 reads later, and copied from a few times less).
  */
 static void
 test_prior_lies(void **state)
@@ -159,9 +161,36 @@ test_prior_lies(void **state)
 		random_reads(&r, 8192, blocks * BLOCK_PAGES);
 		report(i == 0 ? "vm, huge folios, a lying prior" : "vm, a lying prior", &r);
 		assert_true(r.populates > 0);
-		assert_true(r.t_pol <= 1.04 * r.t_pread + r.k.prior_credit_ns + ms[i]->populate_block);
+		assert_true(r.t_pol <= 1.045 * r.t_pread + r.k.prior_credit_ns + ms[i]->populate_block);
 		run_free(&r);
 	}
+}
+
+/*
+ * A process's first timed pread is of a descriptor and code not used
+ * before: 233 us on the test VM where the next took 3 us (HOTMAP_COPY_LOG
+ * of a fresh hmproc).  Taken as a sample, it set the pread estimate to 20
+ * us (first_max_ns) for the next hundred reads, and with it every block
+ * seemed to pay at its second read: told 19 reads a block by the
+ * processes before, a process that reads each block 10 times (hmbench's
+ * isolation workload after its random reads) spent half its credit on
+ * blocks that did not pay, 1.18x pread's time.  The first pread is not a
+ * sample, and the prior waits for a pread measured: the floor.
+ */
+static void
+test_prior_cold_first_pread(void **state)
+{
+	struct run r;
+
+	(void)state;
+	run_init(&r, &vm_huge, HUGE_BLOCKS * BLOCK_PAGES);
+	cp_prior(&r.costs, &r.k, 19);
+	r.extra_next = 230000;	/* the first read, every way's */
+	random_reads(&r, 5000, HUGE_BLOCKS * BLOCK_PAGES);
+	report("vm, huge folios, a cold first pread, 10 reads a block, prior 19", &r);
+	assert_true(r.t_pol <= 1.05 * r.t_pread);
+	assert_true(cp_credit(&r.costs) >= (int64_t)r.k.prior_credit_ns / 2);
+	run_free(&r);
 }
 
 /* The prior's thresholds: below what a block takes to pay it changes
@@ -180,6 +209,10 @@ test_prior_thresholds(void **state)
 	cp_costs_init(&proc2, NULL, &k);
 	cp_costs_init(&m, &proc2, &k);
 	m.populate_ns = 30000;
+	/* on a pread measured only: before, at the price whatever it says */
+	cp_prior(&m, &k, 1000);
+	assert_int_equal(cp_populate_after(&m, &k), 20);
+	m.pread_ns = 2500;	/* no copy measured yet: the gain is gain_ns's */
 	cp_prior(&m, &k, 39);
 	assert_int_equal(cp_populate_after(&m, &k), 20);
 	cp_prior(&m, &k, 40);
@@ -189,9 +222,12 @@ test_prior_thresholds(void **state)
 	cp_costs_init(&proc, NULL, &k);
 	cp_costs_init(&a, &proc, &k);
 	a.populate_ns = 30000;
+	a.pread_ns = 2500;
 	cp_prior(&a, &k, 19);
 	assert_int_equal(cp_populate_after(&a, &k), 20);
-	assert_int_equal(cp_credit(&a), 0);	/* no credit: it does not pay */
+	/* the credit comes with the first count, paid out only while the
+	 * prior pays: whether it does is known once costs are measured */
+	assert_int_equal(cp_credit(&a), k.prior_credit_ns);
 	cp_prior(&a, &k, 20);
 	assert_int_equal(cp_populate_after(&a, &k), 1);
 	assert_int_equal(cp_credit(&a), k.prior_credit_ns);
@@ -224,6 +260,7 @@ test_prior_thresholds(void **state)
 	assert_int_equal(cp_populate_after(&a, &k), k.heat_max);
 	/* another file of the process: no second credit */
 	cp_costs_init(&b, &proc, &k);
+	b.pread_ns = 2500;
 	cp_prior(&b, &k, 1000);
 	assert_int_equal(cp_credit(&b), 0);
 	/* a fixed way takes no credit */
@@ -240,6 +277,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_prior_first_read),
 		cmocka_unit_test(test_prior_dear_blocks),
+		cmocka_unit_test(test_prior_cold_first_pread),
 		cmocka_unit_test(test_prior_dear_copies),
 		cmocka_unit_test(test_prior_lies),
 		cmocka_unit_test(test_prior_thresholds),
