@@ -159,6 +159,7 @@ populate_block(hm_file *f, struct direct_map *m, size_t blk, bool bought)
 {
 	size_t from = blk * BLOCK_BYTES, len;
 	uint64_t t0, ns;
+	bool huge = false;
 
 	if (from >= m->maplen)
 		return false;
@@ -177,7 +178,8 @@ populate_block(hm_file *f, struct direct_map *m, size_t blk, bool bought)
 
 		if (guarded_copy(&b, m->base + from, 1) < 0)
 			return false;
-		if (block_huge(m->base + from, len))
+		huge = block_huge(m->base + from, len);
+		if (huge)
 			goto built;
 	}
 	if (__atomic_load_n(&populate_off, __ATOMIC_RELAXED) ||
@@ -196,7 +198,7 @@ populate_block(hm_file *f, struct direct_map *m, size_t blk, bool bought)
 		return false;
 built:
 	ns = monotime_ns() - t0;
-	cp_populate_account(&m->map->cost, &direct_costs, &f->c->copy_knobs, ns, bought);
+	cp_populate_account(&m->map->cost, &direct_costs, &f->c->copy_knobs, ns, bought, huge);
 	FILE_COUNT(f, populates, 1);
 	FILE_COUNT(f, populate_ns, ns);
 	SLOT_COUNT(m->slot, populated, 1);

@@ -21,15 +21,15 @@
 /* Bare metal: a minor fault is a fraction of a microsecond. */
 const struct machine bare = {
 	.pread_fixed = 600, .pread_page = 150, .copy_fixed = 40, .copy_page = 110,
-	.touch_page = 250, .populate_block = 30000, .think_ns = 200,
+	.touch_page = 250, .populate_block = 30000, .pte_blocks = true, .think_ns = 200,
 };
 /* The test VM (shadow page tables; DAMON clears accessed bits): a first
  * touch exits to the hypervisor, and a block left for ~100 ms traps once
  * (docs/direct-reads.md has the measurements). */
 const struct machine vm = {
 	.pread_fixed = 2000, .pread_page = 500, .copy_fixed = 150, .copy_page = 400,
-	.touch_page = 2700, .populate_block = 512 * 1500.0 + 20000, .age_ns = 100e6,
-	.trap_ns = 5500, .think_ns = 500,
+	.touch_page = 2700, .populate_block = 512 * 1500.0 + 20000, .pte_blocks = true,
+	.age_ns = 100e6, .trap_ns = 5500, .think_ns = 500,
 };
 
 /* The test VM with the file in huge folios (the daemon folds them): a
@@ -251,7 +251,7 @@ one_read(struct run *r, size_t first, size_t pages)
 					}
 					r->pol.block_seen[b] = r->pol.now;
 					cp_populate_account(&r->costs, &r->proc, &r->k,
-							    (uint64_t)pc, true);
+							    (uint64_t)pc, true, !r->m->pte_blocks);
 					c += pc;
 					r->populates++;
 				}

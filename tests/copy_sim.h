@@ -24,6 +24,8 @@ struct machine {
 	double copy_fixed, copy_page;	/* a copy out of mapped pages */
 	double touch_page;		/* a page not mapped yet: a fault */
 	double populate_block;		/* populating a 2 MiB block */
+	bool pte_blocks;		/* mapped page by page (small folios), not
+					 * by one huge entry */
 	double age_ns, trap_ns;		/* a block not read through the mapping
 					 * for age_ns traps once, trap_ns */
 	unsigned cold_blocks;		/* a process's first blocks populated */
