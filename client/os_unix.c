@@ -176,7 +176,10 @@ os_cpu_count(void)
 	cpu_set_t set;
 
 	if (n == 0) {
-		n = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 0;
+		/* more processors than a cpu_set_t holds (1,024) fail it:
+		 * then the ones online */
+		n = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) :
+		    sysconf(_SC_NPROCESSORS_ONLN);
 		n = n > 0 ? n : 1;
 		__atomic_store_n(&known, n, __ATOMIC_RELAXED);
 	}

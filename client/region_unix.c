@@ -26,9 +26,7 @@ region_map(struct hm_region *r, size_t table, uint32_t slots, hm_osfile *fd)
 	if (*fd < 0 || ftruncate(*fd, (off_t)(size + table)) < 0 ||
 	    fcntl(*fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0)
 		goto fail;
-	/* one mapping of both, the slot table after the region: one
-	 * system call less (region_unmap unmaps them apart) */
-	r->base = mmap(NULL, size + table, PROT_READ | PROT_WRITE, MAP_SHARED, *fd, 0);
+	r->base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, *fd, 0);
 	if (r->base == MAP_FAILED)
 		goto fail;
 	/*
@@ -44,7 +42,16 @@ region_map(struct hm_region *r, size_t table, uint32_t slots, hm_osfile *fd)
 	 */
 	r->huge = size >= REGION_HUGE && madvise(r->base, size, MADV_HUGEPAGE) == 0;
 	if (table > 0) {
-		r->slots = (struct hm_direct_slot *)(r->base + size);
+		/* apart from base (client_priv.h): its own entry in the
+		 * process's maps, and its offset a page's multiple or no
+		 * region at all where pages are larger than REGION_BLOCK */
+		void *t = mmap(NULL, table, PROT_READ | PROT_WRITE, MAP_SHARED, *fd, (off_t)size);
+
+		if (t == MAP_FAILED) {
+			munmap(r->base, size);
+			goto fail;
+		}
+		r->slots = t;
 		r->nslots = slots;
 	}
 	return 0;
