@@ -573,7 +573,7 @@ cp_account(struct cp_costs *c, struct cp_costs *seed, const struct cp_knobs *k,
 
 void
 cp_populate_account(struct cp_costs *c, struct cp_costs *seed, const struct cp_knobs *k,
-		    uint64_t ns, bool bought, bool huge)
+		    uint64_t ns, bool bought, bool small)
 {
 	/* a quarter of the way: what a block costs depends on the file (its
 	 * folios' size), on whether a view touched its pages already, and on
@@ -607,14 +607,16 @@ cp_populate_account(struct cp_costs *c, struct cp_costs *seed, const struct cp_k
 	 * tables' own pages too (on the test VM, 50-260 us against 13-20
 	 * after it): charged, but counted as twice the estimate at most, or
 	 * one such block in each new process would set its block estimate
-	 * for its next blocks.  A block mapped page by page (small folios)
-	 * costs its 512 entries every time (0.8 ms on the test VM, against
-	 * the 6 us default made for huge folios): its first is taken whole,
-	 * or the estimate, a quarter of the way and 4 times at most a
-	 * sample, would take a few blocks more to get there, each bought on
-	 * the prior's word (rule 10) */
-	if (n == 0 && !huge) {
-		ST(&c->populate_ns, (uint32_t)(ns == 0 ? 1 : ns > EST_MAX ? EST_MAX : ns));
+	 * for its next blocks; so is one whose mapping is not known.  A
+	 * block known to be mapped page by page (small folios) costs its 512
+	 * entries every time (0.8 ms on the test VM, against the 6 us
+	 * default made for huge folios): its first is taken whole (as a buy
+	 * is charged: BUY_MAX_NS at most, a preempted one not made an
+	 * estimate), or the estimate, a quarter of the way and 4 times at
+	 * most a sample, would take a few blocks more to get there, each
+	 * bought on the prior's word (rule 10) */
+	if (n == 0 && small) {
+		ST(&c->populate_ns, (uint32_t)(ns == 0 ? 1 : charged(ns)));
 	} else {
 		if (n == 0 && LD(&c->populate_ns) != 0 && ns > 2u * (uint64_t)LD(&c->populate_ns))
 			ns = 2u * (uint64_t)LD(&c->populate_ns);

@@ -152,10 +152,11 @@ void cp_decide(struct cp_costs *c, const struct cp_knobs *k, size_t n, bool have
 void cp_account(struct cp_costs *c, struct cp_costs *seed, const struct cp_knobs *k,
 		const struct cp_plan *plan, uint64_t ns, size_t pages);
 /* Populating a block took ns; bought: the policy populated it (paid from
- * the bank), else the program asked (hm_warm, a view); huge: one huge
- * entry maps it (else it was mapped page by page). */
+ * the bank), else the program asked (hm_warm, a view); small: the whole
+ * block is known to be mapped page by page (a file in small folios), not
+ * by one huge entry nor unknown. */
 void cp_populate_account(struct cp_costs *c, struct cp_costs *seed, const struct cp_knobs *k,
-			 uint64_t ns, bool bought, bool huge);
+			 uint64_t ns, bool bought, bool small);
 
 /* The daemon says that the processes that read the file before read each
  * 2 MiB block of it `reads` times on average (OPEN's block_reads; 0: not

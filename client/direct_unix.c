@@ -123,11 +123,19 @@ pagemap_ready(void)
 	}
 }
 
-static bool
+/* 1: one huge entry maps [p, p + len); 0: small ones do (a file in small
+ * folios); -1: cannot tell (no pagemap, or a kernel before PAGEMAP_SCAN,
+ * Linux 6.7). */
+static int
 block_huge(const void *p, size_t len)
 {
+	int rc;
+
 	pagemap_ready();
-	return pagemap_fd >= 0 && pagemap_all_huge(pagemap_fd, p, len) == 1;
+	if (pagemap_fd < 0)
+		return -1;
+	rc = pagemap_all_huge(pagemap_fd, p, len);
+	return rc < 0 ? -1 : rc;
 }
 
 /* HOTMAP_COPY_LOG: a line on standard error. */
@@ -159,7 +167,7 @@ populate_block(hm_file *f, struct direct_map *m, size_t blk, bool bought)
 {
 	size_t from = blk * BLOCK_BYTES, len;
 	uint64_t t0, ns;
-	bool huge = false;
+	int huge = -1;	/* block_huge's answer, -1 before it is asked */
 
 	if (from >= m->maplen)
 		return false;
@@ -179,7 +187,7 @@ populate_block(hm_file *f, struct direct_map *m, size_t blk, bool bought)
 		if (guarded_copy(&b, m->base + from, 1) < 0)
 			return false;
 		huge = block_huge(m->base + from, len);
-		if (huge)
+		if (huge == 1)
 			goto built;
 	}
 	if (__atomic_load_n(&populate_off, __ATOMIC_RELAXED) ||
@@ -198,7 +206,9 @@ populate_block(hm_file *f, struct direct_map *m, size_t blk, bool bought)
 		return false;
 built:
 	ns = monotime_ns() - t0;
-	cp_populate_account(&m->map->cost, &direct_costs, &f->c->copy_knobs, ns, bought, huge);
+	/* small: a whole block the pagemap says small entries map (not a
+	 * file's short last block, nor one it could not tell) */
+	cp_populate_account(&m->map->cost, &direct_costs, &f->c->copy_knobs, ns, bought, huge == 0);
 	FILE_COUNT(f, populates, 1);
 	FILE_COUNT(f, populate_ns, ns);
 	SLOT_COUNT(m->slot, populated, 1);

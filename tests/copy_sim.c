@@ -251,7 +251,7 @@ one_read(struct run *r, size_t first, size_t pages)
 					}
 					r->pol.block_seen[b] = r->pol.now;
 					cp_populate_account(&r->costs, &r->proc, &r->k,
-							    (uint64_t)pc, true, !r->m->pte_blocks);
+							    (uint64_t)pc, true, r->m->pte_blocks);
 					c += pc;
 					r->populates++;
 				}

@@ -437,7 +437,7 @@ test_bank_preempted_buy(void **state)
 	assert_int_equal(cp_bank(&c), 1500 - 4000000);
 	/* a block the policy bought, preempted */
 	c.bank = 0;
-	cp_populate_account(&c, NULL, &k, 50000000, true, true);
+	cp_populate_account(&c, NULL, &k, 50000000, true, false);
 	assert_int_equal(cp_bank(&c), -4000000);
 	/* the bank opens again after some 100,000 small preads */
 	for (i = 0; i < 200000 && cp_bank(&c) < 0; i++) {
@@ -448,7 +448,7 @@ test_bank_preempted_buy(void **state)
 	assert_true(i < 100000);
 	/* a block hm_warm populated is the caller's: never charged */
 	c.bank = 0;
-	cp_populate_account(&c, NULL, &k, 50000000, false, true);
+	cp_populate_account(&c, NULL, &k, 50000000, false, false);
 	assert_int_equal(cp_bank(&c), 0);
 }
 

@@ -219,6 +219,33 @@ test_prior_small_folios(void **state)
 	run_free(&r);
 }
 
+/* A mapping's first block sets the block estimate whole only where the
+ * pagemap said small entries map it: one of huge folios, or one it could
+ * not tell about (a kernel before PAGEMAP_SCAN, a file's short last block),
+ * counts twice the estimate at most, and no sample counts more than a buy
+ * is charged (a preempted one). */
+static void
+test_prior_first_block(void **state)
+{
+	struct cp_knobs k;
+	struct cp_costs c;
+
+	(void)state;
+	cp_knobs_default(&k);
+	cp_costs_init(&c, NULL, &k);
+	cp_populate_account(&c, NULL, &k, 200000, false, false);	/* huge, or unknown */
+	assert_true(c.populate_ns <= 2 * k.populate_ns);
+	cp_costs_init(&c, NULL, &k);
+	cp_populate_account(&c, NULL, &k, 800000, false, true);	/* small folios */
+	assert_int_equal(c.populate_ns, 800000);
+	cp_costs_init(&c, NULL, &k);
+	cp_populate_account(&c, NULL, &k, 50000000, false, true);	/* preempted */
+	assert_int_equal(c.populate_ns, 4000000);
+	/* the second block moves it a quarter of the way, as any */
+	cp_populate_account(&c, NULL, &k, 800000, false, true);
+	assert_int_equal(c.populate_ns, 3200000);
+}
+
 /* The prior's thresholds: below what a block takes to pay it changes
  * nothing; at or above it a block is populated at its first read; and the
  * credit is the process's, given once. */
@@ -270,14 +297,14 @@ test_prior_thresholds(void **state)
 	proc.bank = -1;
 	cp_prior(&a, &k, 1000);
 	assert_int_equal(cp_populate_after(&a, &k), 1);
-	cp_populate_account(&a, &proc, &k, 20000, true, true);
+	cp_populate_account(&a, &proc, &k, 20000, true, false);
 	assert_int_equal(cp_credit(&a), k.prior_credit_ns - 20000);
 	assert_int_equal(cp_bank(&a), -1);
 	/* the credit pays for the prior's blocks only: where the prior does
 	 * not pay, an overdrawn bank buys nothing, credit or not */
 	cp_prior(&a, &k, 10);
 	assert_int_equal(cp_populate_after(&a, &k), k.heat_max);
-	cp_populate_account(&a, &proc, &k, 20000, true, true);
+	cp_populate_account(&a, &proc, &k, 20000, true, false);
 	assert_int_equal(cp_credit(&a), k.prior_credit_ns - 20000);
 	assert_int_equal(cp_bank(&a), -20001);
 	/* spent: nothing is bought while overdrawn */
@@ -305,6 +332,7 @@ main(void)
 		cmocka_unit_test(test_prior_dear_blocks),
 		cmocka_unit_test(test_prior_cold_first_pread),
 		cmocka_unit_test(test_prior_small_folios),
+		cmocka_unit_test(test_prior_first_block),
 		cmocka_unit_test(test_prior_dear_copies),
 		cmocka_unit_test(test_prior_lies),
 		cmocka_unit_test(test_prior_thresholds),
