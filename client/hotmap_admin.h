@@ -82,7 +82,8 @@ struct hm_client_info {
 	uint64_t direct_bytes;
 	uint64_t bytes_served;		/* file bytes the daemon gave it */
 	int polling;			/* polling mode (a request ring) */
-	int region_huge;		/* its shared region asked for huge pages */
+	int region_huge;		/* its shared region has huge pages (asked,
+				 * and the system gives them to shared memory) */
 	uint64_t connected_ms;		/* since it connected */
 };
 /* Calls cb for every connected client (this one included), fetching the

@@ -66,7 +66,7 @@ static PyStructSequence_Field client_info_fields[] = {
 	{ "direct_bytes", "and their bytes" },
 	{ "bytes_served", "file bytes the daemon gave it" },
 	{ "polling", "polling mode (a request ring)" },
-	{ "region_huge", "its shared region asked for huge pages" },
+	{ "region_huge", "its shared region has huge pages" },
 	{ "connected_ms", "since it connected" },
 	WAYS_FIELDS,
 	{ NULL }
