@@ -269,9 +269,26 @@ test_view_makes_copies(void **state)
  * read (allowance), and their prior gain (gain_ns, which a mapping takes
  * until it has timed a copy) makes any block's price one read, so that
  * the count (a 2 MiB file read 4,000 times: 4,000 a block) is above it
- * whatever this process measured a block to cost.
+ * whatever this process measured a block to cost, once it has measured a
+ * pread (measure_pread).
  */
 #define PRIOR_READS 4000u
+
+/* This process's pread measured, which the prior waits for (rule 10),
+ * whichever tests ran before: every small read timed (sample_every=1),
+ * two of pages not read before (the first a process times is not a
+ * sample, rule 6); a mapping opened after takes the estimate. */
+static void
+measure_pread(const struct harness *h)
+{
+	struct opened m;
+
+	open_file(h, "sample_every=1", "pread", &m);
+	assert_int_equal(harness_check_read(m.f, m.fd, 0, 4 * KiB), 4 * KiB);
+	assert_int_equal(harness_check_read(m.f, m.fd, 4 * MiB, 4 * KiB), 4 * KiB);
+	assert_true(stats_of(m.f).pread_ns > 0);
+	close_file(&m);
+}
 
 static void
 test_prior_from_daemon(void **state)
@@ -300,6 +317,7 @@ test_prior_from_daemon(void **state)
 	hm_disconnect(o.c);
 	close(o.fd);
 
+	measure_pread(h);
 	reopen_file(h, "allowance=1000,gain_ns=4000000000", &o);
 	st = stats_of(o.f);
 	assert_int_equal(st.populate_after, 1);
