@@ -302,7 +302,7 @@ cp_populate_after(const struct cp_costs *c, const struct cp_knobs *k)
 	/* the file's blocks are read often enough by every process that
 	 * reads it: at its first read (docs/direct-reads.md, rule 10), from
 	 * the bank or else the prior's credit */
-	if (prior_pays(c, k) && (cp_bank(c) >= 0 || credit_open(c, k)))
+	if (prior_pays(c, k) && (cp_bank(c) >= 0 || cp_credit(c) > 0))
 		return 1u;
 	/* overdrawn: no block is bought; its reads go on counting, and it
 	 * is populated at its next read once the bank allows */

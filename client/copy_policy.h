@@ -166,9 +166,10 @@ void cp_populate_account(struct cp_costs *c, struct cp_costs *seed, const struct
  * block is populated at its first read rather than once its own reads
  * have paid for it: the rent cannot know that a block will be read again,
  * the prior can.  The first
- * file of the process that takes a prior gives the process a credit of
- * prior_credit_ns, once, which pays first for the blocks the prior buys
- * (and for nothing else), the bank paying what it cannot: the first buys
+ * count the process is given comes with a credit of prior_credit_ns,
+ * once, which pays first for the blocks the prior buys (and for nothing
+ * else; the prior waits for a pread measured), the bank paying what it
+ * cannot: the first buys
  * need not wait for copies to earn them, and a prior that lies (other
  * clients write what it is made of) costs a process at most that credit
  * more than the floor. */

@@ -8,8 +8,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <stdbool.h>
-#include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 

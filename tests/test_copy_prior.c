@@ -33,12 +33,15 @@
  */
 #define HUGE_BLOCKS	512u
 
+/* n random reads of HUGE_BLOCKS blocks on machine m, the daemon's count
+ * prior; the process's first read first_ns dearer, every way's. */
 static void
-prior_run(uint32_t prior, struct run *r)
+prior_run(const struct machine *m, uint32_t prior, size_t n, double first_ns, struct run *r)
 {
-	run_init(r, &vm_huge, HUGE_BLOCKS * BLOCK_PAGES);
+	run_init(r, m, HUGE_BLOCKS * BLOCK_PAGES);
 	cp_prior(&r->costs, &r->k, prior);
-	random_reads(r, 10000, HUGE_BLOCKS * BLOCK_PAGES);
+	r->extra_next = first_ns;
+	random_reads(r, n, HUGE_BLOCKS * BLOCK_PAGES);
 }
 
 static void
@@ -47,11 +50,11 @@ test_prior_first_read(void **state)
 	struct run none, prior, half, off;
 
 	(void)state;
-	prior_run(0, &none);
+	prior_run(&vm_huge, 0, 10000, 0, &none);
 	report("vm, huge folios, 20 reads a block, no prior", &none);
-	prior_run(40, &prior);
+	prior_run(&vm_huge, 40, 10000, 0, &prior);
 	report("vm, huge folios, 20 reads a block, prior 40", &prior);
-	prior_run(19, &half);
+	prior_run(&vm_huge, 19, 10000, 0, &half);
 	report("vm, huge folios, 20 reads a block, prior 19", &half);
 	/* within the margin: not taken, but to learn what a block costs
 	 * (its first blocks, before the estimate says 20 us): the floor */
@@ -94,9 +97,7 @@ test_prior_dear_blocks(void **state)
 	struct run r;
 
 	(void)state;
-	run_init(&r, &vm_huge_cold, HUGE_BLOCKS * BLOCK_PAGES);
-	cp_prior(&r.costs, &r.k, 40);
-	random_reads(&r, 10000, HUGE_BLOCKS * BLOCK_PAGES);
+	prior_run(&vm_huge_cold, 40, 10000, 0, &r);
 	report("vm, huge folios, dear blocks among them, prior 40", &r);
 	assert_true(r.populates > HUGE_BLOCKS / 2);
 	assert_true(r.t_pol <= 0.90 * r.t_pread);
@@ -122,9 +123,7 @@ test_prior_dear_copies(void **state)
 	struct run r;
 
 	(void)state;
-	run_init(&r, &vm_huge_dear_copies, HUGE_BLOCKS * BLOCK_PAGES);
-	cp_prior(&r.costs, &r.k, 40);
-	random_reads(&r, 10000, HUGE_BLOCKS * BLOCK_PAGES);
+	prior_run(&vm_huge_dear_copies, 40, 10000, 0, &r);
 	report("vm, huge folios, copies dearer than pread, prior 40", &r);
 	assert_true(r.populates < 32);
 	assert_true(r.t_pol <= 1.05 * r.t_pread);
@@ -183,10 +182,7 @@ test_prior_cold_first_pread(void **state)
 	struct run r;
 
 	(void)state;
-	run_init(&r, &vm_huge, HUGE_BLOCKS * BLOCK_PAGES);
-	cp_prior(&r.costs, &r.k, 19);
-	r.extra_next = 230000;	/* the first read, every way's */
-	random_reads(&r, 5000, HUGE_BLOCKS * BLOCK_PAGES);
+	prior_run(&vm_huge, 19, 5000, 230000, &r);
 	report("vm, huge folios, a cold first pread, 10 reads a block, prior 19", &r);
 	assert_true(r.t_pol <= 1.05 * r.t_pread);
 	assert_true(cp_credit(&r.costs) >= (int64_t)r.k.prior_credit_ns / 2);
@@ -209,10 +205,7 @@ test_prior_small_folios(void **state)
 	struct run r;
 
 	(void)state;
-	run_init(&r, &vm, HUGE_BLOCKS * BLOCK_PAGES);
-	cp_prior(&r.costs, &r.k, 19);
-	r.extra_next = 230000;
-	random_reads(&r, 5000, HUGE_BLOCKS * BLOCK_PAGES);
+	prior_run(&vm, 19, 5000, 230000, &r);
 	report("vm, small folios (788 us blocks), 10 reads a block, prior 19", &r);
 	assert_true(r.populates <= 2);
 	assert_true(r.t_pol <= 1.15 * r.t_pread);

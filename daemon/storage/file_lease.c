@@ -139,7 +139,6 @@ storage_block_reads(const struct storage_handle *h)
 	return h->entry != NULL ? h->entry->block_reads : 0;
 }
 
-
 static uint64_t
 sat_add(uint64_t a, uint64_t b)
 {
