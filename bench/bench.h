@@ -134,6 +134,16 @@ struct bench_range {
 	void *buf;
 };
 
+/* Which way a hotmap contender's reads went (hm_read_stats), cumulative. */
+struct read_ways {
+	double copies;		/* copied out of the mapping (touched or touching) */
+	double preads;		/* pread on the process's own descriptor */
+	double daemon;		/* through hotmapd */
+	double populates;	/* 2 MiB blocks populated */
+	double populate_us;	/* what they took */
+	double copy_us, pread_us;	/* the policy's estimates at the end */
+};
+
 struct contender {
 	const char *name;		/* short, for tables and files */
 	const char *label;		/* one line for the report */
@@ -181,6 +191,9 @@ struct contender {
 	 * (len is always inside the file here). */
 	int (*consume)(void *f, void *buf, size_t len, uint64_t off,
 		       int (*fn)(const void *data, size_t len, void *arg), void *arg);
+	/* How this process's reads of f went so far (hotmap contenders:
+	 * hm_read_stats); NULL for the others.  0, or -1. */
+	int (*read_ways)(void *f, struct read_ways *w);
 };
 
 extern const struct contender contenders[];

@@ -328,6 +328,24 @@ hotmap_close(void *fp)
 }
 
 static int
+hotmap_read_ways(void *fp, struct read_ways *w)
+{
+	struct hm_handle *h = fp;
+	struct hm_read_stats st = { .size = sizeof st };
+
+	if (hm_read_stats(h->f, &st) < 0)
+		return -1;
+	*w = (struct read_ways){ .copies = (double)(st.copy_reads + st.touch_reads),
+				 .preads = (double)st.pread_reads,
+				 .daemon = (double)st.daemon_reads,
+				 .populates = (double)st.populates,
+				 .populate_us = (double)st.populate_ns / 1e3,
+				 .copy_us = (double)st.copy_ns / 1e3,
+				 .pread_us = (double)st.pread_ns / 1e3 };
+	return 0;
+}
+
+static int
 hotmap_read_batch(void *sp, struct bench_range *r, size_t n)
 {
 	struct session *s = sp;
@@ -441,7 +459,8 @@ hotmap_view_consume(void *fp, void *buf, size_t len, uint64_t off,
 	.session_open = hotmap_session_open, \
 	.session_close = hotmap_session_close, \
 	.file_open = hotmap_open, \
-	.file_close = hotmap_close
+	.file_close = hotmap_close, \
+	.read_ways = hotmap_read_ways
 
 const struct contender contenders[] = {
 	{
@@ -548,6 +567,7 @@ const struct contender contenders[] = {
 		.session_close = hotmap_session_close,
 		.file_open = hotmap_open_touched,
 		.file_close = hotmap_close,
+		.read_ways = hotmap_read_ways,
 		.read = hotmap_read,
 	},
 	{
@@ -563,6 +583,7 @@ const struct contender contenders[] = {
 		.session_close = hotmap_session_close,
 		.file_open = hotmap_open_touched,
 		.file_close = hotmap_close,
+		.read_ways = hotmap_read_ways,
 		.read = hotmap_view_read,
 		.view_ranges = hotmap_view_ranges,
 		.consume = hotmap_view_consume,

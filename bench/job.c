@@ -197,6 +197,47 @@ add_faults(struct row *row, const struct contender *c, const struct measure *m, 
 	}
 }
 
+/*
+ * Where a hotmap contender's timed reads went: the share copied out of
+ * its mapping, the share through hotmapd, the 2 MiB blocks the copy
+ * policy populated with what they took, and its estimates of a copy and a
+ * pread at the end (libhotmap(3), COPY POLICY).
+ * What a row loses or wins by is then in the same table.
+ */
+void
+add_ways(struct row *row, const struct job *j)
+{
+	const struct read_ways *w = &j->ways;
+	double all = w->copies + w->preads + w->daemon;
+
+	if (!j->have_ways || all <= 0)
+		return;
+	row_add(row, "copied%", "%", 100.0 * w->copies / all);
+	if (w->daemon > 0)
+		row_add(row, "daemon%", "%", 100.0 * w->daemon / all);
+	row_add(row, "blocks", "blocks", w->populates);
+	if (w->populates > 0)
+		row_add(row, "blk_us", "us", w->populate_us / w->populates);
+	if (w->copy_us > 0)
+		row_add(row, "est_copy_us", "us", w->copy_us);
+	if (w->pread_us > 0)
+		row_add(row, "est_pread_us", "us", w->pread_us);
+}
+
+/* w1 - w0 into j (the reads between two snapshots). */
+static void
+ways_since(struct job *j, const struct read_ways *w0, const struct read_ways *w1)
+{
+	j->ways = (struct read_ways){ .copies = w1->copies - w0->copies,
+				      .preads = w1->preads - w0->preads,
+				      .daemon = w1->daemon - w0->daemon,
+				      .populates = w1->populates - w0->populates,
+				      .populate_us = w1->populate_us - w0->populate_us,
+				      .copy_us = w1->copy_us,
+				      .pread_us = w1->pread_us };
+	j->have_ways = true;
+}
+
 void
 run_floor_rows(const char *workload, const char *variant, void **states, const uint64_t *offs,
 	       size_t n, size_t len, size_t batch, uint64_t total, unsigned mask, double *lat)
@@ -275,6 +316,7 @@ job_main(void *arg)
 	struct job *j = arg;
 	const struct contender *c = j->c;
 	struct opened o;
+	struct read_ways w0 = { 0 }, w1;
 	size_t i;
 	int rc = 0;
 
@@ -295,6 +337,8 @@ job_main(void *arg)
 		if (j->pretouch)
 			rc = measure_reads(c, o.s, &o.f, NULL, j->offs, j->n, j->len, j->batch, &j->m);
 		j->res = file_residency(j->path);
+		if (rc == 0 && c->read_ways != NULL && c->read_ways(o.f, &w0) < 0)
+			w0 = (struct read_ways){ 0 };
 		if (rc == 0)
 			rc = measure_reads(c, o.s, &o.f, NULL, j->offs, j->n, j->len, j->batch, &j->m);
 		break;
@@ -361,6 +405,8 @@ job_main(void *arg)
 	}
 	if (rc < 0 && j->err[0] == '\0')
 		snprintf(j->err, sizeof j->err, "%s", strerror(-rc));
+	if (rc == 0 && c->read_ways != NULL && c->read_ways(o.f, &w1) == 0)
+		ways_since(j, &w0, &w1);
 	close_one(c, &o);
 	return rc;
 }
@@ -390,6 +436,7 @@ job_run(struct job *j, const char *workload, const char *what)
 
 	j->err[0] = '\0';
 	j->m = (struct measure){ .lat = lat };
+	j->have_ways = false;
 	rc = in_fresh_process(job_main, j);
 	if (rc < 0) {
 		report_failure(workload, j->c->name, "%s%s%s", what, what[0] != '\0' ? ": " : "",

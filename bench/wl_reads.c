@@ -75,6 +75,7 @@ wl_rand(void)
 				row_add(row, "ops_s", "reads/s", (double)n / m.elapsed);
 				add_latency(row, m.lat, m.nlat, batch == 1);
 				add_faults(row, c, &m, true);
+			add_ways(row, J);
 				if (batch > 1)
 					row_note(row, "%s", c->batch_note);
 			}
@@ -144,6 +145,7 @@ wl_seq(void)
 			row_add(row, "gb_s", "GB/s", (double)m.bytes / m.elapsed / 1e9);
 			add_latency(row, m.lat, m.nlat, false);
 			add_faults(row, c, &m, true);
+			add_ways(row, J);
 		}
 		run_floor_rows(W, "1MiB", fstates, NULL, 0, len, 1, (uint64_t)n * len, W_SEQ, lat);
 	}
@@ -214,6 +216,7 @@ wl_viewsum(void)
 			row_add(row, "gb_s", "GB/s", (double)n * len / el / 1e9);
 			add_latency(row, J->m.lat, n, false);
 			row_add(row, "minflt", "faults", (double)J->cf.minflt);
+			add_ways(row, J);
 		}
 	}
 	report_print_table(W);
@@ -271,6 +274,7 @@ wl_dep(void)
 			row_add(row, "us_lookup", "us/lookup", el / (double)n * 1e6);
 			add_latency(row, J->m.lat, n, true);
 			row_add(row, "lookups_s", "lookups/s", (double)n / el);
+			add_ways(row, J);
 		}
 	}
 	report_print_table(W);
@@ -316,6 +320,7 @@ wl_iso(void)
 			row = row_get(W, "alone", c->name);
 			row_add(row, "ops_s", "reads/s", (double)n / m.elapsed);
 			add_latency(row, m.lat, m.nlat, true);
+			add_ways(row, J);
 
 			/* while another client scans a cold file */
 			restarts = cold_restarts;
@@ -336,6 +341,7 @@ wl_iso(void)
 				(double)J->srep.bytes / (J->srep.t1 - J->srep.t0) / 1e6 : 0);
 			row_add(row, "overlap_pct", "%", J->over < 0 ? 0 : J->over > 1 ? 100 : J->over * 100);
 			row_add(row, "resident_pct", "%", res * 100);
+			add_ways(row, J);
 			if (sc_c != c)
 				row_note(row, "the scanner is a process reading with pread");
 		}
@@ -429,6 +435,7 @@ wl_cache(void)
 				row = row_get(W, cache_state_names[st], c->name);
 				row_add(row, "gb_s", "GB/s", (double)m.bytes / m.elapsed / 1e9);
 				add_faults(row, c, &m, true);
+			add_ways(row, J);
 				row_add(row, "resident_pct", "%", res * 100);
 				if (st == CACHE_TOUCHED && (c->flags & CF_REFERENCE))
 					row_note(row, "no mapping: same as warm");

@@ -87,6 +87,9 @@ struct job {
 		struct dep_state dep;
 	} st;
 	struct measure m;	/* its lat: shared memory too */
+	/* hotmap contenders: which way the timed reads went */
+	bool have_ways;
+	struct read_ways ways;
 };
 
 /* --- job.c ------------------------------------------------------------------- */
@@ -107,6 +110,8 @@ void close_one(const struct contender *c, struct opened *o);
 int measure_reads(const struct contender *c, void *sess, void **files, const uint32_t *fidx,
 		  const uint64_t *offs, size_t n, size_t len, size_t batch, struct measure *m);
 void add_latency(struct row *row, double *lat, size_t n, bool pool);
+/* A hotmap contender's ways of reading (struct job's ways) into the row. */
+void add_ways(struct row *row, const struct job *j);
 void add_faults(struct row *row, const struct contender *c, const struct measure *m, bool major);
 void run_floor_rows(const char *workload, const char *variant, void **states, const uint64_t *offs,
 		    size_t n, size_t len, size_t batch, uint64_t total, unsigned mask, double *lat);
