@@ -2,9 +2,9 @@
 /*
  * page_state.c - see page_state.h.
  *
- * A page's byte: bits 0-6 its pread reads (saturating at
- * PAGE_STATE_HITS_MAX), bit 7 touched.  Counts are racy between threads,
- * which is fine: they only steer the choice of copy.
+ * Counts and marks are racy between threads, which is fine: they only
+ * steer the choice of copy (a count lost is one pread more; a mark lost,
+ * one touch more; never a byte).
  */
 #include "config.h"
 
@@ -14,19 +14,21 @@
 
 #include "client/page_state.h"
 
-#define TOUCHED		0x80u
+#define WORDS		(PAGE_STATE_CHUNK / 64u)	/* touched bits of a block */
+#define CHUNK_BYTES	(WORDS * sizeof(uint64_t))
 /* Blocks are carved out of arenas of this many bytes. */
 #define ARENA_BYTES	(32u * 1024u)
 
 struct page_arena {
 	struct page_arena *next;
-	uint8_t bytes[];
+	uint64_t words[];
 };
 
 int
 page_state_init(struct page_state *s, size_t npages)
 {
 	s->nchunks = npages / PAGE_STATE_CHUNK + 1;
+	s->npages = npages;
 	s->chunks = calloc(s->nchunks, sizeof *s->chunks);
 	if (s->chunks == NULL)
 		return -ENOMEM;
@@ -38,6 +40,9 @@ page_state_init(struct page_state *s, size_t npages)
 	pthread_mutex_init(&s->lock, NULL);
 	s->arenas = NULL;
 	s->arena_used = ARENA_BYTES;	/* none yet */
+	s->hits = NULL;
+	s->nhits = npages <= PAGE_STATE_HITS_TABLE ? (npages > 0 ? npages : 1) : PAGE_STATE_HITS_TABLE;
+	s->counted = 0;
 	return 0;
 }
 
@@ -54,96 +59,158 @@ page_state_free(struct page_state *s)
 	s->chunks = NULL;
 	free(s->heat);
 	s->heat = NULL;
+	free(s->hits);
+	s->hits = NULL;
 	pthread_mutex_destroy(&s->lock);
 }
 
-/* Page p's byte, or NULL when its block was never written (all zero). */
-static const uint8_t *
-page_peek(const struct page_state *s, size_t p)
+/* Whether the table is shared by several pages a counter. */
+static bool
+shared(const struct page_state *s)
 {
-	const uint8_t *c = __atomic_load_n(&s->chunks[p / PAGE_STATE_CHUNK], __ATOMIC_ACQUIRE);
-
-	return c != NULL ? c + p % PAGE_STATE_CHUNK : NULL;
+	return s->npages > s->nhits;
 }
 
-/* Page p's byte, its block made if need be; NULL without memory (the
- * page then stays unknown: read with pread, never marked). */
-static uint8_t *
-page_at(struct page_state *s, size_t p)
+/* Page p's counter: itself when every page has one, else a hash (the
+ * golden ratio's multiplier: pages near each other fall far apart). */
+static size_t
+counter_of(const struct page_state *s, size_t p)
 {
-	uint8_t **slot = &s->chunks[p / PAGE_STATE_CHUNK];
-	uint8_t *c = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+	if (!shared(s))
+		return p;
+	return (size_t)(((uint64_t)p * 0x9e3779b97f4a7c15ull) >> 52) & (PAGE_STATE_HITS_TABLE - 1u);
+}
 
+/* Block b's touched bits, made if need be; NULL without memory (its pages
+ * then stay untouched: read with pread). */
+static uint64_t *
+chunk_at(struct page_state *s, size_t b)
+{
+	uint64_t **slot = &s->chunks[b];
+	uint64_t *c = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+
+	if (c != NULL)
+		return c;
+	pthread_mutex_lock(&s->lock);
+	c = *slot;
 	if (c == NULL) {
-		pthread_mutex_lock(&s->lock);
-		c = *slot;
-		if (c == NULL) {
-			if (s->arena_used + PAGE_STATE_CHUNK > ARENA_BYTES) {
-				/* not calloc: it would clear the whole arena
-				 * now, a page fault per page; each block is
-				 * cleared as it is handed out */
-				struct page_arena *a = malloc(sizeof *a + ARENA_BYTES);
+		if (s->arena_used + CHUNK_BYTES > ARENA_BYTES) {
+			/* not calloc: it would clear the whole arena now, a
+			 * page fault per page; each block is cleared as it is
+			 * handed out */
+			struct page_arena *a = malloc(sizeof *a + ARENA_BYTES);
 
-				if (a != NULL) {
-					a->next = s->arenas;
-					s->arenas = a;
-					s->arena_used = 0;
-				}
-			}
-			if (s->arena_used + PAGE_STATE_CHUNK <= ARENA_BYTES) {
-				c = s->arenas->bytes + s->arena_used;
-				s->arena_used += PAGE_STATE_CHUNK;
-				memset(c, 0, PAGE_STATE_CHUNK);
-				__atomic_store_n(slot, c, __ATOMIC_RELEASE);
+			if (a != NULL) {
+				a->next = s->arenas;
+				s->arenas = a;
+				s->arena_used = 0;
 			}
 		}
-		pthread_mutex_unlock(&s->lock);
-		if (c == NULL)
-			return NULL;
+		if (s->arena_used + CHUNK_BYTES <= ARENA_BYTES) {
+			c = s->arenas->words + s->arena_used / sizeof(uint64_t);
+			s->arena_used += CHUNK_BYTES;
+			memset(c, 0, CHUNK_BYTES);
+			__atomic_store_n(slot, c, __ATOMIC_RELEASE);
+		}
 	}
-	return c + p % PAGE_STATE_CHUNK;
+	pthread_mutex_unlock(&s->lock);
+	return c;
+}
+
+/* The counters, made if need be; NULL without memory (nothing is counted:
+ * no page is touched by the rent-or-buy rule, and blocks still are). */
+static uint8_t *
+hits_at(struct page_state *s)
+{
+	uint8_t *h = __atomic_load_n(&s->hits, __ATOMIC_ACQUIRE);
+
+	if (h != NULL)
+		return h;
+	pthread_mutex_lock(&s->lock);
+	h = s->hits;
+	if (h == NULL) {
+		h = calloc(s->nhits, 1);
+		if (h != NULL)
+			__atomic_store_n(&s->hits, h, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&s->lock);
+	return h;
+}
+
+static bool
+touched_in(const uint64_t *c, size_t p)
+{
+	size_t i = p % PAGE_STATE_CHUNK;
+
+	return c != NULL && (__atomic_load_n(&c[i / 64u], __ATOMIC_RELAXED) >> (i % 64u) & 1u);
 }
 
 void
 page_state_ask(const struct page_state *s, size_t first, size_t last, bool *touched,
 	       unsigned *hits)
 {
+	const uint8_t *h = __atomic_load_n(&s->hits, __ATOMIC_ACQUIRE);
 	unsigned min = PAGE_STATE_HITS_MAX;
 	bool all = true;
 	size_t p;
 
-	/* one pass, each page's byte loaded once: the copy policy asks this
-	 * on every read of a page not yet touched (its rent) */
+	/* one pass: the copy policy asks this on every read of a page not
+	 * yet touched (its rent) */
 	for (p = first; p <= last; p++) {
-		const uint8_t *b = page_peek(s, p);
-		unsigned v = b != NULL ? __atomic_load_n(b, __ATOMIC_RELAXED) : 0;
+		const uint64_t *c = __atomic_load_n(&s->chunks[p / PAGE_STATE_CHUNK], __ATOMIC_ACQUIRE);
+		unsigned v;
 
-		if (!(v & TOUCHED))
-			all = false;
-		if ((v & ~TOUCHED) < min)
-			min = v & ~TOUCHED;
+		if (touched_in(c, p))
+			continue;
+		all = false;
+		v = h != NULL ? __atomic_load_n(&h[counter_of(s, p)], __ATOMIC_RELAXED) : 0u;
+		if (v < min)
+			min = v;
 	}
 	*touched = all;
 	*hits = all ? 0 : min;
 }
 
+/* Every shared counter halved: counts of pages that collided fade, where
+ * a hot page's keep growing between halvings. */
+static void
+halve(uint8_t *h, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		uint8_t v = __atomic_load_n(&h[i], __ATOMIC_RELAXED);
+
+		if (v != 0)
+			__atomic_store_n(&h[i], (uint8_t)(v / 2u), __ATOMIC_RELAXED);
+	}
+}
+
 void
 page_state_hit(struct page_state *s, size_t first, size_t last)
 {
+	uint8_t *h = hits_at(s);
 	size_t p;
 
+	if (h == NULL)
+		return;
 	for (p = first; p <= last; p++) {
-		uint8_t *b = page_at(s, p);
-		uint8_t v;
+		uint8_t *b = &h[counter_of(s, p)];
+		uint8_t v = __atomic_load_n(b, __ATOMIC_RELAXED);
 
-		if (b == NULL)
-			continue;
-		v = __atomic_load_n(b, __ATOMIC_RELAXED);
-		/* A plain store, not a compare-and-swap (on every read with
-		 * pread): a touch another thread marks in between may be
-		 * lost, which costs that page one touch more, never a byte. */
-		if ((v & ~TOUCHED) < PAGE_STATE_HITS_MAX)
-			__atomic_store_n(b, (uint8_t)(v + 1), __ATOMIC_RELAXED);
+		/* a plain store, not a compare-and-swap (on every read with
+		 * pread): another thread's count in between may be lost */
+		if (v < PAGE_STATE_HITS_MAX)
+			__atomic_store_n(b, (uint8_t)(v + 1u), __ATOMIC_RELAXED);
+	}
+	if (shared(s)) {
+		uint32_t n = __atomic_load_n(&s->counted, __ATOMIC_RELAXED) + (uint32_t)(last - first + 1);
+
+		if (n >= 4u * PAGE_STATE_HITS_TABLE) {
+			halve(h, s->nhits);
+			n = 0;
+		}
+		__atomic_store_n(&s->counted, n, __ATOMIC_RELAXED);
 	}
 }
 
@@ -153,10 +220,12 @@ page_state_mark(struct page_state *s, size_t first, size_t last)
 	size_t p;
 
 	for (p = first; p <= last; p++) {
-		uint8_t *b = page_at(s, p);
+		uint64_t *c = chunk_at(s, p / PAGE_STATE_CHUNK);
+		size_t i = p % PAGE_STATE_CHUNK;
+		uint64_t bit = (uint64_t)1 << (i % 64u);
 
-		if (b != NULL && !(__atomic_load_n(b, __ATOMIC_RELAXED) & TOUCHED))
-			__atomic_fetch_or(b, (uint8_t)TOUCHED, __ATOMIC_RELAXED);
+		if (c != NULL && !(__atomic_load_n(&c[i / 64u], __ATOMIC_RELAXED) & bit))
+			__atomic_fetch_or(&c[i / 64u], bit, __ATOMIC_RELAXED);
 	}
 }
 
@@ -180,18 +249,24 @@ page_state_block_heat(struct page_state *s, size_t b, unsigned after)
 void
 page_state_forget(struct page_state *s)
 {
-	size_t b, p;
+	uint8_t *h = __atomic_load_n(&s->hits, __ATOMIC_ACQUIRE);
+	size_t b, i;
 
 	for (b = 0; b < s->nchunks; b++) {
-		uint8_t *c = __atomic_load_n(&s->chunks[b], __ATOMIC_ACQUIRE);
+		uint64_t *c = __atomic_load_n(&s->chunks[b], __ATOMIC_ACQUIRE);
 
-		/* byte by byte, as the readers read them: no torn word, and a
-		 * touch another thread marks meanwhile may stay (one touch
-		 * the fewer, never a wrong byte) */
+		/* word by word, as the readers read them; a touch another
+		 * thread marks meanwhile may stay (one touch the fewer,
+		 * never a wrong byte) */
 		if (c != NULL)
-			for (p = 0; p < PAGE_STATE_CHUNK; p++)
-				if (__atomic_load_n(&c[p], __ATOMIC_RELAXED) != 0)
-					__atomic_store_n(&c[p], 0, __ATOMIC_RELAXED);
+			for (i = 0; i < WORDS; i++)
+				if (__atomic_load_n(&c[i], __ATOMIC_RELAXED) != 0)
+					__atomic_store_n(&c[i], 0, __ATOMIC_RELAXED);
 		__atomic_store_n(&s->heat[b], 0, __ATOMIC_RELAXED);
 	}
+	if (h != NULL)
+		for (i = 0; i < s->nhits; i++)
+			if (__atomic_load_n(&h[i], __ATOMIC_RELAXED) != 0)
+				__atomic_store_n(&h[i], 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->counted, 0, __ATOMIC_RELAXED);
 }
