@@ -377,6 +377,7 @@ struct hm_file {
 	uint64_t dgen;
 	uint64_t dsize;
 	uint32_t block_reads;	/* the daemon's prior (cp_prior) */
+	uint32_t block_reads_low;	/* and its low mark */
 	struct direct_map *dm;
 	hm_osfile own_fd;
 	/* HOTMAP_FALLBACK=local: the descriptor hm_open's file is read

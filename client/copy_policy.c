@@ -41,6 +41,8 @@ cp_knobs_default(struct cp_knobs *k)
 		.prior = 1u,
 		.prior_credit_ns = 8000000u,
 		.prior_margin = 2u,
+		.prior_low_margin = 1u,
+		.populate_span = 16u,
 	};
 }
 
@@ -65,6 +67,8 @@ static const struct knob {
 	{ "prior", offsetof(struct cp_knobs, prior), 0 },
 	{ "prior_credit_ns", offsetof(struct cp_knobs, prior_credit_ns), 0 },
 	{ "prior_margin", offsetof(struct cp_knobs, prior_margin), 1 },
+	{ "prior_low_margin", offsetof(struct cp_knobs, prior_low_margin), 0 },
+	{ "populate_span", offsetof(struct cp_knobs, populate_span), 1 },
 };
 
 static int
@@ -272,14 +276,21 @@ cp_touch_after(const struct cp_costs *c, const struct cp_knobs *k)
 static bool
 prior_pays(const struct cp_costs *c, const struct cp_knobs *k)
 {
-	uint32_t prior = LD(&c->prior_reads);
+	uint32_t prior = LD(&c->prior_reads), low = LD(&c->prior_low);
+	uint64_t price;
 
 	/* a pread measured, not assumed: what a read out of a block saves
 	 * is most of it (a block's cost is learnt by buying blocks: the
 	 * first ones, and the block probes) */
-	return k->prior != 0 && prior != 0 && LD(&c->pread_ns) != 0 &&
-	       prior >= (uint64_t)k->prior_margin *
-				reads_to_pay(LD(&c->populate_ns), gain(c, k), 1u, k->heat_max);
+	if (k->prior == 0 || (prior == 0 && low == 0) || LD(&c->pread_ns) == 0)
+		return false;
+	price = reads_to_pay(LD(&c->populate_ns), gain(c, k), 1u, k->heat_max);
+	/* the average with its margin (a process reading half as much as
+	 * those before it still gains), or the low mark, which a process
+	 * that read less than the others set at once: even the least of
+	 * them would have gained (rule 10) */
+	return (prior != 0 && prior >= (uint64_t)k->prior_margin * price) ||
+	       (low != 0 && k->prior_low_margin != 0 && low >= (uint64_t)k->prior_low_margin * price);
 }
 
 /* The prior's credit left (the process's): spent only on the blocks the
@@ -312,14 +323,16 @@ cp_populate_after(const struct cp_costs *c, const struct cp_knobs *k)
 }
 
 void
-cp_prior(struct cp_costs *c, const struct cp_knobs *k, uint32_t reads)
+cp_prior(struct cp_costs *c, const struct cp_knobs *k, uint32_t reads, uint32_t low)
 {
 	struct cp_costs *proc = c->proc != NULL ? c->proc : c;
 
 	ST(&c->prior_reads, reads);
+	ST(&c->prior_low, low);
 	/* given with the first count, paid out only while the prior pays:
 	 * whether it does is known once the costs are measured */
-	if (k->way != CP_AUTO || k->prior == 0 || reads == 0 || LD(&proc->credited) != 0)
+	if (k->way != CP_AUTO || k->prior == 0 || (reads == 0 && low == 0) ||
+	    LD(&proc->credited) != 0)
 		return;
 	/* once per process, whichever of its connections gets there first */
 	if (__atomic_exchange_n(&proc->credited, 1u, __ATOMIC_RELAXED) != 0)
@@ -571,6 +584,30 @@ cp_account(struct cp_costs *c, struct cp_costs *seed, const struct cp_knobs *k,
 		account_one(seed, k, plan, ns, pages);
 }
 
+/* A buy that took ns is paid: from the prior's credit first when the
+ * prior bought it, the bank paying what is left. */
+static void
+charge_buy(struct cp_costs *c, const struct cp_knobs *k, uint64_t ns)
+{
+	int64_t charge = (int64_t)charged(ns), *cr = credit_of(c), left = LD(cr);
+
+	/* a block the prior bought is paid from the prior's credit first (so
+	 * that the bank is kept for the block probes that measure what a
+	 * block costs), the bank paying what is left; a locked exchange:
+	 * threads buying at once must not lose a whole block's charge, or
+	 * the credit would bound nothing */
+	while (left > 0 && prior_pays(c, k)) {
+		int64_t take = charge < left ? charge : left;
+
+		if (__atomic_compare_exchange_n(cr, &left, left - take, false, __ATOMIC_RELAXED,
+						__ATOMIC_RELAXED)) {
+			charge -= take;
+			break;
+		}
+	}
+	bank_add(c, k, -charge);
+}
+
 void
 cp_populate_account(struct cp_costs *c, struct cp_costs *seed, const struct cp_knobs *k,
 		    uint64_t ns, bool bought, bool small)
@@ -584,25 +621,8 @@ cp_populate_account(struct cp_costs *c, struct cp_costs *seed, const struct cp_k
 	uint32_t n = LD(&c->blocks);
 
 	ST(&c->blocks, n + 1);
-	if (bought) {	/* the policy's buy; hm_warm's is the caller's */
-		int64_t charge = (int64_t)charged(ns), *cr = credit_of(c), left = LD(cr);
-
-		/* a block the prior bought is paid from the prior's credit
-		 * first (so that the bank is kept for the block probes that
-		 * measure what a block costs), the bank paying what is left;
-		 * a locked exchange: threads buying at once must not lose a
-		 * whole block's charge, or the credit would bound nothing */
-		while (left > 0 && prior_pays(c, k)) {
-			int64_t take = charge < left ? charge : left;
-
-			if (__atomic_compare_exchange_n(cr, &left, left - take, false,
-							__ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
-				charge -= take;
-				break;
-			}
-		}
-		bank_add(c, k, -charge);
-	}
+	if (bought)	/* the policy's buy; hm_warm's is the caller's */
+		charge_buy(c, k, ns);
 	/* a mapping's first block of a file in huge folios builds the page
 	 * tables' own pages too (on the test VM, 50-260 us against 13-20
 	 * after it): charged, but counted as twice the estimate at most, or
@@ -624,4 +644,19 @@ cp_populate_account(struct cp_costs *c, struct cp_costs *seed, const struct cp_k
 	}
 	if (seed != NULL && seed != c)
 		move(&seed->populate_ns, ns, 2, k);
+}
+
+void
+cp_span_account(struct cp_costs *c, struct cp_costs *seed, const struct cp_knobs *k,
+		uint64_t ns, unsigned blocks, bool bought)
+{
+	uint64_t each = ns / (blocks > 0 ? blocks : 1u);
+
+	ST(&c->blocks, LD(&c->blocks) + blocks);
+	if (bought)
+		charge_buy(c, k, ns);
+	/* one sample, what a block came to: a quarter of the way, as any */
+	move(&c->populate_ns, each == 0 ? 1 : each, 2, k);
+	if (seed != NULL && seed != c)
+		move(&seed->populate_ns, each == 0 ? 1 : each, 2, k);
 }

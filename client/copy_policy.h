@@ -71,6 +71,10 @@ struct cp_knobs {
 	uint32_t prior;		/* 1: take the daemon's block reads (cp_prior) */
 	uint32_t prior_credit_ns;	/* the credit for the prior's buys */
 	uint32_t prior_margin;	/* the prior must be this many times a block's price */
+	uint32_t prior_low_margin;	/* or its low mark this many times (0: not
+					 * taken) */
+	uint32_t populate_span;	/* blocks a buy populates at once, where the
+				 * file is in huge folios (1: the block alone) */
 };
 
 #define CP_AUTO		0u
@@ -100,6 +104,7 @@ struct cp_costs {
 	/* Reads per 2 MiB block of the processes that read the file before
 	 * (cp_prior; 0: none known). */
 	uint32_t prior_reads;
+	uint32_t prior_low;	/* and the low mark of those counts */
 	uint32_t blocks;	/* blocks of the mapping populated */
 	/* Whether a pread was timed yet: the first a process times is not
 	 * a sample (account_one). */
@@ -157,12 +162,20 @@ void cp_account(struct cp_costs *c, struct cp_costs *seed, const struct cp_knobs
  * by one huge entry nor unknown. */
 void cp_populate_account(struct cp_costs *c, struct cp_costs *seed, const struct cp_knobs *k,
 			 uint64_t ns, bool bought, bool small);
+/* Populating `blocks` blocks at once (a span of a file in huge folios, in
+ * one call) took ns: the buy is charged ns, and the estimate, a block's,
+ * moves towards ns / blocks, once. */
+void cp_span_account(struct cp_costs *c, struct cp_costs *seed, const struct cp_knobs *k,
+		     uint64_t ns, unsigned blocks, bool bought);
 
 /* The daemon says that the processes that read the file before read each
  * 2 MiB block of it `reads` times on average (OPEN's block_reads; 0: not
- * known).  Where that is at least prior_margin times what a block takes to
- * pay (the block's estimate over a touched read's gain: the margin, so
- * that a process reading half as much as those before it still gains), a
+ * known), and `low` times at the least (its low mark, block_reads_low:
+ * falls at once to a grant that read less, climbs back half way with each
+ * that read more).  Where the average is at least prior_margin times what
+ * a block takes to pay (the block's estimate over a touched read's gain:
+ * the margin, so that a process reading half as much as those before it
+ * still gains), or the low mark prior_low_margin times, a
  * block is populated at its first read rather than once its own reads
  * have paid for it: the rent cannot know that a block will be read again,
  * the prior can.  The first
@@ -173,7 +186,7 @@ void cp_populate_account(struct cp_costs *c, struct cp_costs *seed, const struct
  * need not wait for copies to earn them, and a prior that lies (other
  * clients write what it is made of) costs a process at most that credit
  * more than the floor. */
-void cp_prior(struct cp_costs *c, const struct cp_knobs *k, uint32_t reads);
+void cp_prior(struct cp_costs *c, const struct cp_knobs *k, uint32_t reads, uint32_t low);
 /* The prior's credit left, ns. */
 int64_t cp_credit(const struct cp_costs *c);
 

@@ -319,7 +319,7 @@ direct_promote_fd(hm_file *f, int fd)
 		return -err;
 	}
 	/* what the processes before read of each block: the newest word */
-	cp_prior(&m->map->cost, &f->c->copy_knobs, f->block_reads);
+	cp_prior(&m->map->cost, &f->c->copy_knobs, f->block_reads, f->block_reads_low);
 	m->base = m->map->base;
 	m->maplen = (size_t)f->dsize;
 	m->refs = 1;

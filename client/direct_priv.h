@@ -55,7 +55,12 @@ struct mapping {
 	struct cp_costs cost;
 	struct mapping *prev, *next;	/* on `idle` while refs == 0 */
 	uint32_t watched;	/* its entry in the SIGBUS handler's table */
+	int folios;		/* atomic: FOLIOS_*, what its first block bought
+				 * said (populate_block) */
 };
+#define FOLIOS_UNKNOWN	0
+#define FOLIOS_HUGE	1	/* a block is mapped by one huge entry */
+#define FOLIOS_SMALL	2	/* page by page */
 
 /* A grant in use: the mapping, read under the slot's generation.  Held by
  * the file and by each view into it. */

@@ -146,14 +146,15 @@ copy_log(const hm_file *f, const struct direct_map *m, const char *what)
 
 	fprintf(stderr,
 		"hotmap[%ld]: copy-policy %llu:%llu %s; est copy %u pread %u touch %u block %u ns, "
-		"touch after %u, populate after %u, bank %lld ns, prior %u block reads\n",
+		"touch after %u, populate after %u, bank %lld ns, prior %u block reads (low %u)\n",
 		(long)getpid(), (unsigned long long)m->map->dev, (unsigned long long)m->map->ino,
 		what, (unsigned)__atomic_load_n(&c->copy_ns, __ATOMIC_RELAXED),
 		(unsigned)__atomic_load_n(&c->pread_ns, __ATOMIC_RELAXED),
 		(unsigned)__atomic_load_n(&c->touch_ns, __ATOMIC_RELAXED),
 		(unsigned)__atomic_load_n(&c->populate_ns, __ATOMIC_RELAXED),
 		cp_touch_after(c, &f->c->copy_knobs), cp_populate_after(c, &f->c->copy_knobs),
-		(long long)cp_bank(c), (unsigned)__atomic_load_n(&c->prior_reads, __ATOMIC_RELAXED));
+		(long long)cp_bank(c), (unsigned)__atomic_load_n(&c->prior_reads, __ATOMIC_RELAXED),
+		(unsigned)__atomic_load_n(&c->prior_low, __ATOMIC_RELAXED));
 }
 
 /* Builds the page tables of block blk of m and marks its pages touched,
@@ -187,6 +188,9 @@ populate_block(hm_file *f, struct direct_map *m, size_t blk, bool bought)
 		if (guarded_copy(&b, m->base + from, 1) < 0)
 			return false;
 		huge = block_huge(m->base + from, len);
+		if (huge >= 0)
+			__atomic_store_n(&m->map->folios, huge == 1 ? FOLIOS_HUGE : FOLIOS_SMALL,
+					 __ATOMIC_RELAXED);
 		if (huge == 1)
 			goto built;
 	}
@@ -198,7 +202,7 @@ populate_block(hm_file *f, struct direct_map *m, size_t blk, bool bought)
 			 * small read never touches a page, would leave every
 			 * read to pread where touches win (rule 4) */
 			__atomic_store_n(&populate_off, 1, __ATOMIC_RELAXED);
-			cp_prior(&m->map->cost, &f->c->copy_knobs, 0);
+			cp_prior(&m->map->cost, &f->c->copy_knobs, 0, 0);
 		}
 		return false;
 	}
@@ -223,6 +227,70 @@ built:
 	if (hm_direct_gen(m->slot) != m->gen)
 		return false;
 	page_state_mark(&m->map->pages, from >> PAGE_SHIFT_4K, (from + len - 1) >> PAGE_SHIFT_4K);
+	return true;
+}
+
+/*
+ * A buy of block blk of a file in huge folios: the aligned span of
+ * populate_span blocks that holds it, each not populated yet taken, built
+ * in one madvise(MADV_POPULATE_READ).  On the test VM a block's fault
+ * costs 15-16 us (an exit to the hypervisor), one madvise 6-7 us a block
+ * alone, and 21-38 us for 16-32 blocks at once: some 1.3 us a block
+ * (bench/README.md, "populate"; 0.5 us a block for the whole GiB).  So
+ * the span costs about what one block did, and where the policy buys a
+ * block its neighbours are read alike (a file read at random), or soon
+ * (a region read in order).  The first buy of a mapping is a block alone
+ * (populate_block), which asks the pagemap what the file's folios are: in
+ * small folios a block costs its 512 entries (0.8 ms on the test VM), and
+ * a span would cost that many times over.  True when blk was populated
+ * (as populate_block).
+ */
+static bool
+populate_span(hm_file *f, struct direct_map *m, size_t blk, bool bought)
+{
+	struct mapping *map = m->map;
+	unsigned span = f->c->copy_knobs.populate_span, n = 0;
+	size_t nblocks = (m->maplen + BLOCK_BYTES - 1) / BLOCK_BYTES, first, last, b, from, to;
+	uint64_t t0, ns;
+
+	if (span <= 1 || __atomic_load_n(&map->folios, __ATOMIC_RELAXED) != FOLIOS_HUGE ||
+	    __atomic_load_n(&populate_off, __ATOMIC_RELAXED) || blk >= nblocks)
+		return populate_block(f, m, blk, bought);
+	first = blk - blk % span;
+	last = first + span - 1 < nblocks ? first + span - 1 : nblocks - 1;
+	/* blk is the caller's already (its heat said so); the others of the
+	 * span that no one populated or tried, this call's */
+	for (b = first; b <= last; b++)
+		if (b == blk || page_state_block_claim(&map->pages, b))
+			n++;
+	from = first * BLOCK_BYTES;
+	to = (last + 1) * BLOCK_BYTES < m->maplen ? (last + 1) * BLOCK_BYTES : m->maplen;
+	t0 = monotime_ns();
+	if (madvise(m->base + from, to - from, MADV_POPULATE_READ) < 0) {
+		/* EFAULT: the file shrank (its blocks stay tried, as a block
+		 * that failed: never bought again); EINVAL: not this kernel */
+		if (errno == EINVAL)
+			return populate_block(f, m, blk, bought);
+		return false;
+	}
+	ns = monotime_ns() - t0;
+	cp_span_account(&map->cost, &direct_costs, &f->c->copy_knobs, ns, n, bought);
+	FILE_COUNT(f, populates, n);
+	FILE_COUNT(f, populate_ns, ns);
+	SLOT_COUNT(m->slot, populated, n);
+	SLOT_COUNT(m->slot, populate_ns, ns);
+	if (f->c->copy_log) {
+		char what[96];
+
+		snprintf(what, sizeof what, "blocks %zu-%zu populated (%u new) in %llu ns", first, last, n,
+			 (unsigned long long)ns);
+		copy_log(f, m, what);
+	}
+	if (hm_direct_gen(m->slot) != m->gen)
+		return false;
+	/* every block of the span is mapped now: the ones populated before
+	 * are marked already */
+	page_state_mark(&map->pages, from >> PAGE_SHIFT_4K, (to - 1) >> PAGE_SHIFT_4K);
 	return true;
 }
 
@@ -472,7 +540,7 @@ direct_read(hm_file *f, void *buf, size_t len, uint64_t offset)
 				if (page_state_block_heat(&map->pages, b,
 							  plan.block_probe ? 1u :
 							  cp_populate_after(&map->cost, k)) &&
-				    populate_block(f, m, b, true))
+				    populate_span(f, m, b, true))
 					copy_sample(f, m, b, offset, n);
 		n = (size_t)got;
 		__atomic_fetch_add(&m->slot->reads, 1, __ATOMIC_RELAXED);

@@ -64,6 +64,7 @@ client_open_granted(hm_file *f, const Hotmap__OpenReply *r)
 	f->dgen = r->direct_gen;
 	f->dsize = r->size;
 	f->block_reads = r->block_reads;
+	f->block_reads_low = r->block_reads_low;
 }
 
 /*

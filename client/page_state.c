@@ -217,15 +217,20 @@ page_state_hit(struct page_state *s, size_t first, size_t last)
 void
 page_state_mark(struct page_state *s, size_t first, size_t last)
 {
-	size_t p;
+	size_t p = first;
 
-	for (p = first; p <= last; p++) {
+	/* a word of 64 pages at a time: a span of blocks bought at once is
+	 * 8,192 pages */
+	while (p <= last) {
 		uint64_t *c = chunk_at(s, p / PAGE_STATE_CHUNK);
-		size_t i = p % PAGE_STATE_CHUNK;
-		uint64_t bit = (uint64_t)1 << (i % 64u);
+		size_t i = p % PAGE_STATE_CHUNK, lo = i % 64u;
+		size_t hi = last - p + lo < 63u ? last - p + lo : 63u;	/* within the word */
+		uint64_t mask = (hi == 63u ? ~(uint64_t)0 : (((uint64_t)1 << (hi + 1u)) - 1u)) &
+				~(((uint64_t)1 << lo) - 1u);
 
-		if (c != NULL && !(__atomic_load_n(&c[i / 64u], __ATOMIC_RELAXED) & bit))
-			__atomic_fetch_or(&c[i / 64u], bit, __ATOMIC_RELAXED);
+		if (c != NULL && (__atomic_load_n(&c[i / 64u], __ATOMIC_RELAXED) & mask) != mask)
+			__atomic_fetch_or(&c[i / 64u], mask, __ATOMIC_RELAXED);
+		p += hi - lo + 1u;
 	}
 }
 
@@ -244,6 +249,18 @@ page_state_block_heat(struct page_state *s, size_t b, unsigned after)
 	/* exactly one caller populates it */
 	return __atomic_compare_exchange_n(&s->heat[b], &v, (uint16_t)PAGE_STATE_TRIED, false,
 					   __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+}
+
+bool
+page_state_block_claim(struct page_state *s, size_t b)
+{
+	uint16_t v = __atomic_load_n(&s->heat[b], __ATOMIC_RELAXED);
+
+	while (!(v & PAGE_STATE_TRIED))
+		if (__atomic_compare_exchange_n(&s->heat[b], &v, (uint16_t)PAGE_STATE_TRIED, false,
+						__ATOMIC_RELAXED, __ATOMIC_RELAXED))
+			return true;
+	return false;
 }
 
 void

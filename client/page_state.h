@@ -72,6 +72,9 @@ void page_state_mark(struct page_state *s, size_t first, size_t last);
 /* A pread of block b: true, once, when it reaches `after` reads (the
  * caller populates it then). */
 bool page_state_block_heat(struct page_state *s, size_t b, unsigned after);
+/* Block b taken to be populated now with a span of blocks: true when
+ * this caller took it (it was not populated nor tried before). */
+bool page_state_block_claim(struct page_state *s, size_t b);
 /* Everything forgotten: no page touched, no read counted. */
 void page_state_forget(struct page_state *s);
 

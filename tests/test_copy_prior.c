@@ -36,12 +36,20 @@
 /* n random reads of HUGE_BLOCKS blocks on machine m, the daemon's count
  * prior; the process's first read first_ns dearer, every way's. */
 static void
-prior_run(const struct machine *m, uint32_t prior, size_t n, double first_ns, struct run *r)
+prior_run_low(const struct machine *m, uint32_t prior, uint32_t low, size_t n, double first_ns,
+	      struct run *r)
 {
 	run_init(r, m, HUGE_BLOCKS * BLOCK_PAGES);
-	cp_prior(&r->costs, &r->k, prior);
+	cp_prior(&r->costs, &r->k, prior, low);
 	r->extra_next = first_ns;
 	random_reads(r, n, HUGE_BLOCKS * BLOCK_PAGES);
+}
+
+/* The same, the low mark not known. */
+static void
+prior_run(const struct machine *m, uint32_t prior, size_t n, double first_ns, struct run *r)
+{
+	prior_run_low(m, prior, 0, n, first_ns, r);
 }
 
 static void
@@ -70,7 +78,7 @@ test_prior_first_read(void **state)
 	/* prior=0: the daemon's word is not taken */
 	run_init(&off, &vm_huge, HUGE_BLOCKS * BLOCK_PAGES);
 	off.k.prior = 0;
-	cp_prior(&off.costs, &off.k, 40);
+	cp_prior(&off.costs, &off.k, 40, 0);
 	assert_int_equal(cp_bank(&off.costs), 0);
 	random_reads(&off, 10000, HUGE_BLOCKS * BLOCK_PAGES);
 	assert_true(off.populates == none.populates && off.t_pol == none.t_pol);
@@ -78,6 +86,41 @@ test_prior_first_read(void **state)
 	run_free(&prior);
 	run_free(&half);
 	run_free(&off);
+}
+
+/*
+ * The low mark (rule 10): the processes before read each block 19 times on
+ * average, under twice a block's price, so the average is not taken; but
+ * none of the last of them read fewer than 19, and a block pays at some 10
+ * reads of its own: even the least of them would have gained from buying
+ * each block at its first read, and so does this one, reading as they did.
+ * Where the mark was set by a process that read less (10 a block), it is
+ * not taken.  And a process reading half what the mark says, bought every
+ * block on its word: what that costs.
+ */
+static void
+test_prior_low_mark(void **state)
+{
+	struct run low, lowered, half;
+
+	(void)state;
+	prior_run_low(&vm_huge, 19, 19, 10000, 0, &low);
+	report("vm, huge folios, 20 reads a block, prior 19, low mark 19", &low);
+	prior_run_low(&vm_huge, 19, 10, 10000, 0, &lowered);
+	report("vm, huge folios, 20 reads a block, prior 19, low mark 10", &lowered);
+	prior_run_low(&vm_huge, 19, 19, 5000, 0, &half);
+	report("vm, huge folios, 10 reads a block, prior 19, low mark 19", &half);
+	assert_true(low.populates > HUGE_BLOCKS / 2);
+	assert_true(low.t_pol <= 0.85 * low.t_pread);
+	assert_true(lowered.populates < HUGE_BLOCKS / 2);
+	assert_true(lowered.t_pol <= 1.05 * lowered.t_pread);
+	assert_true(lowered.t_pol > low.t_pol);
+	/* half the reads the mark said: every block bought, half its reads
+	 * to pay for it; the credit bounds it */
+	assert_true(half.t_pol <= 1.25 * half.t_pread);
+	run_free(&low);
+	run_free(&lowered);
+	run_free(&half);
 }
 
 /*
@@ -155,7 +198,7 @@ test_prior_lies(void **state)
 		size_t blocks = 8192;
 
 		run_init(&r, ms[i], blocks * BLOCK_PAGES);
-		cp_prior(&r.costs, &r.k, 65535);
+		cp_prior(&r.costs, &r.k, 65535, 0);
 		assert_int_equal(cp_credit(&r.costs), (int64_t)r.k.prior_credit_ns);
 		random_reads(&r, 8192, blocks * BLOCK_PAGES);
 		report(i == 0 ? "vm, huge folios, a lying prior" : "vm, a lying prior", &r);
@@ -239,6 +282,33 @@ test_prior_first_block(void **state)
 	assert_int_equal(c.populate_ns, 3200000);
 }
 
+/* A span bought at once (populate_span): charged whole, once; the block
+ * estimate moves towards what a block of it came to, once; the blocks
+ * counted. */
+static void
+test_span_account(void **state)
+{
+	struct cp_knobs k;
+	struct cp_costs c;
+
+	(void)state;
+	cp_knobs_default(&k);
+	cp_costs_init(&c, NULL, &k);
+	c.populate_ns = 20000;
+	cp_span_account(&c, NULL, &k, 32000, 16, true);
+	assert_int_equal(c.blocks, 16);
+	assert_int_equal(cp_bank(&c), -32000);
+	/* a quarter of the way from 20 us to 2 us a block */
+	assert_int_equal(c.populate_ns, 15500);
+	/* hm_warm's: not charged */
+	cp_span_account(&c, NULL, &k, 32000, 16, false);
+	assert_int_equal(cp_bank(&c), -32000);
+	assert_int_equal(c.blocks, 32);
+	/* a preempted one is charged 4 ms at most */
+	cp_span_account(&c, NULL, &k, 90000000, 16, true);
+	assert_int_equal(cp_bank(&c), -32000 - 4000000);
+}
+
 /* The prior's thresholds: below what a block takes to pay it changes
  * nothing; at or above it a block is populated at its first read; and the
  * credit is the process's, given once. */
@@ -256,64 +326,75 @@ test_prior_thresholds(void **state)
 	cp_costs_init(&m, &proc2, &k);
 	m.populate_ns = 30000;
 	/* on a pread measured only: before, at the price whatever it says */
-	cp_prior(&m, &k, 1000);
+	cp_prior(&m, &k, 1000, 0);
 	assert_int_equal(cp_populate_after(&m, &k), 20);
 	m.pread_ns = 2500;	/* no copy measured yet: the gain is gain_ns's */
-	cp_prior(&m, &k, 39);
+	cp_prior(&m, &k, 39, 0);
 	assert_int_equal(cp_populate_after(&m, &k), 20);
-	cp_prior(&m, &k, 40);
+	cp_prior(&m, &k, 40, 0);
 	assert_int_equal(cp_populate_after(&m, &k), 1);
+	/* or the low mark at the price itself (prior_low_margin 1) */
+	cp_prior(&m, &k, 39, 20);
+	assert_int_equal(cp_populate_after(&m, &k), 1);
+	cp_prior(&m, &k, 39, 19);
+	assert_int_equal(cp_populate_after(&m, &k), 20);
+	cp_prior(&m, &k, 0, 20);
+	assert_int_equal(cp_populate_after(&m, &k), 1);
+	k.prior_low_margin = 0;	/* the mark not taken */
+	cp_prior(&m, &k, 39, 20);
+	assert_int_equal(cp_populate_after(&m, &k), 20);
+	k.prior_low_margin = 1;
 	/* and the price itself with prior_margin=1 */
 	k.prior_margin = 1;
 	cp_costs_init(&proc, NULL, &k);
 	cp_costs_init(&a, &proc, &k);
 	a.populate_ns = 30000;
 	a.pread_ns = 2500;
-	cp_prior(&a, &k, 19);
+	cp_prior(&a, &k, 19, 0);
 	assert_int_equal(cp_populate_after(&a, &k), 20);
 	/* the credit comes with the first count, paid out only while the
 	 * prior pays: whether it does is known once costs are measured */
 	assert_int_equal(cp_credit(&a), k.prior_credit_ns);
-	cp_prior(&a, &k, 20);
+	cp_prior(&a, &k, 20, 0);
 	assert_int_equal(cp_populate_after(&a, &k), 1);
 	assert_int_equal(cp_credit(&a), k.prior_credit_ns);
 	assert_int_equal(cp_bank(&a), 0);
 	/* a measured gain moves it: 2.5 - 0.5 us, 15 reads */
 	a.pread_ns = 2500;
 	a.copy_ns = 500;
-	cp_prior(&a, &k, 15);
+	cp_prior(&a, &k, 15, 0);
 	assert_int_equal(cp_populate_after(&a, &k), 1);
-	cp_prior(&a, &k, 14);
+	cp_prior(&a, &k, 14, 0);
 	assert_int_equal(cp_populate_after(&a, &k), 15);
 	/* overdrawn: the prior's blocks are paid from the credit, and the
 	 * charge goes there first */
 	proc.bank = -1;
-	cp_prior(&a, &k, 1000);
+	cp_prior(&a, &k, 1000, 0);
 	assert_int_equal(cp_populate_after(&a, &k), 1);
 	cp_populate_account(&a, &proc, &k, 20000, true, false);
 	assert_int_equal(cp_credit(&a), k.prior_credit_ns - 20000);
 	assert_int_equal(cp_bank(&a), -1);
 	/* the credit pays for the prior's blocks only: where the prior does
 	 * not pay, an overdrawn bank buys nothing, credit or not */
-	cp_prior(&a, &k, 10);
+	cp_prior(&a, &k, 10, 0);
 	assert_int_equal(cp_populate_after(&a, &k), k.heat_max);
 	cp_populate_account(&a, &proc, &k, 20000, true, false);
 	assert_int_equal(cp_credit(&a), k.prior_credit_ns - 20000);
 	assert_int_equal(cp_bank(&a), -20001);
 	/* spent: nothing is bought while overdrawn */
 	proc.credit = 0;
-	cp_prior(&a, &k, 1000);
+	cp_prior(&a, &k, 1000, 0);
 	assert_int_equal(cp_populate_after(&a, &k), k.heat_max);
 	/* another file of the process: no second credit */
 	cp_costs_init(&b, &proc, &k);
 	b.pread_ns = 2500;
-	cp_prior(&b, &k, 1000);
+	cp_prior(&b, &k, 1000, 0);
 	assert_int_equal(cp_credit(&b), 0);
 	/* a fixed way takes no credit */
 	cp_costs_init(&proc, NULL, &k);
 	cp_costs_init(&a, &proc, &k);
 	k.way = CP_FORCE_PREAD;
-	cp_prior(&a, &k, 1000);
+	cp_prior(&a, &k, 1000, 0);
 	assert_int_equal(cp_credit(&a), 0);
 }
 
@@ -322,6 +403,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_prior_first_read),
+		cmocka_unit_test(test_prior_low_mark),
 		cmocka_unit_test(test_prior_dear_blocks),
 		cmocka_unit_test(test_prior_cold_first_pread),
 		cmocka_unit_test(test_prior_small_folios),
@@ -329,6 +411,7 @@ main(void)
 		cmocka_unit_test(test_prior_dear_copies),
 		cmocka_unit_test(test_prior_lies),
 		cmocka_unit_test(test_prior_thresholds),
+		cmocka_unit_test(test_span_account),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -333,6 +333,17 @@ test_prior_from_daemon(void **state)
 	assert_int_equal(st.copy_reads, 1);
 	close_file(&o);
 
+	/* the low mark alone: the average would have to be 65,535 times a
+	 * block's price; the mark, once */
+	reopen_file(h, "allowance=1000,gain_ns=4000000000,prior_margin=65535", &o);
+	st = stats_of(o.f);
+	assert_int_equal(st.populate_after, 1);
+	close_file(&o);
+	reopen_file(h, "allowance=1000,gain_ns=4000000000,prior_margin=65535,prior_low_margin=0", &o);
+	st = stats_of(o.f);
+	assert_int_not_equal(st.populate_after, 1);
+	close_file(&o);
+
 	/* prior=0: the daemon's count is not taken */
 	reopen_file(h, "allowance=1000,gain_ns=4000000000,prior=0", &o);
 	st = stats_of(o.f);
@@ -340,6 +351,127 @@ test_prior_from_daemon(void **state)
 	assert_int_equal(harness_check_read(o.f, o.fd, 1 * MiB, 4 * KiB), 4 * KiB);
 	st = stats_of(o.f);
 	assert_int_equal(st.populates, 0);
+	close_file(&o);
+}
+
+/* Reads pages of block blk (checked byte for byte) until the policy
+ * buys: a buy may wait for the bank to earn back the one before it. */
+static uint64_t
+read_until_bought(struct opened *o, unsigned blk)
+{
+	uint64_t before = stats_of(o->f).populates, now = before, rs = blk;
+	unsigned i;
+
+	for (i = 0; i < 5000 && now == before; i++) {
+		uint64_t off = (uint64_t)blk * 2 * MiB + (harness_rand(&rs) % 500) * 4 * KiB;
+
+		assert_int_equal(harness_check_read(o->f, o->fd, off, 4 * KiB), 4 * KiB);
+		now = stats_of(o->f).populates;
+	}
+	return now - before;
+}
+
+/* kB of the process's mappings of path that huge entries map (smaps'
+ * FilePmdMapped), summed. */
+static long
+pmd_mapped_kb(const char *path)
+{
+	FILE *fp = fopen("/proc/self/smaps", "r");
+	char line[4200];
+	size_t plen = strlen(path);
+	bool in = false;
+	long kb, sum = 0;
+
+	assert_non_null(fp);
+	while (fgets(line, sizeof line, fp) != NULL) {
+		size_t n = strlen(line);
+		unsigned long lo, hi;
+
+		if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && strchr(line, '-') < strchr(line, ' ')) {
+			while (n > 0 && line[n - 1] == '\n')
+				line[--n] = '\0';
+			in = n >= plen && strcmp(line + n - plen, path) == 0;
+			continue;
+		}
+		if (in && sscanf(line, "FilePmdMapped: %ld kB", &kb) == 1)
+			sum += kb;
+	}
+	fclose(fp);
+	return sum;
+}
+
+/* A 64 MiB file, read back into huge folios by hotmapd where the system
+ * gives files them (huge-folios: its warm folds). */
+static void
+folded_file(const struct harness *h, const char *name, char *path)
+{
+	hm_client *c;
+	hm_file *f;
+
+	harness_path(h, name, path);
+	harness_write_file(path, 64 * MiB, 9);
+	c = harness_connect(h);	/* hotmapd's tiers: its warm folds */
+	f = hm_open(c, path, 0);
+	assert_non_null(f);
+	assert_int_equal(hm_warm(f, 0, 64 * MiB), 64 * MiB);
+	assert_int_equal(hm_close(f), 0);
+	hm_disconnect(c);
+}
+
+/*
+ * A buy of a file in huge folios populates a span of blocks in one call
+ * (populate_span, docs/direct-reads.md rule 5): here 16 blocks, 32 MiB.
+ * A mapping's first buy is its block alone, which says what the file's
+ * folios are; where the system gave it no huge folios each buy stays a
+ * block alone, and the test says so and skips the span's counts.
+ */
+/* Every block bought at its first read: no pread the rent, a block's
+ * price a read (gain_ns), a bank of 4 ms from the first read on
+ * (allowance paid once in sample_every reads, sample_every times), and
+ * the copy estimate left where a mapping's first copy puts it, at P̂ (no
+ * copy timed after it: no samples, probes nor bursts), so that copies pay
+ * whatever they cost here and buys go on. */
+#define SPAN_KNOBS	"populate_min=1,allowance=1000,gain_ns=4000000000,prior=0," \
+			"sample_every=1000000,probe_every=0,burst=0"
+
+static void
+test_span_buy(void **state)
+{
+	const struct harness *h = *state;
+	struct opened o;
+	uint64_t rs = 5;
+	unsigned i;
+
+	folded_file(h, "span", o.path);
+	measure_pread(h);
+	reopen_file(h, SPAN_KNOBS, &o);
+	assert_int_equal(read_until_bought(&o, 0), 1);	/* a mapping's first: alone */
+	if (pmd_mapped_kb(o.path) < 2048) {
+		print_message("this system's page cache gave the file no huge folios: "
+			      "a buy is its block alone\n");
+		assert_int_equal(read_until_bought(&o, 5), 1);
+		close_file(&o);
+		skip();
+	}
+	assert_int_equal(read_until_bought(&o, 5), 15);
+	/* blocks 0-15: block 0 was, the other 15 now */
+	assert_int_equal(stats_of(o.f).populates, 16);
+	assert_true(pmd_mapped_kb(o.path) >= 32 * 1024);
+	/* the span's pages read right, byte for byte, with no other buy
+	 * (whether each copies or preads is what copies cost here) */
+	for (i = 0; i < 200; i++)
+		assert_int_equal(harness_check_read(o.f, o.fd,
+						    harness_rand(&rs) % (32 * MiB - 4 * KiB), 4 * KiB),
+				 4 * KiB);
+	assert_int_equal(stats_of(o.f).populates, 16);
+	close_file(&o);
+	/* populate_span=1: a block at a time (another file: a process keeps
+	 * a closed file's mapping, and what it bought, for its next open) */
+	folded_file(h, "span1", o.path);
+	reopen_file(h, SPAN_KNOBS ",populate_span=1", &o);
+	assert_int_equal(read_until_bought(&o, 0), 1);
+	assert_int_equal(read_until_bought(&o, 5), 1);
+	assert_int_equal(read_until_bought(&o, 6), 1);
 	close_file(&o);
 }
 
@@ -487,6 +619,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_warm_counts_populates, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_view_makes_copies, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_prior_from_daemon, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_span_buy, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_daemon_reads_counted, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_knobs, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_options_of_an_older_program, setup, teardown),

@@ -71,6 +71,36 @@ test_counts_and_marks(void **state)
 	page_state_free(&s);
 }
 
+/* Marks are exact at any edge: within a word of 64 pages, across words,
+ * across blocks, a whole span at once. */
+static void
+test_marks_exact(void **state)
+{
+	static const size_t ranges[][2] = { { 3, 3 }, { 60, 130 }, { 500, 530 }, { 1024, 1024 + 16 * 64 - 1 } };
+	struct page_state s;
+	bool touched;
+	size_t r, p;
+
+	(void)state;
+	assert_int_equal(page_state_init(&s, 4 * PAGE_STATE_CHUNK), 0);
+	for (r = 0; r < sizeof ranges / sizeof ranges[0]; r++)
+		page_state_mark(&s, ranges[r][0], ranges[r][1]);
+	for (p = 0; p < 4 * PAGE_STATE_CHUNK; p++) {
+		bool want = false;
+
+		for (r = 0; r < sizeof ranges / sizeof ranges[0]; r++)
+			want = want || (p >= ranges[r][0] && p <= ranges[r][1]);
+		(void)hits_of(&s, p, p, &touched);
+		if (touched != want)
+			fail_msg("page %zu: touched %d, want %d", p, touched, want);
+	}
+	(void)hits_of(&s, 60, 130, &touched);
+	assert_true(touched);
+	(void)hits_of(&s, 59, 130, &touched);
+	assert_false(touched);
+	page_state_free(&s);
+}
+
 /* A block's reads: populated once, at `after`, by exactly one caller. */
 static void
 test_block_heat(void **state)
@@ -88,6 +118,11 @@ test_block_heat(void **state)
 	assert_true(page_state_block_heat(&s, 2, 1));
 	page_state_forget(&s);
 	assert_true(page_state_block_heat(&s, 2, 1));
+	/* a span's claim: the blocks no one populated or tried, once */
+	assert_false(page_state_block_claim(&s, 2));
+	assert_true(page_state_block_claim(&s, 3));
+	assert_false(page_state_block_claim(&s, 3));
+	assert_false(page_state_block_heat(&s, 3, 1));
 	page_state_free(&s);
 }
 
@@ -177,6 +212,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_counts_and_marks),
+		cmocka_unit_test(test_marks_exact),
 		cmocka_unit_test(test_block_heat),
 		cmocka_unit_test(test_no_memory_per_block),
 		cmocka_unit_test(test_shared_counts_fade),

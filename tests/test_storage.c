@@ -589,22 +589,34 @@ static void test_block_reads(void **state)
 	assert_int_equal(storage_block_reads(&h), 0);	/* none known */
 	storage_note_block_reads(&h, 0, size);		/* read nothing */
 	assert_int_equal(storage_block_reads(&h), 0);
+	assert_int_equal(storage_block_reads_low(&h), 0);
 	storage_note_block_reads(&h, 300, size);	/* 100 a block */
 	assert_int_equal(storage_block_reads(&h), 100);
+	assert_int_equal(storage_block_reads_low(&h), 100);
 	storage_note_block_reads(&h, 0, size);
 	assert_int_equal(storage_block_reads(&h), 100);
 	storage_note_block_reads(&h, 60, size);		/* half way to 20 */
 	assert_int_equal(storage_block_reads(&h), 60);
+	/* the low mark falls at once, and climbs back half way */
+	assert_int_equal(storage_block_reads_low(&h), 20);
+	storage_note_block_reads(&h, 180, size);	/* 60 a block */
+	assert_int_equal(storage_block_reads_low(&h), 40);
+	assert_int_equal(storage_block_reads(&h), 60);
 	storage_note_block_reads(&h, 2, size);		/* 2 of 3 blocks: below 1 */
 	assert_int_equal(storage_block_reads(&h), 31);
-	/* a client that claims 2^64 - 1 reads moves it half way to the cap */
+	assert_int_equal(storage_block_reads_low(&h), 1);
+	/* a client that claims 2^64 - 1 reads moves them half way to the
+	 * cap */
 	storage_note_block_reads(&h, UINT64_MAX, size);
 	assert_int_equal(storage_block_reads(&h), (31 + STORAGE_BLOCK_READS_MAX + 1) / 2);
+	assert_int_equal(storage_block_reads_low(&h), (1 + STORAGE_BLOCK_READS_MAX + 1) / 2);
 	storage_note_block_reads(&h, UINT64_MAX, size);
 	assert_true(storage_block_reads(&h) <= STORAGE_BLOCK_READS_MAX);
+	assert_true(storage_block_reads_low(&h) <= STORAGE_BLOCK_READS_MAX);
 	/* the file's, seen by every handle of it */
 	assert_int_equal(open_handle(f->cache, p, STORAGE_POLICY_AUTO, &h2), 0);
 	assert_int_equal(storage_block_reads(&h2), storage_block_reads(&h));
+	assert_int_equal(storage_block_reads_low(&h2), storage_block_reads_low(&h));
 	file_cache_close(f->cache, &h2);
 	file_cache_close(f->cache, &h);
 }

@@ -326,8 +326,10 @@ session_open_reply(struct session *s, uint32_t id, const Hotmap__Open *m, const 
 	session_direct_open(s, sh, (uint64_t)slot, m->by_path, &r.direct, &r.direct_slot,
 			    &r.direct_gen, &r.size, direct_text, sizeof direct_text);
 	r.direct_text = direct_text;
-	if (r.direct)
+	if (r.direct) {
 		r.block_reads = storage_block_reads(&sh->h);
+		r.block_reads_low = storage_block_reads_low(&sh->h);
+	}
 	if (m->by_path && r.direct) {
 		if (copy_fd >= 0) {
 			closer_close((hm_fd)(intptr_t)copy_fd);	/* a mapped file: never copied */

@@ -129,14 +129,29 @@ storage_note_block_reads(struct storage_handle *h, uint64_t reads, uint64_t size
 	 * it spends at most one bounded credit on it (copy_policy.h,
 	 * cp_prior).  A grant that read nothing (a warm, a stat, a view)
 	 * says nothing of how often a reader reads a block. */
-	if (e != NULL && blocks != 0 && reads != 0)
-		average_in(&e->block_reads, reads / blocks, STORAGE_BLOCK_READS_MAX);
+	if (e != NULL && blocks != 0 && reads != 0) {
+		uint64_t v = reads / blocks;
+
+		average_in(&e->block_reads, v, STORAGE_BLOCK_READS_MAX);
+		/* the low mark: a grant that read each block less than the
+		 * mark sets it; one that read more moves it half way */
+		if (e->block_reads_low != 0 && v < e->block_reads_low)
+			e->block_reads_low = v == 0 ? 1u : (uint32_t)v;
+		else
+			average_in(&e->block_reads_low, v, STORAGE_BLOCK_READS_MAX);
+	}
 }
 
 uint32_t
 storage_block_reads(const struct storage_handle *h)
 {
 	return h->entry != NULL ? h->entry->block_reads : 0;
+}
+
+uint32_t
+storage_block_reads_low(const struct storage_handle *h)
+{
+	return h->entry != NULL ? h->entry->block_reads_low : 0;
 }
 
 static uint64_t

@@ -442,6 +442,10 @@ void storage_note_block_reads(struct storage_handle *h, uint64_t reads, uint64_t
 /* That average (the OPEN reply's block_reads), at most
  * STORAGE_BLOCK_READS_MAX; 0 when not known. */
 uint32_t storage_block_reads(const struct storage_handle *h);
+/* Its low mark (the OPEN reply's block_reads_low): the reads per block of
+ * a grant that read less than the mark, climbing back half way to each
+ * grant that read more; 0 when not known. */
+uint32_t storage_block_reads_low(const struct storage_handle *h);
 #define STORAGE_BLOCK_READS_MAX 65535u
 
 /* How reads of a file were served, for listings: through the daemon (read

@@ -108,6 +108,9 @@ struct file_entry {
 	 * a moving average (storage_note_block_reads), for the next client's
 	 * copy policy; 0 until a grant that read ended. */
 	uint32_t block_reads;
+	/* and its low mark: falls at once to a grant that read less, climbs
+	 * back half way with each that read more (storage_block_reads_low) */
+	uint32_t block_reads_low;
 	struct storage_read_ways ways;	/* storage_count_read, _direct_ways */
 
 	struct file_entry *hash_next;	/* bucket chain */
