@@ -236,7 +236,7 @@ built:
  * in one madvise(MADV_POPULATE_READ).  On the test VM a block's fault
  * costs 15-16 us (an exit to the hypervisor), one madvise 6-7 us a block
  * alone, and 21-38 us for 16-32 blocks at once: some 1.3 us a block
- * (bench/README.md, "populate"; 0.5 us a block for the whole GiB).  So
+ * (docs/direct-reads.md, rule 5; 0.5 us a block for the whole GiB).  So
  * the span costs about what one block did, and where the policy buys a
  * block its neighbours are read alike (a file read at random), or soon
  * (a region read in order).  The first buy of a mapping is a block alone

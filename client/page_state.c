@@ -27,6 +27,9 @@ struct page_arena {
 int
 page_state_init(struct page_state *s, size_t npages)
 {
+	/* a file's short last page is one more than its whole pages (the
+	 * caller counts those): room for it */
+	npages++;
 	s->nchunks = npages / PAGE_STATE_CHUNK + 1;
 	s->npages = npages;
 	s->chunks = calloc(s->nchunks, sizeof *s->chunks);
@@ -41,7 +44,7 @@ page_state_init(struct page_state *s, size_t npages)
 	s->arenas = NULL;
 	s->arena_used = ARENA_BYTES;	/* none yet */
 	s->hits = NULL;
-	s->nhits = npages <= PAGE_STATE_HITS_TABLE ? (npages > 0 ? npages : 1) : PAGE_STATE_HITS_TABLE;
+	s->nhits = npages <= PAGE_STATE_HITS_TABLE ? npages : PAGE_STATE_HITS_TABLE;
 	s->counted = 0;
 	return 0;
 }

@@ -69,6 +69,16 @@ test_counts_and_marks(void **state)
 	assert_false(touched);
 	assert_int_equal(hits_of(&s, 50, 50, &touched), 0);
 	page_state_free(&s);
+	/* the caller counts whole pages: a file's short last one counts too
+	 * (2 pages and a bit: pages 0-2) */
+	assert_int_equal(page_state_init(&s, 2), 0);
+	page_state_hit(&s, 0, 2);
+	page_state_hit(&s, 2, 2);
+	assert_int_equal(hits_of(&s, 2, 2, &touched), 2);
+	page_state_mark(&s, 2, 2);
+	assert_int_equal(hits_of(&s, 2, 2, &touched), 0);
+	assert_true(touched);
+	page_state_free(&s);
 }
 
 /* Marks are exact at any edge: within a word of 64 pages, across words,
