@@ -75,7 +75,7 @@ wl_rand(void)
 				row_add(row, "ops_s", "reads/s", (double)n / m.elapsed);
 				add_latency(row, m.lat, m.nlat, batch == 1);
 				add_faults(row, c, &m, true);
-			add_ways(row, J);
+				add_ways(row, J);
 				if (batch > 1)
 					row_note(row, "%s", c->batch_note);
 			}
@@ -435,7 +435,7 @@ wl_cache(void)
 				row = row_get(W, cache_state_names[st], c->name);
 				row_add(row, "gb_s", "GB/s", (double)m.bytes / m.elapsed / 1e9);
 				add_faults(row, c, &m, true);
-			add_ways(row, J);
+				add_ways(row, J);
 				row_add(row, "resident_pct", "%", res * 100);
 				if (st == CACHE_TOUCHED && (c->flags & CF_REFERENCE))
 					row_note(row, "no mapping: same as warm");

@@ -233,7 +233,7 @@ static int
 copy_options(hm_client *c, const char *opt)
 {
 	const char *env = getenv("HOTMAP_COPY_POLICY"), *log = getenv("HOTMAP_COPY_LOG");
-	char err[160], why[200];
+	char err[320], why[360];
 
 	cp_knobs_default(&c->copy_knobs);
 	if (env != NULL && cp_knobs_parse(&c->copy_knobs, env, err, sizeof err) < 0) {

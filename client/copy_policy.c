@@ -50,25 +50,26 @@ static const struct knob {
 	const char *name;
 	size_t off;
 	uint32_t min;	/* the smallest value that makes sense */
+	uint32_t max;	/* and the largest (0: any) */
 } knobs[] = {
-	{ "pread_min", offsetof(struct cp_knobs, pread_min), 0 },
-	{ "copy_max", offsetof(struct cp_knobs, copy_max), 0 },
-	{ "gain_ns", offsetof(struct cp_knobs, gain_ns), 1 },
-	{ "sample_every", offsetof(struct cp_knobs, sample_every), 1 },
-	{ "probe_every", offsetof(struct cp_knobs, probe_every), 0 },
-	{ "burst", offsetof(struct cp_knobs, burst), 0 },
-	{ "clamp", offsetof(struct cp_knobs, clamp), 1 },
-	{ "first_max_ns", offsetof(struct cp_knobs, first_max_ns), 1 },
-	{ "populate_ns", offsetof(struct cp_knobs, populate_ns), 1 },
-	{ "populate_min", offsetof(struct cp_knobs, populate_min), 1 },
-	{ "relearn", offsetof(struct cp_knobs, relearn), 0 },
-	{ "allowance", offsetof(struct cp_knobs, allowance), 0 },
-	{ "bank_max_ns", offsetof(struct cp_knobs, bank_max_ns), 0 },
-	{ "prior", offsetof(struct cp_knobs, prior), 0 },
-	{ "prior_credit_ns", offsetof(struct cp_knobs, prior_credit_ns), 0 },
-	{ "prior_margin", offsetof(struct cp_knobs, prior_margin), 1 },
-	{ "prior_low_margin", offsetof(struct cp_knobs, prior_low_margin), 0 },
-	{ "populate_span", offsetof(struct cp_knobs, populate_span), 1 },
+	{ "pread_min", offsetof(struct cp_knobs, pread_min), 0, 0 },
+	{ "copy_max", offsetof(struct cp_knobs, copy_max), 0, 0 },
+	{ "gain_ns", offsetof(struct cp_knobs, gain_ns), 1, 0 },
+	{ "sample_every", offsetof(struct cp_knobs, sample_every), 1, 0 },
+	{ "probe_every", offsetof(struct cp_knobs, probe_every), 0, 0 },
+	{ "burst", offsetof(struct cp_knobs, burst), 0, 0 },
+	{ "clamp", offsetof(struct cp_knobs, clamp), 1, 0 },
+	{ "first_max_ns", offsetof(struct cp_knobs, first_max_ns), 1, 0 },
+	{ "populate_ns", offsetof(struct cp_knobs, populate_ns), 1, 0 },
+	{ "populate_min", offsetof(struct cp_knobs, populate_min), 1, 0 },
+	{ "relearn", offsetof(struct cp_knobs, relearn), 0, 0 },
+	{ "allowance", offsetof(struct cp_knobs, allowance), 0, 0 },
+	{ "bank_max_ns", offsetof(struct cp_knobs, bank_max_ns), 0, 0 },
+	{ "prior", offsetof(struct cp_knobs, prior), 0, 0 },
+	{ "prior_credit_ns", offsetof(struct cp_knobs, prior_credit_ns), 0, 0 },
+	{ "prior_margin", offsetof(struct cp_knobs, prior_margin), 1, 0 },
+	{ "prior_low_margin", offsetof(struct cp_knobs, prior_low_margin), 0, 0 },
+	{ "populate_span", offsetof(struct cp_knobs, populate_span), 1, CP_SPAN_MAX },
 };
 
 static int
@@ -107,13 +108,19 @@ parse_one(struct cp_knobs *k, const char *name, size_t namelen, const char *val,
 				 (unsigned)knobs[i].min);
 			return -1;
 		}
+		if (knobs[i].max != 0 && v > knobs[i].max) {
+			snprintf(err, errlen, "%s=%s: at most %u", knobs[i].name, val,
+				 (unsigned)knobs[i].max);
+			return -1;
+		}
 		memcpy((char *)k + knobs[i].off, &(uint32_t){ (uint32_t)v }, sizeof(uint32_t));
 		return 0;
 	}
 	snprintf(err, errlen,
 		 "unknown knob \"%.*s\" (way, pread_min, copy_max, gain_ns, sample_every, "
 		 "probe_every, burst, clamp, first_max_ns, populate_ns, populate_min, relearn, "
-		 "allowance, bank_max_ns, prior, prior_credit_ns, prior_margin)",
+		 "allowance, bank_max_ns, prior, prior_credit_ns, prior_margin, prior_low_margin, "
+		 "populate_span)",
 		 (int)(namelen > 40 ? 40 : namelen), name);
 	return -1;
 }
@@ -562,6 +569,9 @@ account_one(struct cp_costs *c, const struct cp_knobs *k, const struct cp_plan *
  * prior's 6 us, and charged at 4 times it the bank would let the buys
  * that follow overrun the floor (test_vm_break_even). */
 #define BUY_MAX_NS	4000000u
+/* The dearest block measured, rounded up: a span of n blocks is charged n
+ * of these at most (and BUY_MAX_NS at least). */
+#define BLOCK_MAX_NS	1000000u
 
 static uint64_t
 charged(uint64_t ns)
@@ -587,9 +597,18 @@ cp_account(struct cp_costs *c, struct cp_costs *seed, const struct cp_knobs *k,
 /* A buy that took ns is paid: from the prior's credit first when the
  * prior bought it, the bank paying what is left. */
 static void
-charge_buy(struct cp_costs *c, const struct cp_knobs *k, uint64_t ns)
+charge_buy(struct cp_costs *c, const struct cp_knobs *k, uint64_t ns, unsigned blocks)
 {
-	int64_t charge = (int64_t)charged(ns), *cr = credit_of(c), left = LD(cr);
+	/* a span: what its blocks cost, up to the dearest block measured
+	 * each (a file only part of which is in huge folios costs a block's
+	 * 512 entries a block: 13 ms for 16 on the test VM), BUY_MAX_NS at
+	 * least */
+	uint64_t cap = (uint64_t)BLOCK_MAX_NS * blocks;
+	int64_t charge, *cr = credit_of(c), left = LD(cr);
+
+	if (cap < BUY_MAX_NS)
+		cap = BUY_MAX_NS;
+	charge = (int64_t)(ns > cap ? cap : ns);
 
 	/* a block the prior bought is paid from the prior's credit first (so
 	 * that the bank is kept for the block probes that measure what a
@@ -622,7 +641,7 @@ cp_populate_account(struct cp_costs *c, struct cp_costs *seed, const struct cp_k
 
 	ST(&c->blocks, n + 1);
 	if (bought)	/* the policy's buy; hm_warm's is the caller's */
-		charge_buy(c, k, ns);
+		charge_buy(c, k, ns, 1u);
 	/* a mapping's first block of a file in huge folios builds the page
 	 * tables' own pages too (on the test VM, 50-260 us against 13-20
 	 * after it): charged, but counted as twice the estimate at most, or
@@ -654,7 +673,7 @@ cp_span_account(struct cp_costs *c, struct cp_costs *seed, const struct cp_knobs
 
 	ST(&c->blocks, LD(&c->blocks) + blocks);
 	if (bought)
-		charge_buy(c, k, ns);
+		charge_buy(c, k, ns, blocks);
 	/* one sample, what a block came to: a quarter of the way, as any */
 	move(&c->populate_ns, each == 0 ? 1 : each, 2, k);
 	if (seed != NULL && seed != c)

@@ -74,8 +74,10 @@ struct cp_knobs {
 	uint32_t prior_low_margin;	/* or its low mark this many times (0: not
 					 * taken) */
 	uint32_t populate_span;	/* blocks a buy populates at once, where the
-				 * file is in huge folios (1: the block alone) */
+				 * file is in huge folios (1: the block alone;
+				 * CP_SPAN_MAX at most) */
 };
+#define CP_SPAN_MAX	512u	/* 1 GiB of blocks in one call */
 
 #define CP_AUTO		0u
 #define CP_FORCE_PREAD	1u

@@ -253,11 +253,13 @@ populate_span(hm_file *f, struct direct_map *m, size_t blk, bool bought)
 	size_t nblocks = (m->maplen + BLOCK_BYTES - 1) / BLOCK_BYTES, first, last, b, from, to;
 	uint64_t t0, ns;
 
+	if (span > CP_SPAN_MAX)
+		span = CP_SPAN_MAX;
 	if (span <= 1 || __atomic_load_n(&map->folios, __ATOMIC_RELAXED) != FOLIOS_HUGE ||
 	    __atomic_load_n(&populate_off, __ATOMIC_RELAXED) || blk >= nblocks)
 		return populate_block(f, m, blk, bought);
 	first = blk - blk % span;
-	last = first + span - 1 < nblocks ? first + span - 1 : nblocks - 1;
+	last = nblocks - 1 - first >= span - 1 ? first + span - 1 : nblocks - 1;
 	/* blk is the caller's already (its heat said so); the others of the
 	 * span that no one populated or tried, this call's */
 	for (b = first; b <= last; b++)
@@ -265,15 +267,25 @@ populate_span(hm_file *f, struct direct_map *m, size_t blk, bool bought)
 			n++;
 	from = first * BLOCK_BYTES;
 	to = (last + 1) * BLOCK_BYTES < m->maplen ? (last + 1) * BLOCK_BYTES : m->maplen;
+	pagemap_ready();
 	t0 = monotime_ns();
 	if (madvise(m->base + from, to - from, MADV_POPULATE_READ) < 0) {
-		/* EFAULT: the file shrank (its blocks stay tried, as a block
-		 * that failed: never bought again); EINVAL: not this kernel */
-		if (errno == EINVAL)
-			return populate_block(f, m, blk, bought);
-		return false;
+		int err = errno;
+
+		/* the blocks this call claimed go back to being bought one by
+		 * one (blk stays tried, as a block that failed alone does);
+		 * EINVAL: not this kernel, and populate_block says so */
+		for (b = first; b <= last; b++)
+			if (b != blk)
+				page_state_block_unclaim(&map->pages, b);
+		return err == EINVAL ? populate_block(f, m, blk, bought) : false;
 	}
 	ns = monotime_ns() - t0;
+	/* a span of whole blocks not all mapped huge: the file is not (or no
+	 * longer) all in huge folios, and the next buys are blocks alone
+	 * (each of its blocks would cost its 512 entries) */
+	if (to == (last + 1) * BLOCK_BYTES && block_huge(m->base + from, to - from) == 0)
+		__atomic_store_n(&map->folios, FOLIOS_SMALL, __ATOMIC_RELAXED);
 	cp_span_account(&map->cost, &direct_costs, &f->c->copy_knobs, ns, n, bought);
 	FILE_COUNT(f, populates, n);
 	FILE_COUNT(f, populate_ns, ns);
@@ -453,7 +465,9 @@ copy_sample(hm_file *f, struct direct_map *m, size_t blk, uint64_t offset, size_
 static __attribute__((noinline)) ssize_t
 timed_pread(int fd, void *buf, size_t n, uint64_t offset, uint64_t *ns)
 {
-	unsigned char scratch[TIMED_SCRATCH];
+	/* aligned: a descriptor opened O_DIRECT reads into it as into an
+	 * aligned buffer of the caller's */
+	_Alignas(4096) unsigned char scratch[TIMED_SCRATCH];
 	void *to = n <= sizeof scratch ? scratch : buf;
 	uint64_t t0 = monotime_ns();
 	ssize_t got = pread_all(fd, to, n, offset);
@@ -469,7 +483,7 @@ timed_pread(int fd, void *buf, size_t n, uint64_t offset, uint64_t *ns)
 static __attribute__((noinline)) int
 timed_copy(void *buf, const void *src, size_t n, uint64_t *ns)
 {
-	unsigned char scratch[TIMED_SCRATCH];
+	_Alignas(4096) unsigned char scratch[TIMED_SCRATCH];
 	void *to = n <= sizeof scratch ? scratch : buf;
 	uint64_t t0 = monotime_ns();
 	int rc = guarded_copy(to, src, n);

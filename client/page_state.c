@@ -267,6 +267,15 @@ page_state_block_claim(struct page_state *s, size_t b)
 }
 
 void
+page_state_block_unclaim(struct page_state *s, size_t b)
+{
+	uint16_t v = PAGE_STATE_TRIED;
+
+	(void)__atomic_compare_exchange_n(&s->heat[b], &v, (uint16_t)0, false, __ATOMIC_RELAXED,
+					  __ATOMIC_RELAXED);
+}
+
+void
 page_state_forget(struct page_state *s)
 {
 	uint8_t *h = __atomic_load_n(&s->hits, __ATOMIC_ACQUIRE);

@@ -18,10 +18,11 @@
  *   PAGE_STATE_HITS_TABLE pages, and for a bigger file that many counters
  *   a page's count is hashed into: made at the first count.  A counter
  *   several pages share counts their reads together, so a page may be
- *   touched early, never late; and so that collisions do not add up over
- *   a long life, a shared table is halved each time it has counted four
- *   times its size (a page read less than once in some 1,300 reads of its
- *   file is not touched, which a touch could not repay on the test VM).
+ *   touched early; and so that collisions do not add up over a long life,
+ *   a shared table is halved each time it has counted four times its size
+ *   (a read of n pages counts n), which may touch a page late: one read
+ *   less than once in some 1,300 counts of its file is not touched, which
+ *   a touch could not repay on the test VM.
  *   Before, each block got a byte per page at its first counted read:
  *   5,000 random reads of a 1 GiB file took 64 pages of memory, some 0.6
  *   ms of faults in an 11 ms run (bench/hmproc).
@@ -75,6 +76,9 @@ bool page_state_block_heat(struct page_state *s, size_t b, unsigned after);
 /* Block b taken to be populated now with a span of blocks: true when
  * this caller took it (it was not populated nor tried before). */
 bool page_state_block_claim(struct page_state *s, size_t b);
+/* A claim given back: the span was not populated (its block may be
+ * bought again). */
+void page_state_block_unclaim(struct page_state *s, size_t b);
 /* Everything forgotten: no page touched, no read counted. */
 void page_state_forget(struct page_state *s);
 

@@ -563,7 +563,7 @@ static void
 test_knobs_parse(void **state)
 {
 	struct cp_knobs k, d;
-	char err[200];
+	char err[320];
 
 	(void)state;
 	cp_knobs_default(&d);
@@ -581,6 +581,15 @@ test_knobs_parse(void **state)
 	assert_memory_equal(&k, &d, sizeof(k));
 	assert_int_equal(cp_knobs_parse(&k, "nosuch=1", err, sizeof(err)), -1);
 	assert_non_null(strstr(err, "unknown knob \"nosuch\""));
+	assert_non_null(strstr(err, "populate_span"));
+	/* a span of 1 GiB of blocks at most */
+	assert_int_equal(cp_knobs_parse(&k, "populate_span=513", err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "at most 512"));
+	assert_memory_equal(&k, &d, sizeof(k));
+	assert_int_equal(cp_knobs_parse(&k, "populate_span=512,prior_low_margin=0", err, sizeof(err)), 0);
+	assert_int_equal(k.populate_span, 512);
+	assert_int_equal(k.prior_low_margin, 0);
+	k = d;
 	assert_int_equal(cp_knobs_parse(&k, "way=fast", err, sizeof(err)), -1);
 	assert_int_equal(cp_knobs_parse(&k, "copy_max", err, sizeof(err)), -1);
 	assert_non_null(strstr(err, "name=value"));

@@ -304,9 +304,13 @@ test_span_account(void **state)
 	cp_span_account(&c, NULL, &k, 32000, 16, false);
 	assert_int_equal(cp_bank(&c), -32000);
 	assert_int_equal(c.blocks, 32);
-	/* a preempted one is charged 4 ms at most */
+	/* a preempted one is charged 1 ms a block at most (the dearest
+	 * block measured; a span in small folios costs about that) */
 	cp_span_account(&c, NULL, &k, 90000000, 16, true);
-	assert_int_equal(cp_bank(&c), -32000 - 4000000);
+	assert_int_equal(cp_bank(&c), -32000 - 16000000);
+	/* and a short one 4 ms, as a block alone */
+	cp_span_account(&c, NULL, &k, 90000000, 2, true);
+	assert_int_equal(cp_bank(&c), -32000 - 16000000 - 4000000);
 }
 
 /* The prior's thresholds: below what a block takes to pay it changes
