@@ -157,6 +157,37 @@ copy_log(const hm_file *f, const struct direct_map *m, const char *what)
 		(unsigned)__atomic_load_n(&c->prior_low, __ATOMIC_RELAXED));
 }
 
+/* Blocks first..last of m ([from, to) of the file) were populated, n of
+ * them bought now, in ns: counted (the file's and the slot's), logged, and
+ * their pages marked touched unless the grant was revoked meanwhile: true
+ * when they were. */
+static bool
+populated(hm_file *f, struct direct_map *m, size_t first, size_t last, unsigned n, size_t from,
+	  size_t to, uint64_t ns)
+{
+	FILE_COUNT(f, populates, n);
+	FILE_COUNT(f, populate_ns, ns);
+	SLOT_COUNT(m->slot, populated, n);
+	SLOT_COUNT(m->slot, populate_ns, ns);
+	if (f->c->copy_log) {
+		char what[96];
+
+		if (first == last)
+			snprintf(what, sizeof what, "block %zu populated in %llu ns", first,
+				 (unsigned long long)ns);
+		else
+			snprintf(what, sizeof what, "blocks %zu-%zu populated (%u new) in %llu ns",
+				 first, last, n, (unsigned long long)ns);
+		copy_log(f, m, what);
+	}
+	if (hm_direct_gen(m->slot) != m->gen)
+		return false;
+	/* every block of a span is mapped now: the ones populated before are
+	 * marked already */
+	page_state_mark(&m->map->pages, from >> PAGE_SHIFT_4K, (to - 1) >> PAGE_SHIFT_4K);
+	return true;
+}
+
 /* Builds the page tables of block blk of m and marks its pages touched,
  * unless the grant was revoked meanwhile: true when it did.  A file cut
  * short meanwhile makes madvise fail (EFAULT) or the guarded touch catch
@@ -213,28 +244,14 @@ built:
 	/* small: a whole block the pagemap says small entries map (not a
 	 * file's short last block, nor one it could not tell) */
 	cp_populate_account(&m->map->cost, &direct_costs, &f->c->copy_knobs, ns, bought, huge == 0);
-	FILE_COUNT(f, populates, 1);
-	FILE_COUNT(f, populate_ns, ns);
-	SLOT_COUNT(m->slot, populated, 1);
-	SLOT_COUNT(m->slot, populate_ns, ns);
-	if (f->c->copy_log) {
-		char what[80];
-
-		snprintf(what, sizeof what, "block %zu populated in %llu ns", blk,
-			 (unsigned long long)ns);
-		copy_log(f, m, what);
-	}
-	if (hm_direct_gen(m->slot) != m->gen)
-		return false;
-	page_state_mark(&m->map->pages, from >> PAGE_SHIFT_4K, (from + len - 1) >> PAGE_SHIFT_4K);
-	return true;
+	return populated(f, m, blk, blk, 1u, from, from + len, ns);
 }
 
 /*
  * A buy of block blk of a file in huge folios: the aligned span of
  * populate_span blocks that holds it, each not populated yet taken, built
  * in one madvise(MADV_POPULATE_READ).  On the test VM a block's fault
- * costs 15-16 us (an exit to the hypervisor), one madvise 6-7 us a block
+ * costs 15-16 us (an exit to the hypervisor), one madvise 6-12 us a block
  * alone, and 21-38 us for 16-32 blocks at once: some 1.3 us a block
  * (docs/direct-reads.md, rule 5; 0.5 us a block for the whole GiB).  So
  * the span costs about what one block did, and where the policy buys a
@@ -287,23 +304,7 @@ populate_span(hm_file *f, struct direct_map *m, size_t blk, bool bought)
 	if (to == (last + 1) * BLOCK_BYTES && block_huge(m->base + from, to - from) == 0)
 		__atomic_store_n(&map->folios, FOLIOS_SMALL, __ATOMIC_RELAXED);
 	cp_span_account(&map->cost, &direct_costs, &f->c->copy_knobs, ns, n, bought);
-	FILE_COUNT(f, populates, n);
-	FILE_COUNT(f, populate_ns, ns);
-	SLOT_COUNT(m->slot, populated, n);
-	SLOT_COUNT(m->slot, populate_ns, ns);
-	if (f->c->copy_log) {
-		char what[96];
-
-		snprintf(what, sizeof what, "blocks %zu-%zu populated (%u new) in %llu ns", first, last, n,
-			 (unsigned long long)ns);
-		copy_log(f, m, what);
-	}
-	if (hm_direct_gen(m->slot) != m->gen)
-		return false;
-	/* every block of the span is mapped now: the ones populated before
-	 * are marked already */
-	page_state_mark(&map->pages, from >> PAGE_SHIFT_4K, (to - 1) >> PAGE_SHIFT_4K);
-	return true;
+	return populated(f, m, first, last, n, from, to, ns);
 }
 
 /*
