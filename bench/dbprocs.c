@@ -30,13 +30,15 @@
 
 #define DB_MAX_PROCS 64
 
-/* Two contenders of this workload alone, run by hmproc's modes of the
+/* Three contenders of this workload alone, run by hmproc's modes of the
  * same names (its others are contender.c's, the hotmap ones as "hotmap"):
  * the library with HOTMAP_FALLBACK=local, whose connect and open wait
- * for no answer of hotmapd, and the floor of any connect that waits, one
- * round trip and nothing else.  Measured after the "hotmap" row, when
- * the run has one (hotmapd's contenders are available) and --contenders
- * names them or nothing. */
+ * for no answer of hotmapd; the floor of any connect that waits, one
+ * round trip and nothing else; and the floor of any connect + open that
+ * waits for nothing, a HELLO and an OPEN sent in one sendmsg without the
+ * library.  Measured after the "hotmap" row, when the run has one
+ * (hotmapd's contenders are available) and --contenders names them or
+ * nothing. */
 static const struct contender db_extra[] = {
 	{
 		.name = "hotmap-fallback",
@@ -50,6 +52,16 @@ static const struct contender db_extra[] = {
 		.name = "hello-only",
 		.label = "hm_connect_opts with no region and no direct tier, then exit: one round "
 			 "trip to hotmapd, nothing read",
+		.flags = CF_HOTMAP,
+		.workloads = W_DBPROCS,
+		.shm_size = "0",
+		.direct = 0,
+	},
+	{
+		.name = "contact",
+		.label = "no libhotmap: open + fstat, then a socket to hotmapd and one sendmsg of "
+			 "HELLO and OPEN with the descriptor, no answer awaited, then pread: the "
+			 "floor of a connect + open that tells hotmapd and waits for nothing",
 		.flags = CF_HOTMAP,
 		.workloads = W_DBPROCS,
 		.shm_size = "0",
@@ -231,7 +243,7 @@ dbprocs_run(const struct contender **given, size_t ngiven)
 		       "(pread: open; mmap-new: open + mmap; hotmap: hm_connect_opts + hm_open; issue 29 "
 		       "target for hotmap: p50 <= 0.5 ms; hotmap-fallback: the same with "
 		       "HOTMAP_FALLBACK=local, which waits for no answer; hello-only: hm_connect_opts with no "
-		       "region and nothing else, one round trip, the floor of a connect that waits), conn_p50 its connect alone (hm_connect_opts), "
+		       "region and nothing else, one round trip, the floor of a connect that waits; contact: no library, open + fstat + a socket + one sendmsg of HELLO and OPEN, the floor of a connect + open that waits for nothing), conn_p50 its connect alone (hm_connect_opts), "
 		       "co_cpu_ms and co_minflt the process's own CPU time (p50) and faults in connect + open, "
 		       "start_p50 fork to main (exec, loader), "
 		       "reads_p50 the lookups, close_p50, cpu_ms user + system, minflt (wait4).",
@@ -255,7 +267,8 @@ dbprocs_run(const struct contender **given, size_t ngiven)
 				/* hmproc's mode: the contender's name says the two
 				 * that only this workload has */
 				argv[1] = strcmp(c->name, "hotmap-fallback") == 0 ? "hotmap-fallback" :
-					  strcmp(c->name, "hello-only") == 0 ? "hello" : "hotmap";
+					  strcmp(c->name, "hello-only") == 0 ? "hello" :
+					  strcmp(c->name, "contact") == 0 ? "contact" : "hotmap";
 				snprintf(shm, sizeof shm, "%s", c->shm_size != NULL ? c->shm_size : "-1");
 				snprintf(direct, sizeof direct, "%d", c->direct);
 				argv[6] = shm;

@@ -14,7 +14,12 @@
  * open wait for nothing: the file's size from stat(2), since hm_stat
  * would wait for hotmapd's answers), hello (hm_connect_opts alone, no
  * region, no direct tier, then hm_disconnect: one round trip to hotmapd
- * and nothing else, the floor of any connect that waits).
+ * and nothing else, the floor of any connect that waits), contact (no
+ * libhotmap: open + fstat as pread does, then a socket connected to
+ * hotmapd and one sendmsg of a HELLO and an OPEN with the descriptor,
+ * no answer awaited; then pread: the least a client that tells hotmapd
+ * of its open does, the floor of any connect + open that waits for
+ * nothing).
  * Prints one line on stdout, CLOCK_MONOTONIC seconds (the parent compares
  * them with its own clock: the time from fork to main is the process's
  * start):  main connect_open reads close connect cpu faults sum
@@ -35,11 +40,14 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "hotmap.h"
+#include "proto/frame.h"
 
 #define LEN 4096
 
@@ -82,6 +90,51 @@ fail(const char *what)
 	return 1;
 }
 
+
+/* contact: HELLO (no region, so no direct tier) and OPEN of the
+ * descriptor fd, framed as libhotmap frames them, in one sendmsg to the
+ * socket at sock.  0, or -1 and errno. */
+static int
+contact(const char *sock, const char *path, int fd)
+{
+	Hotmap__Hello hello = HOTMAP__HELLO__INIT;
+	Hotmap__Open op = HOTMAP__OPEN__INIT;
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	union {
+		char b[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	uint8_t buf[2 * HM_FRAME_HEADER_SIZE + 4200];
+	struct iovec iov;
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.b,
+			    .msg_controllen = sizeof u.b };
+	struct cmsghdr *cm;
+	int s, n, k;
+
+	hello.version = HM_PROTO_VERSION;
+	hello.features = HM_FEATURES_ALL;
+	hello.client_name = "hmproc";
+	op.path = (char *)path;
+	n = frame_encode(HM_MSG_HELLO, 1, 0, &hello.base, 0, buf, sizeof buf);
+	k = n < 0 ? n : frame_encode(HM_MSG_OPEN, 2, 0, &op.base, 0, buf + n, sizeof buf - (size_t)n);
+	if (n < 0 || k < 0 || strlen(sock) >= sizeof a.sun_path) {
+		errno = EINVAL;
+		return -1;
+	}
+	memcpy(a.sun_path, sock, strlen(sock) + 1);
+	s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (s < 0 || connect(s, (struct sockaddr *)&a, sizeof a) < 0)
+		return -1;
+	iov = (struct iovec){ buf, (size_t)(n + k) };
+	cm = CMSG_FIRSTHDR(&m);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &fd, sizeof fd);
+	/* the socket stays open until the process exits: hotmapd's hang-up */
+	return sendmsg(s, &m, MSG_NOSIGNAL) == n + k ? 0 : -1;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -95,7 +148,7 @@ main(int argc, char **argv)
 	int fd;
 
 	if (argc != 6 && argc != 8) {
-		fprintf(stderr, "usage: hmproc pread|mmap|hotmap|hotmap-fallback|hello SOCKET PATH READS "
+		fprintf(stderr, "usage: hmproc pread|mmap|contact|hotmap|hotmap-fallback|hello SOCKET PATH READS "
 			"SEED [SHM_SIZE DIRECT]\n");
 		return 2;
 	}
@@ -154,13 +207,16 @@ main(int argc, char **argv)
 		t_reads = now();
 		hm_close(f);
 		hm_disconnect(c);
-	} else if (strcmp(mode, "pread") == 0 || strcmp(mode, "mmap") == 0) {
+	} else if (strcmp(mode, "pread") == 0 || strcmp(mode, "mmap") == 0 ||
+		   strcmp(mode, "contact") == 0) {
 		char *map = NULL;
 
 		t_connect = t_main;
 		fd = open(path, O_RDONLY | O_CLOEXEC);
 		if (fd < 0 || fstat(fd, &st) < 0)
 			return fail("open");
+		if (mode[0] == 'c' && contact(sock, path, fd) < 0)
+			return fail("contact");
 		if (mode[0] == 'm') {
 			map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
 			if (map == MAP_FAILED)
