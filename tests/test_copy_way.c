@@ -191,7 +191,9 @@ test_auto_counts(void **state)
 
 /* hm_warm populates its blocks: counted, with what they took, and their
  * pages are touched: with way=copy (the way fixed, so that no timing
- * decides), every read after is a copy and none a first touch. */
+ * decides), every read after is a copy and none a first touch.  After
+ * the mapping's first block, the blocks of a warm go in runs (one
+ * madvise for up to 1 GiB), each block once. */
 static void
 test_warm_counts_populates(void **state)
 {
@@ -212,6 +214,18 @@ test_warm_counts_populates(void **state)
 		st = stats_of(o.f);
 		assert_int_equal(st.touch_reads, 0);
 		assert_int_equal(st.copy_reads, READS);
+		/* the rest of the file: the two blocks after, in one run
+		 * (the first block said what the folios are); the blocks
+		 * warmed before are not populated again, nor are any by a
+		 * warm after */
+		assert_int_equal(hm_warm(o.f, 0, FILE_SIZE), FILE_SIZE);
+		assert_int_equal(stats_of(o.f).populates, 4);
+		assert_int_equal(hm_warm(o.f, MiB, FILE_SIZE), FILE_SIZE - MiB);
+		assert_int_equal(stats_of(o.f).populates, 4);
+		read_random(&o, FILE_SIZE, 6);
+		st = stats_of(o.f);
+		assert_int_equal(st.touch_reads, 0);
+		assert_int_equal(st.copy_reads, 2 * READS);
 	}
 	close_file(&o);
 }
