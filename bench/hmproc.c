@@ -109,6 +109,7 @@ contact(const char *sock, const char *path, int fd)
 	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.b,
 			    .msg_controllen = sizeof u.b };
 	struct cmsghdr *cm;
+	ssize_t w;
 	int s, n, k;
 
 	hello.version = HM_PROTO_VERSION;
@@ -123,16 +124,30 @@ contact(const char *sock, const char *path, int fd)
 	}
 	memcpy(a.sun_path, sock, strlen(sock) + 1);
 	s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (s < 0 || connect(s, (struct sockaddr *)&a, sizeof a) < 0)
+	if (s < 0)
 		return -1;
+	if (connect(s, (struct sockaddr *)&a, sizeof a) < 0) {
+		int err = errno;
+
+		close(s);
+		errno = err;
+		return -1;
+	}
 	iov = (struct iovec){ buf, (size_t)(n + k) };
 	cm = CMSG_FIRSTHDR(&m);
 	cm->cmsg_level = SOL_SOCKET;
 	cm->cmsg_type = SCM_RIGHTS;
 	cm->cmsg_len = CMSG_LEN(sizeof(int));
 	memcpy(CMSG_DATA(cm), &fd, sizeof fd);
-	/* the socket stays open until the process exits: hotmapd's hang-up */
-	return sendmsg(s, &m, MSG_NOSIGNAL) == n + k ? 0 : -1;
+	/* the socket stays open until the process exits: hotmapd's hang-up;
+	 * a Unix socket takes the 2 frames whole or fails */
+	w = sendmsg(s, &m, MSG_NOSIGNAL);
+	if (w != n + k) {
+		if (w >= 0)
+			errno = EIO;
+		return -1;
+	}
+	return 0;
 }
 
 int

@@ -613,16 +613,19 @@ direct_read_stats(hm_file *f, struct hm_read_stats *st)
 	st->populate_after = cp_populate_after(c, &f->c->copy_knobs);
 }
 
-/* hm_warm on a direct file: the blocks of [offset, offset + len) populated
- * now, the caller's wish standing for their heat. */
 /*
  * hm_warm's blocks first..last of m, claimed by the caller, built in one
  * madvise(MADV_POPULATE_READ): a block at a time cost hm_warm a system
  * call each (on the test VM 6-12 us a block alone, 0.5 us a block for
  * the whole GiB in one; docs/direct-reads.md, rule 5), and the caller
- * asked for every one of them.  Where the call fails (a file cut short
- * meanwhile: EFAULT, never a SIGBUS), first is left tried and the others
- * go back to being bought one by one.  The last block handled.
+ * asked for every one of them.  Where the call fails, each block is
+ * tried alone (populate_block, which says when the kernel cannot: EINVAL;
+ * a file cut short meanwhile fails with EFAULT, never a SIGBUS), so that
+ * one bad block does not leave the others cold.  A run of no more than
+ * populate_span blocks is a sample of what a block costs, as a span's
+ * buy is; a longer one is not (0.5 us a block for a GiB, against the 1.3
+ * a buy's span of 16 costs), or a warm would make every buy look cheaper
+ * than it is.  The last block handled.
  */
 #define WARM_RUN_MAX	CP_SPAN_MAX	/* blocks in one of hm_warm's calls: 1 GiB */
 
@@ -631,6 +634,7 @@ warm_run(hm_file *f, struct direct_map *m, size_t first, size_t last)
 {
 	size_t from = first * BLOCK_BYTES, b,
 	       to = (last + 1) * BLOCK_BYTES < m->maplen ? (last + 1) * BLOCK_BYTES : m->maplen;
+	unsigned n = (unsigned)(last - first + 1);
 	uint64_t t0, ns;
 
 	if (first == last) {
@@ -640,19 +644,22 @@ warm_run(hm_file *f, struct direct_map *m, size_t first, size_t last)
 	pagemap_ready();
 	t0 = monotime_ns();
 	if (madvise(m->base + from, to - from, MADV_POPULATE_READ) < 0) {
-		for (b = first + 1; b <= last; b++)
-			page_state_block_unclaim(&m->map->pages, b);
+		for (b = first; b <= last; b++)
+			populate_block(f, m, b, false);
 		return last;
 	}
 	ns = monotime_ns() - t0;
 	if (to == (last + 1) * BLOCK_BYTES && block_huge(m->base + from, to - from) == 0)
 		__atomic_store_n(&m->map->folios, FOLIOS_SMALL, __ATOMIC_RELAXED);
-	cp_span_account(&m->map->cost, &direct_costs, &f->c->copy_knobs, ns,
-			(unsigned)(last - first + 1), false);
-	populated(f, m, first, last, (unsigned)(last - first + 1), from, to, ns);
+	if (n <= f->c->copy_knobs.populate_span)
+		cp_span_account(&m->map->cost, &direct_costs, &f->c->copy_knobs, ns, n, false);
+	populated(f, m, first, last, n, from, to, ns);
 	return last;
 }
 
+/* hm_warm on a direct file: the blocks of [offset, offset + len) populated
+ * now, the caller's wish standing for their heat: the mapping's first
+ * block alone, then runs (warm_run). */
 void
 direct_warm(hm_file *f, uint64_t offset, uint64_t len)
 {
@@ -667,10 +674,12 @@ direct_warm(hm_file *f, uint64_t offset, uint64_t len)
 	for (b = (size_t)(offset / BLOCK_BYTES); b <= last; b++) {
 		size_t e = b;
 
-		if (!page_state_block_heat(&m->map->pages, b, 1))
+		if (!page_state_block_claim(&m->map->pages, b))
 			continue;	/* populated, or being, already */
 		/* a mapping's first block alone: it says what the file's
-		 * folios are (populate_block), which the policy's buys go by */
+		 * folios are (populate_block), which the policy's buys go by;
+		 * where the pagemap cannot tell (PAGEMAP_SCAN, Linux 6.7), or
+		 * the kernel cannot populate, every block stays alone */
 		if (__atomic_load_n(&m->map->folios, __ATOMIC_RELAXED) == FOLIOS_UNKNOWN ||
 		    __atomic_load_n(&populate_off, __ATOMIC_RELAXED)) {
 			populate_block(f, m, b, false);
