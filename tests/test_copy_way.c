@@ -437,6 +437,44 @@ file_maps_huge(const char *path)
 	return rc;
 }
 
+/* o opened with the copy log on (HOTMAP_COPY_LOG=1), standard error
+ * going to a temporary file until log_close, which puts it back and
+ * gives the file to read from its start. */
+struct logged {
+	char path[64];
+	int log, saved;
+};
+
+static void
+log_open(void **state, const char *policy, const char *name, struct opened *o, struct logged *l)
+{
+	snprintf(l->path, sizeof l->path, "/tmp/hotmap-copylog.XXXXXX");
+	l->log = mkstemp(l->path);
+	assert_true(l->log >= 0);
+	l->saved = dup(2);
+	assert_true(l->saved >= 0);
+	setenv("HOTMAP_COPY_LOG", "1", 1);
+	open_file(*state, policy, name, o);
+	unsetenv("HOTMAP_COPY_LOG");
+	fflush(stderr);
+	assert_int_equal(dup2(l->log, 2), 2);
+}
+
+static FILE *
+log_close(struct logged *l)
+{
+	FILE *in;
+
+	fflush(stderr);
+	assert_int_equal(dup2(l->saved, 2), 2);
+	close(l->saved);
+	in = fdopen(l->log, "r");
+	assert_non_null(in);
+	rewind(in);
+	unlink(l->path);
+	return in;
+}
+
 /*
  * hm_warm after a mapping's first block populates the blocks nobody did
  * in one run, one madvise (warm_run; docs/direct-reads.md, rule 5): the
@@ -447,35 +485,23 @@ file_maps_huge(const char *path)
 static void
 test_warm_runs(void **state)
 {
-	char tmpl[] = "/tmp/hotmap-warmlog.XXXXXX", line[512];
+	char line[512];
 	struct opened o;
-	int log = mkstemp(tmpl), saved, huge;
+	struct logged l;
 	unsigned runs = 0, alone = 0;
+	int huge;
 	FILE *in;
 
-	assert_true(log >= 0);
-	saved = dup(2);
-	assert_true(saved >= 0);
-	setenv("HOTMAP_COPY_LOG", "1", 1);
-	open_file(*state, "way=copy", "wr", &o);
-	unsetenv("HOTMAP_COPY_LOG");
+	log_open(state, "way=copy", "wr", &o, &l);
 	huge = file_maps_huge(o.path);
-	fflush(stderr);
-	assert_int_equal(dup2(log, 2), 2);
 	assert_int_equal(hm_warm(o.f, 0, 2 * MiB), 2 * MiB);
 	assert_int_equal(hm_warm(o.f, 0, FILE_SIZE), FILE_SIZE);
-	fflush(stderr);
-	assert_int_equal(dup2(saved, 2), 2);
-	close(saved);
-	in = fdopen(log, "r");
-	assert_non_null(in);
-	rewind(in);
+	in = log_close(&l);
 	while (fgets(line, sizeof line, in) != NULL) {
 		runs += strstr(line, "blocks 1-3 populated (3 new)") != NULL;
 		alone += strstr(line, " blocks ") == NULL && strstr(line, " populated in ") != NULL;
 	}
 	fclose(in);
-	unlink(tmpl);
 	if (stats_of(o.f).populates == 0) {
 		close_file(&o);
 		skip();	/* the kernel cannot populate (before 5.14) */
@@ -689,28 +715,16 @@ test_options_of_an_older_program(void **state)
 static void
 test_copy_log(void **state)
 {
-	char tmpl[] = "/tmp/hotmap-copylog.XXXXXX", line[512];
+	char line[512];
 	struct opened o;
-	int log = mkstemp(tmpl), saved;
+	struct logged l;
 	unsigned lines = 0, preads = 0;
 	FILE *in;
 
-	assert_true(log >= 0);
-	saved = dup(2);
-	assert_true(saved >= 0);
-	setenv("HOTMAP_COPY_LOG", "1", 1);
-	open_file(*state, "way=pread", "l", &o);
-	unsetenv("HOTMAP_COPY_LOG");
-	fflush(stderr);
-	assert_int_equal(dup2(log, 2), 2);
+	log_open(state, "way=pread", "l", &o, &l);
 	read_random(&o, 64 * KiB, 6);
-	fflush(stderr);
-	assert_int_equal(dup2(saved, 2), 2);
-	close(saved);
+	in = log_close(&l);
 	close_file(&o);
-	in = fdopen(log, "r");
-	assert_non_null(in);
-	rewind(in);
 	while (fgets(line, sizeof line, in) != NULL) {
 		lines++;
 		assert_non_null(strstr(line, "copy-policy"));
@@ -719,7 +733,6 @@ test_copy_log(void **state)
 			preads++;
 	}
 	fclose(in);
-	unlink(tmpl);
 	assert_int_equal(lines, READS);
 	assert_int_equal(preads, READS);
 }
