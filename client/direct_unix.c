@@ -248,6 +248,36 @@ built:
 }
 
 /*
+ * Blocks first..last of m, n of them this call's, built in one
+ * madvise(MADV_POPULATE_READ) (a buy's span, hm_warm's run).  A range of
+ * whole blocks the pagemap finds not all mapped huge says the file is not
+ * (or no longer) all in huge folios: the next buys are blocks alone (each
+ * of a span's blocks would cost its 512 entries).  sample: what the range
+ * came to a block moves B-hat (cp_span_account, which charges a buy).
+ * -errno when the call failed (nothing counted, the claims the caller's
+ * to give back), else populated()'s answer.
+ */
+static int
+populate_run(hm_file *f, struct direct_map *m, size_t first, size_t last, unsigned n,
+	     bool bought, bool sample)
+{
+	size_t from = first * BLOCK_BYTES,
+	       to = (last + 1) * BLOCK_BYTES < m->maplen ? (last + 1) * BLOCK_BYTES : m->maplen;
+	uint64_t t0, ns;
+
+	pagemap_ready();
+	t0 = monotime_ns();
+	if (madvise(m->base + from, to - from, MADV_POPULATE_READ) < 0)
+		return -errno;
+	ns = monotime_ns() - t0;
+	if (to == (last + 1) * BLOCK_BYTES && block_huge(m->base + from, to - from) == 0)
+		__atomic_store_n(&m->map->folios, FOLIOS_SMALL, __ATOMIC_RELAXED);
+	if (sample)
+		cp_span_account(&m->map->cost, &direct_costs, &f->c->copy_knobs, ns, n, bought);
+	return populated(f, m, first, last, n, from, to, ns);
+}
+
+/*
  * A buy of block blk of a file in huge folios: the aligned span of
  * populate_span blocks that holds it, each not populated yet taken, built
  * in one madvise(MADV_POPULATE_READ).  On the test VM a block's fault
@@ -267,8 +297,9 @@ populate_span(hm_file *f, struct direct_map *m, size_t blk, bool bought)
 {
 	struct mapping *map = m->map;
 	unsigned span = f->c->copy_knobs.populate_span, n = 0;
-	size_t nblocks = (m->maplen + BLOCK_BYTES - 1) / BLOCK_BYTES, first, last, b, from, to;
-	uint64_t t0, ns;
+	size_t nblocks = (m->maplen + BLOCK_BYTES - 1) / BLOCK_BYTES, first, last, b;
+	uint64_t mine[CP_SPAN_MAX / 64] = { 0 };	/* the blocks this call claimed */
+	int rc;
 
 	if (span > CP_SPAN_MAX)
 		span = CP_SPAN_MAX;
@@ -279,32 +310,25 @@ populate_span(hm_file *f, struct direct_map *m, size_t blk, bool bought)
 	last = nblocks - 1 - first >= span - 1 ? first + span - 1 : nblocks - 1;
 	/* blk is the caller's already (its heat said so); the others of the
 	 * span that no one populated or tried, this call's */
-	for (b = first; b <= last; b++)
-		if (b == blk || page_state_block_claim(&map->pages, b))
+	for (b = first; b <= last; b++) {
+		if (b == blk) {
 			n++;
-	from = first * BLOCK_BYTES;
-	to = (last + 1) * BLOCK_BYTES < m->maplen ? (last + 1) * BLOCK_BYTES : m->maplen;
-	pagemap_ready();
-	t0 = monotime_ns();
-	if (madvise(m->base + from, to - from, MADV_POPULATE_READ) < 0) {
-		int err = errno;
-
-		/* the blocks this call claimed go back to being bought one by
-		 * one (blk stays tried, as a block that failed alone does);
-		 * EINVAL: not this kernel, and populate_block says so */
-		for (b = first; b <= last; b++)
-			if (b != blk)
-				page_state_block_unclaim(&map->pages, b);
-		return err == EINVAL ? populate_block(f, m, blk, bought) : false;
+		} else if (page_state_block_claim(&map->pages, b)) {
+			mine[(b - first) / 64] |= 1ull << ((b - first) % 64);
+			n++;
+		}
 	}
-	ns = monotime_ns() - t0;
-	/* a span of whole blocks not all mapped huge: the file is not (or no
-	 * longer) all in huge folios, and the next buys are blocks alone
-	 * (each of its blocks would cost its 512 entries) */
-	if (to == (last + 1) * BLOCK_BYTES && block_huge(m->base + from, to - from) == 0)
-		__atomic_store_n(&map->folios, FOLIOS_SMALL, __ATOMIC_RELAXED);
-	cp_span_account(&map->cost, &direct_costs, &f->c->copy_knobs, ns, n, bought);
-	return populated(f, m, first, last, n, from, to, ns);
+	rc = populate_run(f, m, first, last, n, bought, true);
+	if (rc >= 0)
+		return rc == 1;
+	/* the blocks this call claimed go back to being bought one by one
+	 * (blk stays tried, as a block that failed alone does; the others
+	 * stay as their buyers left them); EINVAL: not this kernel, and
+	 * populate_block says so */
+	for (b = first; b <= last; b++)
+		if (mine[(b - first) / 64] & (1ull << ((b - first) % 64)))
+			page_state_block_unclaim(&map->pages, b);
+	return rc == -EINVAL ? populate_block(f, m, blk, bought) : false;
 }
 
 /*
@@ -615,16 +639,16 @@ direct_read_stats(hm_file *f, struct hm_read_stats *st)
 
 /*
  * hm_warm's blocks first..last of m, claimed by the caller, built in one
- * madvise(MADV_POPULATE_READ): a block at a time cost hm_warm a system
- * call each (on the test VM 6-12 us a block alone, 0.5 us a block for
- * the whole GiB in one; docs/direct-reads.md, rule 5), and the caller
- * asked for every one of them.  Where the call fails, each block is
- * tried alone (populate_block, which says when the kernel cannot: EINVAL;
- * a file cut short meanwhile fails with EFAULT, never a SIGBUS), so that
- * one bad block does not leave the others cold.  A run of no more than
- * populate_span blocks is a sample of what a block costs, as a span's
- * buy is; a longer one is not (0.5 us a block for a GiB, against the 1.3
- * a buy's span of 16 costs), or a warm would make every buy look cheaper
+ * call (populate_run): a block at a time cost hm_warm a system call each
+ * (on the test VM 6-12 us a block alone, 0.5 us a block for the whole
+ * GiB in one; docs/direct-reads.md, rule 5), and the caller asked for
+ * every one of them.  Where the call fails, each block is tried alone
+ * (populate_block, which says when the kernel cannot: EINVAL; a file cut
+ * short meanwhile fails with EFAULT, never a SIGBUS), so that one bad
+ * block does not leave the others cold.  A run of no more than
+ * populate_span blocks is a sample of what a block costs, as a span's buy
+ * is; a longer one is not (0.5 us a block for a GiB, against the 1.3 a
+ * buy's span of 16 costs), or a warm would make every buy look cheaper
  * than it is.  The last block handled.
  */
 #define WARM_RUN_MAX	CP_SPAN_MAX	/* blocks in one of hm_warm's calls: 1 GiB */
@@ -632,28 +656,16 @@ direct_read_stats(hm_file *f, struct hm_read_stats *st)
 static size_t
 warm_run(hm_file *f, struct direct_map *m, size_t first, size_t last)
 {
-	size_t from = first * BLOCK_BYTES, b,
-	       to = (last + 1) * BLOCK_BYTES < m->maplen ? (last + 1) * BLOCK_BYTES : m->maplen;
 	unsigned n = (unsigned)(last - first + 1);
-	uint64_t t0, ns;
+	size_t b;
 
 	if (first == last) {
 		populate_block(f, m, first, false);
 		return last;
 	}
-	pagemap_ready();
-	t0 = monotime_ns();
-	if (madvise(m->base + from, to - from, MADV_POPULATE_READ) < 0) {
+	if (populate_run(f, m, first, last, n, false, n <= f->c->copy_knobs.populate_span) < 0)
 		for (b = first; b <= last; b++)
 			populate_block(f, m, b, false);
-		return last;
-	}
-	ns = monotime_ns() - t0;
-	if (to == (last + 1) * BLOCK_BYTES && block_huge(m->base + from, to - from) == 0)
-		__atomic_store_n(&m->map->folios, FOLIOS_SMALL, __ATOMIC_RELAXED);
-	if (n <= f->c->copy_knobs.populate_span)
-		cp_span_account(&m->map->cost, &direct_costs, &f->c->copy_knobs, ns, n, false);
-	populated(f, m, first, last, n, from, to, ns);
 	return last;
 }
 
