@@ -176,7 +176,7 @@ stat_pick_cb(const char *key, uint64_t value, const char *text, void *arg)
 		p->value = value;
 }
 
-static uint64_t
+uint64_t
 daemon_counter(hm_client *c, const char *key)
 {
 	struct stat_pick p = { key, 0 };

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "bench/bench.h"
+#include "bench/workload.h"
 
 #define DB_MAX_PROCS 64
 
@@ -212,6 +213,28 @@ pct(double *v, unsigned n, double p)
 	return percentile(v, n, p);
 }
 
+/*
+ * The same state for every hotmap contender's processes: the hot file
+ * granted to a client of hmbench's (a direct one, the library's
+ * defaults), opened and closed, so that hotmapd publishes it in its table
+ * of granted files for its direct-table seconds, as any earlier reader's
+ * grant would (docs/direct-reads.md).  Connects c when NULL; c, or NULL.
+ */
+static hm_client *
+db_publish(hm_client *c)
+{
+	hm_file *f;
+
+	if (c == NULL)
+		c = hm_connect(bench.hotmap_sock);
+	if (c == NULL)
+		return NULL;
+	f = hm_open(c, bench.hot_path, 0);
+	if (f != NULL)
+		hm_close(f);
+	return c;
+}
+
 int
 dbprocs_run(const struct contender **given, size_t ngiven)
 {
@@ -224,6 +247,7 @@ dbprocs_run(const struct contender **given, size_t ngiven)
 	       life[DB_MAX_PROCS], cpu[DB_MAX_PROCS], conn[DB_MAX_PROCS], cocpu[DB_MAX_PROCS];
 	cpu_set_t cpus;
 	int ncpu = db_cpus(&cpus, bench.o.db_cpus);
+	hm_client *pub;
 	char variant[32], nreads[16], seed[32];
 
 	if (np == 0 || np > DB_MAX_PROCS) {
@@ -248,6 +272,12 @@ dbprocs_run(const struct contender **given, size_t ngiven)
 		       "start_p50 fork to main (exec, loader), "
 		       "reads_p50 the lookups, close_p50, cpu_ms user + system, minflt (wait4).",
 		       np, ncpu, (unsigned long long)(bench.o.file_size >> 20), bench.o.db_reads);
+	pub = db_publish(NULL);
+	report_meta("dbprocs", "the hot file in hotmapd's table of granted files before each hotmap "
+		    "contender's processes (a grant to a client of hmbench's, as any earlier "
+		    "reader's publishes it; hotmapd.conf(5) direct-table): %s",
+		    pub != NULL && daemon_counter(pub, "direct_table_files") > 0 ? "yes" :
+		    "no (hotmapd publishes none)");
 	snprintf(variant, sizeof variant, "%u procs x %u", np, bench.o.db_reads);
 	snprintf(nreads, sizeof nreads, "%u", bench.o.db_reads);
 	for (r = 0; r < bench.o.rounds; r++) {
@@ -276,6 +306,8 @@ dbprocs_run(const struct contender **given, size_t ngiven)
 			} else {
 				argv[1] = (c->flags & CF_MAPPING) ? "mmap" : "pread";
 			}
+			if (c->flags & CF_HOTMAP)
+				(void)db_publish(pub);
 			t0 = now_s();
 			for (i = 0; i < np; i++) {
 				/* every contender's i-th process reads the same offsets */
@@ -329,5 +361,6 @@ dbprocs_run(const struct contender **given, size_t ngiven)
 		}
 	}
 	report_print_table(W);
+	hm_disconnect(pub);
 	return 0;
 }

@@ -134,6 +134,8 @@ int dep_next(const void *data, size_t len, void *arg);
 /* --- cachestate.c ----------------------------------------------------------- */
 
 hm_client *daemon_connect(void);
+/* A statistic of hotmapd's (hm_stats) by key; 0 when missing. */
+uint64_t daemon_counter(hm_client *c, const char *key);
 void keeper_hold(void);
 void keeper_release(void);
 void hotmap_forget(const char *path);

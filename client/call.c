@@ -222,6 +222,8 @@ client_after_fork(hm_client *c)
 	c->ring = false;
 	c->sq_tail = c->cq_head = 0;
 	c->broken = 0;
+	if (c->deferred)
+		return;	/* nothing asked of hotmapd yet: the child neither */
 	if (c->fallback) {
 		client_try_daemon(c);	/* or local: the inherited descriptors are its own */
 		return;
@@ -278,6 +280,8 @@ client_enter(hm_client *c)
 void
 client_settle(hm_client *c)
 {
+	/* a call that needs hotmapd: a deferred client asks it now */
+	(void)client_undefer(c);
 	/* a child's first call (its parent's requests dropped, its own
 	 * sent), a due retry: client_enter's, before the answers are taken */
 	client_enter(c);
@@ -387,7 +391,8 @@ client_file_request(hm_file *f, uint16_t type, const ProtobufCMessage *req, uint
 			     .req = req };
 	int rc;
 
-	client_settle(f->c);
+	if (!f->table)	/* a table file's are answered here (fallback.c) */
+		client_settle(f->c);
 	rc = client_with_retry(f->c, request_run, &q);
 
 	*reply = q.reply;

@@ -272,6 +272,14 @@ struct hm_client {
 	int local_why;		/* errno of the last try at the daemon */
 	unsigned local_wait_ms;	/* until the next try, backing off */
 	uint64_t local_retry_us;	/* monotime_us() of the next try */
+	/* The table of granted files hotmapd publishes (table_unix.c;
+	 * HOTMAP_TABLE): with the fallback and a table, hm_connect does not
+	 * connect (deferred: local, never due) until a call needs hotmapd
+	 * (client_undefer): a file found in the table is read from this
+	 * process's own mapping with no daemon at all. */
+	bool table_wanted;
+	struct hm_table *table;
+	bool deferred;
 	struct direct_map *retired;	/* grants given up under readers (direct_retire) */
 	/* HOTMAP_FALLBACK=local, pipelined (pend.c): HELLO sent on conn, its
 	 * reply not taken yet (NULL: none pending; read under lock), what it
@@ -389,6 +397,10 @@ struct hm_file {
 	 * is gone: lost, ESTALE). */
 	struct pend_req *pend;
 	bool pend_skip;
+	/* Found in the table of granted files at its open (table_unix.c):
+	 * read here for good, from its mapping while the table's entry
+	 * holds, else by pread on own_fd (or fd); never sent to hotmapd. */
+	bool table;
 	/* On a network file system (netfs.c): read with pread on fd, or on
 	 * own_fd kept for it, not through the daemon; or from copy (atomic:
 	 * read without the lock), hotmapd's copy of the file mapped
@@ -513,6 +525,20 @@ void fallback_drop_conn(hm_client *c);
 void fallback_enter(hm_client *c, int why);
 void fallback_leave(hm_client *c);
 bool fallback_due(const hm_client *c);
+/* A deferred client (hm_connect with the table) made due to try hotmapd:
+ * whether it was deferred.  Lock not held. */
+bool client_undefer(hm_client *c);
+
+/* table_unix.c (stubs on Windows): the table of granted files beside
+ * socket_path, mapped (once a process, kept until it exits), if it is
+ * one to trust: a regular file of root's, the caller's or the daemon
+ * user's (trust.h), that nobody else may write, and that a live hotmapd
+ * holds locked.  NULL otherwise.  table_take: f, just opened here with
+ * flags, found in c's table: read from its own mapping under the
+ * table's entry from now on (f->table); 0, or -errno (f stays as it
+ * was). */
+struct hm_table *table_attach(const char *socket_path);
+int table_take(hm_client *c, hm_file *f, int flags);
 int fallback_open(hm_client *c, hm_file *f, int flags);
 int fallback_reads(hm_client *c, struct read_op *ops, size_t n);
 int fallback_request(hm_client *c, hm_file *f, uint16_t type, const ProtobufCMessage *req,

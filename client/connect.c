@@ -111,6 +111,18 @@ done:
 	return rc;
 }
 
+/* The table of granted files of the daemon at socket_path (NULL: the
+ * user's own, frame_default_socket), or NULL. */
+static struct hm_table *
+table_beside(const char *socket_path)
+{
+	char path[ENDPOINT_MAX];
+
+	if (socket_path == NULL && frame_default_socket(path, sizeof path) == 0)
+		socket_path = path;
+	return socket_path != NULL ? table_attach(socket_path) : NULL;
+}
+
 int
 client_hello_send(hm_client *c, const char *socket_path, struct wire_wait *w,
 		  struct hello_sent *hs)
@@ -302,6 +314,7 @@ client_options(hm_client *c, const struct hm_options *in)
 	if (rc == HM_FALLBACK_LOCAL && !os_local_reads())
 		return -ENOTSUP;	/* Windows, for now (os_win32.c) */
 	c->fallback = rc == HM_FALLBACK_LOCAL;
+	c->table_wanted = c->fallback && env_uint("HOTMAP_TABLE", 1, 1) == 1;
 	c->shm_threshold = o->shm_threshold >= 0 ? (size_t)o->shm_threshold :
 			   env_size("HOTMAP_SHM_THRESHOLD", CLIENT_SHM_THRESHOLD);
 	c->shm_size = o->shm_size >= 0 ? (size_t)o->shm_size :
@@ -365,7 +378,17 @@ hm_connect_opts(const char *socket_path, const struct hm_options *opts)
 		return NULL;
 	}
 	fork_watch();
-	if (c->fallback) {
+	if (c->fallback && c->table_wanted && c->direct_slots > 0 &&
+	    (c->table = table_beside(socket_path)) != NULL) {
+		/* hotmapd publishes a table of granted files: nothing is
+		 * asked of it until a file is not in the table, or a call
+		 * needs it (table_unix.c, client_undefer) */
+		c->local = true;
+		c->deferred = true;
+		c->local_why = EINPROGRESS;
+		c->local_retry_us = UINT64_MAX;
+		rc = 0;
+	} else if (c->fallback) {
 		/* HELLO sent, its reply taken later (pend.c): this process
 		 * reads meanwhile, and when no daemon answers */
 		c->local_why = EINPROGRESS;

@@ -185,6 +185,8 @@ map_unref(struct direct_map *m)
 		return;
 	mapping_put(m->map);
 	region_unref(m->region);
+	if (m->region == NULL)
+		free(m->slot);	/* a table file's own counts */
 	free(m);
 }
 
@@ -215,6 +217,13 @@ bool
 direct_grant_holds(const hm_file *f)
 {
 	struct hm_direct_slot *s = grant_slot(f);
+
+	if (f->table) {
+		/* under the table's entry (table_unix.c) */
+		struct direct_map *m = __atomic_load_n(&f->dm, __ATOMIC_ACQUIRE);
+
+		return m != NULL && map_holds(m);
+	}
 
 	return s != NULL && hm_direct_gen(s) == f->dgen;
 }
@@ -261,7 +270,7 @@ direct_retire(hm_file *f)
 	/* not in a forked child, whose slot table is still the parent's
 	 * (fork.c makes only the region's blocks private): the parent's
 	 * grant holds, and the inherited mapping's bytes with it */
-	if (m->map->pid == fork_pid())
+	if (m->map->pid == fork_pid() && m->genp == &m->slot->gen)
 		__atomic_store_n(&m->slot->gen, m->gen | 1, __ATOMIC_RELEASE);
 	m->retired_fd = f->own_fd;
 	f->own_fd = -1;
@@ -324,11 +333,47 @@ direct_promote_fd(hm_file *f, int fd)
 	m->maplen = (size_t)f->dsize;
 	m->refs = 1;
 	m->slot = grant_slot(f);
+	m->genp = &m->slot->gen;
 	m->gen = f->dgen;
 	m->region = f->c->region;
 	region_ref(m->region);
 	/* hm_open's own descriptor stays open with the grant: the reads
 	 * that go through the kernel use it (direct_read) */
+	__atomic_store_n(&f->dm, m, __ATOMIC_RELEASE);
+	return 0;
+}
+
+int
+direct_promote_table(hm_file *f, int fd, const uint64_t *genp, uint64_t gen, uint64_t size)
+{
+	struct direct_map *m;
+
+	if (f->dm != NULL || fd < 0)
+		return -EBUSY;
+	if (size == 0 || size > SIZE_MAX || guard_ensure() < 0)
+		return -ENOTSUP;
+	m = calloc(1, sizeof *m);
+	if (m == NULL || (m->slot = calloc(1, sizeof *m->slot)) == NULL) {
+		free(m);
+		return -ENOMEM;
+	}
+	m->map = mapping_get(f, fd, (size_t)size);
+	if (m->map == NULL) {
+		int err = errno;
+
+		free(m->slot);
+		free(m);
+		return -err;
+	}
+	/* no daemon's prior: nobody said how often its blocks are read */
+	cp_prior(&m->map->cost, &f->c->copy_knobs, 0, 0);
+	m->base = m->map->base;
+	m->maplen = (size_t)size;
+	m->refs = 1;
+	m->genp = genp;
+	m->gen = gen;
+	m->region = NULL;
+	f->dsize = size;
 	__atomic_store_n(&f->dm, m, __ATOMIC_RELEASE);
 	return 0;
 }
@@ -359,7 +404,7 @@ live_map(hm_file *f)
 {
 	struct direct_map *m = __atomic_load_n(&f->dm, __ATOMIC_ACQUIRE);
 
-	if (m == NULL || f->c->pid != fork_pid() || hm_direct_gen(m->slot) != m->gen)
+	if (m == NULL || f->c->pid != fork_pid() || !map_holds(m))
 		return NULL;
 	return m;
 }

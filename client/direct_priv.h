@@ -68,7 +68,11 @@ struct direct_map {
 	struct mapping *map;
 	uint8_t *base;		/* map->base */
 	size_t maplen;		/* the size the grant holds (<= map->len) */
-	struct hm_direct_slot *slot;	/* the grant's, in region's table */
+	struct hm_direct_slot *slot;	/* the grant's, in region's table; a
+					 * table file's own (its counts) */
+	/* the generation the grant holds under: the slot's, or the entry's
+	 * in the table of granted files (read-only here) */
+	const uint64_t *genp;
 	uint64_t gen;		/* the grant's generation */
 	struct hm_region *region;	/* held: the slot is in its table */
 	unsigned refs;		/* atomic */
@@ -96,6 +100,16 @@ struct direct_map *live_map(hm_file *f);
 /* The process's estimates, which each new mapping starts from. */
 extern struct cp_costs direct_costs;
 bool map_lost(const struct direct_map *m);
+/* Whether m's grant still holds (its generation unchanged). */
+static inline bool
+map_holds(const struct direct_map *m)
+{
+	return __atomic_load_n(m->genp, __ATOMIC_ACQUIRE) == m->gen;
+}
+/* f found in the table of granted files (table_unix.c): fd mapped for
+ * size bytes, read under the entry's generation gen at genp.  0 or
+ * -errno.  Lock held. */
+int direct_promote_table(hm_file *f, int fd, const uint64_t *genp, uint64_t gen, uint64_t size);
 void map_unref(struct direct_map *m);
 
 #endif

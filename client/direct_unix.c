@@ -180,7 +180,7 @@ populated(hm_file *f, struct direct_map *m, size_t first, size_t last, unsigned 
 				 first, last, n, (unsigned long long)ns);
 		copy_log(f, m, what);
 	}
-	if (hm_direct_gen(m->slot) != m->gen)
+	if (!map_holds(m))
 		return false;
 	/* every block of a span is mapped now: the ones populated before are
 	 * marked already */
@@ -595,7 +595,7 @@ direct_read(hm_file *f, void *buf, size_t len, uint64_t offset)
 	if (plan.timed)
 		cp_account(&map->cost, &direct_costs, k, &plan, ns, rp.last - rp.first + 1);
 	__atomic_thread_fence(__ATOMIC_ACQUIRE);
-	if (__atomic_load_n(&m->slot->gen, __ATOMIC_RELAXED) != m->gen)
+	if (__atomic_load_n(m->genp, __ATOMIC_RELAXED) != m->gen)
 		return DIRECT_MISS;	/* revoked during the copy: it may be torn */
 	if (map_lost(m))	/* another thread's view repaired it meanwhile */
 		return lost_read(m, fd, buf, len, offset);
@@ -756,7 +756,7 @@ direct_view(hm_file *f, uint64_t offset, size_t len, const void **data, size_t *
 	*data = n > 0 ? m->base + offset : m->base;
 	*got = n;
 	*held = m;
-	if (hm_direct_gen(m->slot) != m->gen) {
+	if (!map_holds(m)) {
 		map_unref(m);
 		return -1;
 	}
@@ -773,7 +773,7 @@ direct_map_check(const struct direct_map *m)
 {
 	if (__atomic_load_n(&m->map->lost, __ATOMIC_ACQUIRE))
 		return -EIO;
-	if (hm_direct_gen(m->slot) != m->gen)
+	if (!map_holds(m))
 		return -ESTALE;
 	return 0;
 }

@@ -127,3 +127,20 @@ direct_map_unref(struct direct_map *m)
 {
 	(void)m;
 }
+
+/* No leases on Windows, so no table of granted files either. */
+struct hm_table *
+table_attach(const char *socket_path)
+{
+	(void)socket_path;
+	return NULL;
+}
+
+int
+table_take(hm_client *c, hm_file *f, int flags)
+{
+	(void)c;
+	(void)f;
+	(void)flags;
+	return -ENOENT;
+}

@@ -46,7 +46,9 @@
 static hm_osfile
 local_file(const hm_file *f)
 {
-	return f->fd != HM_OSFILE_NONE ? f->fd : f->local_fd;
+	if (f->fd != HM_OSFILE_NONE)
+		return f->fd;
+	return f->table ? f->own_fd : f->local_fd;	/* a table file's: table_unix.c */
 }
 
 /* f's hm_stat as opened here: a file this process reads itself. */
@@ -64,7 +66,10 @@ local_stat(hm_file *f, const struct os_file_stat *s, int why)
 	f->st.mtime_ns = s->mtime_ns;
 	f->st.mode = s->mode;
 	f->st.handles = 1;
-	if (why == EINPROGRESS)	/* pend.c: asked, the answer not taken yet */
+	if (f->c != NULL && f->c->deferred)	/* not asked: table_unix.c */
+		snprintf(f->st.direct_text, sizeof f->st.direct_text,
+			 "local: hotmapd not asked yet");
+	else if (why == EINPROGRESS)	/* pend.c: asked, the answer not taken yet */
 		snprintf(f->st.direct_text, sizeof f->st.direct_text,
 			 "local: until hotmapd's answer is in");
 	else
@@ -181,7 +186,8 @@ fallback_enter(hm_client *c, int why)
 	/* the grants went with the daemon: nothing revokes them now; other
 	 * threads may be reading through them */
 	for (f = c->files; f != NULL; f = f->next)
-		direct_retire(f);
+		if (!f->table)	/* read under the table, not the daemon's grant */
+			direct_retire(f);
 	if (!c->local || c->local_wait_ms == 0)
 		c->local_wait_ms = CLIENT_RECONNECT_EVERY_MS;
 	else if ((c->local_wait_ms *= 2) > CLIENT_FALLBACK_RETRY_MAX_MS)
@@ -191,7 +197,7 @@ fallback_enter(hm_client *c, int why)
 	c->local = true;
 	pthread_mutex_unlock(c->lock);
 	for (f = c->files; f != NULL; f = f->next)
-		if (local_file_open(c, f, true, why) < 0)
+		if (!f->table && local_file_open(c, f, true, why) < 0)
 			f->handle = 0;	/* lost: ESTALE, until the daemon reopens it */
 }
 
@@ -211,6 +217,21 @@ bool
 fallback_due(const hm_client *c)
 {
 	return c->local && monotime_us() >= c->local_retry_us;
+}
+
+bool
+client_undefer(hm_client *c)
+{
+	bool was;
+
+	pthread_mutex_lock(c->lock);
+	was = c->deferred;
+	if (was) {
+		c->deferred = false;
+		c->local_retry_us = 0;	/* due: the next call tries hotmapd */
+	}
+	pthread_mutex_unlock(c->lock);
+	return was;
 }
 
 void
@@ -234,6 +255,10 @@ fallback_open(hm_client *c, hm_file *f, int flags)
 		return -ENOTCONN;	/* only the daemon opens beneath its roots */
 	/* connected: read here until the answer to its OPEN is in (pend.c) */
 	rc = local_file_open(c, f, false, c->local ? c->local_why : EINPROGRESS);
+	if (rc == 0)
+		/* in the table of granted files: read here for good, from its
+		 * own mapping while the table's entry holds (table_unix.c) */
+		(void)table_take(c, f, flags);
 	if (rc == 0 && (flags & HM_O_WARM))
 		os_file_willneed(local_file(f), 0, 0);	/* the whole file, read ahead */
 	return rc;

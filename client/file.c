@@ -71,6 +71,12 @@ client_add_file(hm_client *c, hm_file *f, int flags)
 		errno = -rc;
 		return NULL;
 	}
+	if (!f->table && client_undefer(c)) {
+		/* not in the table of granted files: hotmapd is asked now,
+		 * as a pipelined client asks (pend.c), nothing waited for */
+		client_enter(c);
+		client_leave(c);
+	}
 	return f;
 }
 
@@ -209,7 +215,7 @@ hm_stat(hm_file *f, struct hm_stat *st)
 	st->direct = HM_DIRECT_NO;	/* a grant that held was answered above */
 	net_stat_text(f, st);	/* how this process reads it, if not as said */
 	snprintf(st->direct_text, sizeof st->direct_text, "%s",
-		 f->direct_ok ? "revoked: the file was opened for writing or evicted" :
+		 f->direct_ok || f->table ? "revoked: the file was opened for writing or evicted" :
 		 f->st.direct_text);
 	protobuf_c_message_free_unpacked(reply, NULL);
 	return 0;

@@ -231,8 +231,11 @@ client_reopen(hm_client *c)
 	hm_file *f;
 
 	for (f = c->files; f != NULL; f = f->next)
-		f->handle = 0;	/* the old connection's numbers mean nothing now */
+		if (!f->table)	/* read here for good (table_unix.c) */
+			f->handle = 0;	/* the old connection's numbers mean nothing now */
 	for (f = c->files; f != NULL; f = f->next) {
+		if (f->table)
+			continue;
 		if (client_open(c, f, f->flags) < 0) {
 			f->handle = 0;
 			if (c->broken)

@@ -49,8 +49,8 @@ pend_open_send(hm_client *c, hm_file *f)
 	struct pend_req *p;
 	int rc;
 
-	if (f->pend != NULL || f->pend_skip || c->pend_nopens >= CLIENT_PEND_MAX)
-		return;
+	if (f->pend != NULL || f->pend_skip || f->table || c->pend_nopens >= CLIENT_PEND_MAX)
+		return;	/* (a table file is never hotmapd's: table_unix.c) */
 	p = calloc(1, sizeof *p);
 	if (p == NULL)
 		return;	/* sent at the next look */
@@ -160,7 +160,7 @@ pend_all_in(hm_client *c)
 		if (!wire_answered(c, &p->w))
 			return false;
 	for (f = c->files; f != NULL; f = f->next)
-		if (f->pend == NULL && !f->pend_skip)
+		if (f->pend == NULL && !f->pend_skip && !f->table)
 			return false;
 	return true;
 }

@@ -26,5 +26,11 @@
  * cannot be read, with the reason in why.  trust_unix.c (SO_PEERCRED) on
  * POSIX; trust_win32.c (the pipe server's process token) on Windows. */
 int client_trust_daemon(hm_conn conn, const char *path, char *why, size_t whylen);
+#ifndef _WIN32
+/* The same rule for a file's owner (the table of granted files): 0 if uid
+ * is root's, the caller's effective uid or the daemon user's; else
+ * -EPERM, or -errno when the daemon user cannot be looked up. */
+int client_trust_owner(unsigned uid);
+#endif
 
 #endif

@@ -69,6 +69,25 @@ user_uid(const char *user, uid_t *uid)
 }
 
 int
+client_trust_owner(unsigned uid)
+{
+	const char *user = secure_getenv("HOTMAP_DAEMON_USER");
+	uid_t daemon_uid;
+	int rc;
+
+	if (uid == 0 || uid == (unsigned)geteuid())
+		return 0;
+	if (user == NULL)
+		user = HOTMAP_DAEMON_USER;
+	if (user[0] == '\0')
+		return -EPERM;
+	rc = user_uid(user, &daemon_uid);
+	if (rc < 0)
+		return rc;
+	return daemon_uid == (uid_t)uid ? 0 : -EPERM;
+}
+
+int
 client_trust_daemon(hm_conn fd, const char *path, char *why, size_t whylen)
 {
 	struct ucred cred;

@@ -34,6 +34,9 @@
  *   8    size     daemon  the file's size for the grant (it cannot change
  *                         while the grant holds)
  *   16   handle   daemon  the handle the slot belongs to
+ *   24   dev      daemon  the file's device and inode (hotmap 0.3.0: a
+ *   32   ino              slot of a daemon from before has zeros); what a
+ *                         client looks a file up by in the table below
  *   64   reads    client  reads served in the client (relaxed adds)
  *   72   bytes    client  bytes they returned
  *   80   copies   client  of the reads, those copied out of the mapping
@@ -79,7 +82,9 @@ struct hm_direct_slot {
 	uint64_t gen;
 	uint64_t size;
 	uint64_t handle;
-	uint8_t pad0[64 - 24];
+	uint64_t dev;
+	uint64_t ino;
+	uint8_t pad0[64 - 40];
 	uint64_t reads;
 	uint64_t bytes;
 	uint64_t copies;
@@ -107,6 +112,103 @@ static inline uint64_t
 hm_direct_gen(const struct hm_direct_slot *s)
 {
 	return __atomic_load_n(&s->gen, __ATOMIC_ACQUIRE);
+}
+
+/*
+ * The table of granted files (hotmapd.conf(5) direct-table; docs/direct-reads.md,
+ * "The table of granted files"): a file beside the socket, its path the
+ * socket's with HM_TABLE_SUFFIX, that hotmapd alone writes and clients map
+ * read-only, so that a process that opens a file hotmapd holds a lease on
+ * reads it from its own mapping without ever talking to hotmapd.
+ * Layout: a head of HM_TABLE_HEAD_BYTES, then `entries` slots (a power of
+ * two), each laid out as a region's slot (above), of which the daemon's
+ * line alone is used: gen (even: the file of dev and ino is leased, its
+ * size `size`; odd: free or revoked; it only grows), size, handle (0), dev,
+ * ino.  The client's line stays zero: a client cannot write the table.
+ * A file is at its hash's entry or one of the HM_TABLE_PROBES after it.
+ * hotmapd holds a write lock (fcntl F_SETLK) on the table's first byte for
+ * as long as it runs: a table nobody holds that lock on was left by a
+ * daemon that died, and its leases died with it.
+ */
+#define HM_TABLE_SUFFIX		".table"
+#define HM_TABLE_MAGIC		0x656c626174706d68ull	/* "hmptable" */
+#define HM_TABLE_VERSION	1u
+#define HM_TABLE_HEAD_BYTES	128u
+#define HM_TABLE_PROBES		8u
+#define HM_TABLE_ENTRIES_MAX	65536u
+
+struct hm_table_head {
+	uint64_t magic;
+	uint32_t version;
+	uint32_t entries;	/* a power of two, at most HM_TABLE_ENTRIES_MAX */
+	uint8_t pad[HM_TABLE_HEAD_BYTES - 16];
+};
+
+_Static_assert(sizeof(struct hm_table_head) == HM_TABLE_HEAD_BYTES, "the table's head");
+
+/* The entry a file is looked for at first (entries a power of two). */
+static inline uint32_t
+hm_table_hash(uint64_t dev, uint64_t ino, uint32_t entries)
+{
+	uint64_t h = (dev * 0x9e3779b97f4a7c15ull ^ ino) * 0xbf58476d1ce4e5b9ull;
+
+	return (uint32_t)(h >> 32) & (entries - 1);
+}
+
+/* Entry i of a table of `entries`. */
+static inline struct hm_direct_slot *
+hm_table_entry(void *table, uint32_t i)
+{
+	return (struct hm_direct_slot *)((uint8_t *)table + HM_TABLE_HEAD_BYTES) + i;
+}
+
+/* The number of entries of the table of len bytes at table, or 0 when it
+ * is not one this code can read. */
+static inline uint32_t
+hm_table_entries(const void *table, uint64_t len)
+{
+	const struct hm_table_head *h = (const struct hm_table_head *)table;
+	uint32_t n;
+
+	if (len < HM_TABLE_HEAD_BYTES || h->magic != HM_TABLE_MAGIC || h->version != HM_TABLE_VERSION)
+		return 0;
+	n = h->entries;
+	if (n == 0 || n > HM_TABLE_ENTRIES_MAX || (n & (n - 1)) != 0 ||
+	    len < HM_TABLE_HEAD_BYTES + (uint64_t)n * HM_DIRECT_SLOT_BYTES)
+		return 0;
+	return n;
+}
+
+/*
+ * Looks the file of dev and ino up in a table of n entries, as a seqlock
+ * reader: the entry's generation, then its fields, then the generation
+ * again, which must be the same and even.  The entry, with *gen and *size
+ * as they were, or NULL.  The daemon may change any entry at any time;
+ * what is found holds for as long as the entry's generation stays *gen.
+ */
+static inline const struct hm_direct_slot *
+hm_table_find(void *table, uint32_t n, uint64_t dev, uint64_t ino, uint64_t *gen, uint64_t *size)
+{
+	uint32_t i, k = hm_table_hash(dev, ino, n);
+
+	for (i = 0; i < HM_TABLE_PROBES; i++, k = (k + 1) & (n - 1)) {
+		const struct hm_direct_slot *e = hm_table_entry(table, k);
+		uint64_t g = __atomic_load_n(&e->gen, __ATOMIC_ACQUIRE);
+		uint64_t d, in, sz;
+
+		if (g & 1)
+			continue;
+		d = __atomic_load_n(&e->dev, __ATOMIC_RELAXED);
+		in = __atomic_load_n(&e->ino, __ATOMIC_RELAXED);
+		sz = __atomic_load_n(&e->size, __ATOMIC_RELAXED);
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		if (__atomic_load_n(&e->gen, __ATOMIC_RELAXED) != g || d != dev || in != ino)
+			continue;
+		*gen = g;
+		*size = sz;
+		return e;
+	}
+	return NULL;
 }
 
 #endif

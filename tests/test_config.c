@@ -287,14 +287,15 @@ test_every_key_good(void **state)
 		   "log-level = debug\n"		/* 26 */
 		   "direct-reads = no\n"		/* 27 */
 		   "direct-lease-rule = can-read\n"	/* 28 */
-		   "max-direct-grants-per-uid = 77\n"	/* 29 */
-		   "path-descriptors = yes\n"		/* 30 */
-		   "huge-folios = no\n"		/* 31 */
-		   "foreground = yes\n"		/* 32 */
-		   "log-file = %1$s/hotmapd.log\n"	/* 33 */
-		   "pid-file = %1$s/hotmapd.pid\n"	/* 34 */
-		   "user = root\n"			/* 35 */
-		   "group = %2$s\n",			/* 36 */
+		   "direct-table = 7\n"		/* 29 */
+		   "max-direct-grants-per-uid = 77\n"	/* 30 */
+		   "path-descriptors = yes\n"		/* 31 */
+		   "huge-folios = no\n"		/* 32 */
+		   "foreground = yes\n"		/* 33 */
+		   "log-file = %1$s/hotmapd.log\n"	/* 34 */
+		   "pid-file = %1$s/hotmapd.pid\n"	/* 35 */
+		   "user = root\n"			/* 36 */
+		   "group = %2$s\n",			/* 37 */
 		   dir, group0());
 	load_ok(&cfg, &args);
 	assert_string_equal(cfg.socket_path + strlen(dir), "/s.sock");
@@ -333,6 +334,7 @@ test_every_key_good(void **state)
 	assert_false(cfg.direct_reads);
 	assert_int_equal(cfg.direct_lease_rule, HM_LEASE_RULE_CAN_READ);
 	assert_int_equal(cfg.max_direct_per_uid, 77);
+	assert_int_equal(cfg.direct_table_s, 7);
 	assert_true(cfg.path_descriptors);
 	assert_false(cfg.huge_folios);
 	assert_true(cfg.foreground);
@@ -388,6 +390,7 @@ test_every_key_bad_all_errors_at_once(void **state)
 		{ "log-level = loud", "log-level: unknown value 'loud' (error, warning, notice, info, debug)" },
 		{ "direct-reads = sometimes", "direct-reads: not yes or no: 'sometimes'" },
 		{ "direct-lease-rule = anyone", "direct-lease-rule: unknown value 'anyone' (can-write, can-read)" },
+		{ "direct-table = 31536001", "direct-table: 31536001 is out of range (0 to 31536000)" },
 		{ "max-direct-grants-per-uid = 0", "max-direct-grants-per-uid: 0 is out of range (1 to 1000000)" },
 		{ "path-descriptors = 2", "path-descriptors: not yes or no: '2'" },
 		{ "huge-folios = perhaps", "huge-folios: not yes or no: 'perhaps'" },

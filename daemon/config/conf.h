@@ -70,6 +70,7 @@ enum hm_config_key {
 	HM_KEY_LOG_LEVEL,
 	HM_KEY_DIRECT_READS,
 	HM_KEY_DIRECT_LEASE_RULE,
+	HM_KEY_DIRECT_TABLE,
 	HM_KEY_MAX_DIRECT_GRANTS_PER_UID,
 	HM_KEY_PATH_DESCRIPTORS,
 	HM_KEY_HUGE_FOLIOS,
@@ -151,6 +152,8 @@ struct hm_config {
 					 * files from their own mappings */
 	enum hm_lease_rule direct_lease_rule;	/* direct-lease-rule */
 	unsigned max_direct_per_uid;	/* max-direct-grants-per-uid */
+	unsigned direct_table_s;	/* direct-table: a published file lingers
+					 * S seconds after its last grant; 0 no table */
 	bool path_descriptors;		/* path-descriptors: a client that opens
 					 * by path gets a read-only descriptor,
 					 * to read the file directly */

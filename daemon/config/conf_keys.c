@@ -149,6 +149,12 @@ static const struct key_def keys[HM_CONFIG__NKEYS] = {
 	  .help = "can-write (default): lease a file for a client's\n"
 		  "direct reads only if it could write the file\n"
 		  "itself, or nobody can; can-read: if it can read it" },
+	{ HM_KEY_DIRECT_TABLE, "direct-table", KEY_NUMBER, FIELD(direct_table_s),
+	  .max = SECONDS_MAX, .def = 60, .metavar = "S",
+	  .help = "publish granted files anyone may read in a table\n"
+		  "beside the socket, leased S seconds after their\n"
+		  "last grant, for clients to read without a round\n"
+		  "trip (default 60; 0: no table, at start)" },
 	{ HM_KEY_MAX_DIRECT_GRANTS_PER_UID, "max-direct-grants-per-uid", KEY_NUMBER,
 	  FIELD(max_direct_per_uid), .min = 1, .max = 1000000,
 	  .def = HM_CONFIG_MAX_DIRECT_PER_UID_DEFAULT, .metavar = "N",

@@ -76,12 +76,15 @@ direct_uid_grants(const struct direct_registry *reg, uint32_t uid)
 	return u != NULL ? u->n : 0;
 }
 
-/* One grant more for uid: 0, -EDQUOT past the cap, -ENOMEM. */
+/* One grant more for uid: 0, -EDQUOT past the cap, -ENOMEM.  The table's
+ * grants are no user's (the table bounds them). */
 static int
 uid_take(struct direct_registry *reg, uint32_t uid)
 {
 	struct direct_uid *u = uid_find(reg, uid), **b;
 
+	if (uid == DIRECT_UID_TABLE)
+		return 0;
 	if (u != NULL) {
 		if (reg->max_per_uid != 0 && u->n >= reg->max_per_uid)
 			return -EDQUOT;
@@ -104,6 +107,8 @@ uid_give(struct direct_registry *reg, uint32_t uid)
 {
 	struct direct_uid **p, *u;
 
+	if (uid == DIRECT_UID_TABLE)
+		return;
 	for (p = uid_bucket(reg, uid); (u = *p) != NULL; p = &u->next) {
 		if (u->uid != uid)
 			continue;
@@ -242,7 +247,7 @@ grant_unlink(struct direct_registry *reg, struct direct_grant *g)
 	if (g->next != NULL)
 		g->next->prev = g->prev;
 	g->prev = g->next = NULL;
-	reg->n--;
+	reg->n -= g->uid != DIRECT_UID_TABLE;
 	if (f != NULL) {
 		if (g->fprev != NULL)
 			g->fprev->fnext = g->fnext;
@@ -380,7 +385,7 @@ direct_grant(struct direct_registry *reg, struct direct_grant *g, struct storage
 
 	rc = uid_take(reg, uid);
 	if (rc < 0) {
-		reg->refused++;
+		reg->refused++;	/* (never the table's) */
 		if (rc == -EDQUOT)
 			reg->refused_cap++;
 		return rc;
@@ -398,14 +403,19 @@ direct_grant(struct direct_registry *reg, struct direct_grant *g, struct storage
 	}
 	if (rc < 0) {
 		uid_give(reg, uid);
-		reg->refused++;
+		reg->refused += uid != DIRECT_UID_TABLE;
 		return rc;
 	}
 	/* the slot may have served an earlier handle: its generation only
 	 * grows, so that no client mistakes an old grant for this one */
 	next = (__atomic_load_n(&slot->gen, __ATOMIC_RELAXED) | 1) + 1;
-	slot->size = st.size;
-	slot->handle = handle;
+	if ((__atomic_load_n(&slot->gen, __ATOMIC_RELAXED) & 1) == 0)
+		slot_set_gen(slot, next - 1);	/* odd while its fields change */
+	__atomic_store_n(&slot->size, st.size, __ATOMIC_RELAXED);
+	__atomic_store_n(&slot->handle, handle, __ATOMIC_RELAXED);
+	/* what a table's reader looks the file up by (direct_table.c) */
+	__atomic_store_n(&slot->dev, st.dev, __ATOMIC_RELAXED);
+	__atomic_store_n(&slot->ino, st.ino, __ATOMIC_RELAXED);
 	*g = (struct direct_grant){
 		.slot = slot,
 		.h = *h,
@@ -428,13 +438,13 @@ direct_grant(struct direct_registry *reg, struct direct_grant *g, struct storage
 	if (g->next != NULL)
 		g->next->prev = g;
 	reg->grants = g;
-	reg->n++;
+	reg->n += uid != DIRECT_UID_TABLE;	/* clients' grants */
 	g->fnext = f->grants;
 	if (g->fnext != NULL)
 		g->fnext->fprev = g;
 	f->grants = g;
 	f->n++;
-	reg->granted++;
+	reg->granted += uid != DIRECT_UID_TABLE;
 	*gen = next;
 	return 0;
 }
@@ -471,7 +481,7 @@ revoke_file(struct direct_registry *reg, struct direct_file *f)
 {
 	struct direct_grant *g, *next, *hit = NULL;
 	uint64_t now = monotime_ns();
-	unsigned n = 0;
+	unsigned n = 0, clients = 0;
 
 	for (g = f->grants; g != NULL; g = g->fnext) {
 		grant_stop(g);
@@ -484,6 +494,7 @@ revoke_file(struct direct_registry *reg, struct direct_file *f)
 		g->next = hit;	/* kept aside: their leases go below */
 		hit = g;
 		n++;
+		clients += g->uid != DIRECT_UID_TABLE;
 		if (last)
 			break;	/* f is freed */
 	}
@@ -493,7 +504,8 @@ revoke_file(struct direct_registry *reg, struct direct_file *f)
 		storage_unlease(&g->h);
 		g->slot = NULL;
 	}
-	reg->revoked += n;
+	reg->revoked += clients;	/* the table's are counted apart */
+	reg->revoked_table += n - clients;
 	return n;
 }
 

@@ -55,6 +55,10 @@
 struct direct_file;
 struct direct_uid;
 
+/* The uid of the table of granted files' grants (direct_table.h): no
+ * user's, and not counted with clients' grants (n, granted, revoked). */
+#define DIRECT_UID_TABLE	UINT32_MAX
+
 #define DIRECT_UID_BUCKETS	64u
 
 struct direct_grant {
@@ -100,6 +104,7 @@ struct direct_registry {
 	 * and bytes clients reported serving themselves, and the ways those
 	 * went (daemon unused), as bounded. */
 	uint64_t granted, refused, refused_cap, revoked, lease_checks;
+	uint64_t revoked_table;		/* the table's entries revoked */
 	uint64_t reads, bytes;
 	struct storage_read_ways ways;
 };

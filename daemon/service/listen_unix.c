@@ -184,6 +184,20 @@ remove_stale_socket(const struct sockaddr_un *sa, char *err, size_t errlen)
 	return 0;
 }
 
+/* The table of granted files beside the socket (direct_table.h), once
+ * the socket's path, mode and group are known, before the first client
+ * can connect where we listen ourselves.  Without one, hotmapd serves as
+ * before. */
+static void
+table_start(struct server *srv)
+{
+	char why[512];
+
+	if (direct_table_open(&srv->table, srv->cfg.socket_path, srv->cfg.socket_mode,
+			      srv->cfg.socket_group, srv->cfg.direct_table_s, why, sizeof why) < 0)
+		log_warn("direct-table: %s; serving without a table of granted files", why);
+}
+
 static int
 server_bind(struct server *srv, char *err, size_t errlen)
 {
@@ -236,6 +250,7 @@ server_bind(struct server *srv, char *err, size_t errlen)
 		close(fd);
 		return -e;
 	}
+	table_start(srv);
 	if (listen(fd, SERVER_BACKLOG) < 0) {
 		e = errno;
 		snprintf(err, errlen, "listen on %s: %s", path, strerror(e));
@@ -324,6 +339,7 @@ server_listen(struct server *srv, char *err, size_t errlen)
 		srv->listen_fd = SD_LISTEN_FDS_START;
 		srv->socket_activated = true;
 		server_adopt_socket(srv);
+		table_start(srv);
 		fcntl(srv->listen_fd, F_SETFD, FD_CLOEXEC);
 		fcntl(srv->listen_fd, F_SETFL, fcntl(srv->listen_fd, F_GETFL) | O_NONBLOCK);
 	} else {

@@ -96,6 +96,7 @@ server_apply(struct server *srv)
 		log_info("direct-reads is off: every grant revoked");
 	/* a lowered cap takes no grant back: new ones wait till under it */
 	srv->direct.max_per_uid = c->max_direct_per_uid;
+	direct_table_set_linger(&srv->table, c->direct_table_s);
 	if (c->poll_us >= 0)
 		srv->poll_us = (unsigned)c->poll_us;
 	else
@@ -120,6 +121,7 @@ server_sweep_cb(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	file_cache_sweep(srv->cache, file_cache_clock_ms());
+	direct_table_sweep(&srv->table, &srv->direct, srv->cache, file_cache_clock_ms());
 }
 
 /* Appends a copy of line to the list *v of *n (rep->nomem when it cannot). */
@@ -241,6 +243,7 @@ server_init(struct server *srv, struct hm_config *cfg, const struct hm_config_ar
 	    char *err, size_t errlen)
 {
 	memset(srv, 0, sizeof *srv);
+	srv->table.fd = -1;
 	srv->listen_fd = -1;
 	srv->cfg = *cfg;
 	memset(cfg, 0, sizeof *cfg);
@@ -422,6 +425,7 @@ server_fini(struct server *srv)
 	if (srv->ev_watch != NULL)
 		event_free(srv->ev_watch);
 	server_signals_stop(srv);
+	direct_table_close(&srv->table, &srv->direct, srv->cache);
 	direct_registry_fini(&srv->direct);
 	srv->cache = file_cache_free(srv->cache);
 	/* After every session and entry: each handed its descriptors over. */
@@ -431,5 +435,6 @@ server_fini(struct server *srv)
 	if (srv->base != NULL)
 		event_base_free(srv->base);
 	memset(srv, 0, sizeof *srv);
+	srv->table.fd = -1;
 	srv->listen_fd = -1;
 }

@@ -30,6 +30,7 @@
 #include "daemon/storage/storage.h"
 #include "daemon/transport/transport.h"
 #include "daemon/service/direct.h"
+#include "daemon/service/direct_table.h"
 #include "proto/frame.h"
 
 struct event_base;
@@ -49,6 +50,7 @@ struct server {
 	struct workers *workers;	/* reads that may wait for the disk */
 	struct server_counters counters;
 	struct direct_registry direct;	/* direct-read grants */
+	struct direct_table table;	/* granted files published (Unix) */
 	struct event *ev_lease;		/* the lease signals' pipe (server_unix.c) */
 
 	int listen_fd;

@@ -241,6 +241,14 @@ stats_foreach(struct server *srv, stats_cb cb, void *arg)
 	   "them (bounded).", arg);
 	cb("direct_populate_ns", COUNTER, srv->direct.ways.populate_ns, NULL,
 	   "Time clients spent populating those blocks, as they report it (bounded).", arg);
+	cb("direct_table_files", GAUGE, srv->table.used, NULL,
+	   "Files in the table of granted files now (direct-table), leased for clients "
+	   "that read them without a round trip.", arg);
+	cb("direct_table_published", COUNTER, srv->table.published, NULL,
+	   "Files published in the table of granted files.", arg);
+	cb("direct_table_revoked", COUNTER, srv->direct.revoked_table, NULL,
+	   "Entries of the table of granted files revoked (a writer, an eviction, "
+	   "direct-reads switched off).", arg);
 	cb("regions_huge", GAUGE, c->regions_huge, NULL,
 	   "Clients connected now whose shared region asked for huge pages.", arg);
 	cb("clients_polling", GAUGE, srv->ring_sessions, NULL,

@@ -55,6 +55,8 @@ storage_lease(struct storage_handle *h, int sig)
 			return r;
 	}
 	e->lease_refs++;
+	if (h->job)
+		e->lease_job_refs++;	/* the table's (direct_table.c) */
 	return 0;
 }
 
@@ -65,6 +67,8 @@ storage_unlease(struct storage_handle *h)
 
 	if (e == NULL || e->lease_refs == 0)
 		return;
+	if (h->job && e->lease_job_refs > 0)
+		e->lease_job_refs--;
 	if (--e->lease_refs == 0)
 		fplat_unlease(e->file.fd);
 }

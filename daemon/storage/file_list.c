@@ -113,7 +113,8 @@ size_t file_cache_foreach(struct file_cache *cache, size_t skip,
 		info.network = e->fs_network;
 		info.hits = e->hits;
 		info.bytes = e->bytes;
-		info.direct_handles = e->lease_refs;
+		/* clients' grants: the table's share is no handle */
+		info.direct_handles = e->lease_refs - e->lease_job_refs;
 		info.direct_reads = e->direct_reads;
 		info.direct_bytes = e->direct_bytes;
 		info.ways = e->ways;

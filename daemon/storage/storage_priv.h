@@ -102,6 +102,8 @@ struct file_entry {
 	 * reported reading themselves. */
 	bool own_fd;
 	unsigned lease_refs;
+	unsigned lease_job_refs;	/* of them, job handles' (the table of
+					 * granted files'): no client's */
 	uint64_t direct_reads;
 	uint64_t direct_bytes;
 	/* How often the grants that ended read each 2 MiB block of the file:

@@ -1,0 +1,160 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * table_unix.c - the table of granted files hotmapd publishes beside its
+ * socket (proto/direct.h; docs/direct-reads.md, "The table of granted
+ * files"), from the client's side.  With HOTMAP_FALLBACK=local, a client
+ * whose daemon publishes one does not connect at hm_connect (deferred):
+ * a file hm_open finds in the table, of the size this process sees, is
+ * mapped here and read under the table's entry, as a granted file is
+ * under its slot, and never told to hotmapd.  A file not found, or a
+ * call only hotmapd can answer, makes the client connect then
+ * (client_undefer), as the fallback always did.
+ *
+ * Trust: the table is the daemon's word that a file cannot change while
+ * its entry holds, so it is taken only from whom descriptors go to
+ * (trust.h: root, this user, the daemon's user), from a file nobody else
+ * may write, and only while a live hotmapd holds its lock (a daemon that
+ * died let its leases go).  The mapping is read-only: this process can
+ * neither write the table nor make anyone else trust what it wrote.
+ *
+ * Must not: write the table; trust an entry but under its generation;
+ * unmap a table (mappings read under it may live in any thread).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "client/direct_priv.h"
+#include "client/trust.h"
+#include "proto/direct.h"
+
+/* The largest table taken (a daemon's is 512 KiB). */
+#define TABLE_BYTES_MAX	((uint64_t)HM_TABLE_HEAD_BYTES + \
+			 (uint64_t)HM_TABLE_ENTRIES_MAX * HM_DIRECT_SLOT_BYTES)
+
+struct hm_table {
+	struct hm_table *next;
+	uint64_t dev, ino;	/* the file mapped */
+	uint8_t *base;
+	size_t len;
+	uint32_t n;
+};
+
+/* Every table this process mapped: kept until it exits. */
+static pthread_mutex_t tables_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct hm_table *tables;
+
+/* Whether a live hotmapd holds the table of fd locked. */
+static bool
+table_locked(int fd)
+{
+	struct flock lk = { .l_type = F_RDLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 1 };
+
+	return fcntl(fd, F_OFD_GETLK, &lk) == 0 && lk.l_type == F_WRLCK;
+}
+
+/* The mapping of the table fd (of st), made once per file. */
+static struct hm_table *
+table_map(int fd, const struct stat *st)
+{
+	struct hm_table *t;
+	void *base;
+
+	pthread_mutex_lock(&tables_lock);
+	for (t = tables; t != NULL; t = t->next)
+		if (t->dev == (uint64_t)st->st_dev && t->ino == (uint64_t)st->st_ino)
+			break;
+	if (t != NULL) {
+		pthread_mutex_unlock(&tables_lock);
+		return t;
+	}
+	t = calloc(1, sizeof *t);
+	base = t != NULL ? mmap(NULL, (size_t)st->st_size, PROT_READ, MAP_SHARED, fd, 0) : MAP_FAILED;
+	if (base == MAP_FAILED) {
+		pthread_mutex_unlock(&tables_lock);
+		free(t);
+		return NULL;
+	}
+	t->base = base;
+	t->len = (size_t)st->st_size;
+	t->n = hm_table_entries(base, t->len);
+	if (t->n == 0) {
+		pthread_mutex_unlock(&tables_lock);
+		munmap(base, t->len);
+		free(t);
+		return NULL;
+	}
+	t->dev = (uint64_t)st->st_dev;
+	t->ino = (uint64_t)st->st_ino;
+	t->next = tables;
+	tables = t;
+	pthread_mutex_unlock(&tables_lock);
+	return t;
+}
+
+struct hm_table *
+table_attach(const char *socket_path)
+{
+	char path[PATH_MAX];
+	struct hm_table *t = NULL;
+	struct stat st;
+	int fd;
+
+	if (socket_path == NULL || socket_path[0] == '\0' ||
+	    (size_t)snprintf(path, sizeof path, "%s%s", socket_path, HM_TABLE_SUFFIX) >= sizeof path)
+		return NULL;
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
+	if (fd < 0)
+		return NULL;
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & (S_IWGRP | S_IWOTH)) == 0 &&
+	    st.st_size >= (off_t)HM_TABLE_HEAD_BYTES && (uint64_t)st.st_size <= TABLE_BYTES_MAX &&
+	    client_trust_owner((unsigned)st.st_uid) == 0 && table_locked(fd))
+		t = table_map(fd, &st);
+	close(fd);
+	return t;
+}
+
+int
+table_take(hm_client *c, hm_file *f, int flags)
+{
+	const struct hm_direct_slot *e;
+	uint64_t gen, size;
+	hm_osfile fd = f->fd != HM_OSFILE_NONE ? f->fd : f->local_fd;
+	int rc;
+
+	/* a deferred client's: one that talks to hotmapd opens through it */
+	if (c->table == NULL || !c->deferred || fd == HM_OSFILE_NONE ||
+	    (flags & (HM_O_PATH | HM_O_PREAD)) || c->direct_slots == 0)
+		return -ENOENT;
+	e = hm_table_find(c->table->base, c->table->n, f->st.dev, f->st.ino, &gen, &size);
+	/* the size this process sees: the entry's holds while it does */
+	if (e == NULL || size != f->st.size)
+		return -ENOENT;
+	pthread_mutex_lock(c->lock);
+	rc = direct_promote_table(f, fd, &e->gen, gen, size);
+	if (rc == 0) {
+		f->table = true;
+		f->direct_ok = false;	/* no daemon's grant to promote */
+		if (f->fd == HM_OSFILE_NONE) {
+			/* hm_open's: the direct tier's preads use it */
+			f->own_fd = f->local_fd;
+			f->local_fd = HM_OSFILE_NONE;
+		}
+		f->st.backend = HM_BACKEND_MMAP;
+		snprintf(f->st.reason_text, sizeof f->st.reason_text,
+			 "the table of granted files: read from this process's mapping");
+		snprintf(f->st.direct_text, sizeof f->st.direct_text,
+			 "granted by the table of granted files (no round trip)");
+	}
+	pthread_mutex_unlock(c->lock);
+	return rc;
+}

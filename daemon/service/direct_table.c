@@ -1,0 +1,283 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * direct_table.c - the table of granted files (direct_table.h).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "daemon/base/log.h"
+#include "daemon/service/direct_table.h"
+#include "proto/direct.h"
+
+struct direct_table_entry {
+	/* the entry's share of the file's lease; g.slot is the entry's slot
+	 * while it holds, NULL once revoked (direct.c) */
+	struct direct_grant g;
+	struct storage_handle h;	/* a job's handle: listings do not count it */
+	bool used;			/* g and h hold a file */
+	uint64_t dev, ino;
+	uint64_t until_ms;		/* given back then, unless granted again */
+};
+
+/* Makes every even generation of the table at base odd. */
+static void
+revoke_all(uint8_t *base, uint32_t n)
+{
+	uint32_t i;
+
+	for (i = 0; i < n; i++) {
+		struct hm_direct_slot *e = hm_table_entry(base, i);
+		uint64_t g = __atomic_load_n(&e->gen, __ATOMIC_RELAXED);
+
+		if ((g & 1) == 0)
+			__atomic_store_n(&e->gen, g + 1, __ATOMIC_RELEASE);
+	}
+}
+
+/* A table a daemon before left at path, if it is ours: revoked, for the
+ * clients that map it still (that daemon's leases died with it). */
+static void
+revoke_old(const char *path)
+{
+	int fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+	struct stat st;
+	uint8_t *base;
+	uint32_t n;
+
+	if (fd < 0)
+		return;
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
+	    st.st_size >= (off_t)HM_TABLE_HEAD_BYTES && st.st_size <= (off_t)(64u << 20)) {
+		base = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		if (base != MAP_FAILED) {
+			n = hm_table_entries(base, (uint64_t)st.st_size);
+			if (n > 0)
+				revoke_all(base, n);
+			munmap(base, (size_t)st.st_size);
+		}
+	}
+	close(fd);
+}
+
+/* The table's mode: its owner's to read and write (through the descriptor
+ * it keeps), and read by the group and others where the socket lets them
+ * connect (write). */
+static mode_t
+table_mode(unsigned socket_mode)
+{
+	return S_IRUSR | S_IWUSR | (socket_mode & S_IWGRP ? S_IRGRP : 0) |
+	       (socket_mode & S_IWOTH ? S_IROTH : 0);
+}
+
+int
+direct_table_open(struct direct_table *t, const char *socket_path, unsigned mode,
+		  gid_t group, unsigned linger, char *err, size_t errlen)
+{
+	struct flock lk = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 1 };
+	struct hm_table_head *head;
+	size_t plen;
+	char *tmp = NULL;
+	int e;
+
+	memset(t, 0, sizeof *t);
+	t->fd = -1;
+	t->linger_s = linger;
+	if (linger == 0 || socket_path == NULL || socket_path[0] != '/')
+		return 0;
+	plen = strlen(socket_path) + sizeof HM_TABLE_SUFFIX;
+	t->path = malloc(plen);
+	tmp = malloc(plen + 8);
+	t->n = DIRECT_TABLE_ENTRIES;
+	t->ents = calloc(t->n, sizeof *t->ents);
+	if (t->path == NULL || tmp == NULL || t->ents == NULL) {
+		e = ENOMEM;
+		snprintf(err, errlen, "out of memory");
+		goto fail;
+	}
+	snprintf(t->path, plen, "%s%s", socket_path, HM_TABLE_SUFFIX);
+	snprintf(tmp, plen + 8, "%s.XXXXXX", t->path);
+	revoke_old(t->path);
+	t->fd = mkostemp(tmp, O_CLOEXEC);
+	if (t->fd < 0) {
+		e = errno;
+		snprintf(err, errlen, "cannot create %s: %s", tmp, strerror(e));
+		free(tmp);
+		tmp = NULL;	/* nothing to unlink */
+		goto fail;
+	}
+	t->len = HM_TABLE_HEAD_BYTES + (size_t)t->n * HM_DIRECT_SLOT_BYTES;
+	if (ftruncate(t->fd, (off_t)t->len) < 0 || fchmod(t->fd, table_mode(mode)) < 0 ||
+	    (group != (gid_t)-1 && fchown(t->fd, (uid_t)-1, group) < 0)) {
+		e = errno;
+		snprintf(err, errlen, "cannot size or give %s its mode: %s", tmp, strerror(e));
+		goto fail;
+	}
+	t->base = mmap(NULL, t->len, PROT_READ | PROT_WRITE, MAP_SHARED, t->fd, 0);
+	if (t->base == MAP_FAILED) {
+		t->base = NULL;
+		e = errno;
+		snprintf(err, errlen, "cannot map %s: %s", tmp, strerror(e));
+		goto fail;
+	}
+	revoke_all(t->base, t->n);	/* every entry free: odd */
+	head = (struct hm_table_head *)t->base;
+	head->version = HM_TABLE_VERSION;
+	head->entries = t->n;
+	__atomic_store_n(&head->magic, HM_TABLE_MAGIC, __ATOMIC_RELEASE);
+	/* clients trust a table only while someone holds this lock: ours,
+	 * on our description, which dies with us */
+	if (fcntl(t->fd, F_OFD_SETLK, &lk) < 0 || rename(tmp, t->path) < 0) {
+		e = errno;
+		snprintf(err, errlen, "cannot lock or place %s: %s", t->path, strerror(e));
+		goto fail;
+	}
+	free(tmp);
+	return 0;
+fail:
+	if (tmp != NULL) {
+		if (t->fd >= 0)
+			unlink(tmp);
+		free(tmp);
+	}
+	if (t->base != NULL)
+		munmap(t->base, t->len);
+	if (t->fd >= 0)
+		close(t->fd);
+	free(t->path);
+	free(t->ents);
+	memset(t, 0, sizeof *t);
+	t->fd = -1;
+	return -e;
+}
+
+void
+direct_table_set_linger(struct direct_table *t, unsigned linger)
+{
+	t->linger_s = linger;
+}
+
+/* e's file given back: its share of the lease (unless revoked) and its
+ * handle. */
+static void
+entry_drop(struct direct_table *t, struct direct_registry *reg, struct file_cache *cache,
+	   struct direct_table_entry *e)
+{
+	if (e->g.slot != NULL)
+		direct_release(reg, &e->g);	/* odd first, then the lease */
+	file_cache_close(cache, &e->h);
+	e->used = false;
+	t->used--;
+	t->dropped++;
+}
+
+/* Which entry to take, of two: a free one, else a revoked one, else the
+ * one whose linger ends first. */
+static bool
+better_pick(const struct direct_table_entry *a, const struct direct_table_entry *b)
+{
+	if (b == NULL)
+		return true;
+	if (a->used != b->used)
+		return !a->used;
+	if (!a->used)
+		return false;
+	if ((a->g.slot == NULL) != (b->g.slot == NULL))
+		return a->g.slot == NULL;
+	return a->until_ms < b->until_ms;
+}
+
+void
+direct_table_offer(struct direct_table *t, struct direct_registry *reg,
+		   struct file_cache *cache, struct storage_handle *h, uint64_t now_ms)
+{
+	struct direct_table_entry *e, *pick = NULL;
+	struct storage_stat st;
+	uint32_t i, k, at = 0;
+	uint64_t gen;
+
+	if (t->base == NULL || t->linger_s == 0)
+		return;
+	/* only what anyone may read: the table tells its readers of it */
+	if (storage_stat(h, &st) < 0 || (st.mode & S_IROTH) == 0 || st.size == 0)
+		return;
+	k = hm_table_hash(st.dev, st.ino, t->n);
+	for (i = 0; i < HM_TABLE_PROBES; i++) {
+		uint32_t j = (k + i) & (t->n - 1);
+
+		e = &t->ents[j];
+		if (e->used && e->g.slot != NULL && e->dev == st.dev && e->ino == st.ino) {
+			e->until_ms = now_ms + (uint64_t)t->linger_s * 1000u;
+			return;	/* published already */
+		}
+		if (better_pick(e, pick)) {
+			pick = e;
+			at = j;
+		}
+	}
+	if (pick->used)
+		entry_drop(t, reg, cache, pick);
+	storage_handle_dup(h, &pick->h);
+	if (direct_grant(reg, &pick->g, &pick->h, hm_table_entry(t->base, at), 0,
+			 DIRECT_UID_TABLE, &gen) < 0) {
+		file_cache_close(cache, &pick->h);
+		return;
+	}
+	pick->used = true;
+	pick->dev = st.dev;
+	pick->ino = st.ino;
+	pick->until_ms = now_ms + (uint64_t)t->linger_s * 1000u;
+	t->used++;
+	t->published++;
+}
+
+void
+direct_table_sweep(struct direct_table *t, struct direct_registry *reg,
+		   struct file_cache *cache, uint64_t now_ms)
+{
+	uint32_t i;
+
+	if (t->used == 0)
+		return;
+	for (i = 0; i < t->n; i++) {
+		struct direct_table_entry *e = &t->ents[i];
+
+		if (e->used && (e->g.slot == NULL || now_ms >= e->until_ms || t->linger_s == 0))
+			entry_drop(t, reg, cache, e);
+	}
+}
+
+void
+direct_table_close(struct direct_table *t, struct direct_registry *reg,
+		   struct file_cache *cache)
+{
+	uint32_t i;
+
+	if (t->base == NULL)
+		return;
+	for (i = 0; i < t->n; i++)
+		if (t->ents[i].used)
+			entry_drop(t, reg, cache, &t->ents[i]);
+	revoke_all(t->base, t->n);
+	/* another daemon may have taken the name since: only ours goes */
+	{
+		struct stat a, b;
+
+		if (fstat(t->fd, &a) == 0 && stat(t->path, &b) == 0 && a.st_dev == b.st_dev &&
+		    a.st_ino == b.st_ino && unlink(t->path) < 0 && errno != ENOENT)
+			log_info("cannot remove %s: %s", t->path, strerror(errno));
+	}
+	munmap(t->base, t->len);
+	close(t->fd);
+	free(t->path);
+	free(t->ents);
+	memset(t, 0, sizeof *t);
+	t->fd = -1;
+}

@@ -1,0 +1,569 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_table.c - the table of granted files (hotmapd.conf(5) direct-table,
+ * docs/direct-reads.md "The table of granted files").
+ *
+ * The lookup itself (proto/direct.h) on tables made here: a file found at
+ * its hash's entry or a probe after it, never under an odd generation, a
+ * torn entry or a head it cannot read.  Then against a real hotmapd: a
+ * file granted to one client is published; a process with the fallback
+ * (HOTMAP_FALLBACK=local) that opens it reads it from its own mapping,
+ * byte for byte, without connecting (hotmapd counts no new client); a
+ * file not in the table, or a call only hotmapd answers, makes it
+ * connect; a writer revokes the entry and the reader sees the file as
+ * pread(2) does; files not every user may read are never published; a
+ * table that others may write, or that no live hotmapd holds, is not
+ * trusted; a forked child reads right; the linger gives entries back;
+ * hotmapd removes the table when it stops.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "proto/direct.h"
+#include "tests/harness.h"
+
+#define MiB (1024u * 1024u)
+#define SIZE_A		(5 * MiB + 123)
+#define WAIT_MS		20000	/* a bound on a wait, never a verdict on speed */
+
+static const struct harness_opts opts_default = { .backend = NULL };
+static const struct harness_opts opts_linger1 = {
+	.extra = { "--direct-table", "1", NULL },
+};
+static const struct harness_opts opts_off = {
+	.extra = { "--direct-table", "0", NULL },
+};
+
+/* --- the lookup, on tables made here ------------------------------------ */
+
+static uint8_t *
+table_new(uint32_t n, size_t *len)
+{
+	uint8_t *t;
+	struct hm_table_head *head;
+	uint32_t i;
+
+	*len = HM_TABLE_HEAD_BYTES + (size_t)n * HM_DIRECT_SLOT_BYTES;
+	t = calloc(1, *len);
+	assert_non_null(t);
+	head = (struct hm_table_head *)t;
+	head->magic = HM_TABLE_MAGIC;
+	head->version = HM_TABLE_VERSION;
+	head->entries = n;
+	for (i = 0; i < n; i++)
+		hm_table_entry(t, i)->gen = 1;
+	return t;
+}
+
+static void
+table_put(uint8_t *t, uint32_t i, uint64_t gen, uint64_t dev, uint64_t ino, uint64_t size)
+{
+	struct hm_direct_slot *e = hm_table_entry(t, i);
+
+	e->gen = gen;
+	e->dev = dev;
+	e->ino = ino;
+	e->size = size;
+}
+
+static void
+test_lookup(void **state)
+{
+	size_t len;
+	uint8_t *t = table_new(64, &len);
+	uint32_t n = hm_table_entries(t, len), k;
+	uint64_t gen = 0, size = 0;
+
+	(void)state;
+	assert_int_equal(n, 64);
+	k = hm_table_hash(7, 1234, n);
+	/* at its hash's entry */
+	table_put(t, k, 4, 7, 1234, 999);
+	assert_non_null(hm_table_find(t, n, 7, 1234, &gen, &size));
+	assert_int_equal(gen, 4);
+	assert_int_equal(size, 999);
+	/* another file, or the same inode on another device: not found */
+	assert_null(hm_table_find(t, n, 7, 1235, &gen, &size));
+	assert_null(hm_table_find(t, n, 8, 1234, &gen, &size));
+	/* revoked: odd */
+	table_put(t, k, 5, 7, 1234, 999);
+	assert_null(hm_table_find(t, n, 7, 1234, &gen, &size));
+	/* the last probe after its hash's entry, wrapping round */
+	table_put(t, (k + HM_TABLE_PROBES - 1) & (n - 1), 10, 7, 1234, 5);
+	assert_non_null(hm_table_find(t, n, 7, 1234, &gen, &size));
+	assert_int_equal(gen, 10);
+	assert_int_equal(size, 5);
+	/* one further: never looked at */
+	table_put(t, (k + HM_TABLE_PROBES - 1) & (n - 1), 11, 7, 1234, 5);
+	table_put(t, (k + HM_TABLE_PROBES) & (n - 1), 12, 7, 1234, 5);
+	assert_null(hm_table_find(t, n, 7, 1234, &gen, &size));
+	free(t);
+}
+
+static void
+test_head_checked(void **state)
+{
+	size_t len;
+	uint8_t *t = table_new(64, &len);
+	struct hm_table_head *head = (struct hm_table_head *)t;
+
+	(void)state;
+	assert_int_equal(hm_table_entries(t, len), 64);
+	assert_int_equal(hm_table_entries(t, len - 1), 0);	/* cut short */
+	assert_int_equal(hm_table_entries(t, HM_TABLE_HEAD_BYTES - 1), 0);
+	head->entries = 48;	/* not a power of two */
+	assert_int_equal(hm_table_entries(t, len), 0);
+	head->entries = 0;
+	assert_int_equal(hm_table_entries(t, len), 0);
+	head->entries = 64;
+	head->version = HM_TABLE_VERSION + 1;
+	assert_int_equal(hm_table_entries(t, len), 0);
+	head->version = HM_TABLE_VERSION;
+	head->magic ^= 1;
+	assert_int_equal(hm_table_entries(t, len), 0);
+	free(t);
+}
+
+/* --- against hotmapd ----------------------------------------------------- */
+
+static int
+setup(void **state)
+{
+	unsetenv("HOTMAP_FALLBACK");
+	unsetenv("HOTMAP_TABLE");
+	*state = harness_start(*state);
+	return 0;
+}
+
+static int
+teardown(void **state)
+{
+	struct harness *h = *state;
+
+	harness_stop(h);	/* after harness_kill, only cleans up */
+	harness_free_buffers();
+	unsetenv("HOTMAP_TABLE");
+	return 0;
+}
+
+/* A client with the fallback and direct reads: the table's user. */
+static hm_client *
+connect_local(const struct harness *h)
+{
+	struct hm_options o = HM_OPTIONS_INIT;
+	hm_client *c;
+
+	o.fallback = HM_FALLBACK_LOCAL;
+	o.direct = 1;
+	o.direct_after = 0;
+	c = hm_connect_opts(h->sock, &o);
+	if (c == NULL)
+		fail_msg("hm_connect_opts(fallback local): %s", strerror(errno));
+	return c;
+}
+
+/* A file of size bytes at DIR/name, with mode. */
+static void
+make_file(const struct harness *h, const char *name, uint64_t size, mode_t mode, char *path)
+{
+	harness_path(h, name, path);
+	harness_write_file(path, size, 42);
+	assert_int_equal(chmod(path, mode), 0);
+}
+
+/* path granted to a direct client a (published if anyone may read it). */
+static hm_file *
+grant(hm_client *a, const char *path)
+{
+	hm_file *f = hm_open(a, path, HM_O_DIRECT);
+	struct hm_stat st;
+	char buf[16];
+
+	assert_non_null(f);
+	assert_int_equal(hm_pread(f, buf, sizeof buf, 0), sizeof buf);
+	assert_int_equal(hm_stat(f, &st), 0);
+	assert_true(st.direct_text[0] == '\0' || strstr(st.direct_text, "granted") != NULL);
+	return f;
+}
+
+static bool
+from_table(hm_file *f)
+{
+	struct hm_stat st;
+
+	assert_int_equal(hm_stat(f, &st), 0);
+	if (strstr(st.direct_text, "table of granted files") == NULL)
+		return false;
+	assert_int_equal(st.direct, HM_DIRECT_YES);
+	assert_int_equal(st.backend, HM_BACKEND_MMAP);
+	return true;
+}
+
+/* Reads of f checked against fd, byte for byte. */
+static void
+check_reads(hm_file *f, int fd, uint64_t size)
+{
+	static const uint64_t offs[] = { 0, 1, 4095, 4096, 65537, 2 * MiB - 1, 3 * MiB + 3 };
+	static const size_t lens[] = { 0, 1, 100, 4096, 70000, 600 * 1024 };
+	size_t i, j;
+
+	for (i = 0; i < sizeof offs / sizeof offs[0]; i++)
+		for (j = 0; j < sizeof lens / sizeof lens[0]; j++)
+			harness_check_read(f, fd, offs[i], lens[j]);
+	harness_check_read(f, fd, size - 10, 100);	/* short at the end */
+	harness_check_read(f, fd, size, 10);		/* 0 at the end */
+	harness_check_read(f, fd, size + 4096, 10);	/* 0 past it */
+}
+
+static void
+test_read_without_contact(void **state)
+{
+	struct harness *h = *state;
+	char path[PATH_MAX], other[PATH_MAX];
+	hm_client *a = harness_connect_direct(h, 0, NULL), *b;
+	hm_file *fa = NULL, *fb, *fo;
+	uint64_t clients;
+	struct hm_io io;
+	uint8_t buf[4096];
+	int fd;
+
+	make_file(h, "a", SIZE_A, 0644, path);
+	make_file(h, "other", 100000, 0644, other);
+	fa = grant(a, path);
+	assert_int_equal(harness_stat(a, "direct_table_files"), 1);
+	assert_int_equal(harness_stat(a, "direct_table_published"), 1);
+	clients = harness_stat(a, "clients_total");
+	fd = open(path, O_RDONLY);
+	assert_true(fd >= 0);
+
+	b = connect_local(h);
+	fb = hm_open(b, path, 0);
+	assert_non_null(fb);
+	assert_true(from_table(fb));
+	check_reads(fb, fd, SIZE_A);
+	io = (struct hm_io){ .file = fb, .offset = 12345, .len = sizeof buf, .buf = buf };
+	assert_int_equal(hm_read_batch(b, &io, 1), 0);
+	assert_int_equal(io.result, sizeof buf);
+	harness_check_read(fb, fd, 777777, 5000);
+	/* hotmapd never heard of b */
+	assert_int_equal(harness_stat(a, "clients_total"), clients);
+
+	/* a file not in the table: b asks hotmapd now */
+	fo = hm_open(b, other, 0);
+	assert_non_null(fo);
+	assert_false(from_table(fo));
+	harness_wait_stat(a, "clients_total", clients + 1);
+	/* the table's file stays b's own */
+	check_reads(fb, fd, SIZE_A);
+	assert_true(from_table(fb));
+	assert_int_equal(hm_close(fo), 0);
+	assert_int_equal(hm_close(fb), 0);
+	hm_disconnect(b);
+	close(fd);
+	assert_int_equal(hm_close(fa), 0);
+	hm_disconnect(a);
+}
+
+/* hm_ping needs hotmapd: a deferred client connects for it. */
+static void
+test_daemon_call_connects(void **state)
+{
+	struct harness *h = *state;
+	char path[PATH_MAX];
+	hm_client *a = harness_connect_direct(h, 0, NULL), *b;
+	hm_file *fa, *fb;
+	uint64_t clients;
+
+	make_file(h, "a", SIZE_A, 0644, path);
+	fa = grant(a, path);
+	clients = harness_stat(a, "clients_total");
+	b = connect_local(h);
+	fb = hm_open(b, path, 0);
+	assert_non_null(fb);
+	assert_true(from_table(fb));
+	assert_int_equal(harness_stat(a, "clients_total"), clients);
+	{ struct hm_ping p; assert_int_equal(hm_ping(b, &p), 0); }
+	assert_int_equal(harness_stat(a, "clients_total"), clients + 1);
+	assert_true(from_table(fb));
+	hm_close(fb);
+	hm_disconnect(b);
+	hm_close(fa);
+	hm_disconnect(a);
+}
+
+/* A writer revokes the entry (the lease breaks): the reader then sees the
+ * file as pread(2) does, shrunk and rewritten. */
+static void
+test_writer_revokes(void **state)
+{
+	struct harness *h = *state;
+	char path[PATH_MAX];
+	hm_client *a = harness_connect_direct(h, 0, NULL), *b;
+	hm_file *fa, *fb;
+	uint64_t revoked;
+	int fd, wfd;
+
+	make_file(h, "a", SIZE_A, 0644, path);
+	fa = grant(a, path);
+	assert_int_equal(hm_close(fa), 0);	/* the table's lease lingers on */
+	hm_disconnect(a);
+	b = connect_local(h);
+	fb = hm_open(b, path, 0);
+	assert_non_null(fb);
+	assert_true(from_table(fb));
+	fd = open(path, O_RDONLY);
+	assert_true(fd >= 0);
+	check_reads(fb, fd, SIZE_A);
+
+	a = harness_connect(h);
+	revoked = harness_stat(a, "direct_table_revoked");
+	/* blocks until hotmapd let the lease go, after the entry went odd */
+	wfd = open(path, O_WRONLY | O_TRUNC);
+	assert_true(wfd >= 0);
+	assert_int_equal(harness_stat(a, "direct_table_revoked"), revoked + 1);
+	assert_int_equal(ftruncate(wfd, 3 * MiB + 5), 0);
+	assert_int_equal(pwrite(wfd, "changed!", 8, 4096), 8);
+	close(wfd);
+	check_reads(fb, fd, 3 * MiB + 5);
+	{
+		struct hm_stat st;
+
+		assert_int_equal(hm_stat(fb, &st), 0);
+		assert_int_equal(st.direct, HM_DIRECT_NO);
+		assert_int_equal(st.size, 3 * MiB + 5);
+		assert_non_null(strstr(st.direct_text, "revoked"));
+	}
+	harness_check_read(fb, fd, 4090, 20);
+	harness_wait_stat(a, "direct_table_files", 0);	/* the sweep gave it back */
+	hm_close(fb);
+	hm_disconnect(b);
+	hm_disconnect(a);
+	close(fd);
+}
+
+/* Only files every user may read are published. */
+static void
+test_private_file_not_published(void **state)
+{
+	struct harness *h = *state;
+	char path[PATH_MAX];
+	hm_client *a = harness_connect_direct(h, 0, NULL), *b;
+	hm_file *fa, *fb;
+	int fd;
+
+	make_file(h, "private", SIZE_A, 0640, path);
+	fa = grant(a, path);
+	assert_int_equal(harness_stat(a, "direct_grants"), 1);
+	assert_int_equal(harness_stat(a, "direct_table_files"), 0);
+	b = connect_local(h);
+	fb = hm_open(b, path, 0);
+	assert_non_null(fb);
+	assert_false(from_table(fb));
+	fd = open(path, O_RDONLY);
+	check_reads(fb, fd, SIZE_A);
+	close(fd);
+	hm_close(fb);
+	hm_disconnect(b);
+	hm_close(fa);
+	hm_disconnect(a);
+}
+
+/* A table others may write is not trusted; nor, with HOTMAP_TABLE=0, any. */
+static void
+test_untrusted_table(void **state)
+{
+	struct harness *h = *state;
+	char path[PATH_MAX], table[PATH_MAX + 8];
+	hm_client *a = harness_connect_direct(h, 0, NULL), *b;
+	hm_file *fa, *fb;
+	uint64_t clients;
+
+	make_file(h, "a", SIZE_A, 0644, path);
+	fa = grant(a, path);
+	clients = harness_stat(a, "clients_total");
+	snprintf(table, sizeof table, "%s%s", h->sock, HM_TABLE_SUFFIX);
+	assert_int_equal(chmod(table, 0666), 0);
+	b = connect_local(h);
+	fb = hm_open(b, path, 0);
+	assert_non_null(fb);
+	assert_false(from_table(fb));
+	harness_wait_stat(a, "clients_total", clients + 1);
+	hm_close(fb);
+	hm_disconnect(b);
+
+	assert_int_equal(chmod(table, 0644), 0);
+	setenv("HOTMAP_TABLE", "0", 1);
+	b = connect_local(h);
+	unsetenv("HOTMAP_TABLE");
+	fb = hm_open(b, path, 0);
+	assert_non_null(fb);
+	assert_false(from_table(fb));
+	harness_wait_stat(a, "clients_total", clients + 2);
+	hm_close(fb);
+	hm_disconnect(b);
+	hm_close(fa);
+	hm_disconnect(a);
+}
+
+/* A table no live hotmapd holds (it was killed) is not trusted: the
+ * client reads locally, right. */
+static void
+test_dead_daemon_table(void **state)
+{
+	struct harness *h = *state;
+	char path[PATH_MAX], table[PATH_MAX + 8];
+	hm_client *a = harness_connect_direct(h, 0, NULL), *b;
+	hm_file *fb;
+	int fd;
+
+	make_file(h, "a", SIZE_A, 0644, path);
+	(void)grant(a, path);
+	harness_kill(h);
+	hm_disconnect(a);
+	snprintf(table, sizeof table, "%s%s", h->sock, HM_TABLE_SUFFIX);
+	assert_int_equal(access(table, F_OK), 0);	/* left behind */
+	b = connect_local(h);
+	fb = hm_open(b, path, 0);
+	assert_non_null(fb);
+	assert_false(from_table(fb));
+	fd = open(path, O_RDONLY);
+	check_reads(fb, fd, SIZE_A);
+	close(fd);
+	hm_close(fb);
+	hm_disconnect(b);
+}
+
+/* A child forked after the open reads right, and so does the parent. */
+static void
+test_fork(void **state)
+{
+	struct harness *h = *state;
+	char path[PATH_MAX];
+	hm_client *a = harness_connect_direct(h, 0, NULL), *b;
+	hm_file *fa, *fb;
+	pid_t pid;
+	int fd, status;
+
+	make_file(h, "a", SIZE_A, 0644, path);
+	fa = grant(a, path);
+	b = connect_local(h);
+	fb = hm_open(b, path, 0);
+	assert_non_null(fb);
+	assert_true(from_table(fb));
+	fd = open(path, O_RDONLY);
+	harness_check_read(fb, fd, 100, 5000);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		static uint8_t got[300000 + HARNESS_SLACK], ref[300000 + HARNESS_SLACK];
+		char why[256];
+		int bad = harness_compare_read(fb, fd, 1 * MiB + 7, 300000, got, ref, NULL, why,
+					       sizeof why) != 0 ||
+			  harness_compare_read(fb, fd, SIZE_A - 5, 50, got, ref, NULL, why,
+					       sizeof why) != 0;
+		_exit(bad);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	check_reads(fb, fd, SIZE_A);
+	close(fd);
+	hm_close(fb);
+	hm_disconnect(b);
+	hm_close(fa);
+	hm_disconnect(a);
+}
+
+/* An entry is given back (and its lease let go) once it lingered. */
+static void
+test_linger(void **state)
+{
+	struct harness *h = *state;
+	char path[PATH_MAX];
+	hm_client *a = harness_connect_direct(h, 0, NULL);
+	hm_file *fa;
+
+	make_file(h, "a", SIZE_A, 0644, path);
+	fa = grant(a, path);
+	assert_int_equal(harness_stat(a, "direct_table_files"), 1);
+	hm_close(fa);
+	harness_wait_stat(a, "direct_table_files", 0);
+	assert_int_equal(harness_stat(a, "direct_grants"), 0);
+	hm_disconnect(a);
+}
+
+/* direct-table 0: no table at all. */
+static void
+test_off(void **state)
+{
+	struct harness *h = *state;
+	char path[PATH_MAX], table[PATH_MAX + 8];
+	hm_client *a = harness_connect_direct(h, 0, NULL);
+	hm_file *fa;
+
+	snprintf(table, sizeof table, "%s%s", h->sock, HM_TABLE_SUFFIX);
+	assert_int_equal(access(table, F_OK), -1);
+	make_file(h, "a", SIZE_A, 0644, path);
+	fa = grant(a, path);
+	assert_int_equal(harness_stat(a, "direct_table_files"), 0);
+	hm_close(fa);
+	hm_disconnect(a);
+}
+
+/* hotmapd removes its table when it stops. */
+static void
+test_removed_at_stop(void **state)
+{
+	struct harness *h = *state;
+	char table[PATH_MAX + 8];
+
+	snprintf(table, sizeof table, "%s%s", h->sock, HM_TABLE_SUFFIX);
+	assert_int_equal(access(table, R_OK), 0);
+	kill(h->pid, SIGTERM);
+	assert_int_equal(waitpid(h->pid, NULL, 0), h->pid);
+	h->pid = 0;
+	assert_int_equal(access(table, F_OK), -1);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_lookup),
+		cmocka_unit_test(test_head_checked),
+		cmocka_unit_test_prestate_setup_teardown(test_read_without_contact, setup, teardown,
+						(void *)&opts_default),
+		cmocka_unit_test_prestate_setup_teardown(test_daemon_call_connects, setup, teardown,
+						(void *)&opts_default),
+		cmocka_unit_test_prestate_setup_teardown(test_writer_revokes, setup, teardown,
+						(void *)&opts_default),
+		cmocka_unit_test_prestate_setup_teardown(test_private_file_not_published, setup, teardown,
+						(void *)&opts_default),
+		cmocka_unit_test_prestate_setup_teardown(test_untrusted_table, setup, teardown,
+						(void *)&opts_default),
+		cmocka_unit_test_prestate_setup_teardown(test_dead_daemon_table, setup, teardown,
+						(void *)&opts_default),
+		cmocka_unit_test_prestate_setup_teardown(test_fork, setup, teardown, (void *)&opts_default),
+		cmocka_unit_test_prestate_setup_teardown(test_linger, setup, teardown, (void *)&opts_linger1),
+		cmocka_unit_test_prestate_setup_teardown(test_off, setup, teardown, (void *)&opts_off),
+		cmocka_unit_test_prestate_setup_teardown(test_removed_at_stop, setup, teardown,
+						(void *)&opts_default),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
