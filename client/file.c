@@ -187,8 +187,8 @@ hm_stat(hm_file *f, struct hm_stat *st)
 	set_last_error(NULL);
 	if (f == NULL || st == NULL)
 		return fail(EINVAL);
-	if (__atomic_load_n(&f->c->pend_hello, __ATOMIC_RELAXED) != NULL ||
-	    __atomic_load_n(&f->pend, __ATOMIC_RELAXED) != NULL)
+	if (!f->table && (__atomic_load_n(&f->c->pend_hello, __ATOMIC_RELAXED) != NULL ||
+			  __atomic_load_n(&f->pend, __ATOMIC_RELAXED) != NULL))
 		client_settle(f->c);	/* where the file is read: the daemon's answers first */
 	if (f->c->pid == fork_pid() && direct_grant_holds(f)) {
 		/* nobody can change the file while the grant holds */

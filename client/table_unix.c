@@ -43,6 +43,8 @@
 
 struct hm_table {
 	struct hm_table *next;
+	int fd;			/* kept open: each open asks whether hotmapd
+				 * still holds the lock */
 	uint64_t dev, ino;	/* the file mapped */
 	uint8_t *base;
 	size_t len;
@@ -62,7 +64,8 @@ table_locked(int fd)
 	return fcntl(fd, F_OFD_GETLK, &lk) == 0 && lk.l_type == F_WRLCK;
 }
 
-/* The mapping of the table fd (of st), made once per file. */
+/* The mapping of the table fd (of st), made once per file; fd is the
+ * table's to keep, or closed. */
 static struct hm_table *
 table_map(int fd, const struct stat *st)
 {
@@ -75,6 +78,7 @@ table_map(int fd, const struct stat *st)
 			break;
 	if (t != NULL) {
 		pthread_mutex_unlock(&tables_lock);
+		close(fd);
 		return t;
 	}
 	t = calloc(1, sizeof *t);
@@ -82,6 +86,7 @@ table_map(int fd, const struct stat *st)
 	if (base == MAP_FAILED) {
 		pthread_mutex_unlock(&tables_lock);
 		free(t);
+		close(fd);
 		return NULL;
 	}
 	t->base = base;
@@ -91,8 +96,10 @@ table_map(int fd, const struct stat *st)
 		pthread_mutex_unlock(&tables_lock);
 		munmap(base, t->len);
 		free(t);
+		close(fd);
 		return NULL;
 	}
+	t->fd = fd;
 	t->dev = (uint64_t)st->st_dev;
 	t->ino = (uint64_t)st->st_ino;
 	t->next = tables;
@@ -118,7 +125,7 @@ table_attach(const char *socket_path)
 	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & (S_IWGRP | S_IWOTH)) == 0 &&
 	    st.st_size >= (off_t)HM_TABLE_HEAD_BYTES && (uint64_t)st.st_size <= TABLE_BYTES_MAX &&
 	    client_trust_owner((unsigned)st.st_uid) == 0 && table_locked(fd))
-		t = table_map(fd, &st);
+		return table_map(fd, &st);
 	close(fd);
 	return t;
 }
@@ -128,6 +135,7 @@ table_take(hm_client *c, hm_file *f, int flags)
 {
 	const struct hm_direct_slot *e;
 	uint64_t gen, size;
+	int64_t mtime_ns;
 	hm_osfile fd = f->fd != HM_OSFILE_NONE ? f->fd : f->local_fd;
 	int rc;
 
@@ -135,9 +143,15 @@ table_take(hm_client *c, hm_file *f, int flags)
 	if (c->table == NULL || !c->deferred || fd == HM_OSFILE_NONE ||
 	    (flags & (HM_O_PATH | HM_O_PREAD)) || c->direct_slots == 0)
 		return -ENOENT;
-	e = hm_table_find(c->table->base, c->table->n, f->st.dev, f->st.ino, &gen, &size);
-	/* the size this process sees: the entry's holds while it does */
-	if (e == NULL || size != f->st.size)
+	/* a daemon that died let its leases go: its table says nothing now
+	 * (one fcntl an open, where a connect would be a wake-up) */
+	if (!table_locked(c->table->fd))
+		return -ENOENT;
+	e = hm_table_find(c->table->base, c->table->n, f->st.dev, f->st.ino, &gen, &size,
+			  &mtime_ns);
+	/* the file this process sees, as it is: the entry's holds while its
+	 * generation does */
+	if (e == NULL || size != f->st.size || mtime_ns != f->st.mtime_ns)
 		return -ENOENT;
 	pthread_mutex_lock(c->lock);
 	rc = direct_promote_table(f, fd, &e->gen, gen, size);

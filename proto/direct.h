@@ -34,9 +34,10 @@
  *   8    size     daemon  the file's size for the grant (it cannot change
  *                         while the grant holds)
  *   16   handle   daemon  the handle the slot belongs to
- *   24   dev      daemon  the file's device and inode (hotmap 0.3.0: a
- *   32   ino              slot of a daemon from before has zeros); what a
- *                         client looks a file up by in the table below
+ *   24   dev      daemon  the file's device, inode and modification time
+ *   32   ino              (hotmap 0.3.0: a slot of a daemon from before
+ *   40   mtime_ns         has zeros); what a client looks a file up by in
+ *                         the table below
  *   64   reads    client  reads served in the client (relaxed adds)
  *   72   bytes    client  bytes they returned
  *   80   copies   client  of the reads, those copied out of the mapping
@@ -84,7 +85,8 @@ struct hm_direct_slot {
 	uint64_t handle;
 	uint64_t dev;
 	uint64_t ino;
-	uint8_t pad0[64 - 40];
+	int64_t mtime_ns;
+	uint8_t pad0[64 - 48];
 	uint64_t reads;
 	uint64_t bytes;
 	uint64_t copies;
@@ -124,7 +126,7 @@ hm_direct_gen(const struct hm_direct_slot *s)
  * two), each laid out as a region's slot (above), of which the daemon's
  * line alone is used: gen (even: the file of dev and ino is leased, its
  * size `size`; odd: free or revoked; it only grows), size, handle (0), dev,
- * ino.  The client's line stays zero: a client cannot write the table.
+ * ino, mtime_ns.  The client's line stays zero: a client cannot write the table.
  * A file is at its hash's entry or one of the HM_TABLE_PROBES after it.
  * hotmapd holds a write lock (fcntl F_SETLK) on the table's first byte for
  * as long as it runs: a table nobody holds that lock on was left by a
@@ -182,12 +184,13 @@ hm_table_entries(const void *table, uint64_t len)
 /*
  * Looks the file of dev and ino up in a table of n entries, as a seqlock
  * reader: the entry's generation, then its fields, then the generation
- * again, which must be the same and even.  The entry, with *gen and *size
- * as they were, or NULL.  The daemon may change any entry at any time;
+ * again, which must be the same and even.  The entry, with *gen, *size and
+ * *mtime_ns as they were, or NULL.  The daemon may change any entry at any time;
  * what is found holds for as long as the entry's generation stays *gen.
  */
 static inline const struct hm_direct_slot *
-hm_table_find(void *table, uint32_t n, uint64_t dev, uint64_t ino, uint64_t *gen, uint64_t *size)
+hm_table_find(void *table, uint32_t n, uint64_t dev, uint64_t ino, uint64_t *gen, uint64_t *size,
+	      int64_t *mtime_ns)
 {
 	uint32_t i, k = hm_table_hash(dev, ino, n);
 
@@ -195,17 +198,20 @@ hm_table_find(void *table, uint32_t n, uint64_t dev, uint64_t ino, uint64_t *gen
 		const struct hm_direct_slot *e = hm_table_entry(table, k);
 		uint64_t g = __atomic_load_n(&e->gen, __ATOMIC_ACQUIRE);
 		uint64_t d, in, sz;
+		int64_t mt;
 
 		if (g & 1)
 			continue;
 		d = __atomic_load_n(&e->dev, __ATOMIC_RELAXED);
 		in = __atomic_load_n(&e->ino, __ATOMIC_RELAXED);
 		sz = __atomic_load_n(&e->size, __ATOMIC_RELAXED);
+		mt = __atomic_load_n(&e->mtime_ns, __ATOMIC_RELAXED);
 		__atomic_thread_fence(__ATOMIC_ACQUIRE);
 		if (__atomic_load_n(&e->gen, __ATOMIC_RELAXED) != g || d != dev || in != ino)
 			continue;
 		*gen = g;
 		*size = sz;
+		*mtime_ns = mt;
 		return e;
 	}
 	return NULL;

@@ -4,8 +4,9 @@
  * docs/direct-reads.md "The table of granted files").
  *
  * The lookup itself (proto/direct.h) on tables made here: a file found at
- * its hash's entry or a probe after it, never under an odd generation, a
- * torn entry or a head it cannot read.  Then against a real hotmapd: a
+ * its hash's entry or a probe after it, never under an odd generation or
+ * a head it cannot read, and never a mix of two files' fields while a
+ * writer thread republishes the entry as hotmapd does.  Then against a real hotmapd: a
  * file granted to one client is published; a process with the fallback
  * (HOTMAP_FALLBACK=local) that opens it reads it from its own mapping,
  * byte for byte, without connecting (hotmapd counts no new client); a
@@ -20,7 +21,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <setjmp.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -80,6 +83,7 @@ table_put(uint8_t *t, uint32_t i, uint64_t gen, uint64_t dev, uint64_t ino, uint
 	e->dev = dev;
 	e->ino = ino;
 	e->size = size;
+	e->mtime_ns = (int64_t)(size * 3);
 }
 
 static void
@@ -89,31 +93,100 @@ test_lookup(void **state)
 	uint8_t *t = table_new(64, &len);
 	uint32_t n = hm_table_entries(t, len), k;
 	uint64_t gen = 0, size = 0;
+	int64_t mt = 0;
 
 	(void)state;
 	assert_int_equal(n, 64);
 	k = hm_table_hash(7, 1234, n);
 	/* at its hash's entry */
 	table_put(t, k, 4, 7, 1234, 999);
-	assert_non_null(hm_table_find(t, n, 7, 1234, &gen, &size));
+	assert_non_null(hm_table_find(t, n, 7, 1234, &gen, &size, &mt));
 	assert_int_equal(gen, 4);
 	assert_int_equal(size, 999);
+	assert_int_equal(mt, 999 * 3);
 	/* another file, or the same inode on another device: not found */
-	assert_null(hm_table_find(t, n, 7, 1235, &gen, &size));
-	assert_null(hm_table_find(t, n, 8, 1234, &gen, &size));
+	assert_null(hm_table_find(t, n, 7, 1235, &gen, &size, &mt));
+	assert_null(hm_table_find(t, n, 8, 1234, &gen, &size, &mt));
 	/* revoked: odd */
 	table_put(t, k, 5, 7, 1234, 999);
-	assert_null(hm_table_find(t, n, 7, 1234, &gen, &size));
+	assert_null(hm_table_find(t, n, 7, 1234, &gen, &size, &mt));
 	/* the last probe after its hash's entry, wrapping round */
 	table_put(t, (k + HM_TABLE_PROBES - 1) & (n - 1), 10, 7, 1234, 5);
-	assert_non_null(hm_table_find(t, n, 7, 1234, &gen, &size));
+	assert_non_null(hm_table_find(t, n, 7, 1234, &gen, &size, &mt));
 	assert_int_equal(gen, 10);
 	assert_int_equal(size, 5);
 	/* one further: never looked at */
 	table_put(t, (k + HM_TABLE_PROBES - 1) & (n - 1), 11, 7, 1234, 5);
 	table_put(t, (k + HM_TABLE_PROBES) & (n - 1), 12, 7, 1234, 5);
-	assert_null(hm_table_find(t, n, 7, 1234, &gen, &size));
+	assert_null(hm_table_find(t, n, 7, 1234, &gen, &size, &mt));
 	free(t);
+}
+
+/* A writer republishing one entry as hotmapd does (direct_grant: odd,
+ * a release fence, the fields, then even), between two files; readers
+ * must find each file with its own size and time, never the other's. */
+struct torn {
+	uint8_t *t;
+	uint32_t k;
+	atomic_int stop;
+};
+
+#define FILE_A_SIZE	1111u
+#define FILE_B_SIZE	2222u
+
+static void *
+torn_writer(void *arg)
+{
+	struct torn *w = arg;
+	struct hm_direct_slot *e = hm_table_entry(w->t, w->k);
+	uint64_t gen = 1, i;
+
+	for (i = 0; !atomic_load(&w->stop); i++) {
+		bool a = i % 2 == 0;
+
+		__atomic_store_n(&e->gen, gen, __ATOMIC_RELEASE);	/* odd */
+		__atomic_thread_fence(__ATOMIC_RELEASE);
+		__atomic_store_n(&e->dev, a ? 7 : 8, __ATOMIC_RELAXED);
+		__atomic_store_n(&e->ino, a ? 100 : 200, __ATOMIC_RELAXED);
+		__atomic_store_n(&e->size, a ? FILE_A_SIZE : FILE_B_SIZE, __ATOMIC_RELAXED);
+		__atomic_store_n(&e->mtime_ns, a ? 5 : 6, __ATOMIC_RELAXED);
+		__atomic_store_n(&e->gen, gen + 1, __ATOMIC_RELEASE);	/* even */
+		gen += 2;
+		for (volatile unsigned spin = 0; spin < 300; spin++)
+			;	/* published a while, as entries are */
+	}
+	return NULL;
+}
+
+static void
+test_lookup_under_writer(void **state)
+{
+	size_t len;
+	struct torn w = { .t = table_new(64, &len) };
+	uint64_t gen, size, found = 0;
+	int64_t mt;
+	pthread_t th;
+	unsigned i;
+
+	(void)state;
+	/* both files hash somewhere: put them where A's lookup starts */
+	w.k = hm_table_hash(7, 100, 64);
+	atomic_init(&w.stop, 0);
+	assert_int_equal(pthread_create(&th, NULL, torn_writer, &w), 0);
+	for (i = 0; i < 2000000; i++) {
+		if (hm_table_find(w.t, 64, 7, 100, &gen, &size, &mt) != NULL) {
+			found++;
+			assert_int_equal(gen % 2, 0);
+			assert_int_equal(size, FILE_A_SIZE);
+			assert_int_equal(mt, 5);
+		}
+	}
+	atomic_store(&w.stop, 1);
+	pthread_join(th, NULL);
+	assert_true(found > 0);
+	print_message("# %llu of 2000000 lookups found the file, each whole\n",
+		      (unsigned long long)found);
+	free(w.t);
 }
 
 static void
@@ -261,6 +334,25 @@ test_read_without_contact(void **state)
 	assert_int_equal(hm_read_batch(b, &io, 1), 0);
 	assert_int_equal(io.result, sizeof buf);
 	harness_check_read(fb, fd, 777777, 5000);
+	/* read from b's own mapping: warmed (populated), copied, viewed */
+	assert_int_equal(hm_warm(fb, 0, SIZE_A), SIZE_A);
+	harness_check_read(fb, fd, 2 * MiB + 100, 4096);
+	{
+		struct hm_read_stats rs = { .size = sizeof rs };
+		struct hm_view v;
+		uint8_t want[5000];
+
+		assert_int_equal(hm_view_range(fb, 4 * MiB + 1, sizeof want, &v), 0);
+		assert_int_equal(v.len, sizeof want);
+		assert_int_equal(pread(fd, want, sizeof want, 4 * MiB + 1), sizeof want);
+		assert_memory_equal(v.data, want, sizeof want);
+		hm_view_release(&v);
+		assert_int_equal(hm_read_stats(fb, &rs), 0);
+		assert_int_equal(rs.daemon_reads, 0);
+		assert_true(rs.populates > 0);
+		assert_true(rs.copy_reads > 0);
+		assert_true(rs.view_reads > 0);
+	}
 	/* hotmapd never heard of b */
 	assert_int_equal(harness_stat(a, "clients_total"), clients);
 
@@ -449,6 +541,42 @@ test_dead_daemon_table(void **state)
 	hm_disconnect(b);
 }
 
+/* hotmapd killed, then started again: the new daemon revokes the old
+ * table, which a process still maps, and that process reads its file as
+ * pread(2) does; what it opens after is not taken from the old table. */
+static void
+test_restart_revokes_old_table(void **state)
+{
+	struct harness *h = *state;
+	char path[PATH_MAX];
+	hm_client *a = harness_connect_direct(h, 0, NULL), *b;
+	hm_file *fb, *fb2;
+	struct hm_stat st;
+	int fd;
+
+	make_file(h, "a", SIZE_A, 0644, path);
+	(void)grant(a, path);
+	b = connect_local(h);
+	fb = hm_open(b, path, 0);
+	assert_non_null(fb);
+	assert_true(from_table(fb));
+	fd = open(path, O_RDONLY);
+	harness_kill(h);
+	hm_disconnect(a);
+	harness_restart(h);
+	assert_int_equal(hm_stat(fb, &st), 0);
+	assert_int_equal(st.direct, HM_DIRECT_NO);
+	check_reads(fb, fd, SIZE_A);
+	fb2 = hm_open(b, path, 0);	/* the old table: no lock holder now */
+	assert_non_null(fb2);
+	assert_false(from_table(fb2));
+	check_reads(fb2, fd, SIZE_A);
+	close(fd);
+	hm_close(fb2);
+	hm_close(fb);
+	hm_disconnect(b);
+}
+
 /* A child forked after the open reads right, and so does the parent. */
 static void
 test_fork(void **state)
@@ -503,7 +631,15 @@ test_linger(void **state)
 	assert_int_equal(harness_stat(a, "direct_table_files"), 1);
 	hm_close(fa);
 	harness_wait_stat(a, "direct_table_files", 0);
-	assert_int_equal(harness_stat(a, "direct_grants"), 0);
+	/* given back by the linger, not by a writer; and its lease with it:
+	 * a writer that may not wait is not refused */
+	assert_int_equal(harness_stat(a, "direct_table_revoked"), 0);
+	{
+		int wfd = open(path, O_WRONLY | O_NONBLOCK);
+
+		assert_true(wfd >= 0);
+		close(wfd);
+	}
 	hm_disconnect(a);
 }
 
@@ -546,6 +682,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_lookup),
 		cmocka_unit_test(test_head_checked),
+		cmocka_unit_test(test_lookup_under_writer),
 		cmocka_unit_test_prestate_setup_teardown(test_read_without_contact, setup, teardown,
 						(void *)&opts_default),
 		cmocka_unit_test_prestate_setup_teardown(test_daemon_call_connects, setup, teardown,
@@ -558,6 +695,8 @@ main(void)
 						(void *)&opts_default),
 		cmocka_unit_test_prestate_setup_teardown(test_dead_daemon_table, setup, teardown,
 						(void *)&opts_default),
+		cmocka_unit_test_prestate_setup_teardown(test_restart_revokes_old_table, setup, teardown,
+							 (void *)&opts_default),
 		cmocka_unit_test_prestate_setup_teardown(test_fork, setup, teardown, (void *)&opts_default),
 		cmocka_unit_test_prestate_setup_teardown(test_linger, setup, teardown, (void *)&opts_linger1),
 		cmocka_unit_test_prestate_setup_teardown(test_off, setup, teardown, (void *)&opts_off),

@@ -411,11 +411,14 @@ direct_grant(struct direct_registry *reg, struct direct_grant *g, struct storage
 	next = (__atomic_load_n(&slot->gen, __ATOMIC_RELAXED) | 1) + 1;
 	if ((__atomic_load_n(&slot->gen, __ATOMIC_RELAXED) & 1) == 0)
 		slot_set_gen(slot, next - 1);	/* odd while its fields change */
+	/* a seqlock's writer: the odd generation is seen before any field */
+	__atomic_thread_fence(__ATOMIC_RELEASE);
 	__atomic_store_n(&slot->size, st.size, __ATOMIC_RELAXED);
 	__atomic_store_n(&slot->handle, handle, __ATOMIC_RELAXED);
 	/* what a table's reader looks the file up by (direct_table.c) */
 	__atomic_store_n(&slot->dev, st.dev, __ATOMIC_RELAXED);
 	__atomic_store_n(&slot->ino, st.ino, __ATOMIC_RELAXED);
+	__atomic_store_n(&slot->mtime_ns, st.mtime_ns, __ATOMIC_RELAXED);
 	*g = (struct direct_grant){
 		.slot = slot,
 		.h = *h,
@@ -447,6 +450,12 @@ direct_grant(struct direct_registry *reg, struct direct_grant *g, struct storage
 	reg->granted += uid != DIRECT_UID_TABLE;
 	*gen = next;
 	return 0;
+}
+
+unsigned
+direct_file_grants(const struct direct_grant *g)
+{
+	return g->file != NULL ? g->file->n : 0;
 }
 
 /* Makes the slot's generation odd: the client stops reading directly. */

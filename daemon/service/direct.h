@@ -137,6 +137,9 @@ unsigned direct_revoke_file(struct direct_registry *reg, bool all, uint64_t dev,
 /* Folds what clients reported since the last call into the counters and
  * the files (before stats and listings). */
 void direct_sync(struct direct_registry *reg);
+/* The grants (the table's included) on g's file now; 0 once g is revoked
+ * or released. */
+unsigned direct_file_grants(const struct direct_grant *g);
 /* The grants uid holds now. */
 unsigned direct_uid_grants(const struct direct_registry *reg, uint32_t uid);
 

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -23,6 +24,7 @@ struct direct_table_entry {
 	struct direct_grant g;
 	struct storage_handle h;	/* a job's handle: listings do not count it */
 	bool used;			/* g and h hold a file */
+	uint32_t uid;			/* whose grant published it */
 	uint64_t dev, ino;
 	uint64_t until_ms;		/* given back then, unless granted again */
 };
@@ -43,9 +45,10 @@ revoke_all(uint8_t *base, uint32_t n)
 }
 
 /* A table a daemon before left at path, if it is ours: revoked, for the
- * clients that map it still (that daemon's leases died with it). */
+ * clients that map it still (that daemon's leases died with it), and
+ * removed when remove. */
 static void
-revoke_old(const char *path)
+revoke_old(const char *path, bool remove)
 {
 	int fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
 	struct stat st;
@@ -63,8 +66,23 @@ revoke_old(const char *path)
 				revoke_all(base, n);
 			munmap(base, (size_t)st.st_size);
 		}
+		if (remove)
+			unlink(path);
 	}
 	close(fd);
+}
+
+/* The entries a table may hold at once: its size, and no more than a
+ * quarter of the descriptors hotmapd may open (each holds one). */
+static unsigned
+table_most(uint32_t n)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+	    rl.rlim_cur / 4 < n)
+		return (unsigned)(rl.rlim_cur / 4);
+	return n;
 }
 
 /* The table's mode: its owner's to read and write (through the descriptor
@@ -90,21 +108,34 @@ direct_table_open(struct direct_table *t, const char *socket_path, unsigned mode
 	memset(t, 0, sizeof *t);
 	t->fd = -1;
 	t->linger_s = linger;
-	if (linger == 0 || socket_path == NULL || socket_path[0] != '/')
+	if (socket_path == NULL || socket_path[0] != '/')
 		return 0;
 	plen = strlen(socket_path) + sizeof HM_TABLE_SUFFIX;
 	t->path = malloc(plen);
 	tmp = malloc(plen + 8);
-	t->n = DIRECT_TABLE_ENTRIES;
-	t->ents = calloc(t->n, sizeof *t->ents);
-	if (t->path == NULL || tmp == NULL || t->ents == NULL) {
+	if (t->path == NULL || tmp == NULL) {
 		e = ENOMEM;
 		snprintf(err, errlen, "out of memory");
 		goto fail;
 	}
 	snprintf(t->path, plen, "%s%s", socket_path, HM_TABLE_SUFFIX);
+	/* whatever this daemon does, an earlier one's table is revoked */
+	revoke_old(t->path, linger == 0);
+	if (linger == 0) {
+		free(tmp);
+		free(t->path);
+		t->path = NULL;
+		return 0;
+	}
 	snprintf(tmp, plen + 8, "%s.XXXXXX", t->path);
-	revoke_old(t->path);
+	t->n = DIRECT_TABLE_ENTRIES;
+	t->most = table_most(t->n);
+	t->ents = calloc(t->n, sizeof *t->ents);
+	if (t->ents == NULL) {
+		e = ENOMEM;
+		snprintf(err, errlen, "out of memory");
+		goto fail;
+	}
 	t->fd = mkostemp(tmp, O_CLOEXEC);
 	if (t->fd < 0) {
 		e = errno;
@@ -114,7 +145,10 @@ direct_table_open(struct direct_table *t, const char *socket_path, unsigned mode
 		goto fail;
 	}
 	t->len = HM_TABLE_HEAD_BYTES + (size_t)t->n * HM_DIRECT_SLOT_BYTES;
-	if (ftruncate(t->fd, (off_t)t->len) < 0 || fchmod(t->fd, table_mode(mode)) < 0 ||
+	/* its blocks had now: a write to the mapping never faults for want
+	 * of space (ENOSPC, a quota) */
+	if ((errno = posix_fallocate(t->fd, 0, (off_t)t->len)) != 0 ||
+	    fchmod(t->fd, table_mode(mode)) < 0 ||
 	    (group != (gid_t)-1 && fchown(t->fd, (uid_t)-1, group) < 0)) {
 		e = errno;
 		snprintf(err, errlen, "cannot size or give %s its mode: %s", tmp, strerror(e));
@@ -194,9 +228,22 @@ better_pick(const struct direct_table_entry *a, const struct direct_table_entry 
 	return a->until_ms < b->until_ms;
 }
 
+/* The entries uid's grants published. */
+static unsigned
+uid_entries(const struct direct_table *t, uint32_t uid)
+{
+	unsigned n = 0;
+	uint32_t i;
+
+	for (i = 0; i < t->n && n < DIRECT_TABLE_PER_UID; i++)
+		n += t->ents[i].used && t->ents[i].uid == uid;
+	return n;
+}
+
 void
 direct_table_offer(struct direct_table *t, struct direct_registry *reg,
-		   struct file_cache *cache, struct storage_handle *h, uint64_t now_ms)
+		   struct file_cache *cache, struct storage_handle *h, uint32_t uid,
+		   uint64_t now_ms)
 {
 	struct direct_table_entry *e, *pick = NULL;
 	struct storage_stat st;
@@ -205,8 +252,11 @@ direct_table_offer(struct direct_table *t, struct direct_registry *reg,
 
 	if (t->base == NULL || t->linger_s == 0)
 		return;
-	/* only what anyone may read: the table tells its readers of it */
-	if (storage_stat(h, &st) < 0 || (st.mode & S_IROTH) == 0 || st.size == 0)
+	/* only what anyone may read (the table tells its readers of it), and
+	 * only what the cache keeps (a file past max-open-files goes with
+	 * its last handle, not 60 s after) */
+	if (!storage_kept(h) || storage_stat(h, &st) < 0 || (st.mode & S_IROTH) == 0 ||
+	    st.size == 0)
 		return;
 	k = hm_table_hash(st.dev, st.ino, t->n);
 	for (i = 0; i < HM_TABLE_PROBES; i++) {
@@ -217,11 +267,18 @@ direct_table_offer(struct direct_table *t, struct direct_registry *reg,
 			e->until_ms = now_ms + (uint64_t)t->linger_s * 1000u;
 			return;	/* published already */
 		}
+		/* another user's live entry is never given back for this */
+		if (e->used && e->g.slot != NULL && e->uid != uid)
+			continue;
 		if (better_pick(e, pick)) {
 			pick = e;
 			at = j;
 		}
 	}
+	if (pick == NULL)
+		return;	/* its probes hold other users' files */
+	if (!pick->used && (t->used >= t->most || uid_entries(t, uid) >= DIRECT_TABLE_PER_UID))
+		return;	/* full, or this user's share is */
 	if (pick->used)
 		entry_drop(t, reg, cache, pick);
 	storage_handle_dup(h, &pick->h);
@@ -231,6 +288,7 @@ direct_table_offer(struct direct_table *t, struct direct_registry *reg,
 		return;
 	}
 	pick->used = true;
+	pick->uid = uid;
 	pick->dev = st.dev;
 	pick->ino = st.ino;
 	pick->until_ms = now_ms + (uint64_t)t->linger_s * 1000u;
@@ -249,7 +307,13 @@ direct_table_sweep(struct direct_table *t, struct direct_registry *reg,
 	for (i = 0; i < t->n; i++) {
 		struct direct_table_entry *e = &t->ents[i];
 
-		if (e->used && (e->g.slot == NULL || now_ms >= e->until_ms || t->linger_s == 0))
+		if (!e->used)
+			continue;
+		/* a client's grant holds it still: the linger starts after */
+		if (e->g.slot != NULL && t->linger_s > 0 && now_ms >= e->until_ms &&
+		    direct_file_grants(&e->g) > 1)
+			e->until_ms = now_ms + (uint64_t)t->linger_s * 1000u;
+		if (e->g.slot == NULL || now_ms >= e->until_ms || t->linger_s == 0)
 			entry_drop(t, reg, cache, e);
 	}
 }

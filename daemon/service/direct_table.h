@@ -35,6 +35,9 @@
 
 /* The entries of a table: HM_DIRECT_SLOT_BYTES each, 512 KiB in all. */
 #define DIRECT_TABLE_ENTRIES	4096u
+/* The entries one user's grants may publish at once: the others' share is
+ * theirs (an entry holds a descriptor and a mapping for its linger). */
+#define DIRECT_TABLE_PER_UID	1024u
 
 struct direct_table_entry;
 
@@ -53,9 +56,10 @@ direct_table_set_linger(struct direct_table *t, unsigned linger)
 }
 static inline void
 direct_table_offer(struct direct_table *t, struct direct_registry *reg,
-		   struct file_cache *cache, struct storage_handle *h, uint64_t now_ms)
+		   struct file_cache *cache, struct storage_handle *h, uint32_t uid,
+		   uint64_t now_ms)
 {
-	(void)t, (void)reg, (void)cache, (void)h, (void)now_ms;
+	(void)t, (void)reg, (void)cache, (void)h, (void)uid, (void)now_ms;
 }
 static inline void
 direct_table_sweep(struct direct_table *t, struct direct_registry *reg,
@@ -77,6 +81,7 @@ struct direct_table {
 	uint8_t *base;
 	size_t len;
 	uint32_t n;			/* entries */
+	unsigned most;			/* entries held at once, at most */
 	unsigned linger_s;		/* direct-table; 0: nothing published */
 	struct direct_table_entry *ents;
 	unsigned used;			/* entries holding a file */
@@ -97,10 +102,12 @@ int direct_table_open(struct direct_table *t, const char *socket_path, unsigned 
 /* A reload's direct-table (0 stops publishing; what is published lingers
  * out). */
 void direct_table_set_linger(struct direct_table *t, unsigned linger);
-/* A client was granted h's file (direct.c): publishes it, or renews its
- * entry's linger. */
+/* A client of uid was granted h's file (direct.c): publishes it, or renews
+ * its entry's linger.  Never gives back another user's live entry, and
+ * publishes no more than DIRECT_TABLE_PER_UID for one user. */
 void direct_table_offer(struct direct_table *t, struct direct_registry *reg,
-			struct file_cache *cache, struct storage_handle *h, uint64_t now_ms);
+			struct file_cache *cache, struct storage_handle *h, uint32_t uid,
+			uint64_t now_ms);
 /* Closes what revoked entries held, and gives back the entries whose
  * linger is over (each second). */
 void direct_table_sweep(struct direct_table *t, struct direct_registry *reg,

@@ -186,7 +186,7 @@ session_direct_open(struct session *s, struct session_handle *sh, uint64_t handl
 	*size = sg->g.slot->size;
 	/* processes that come later may read it without asking */
 	direct_table_offer(&s->srv->table, &s->srv->direct, s->srv->cache, &sh->h,
-			   file_cache_clock_ms());
+			   (uint32_t)peer_uid(s->peer), file_cache_clock_ms());
 }
 
 void

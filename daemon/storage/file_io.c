@@ -153,6 +153,13 @@ bool storage_cached(const struct storage_handle *h)
 	return e != NULL && (e->hashed || (e->private_entry && e->refs > e->job_refs));
 }
 
+bool storage_kept(const struct storage_handle *h)
+{
+	const struct file_entry *e = h != NULL ? h->entry : NULL;
+
+	return e != NULL && e->hashed && !e->unkept;
+}
+
 const char *storage_fs_name(const struct storage_handle *h, bool *network)
 {
 	*network = h != NULL && h->entry != NULL && h->entry->fs_network;

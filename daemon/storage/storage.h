@@ -293,6 +293,9 @@ bool storage_foldable(const struct storage_handle *h);
 /* Whether h's entry is still the cache's (not evicted, not replaced), or
  * a private one that a client's handle holds. */
 bool storage_cached(const struct storage_handle *h);
+/* Whether h's entry is one the cache keeps, within max-open-files (not
+ * one made past it, which goes with its last handle). */
+bool storage_kept(const struct storage_handle *h);
 /* The name of h's file system for people ("ext4", "nfs", "fuse.sshfs";
  * "" for a file that is not regular), and in *network whether it is a
  * network file system by the list in file_platform_unix.c. */
