@@ -31,10 +31,11 @@
 
 #define DB_MAX_PROCS 64
 
-/* Three contenders of this workload alone, run by hmproc's modes of the
+/* Four contenders of this workload alone, run by hmproc's modes of the
  * same names (its others are contender.c's, the hotmap ones as "hotmap"):
  * the library with HOTMAP_FALLBACK=local, whose connect and open wait
- * for no answer of hotmapd; the floor of any connect that waits, one
+ * for no answer of hotmapd (and, for a file in hotmapd's table of granted
+ * files, tell it nothing); the same with HOTMAP_TABLE=0; the floor of any connect that waits, one
  * round trip and nothing else; and the floor of any connect + open that
  * waits for nothing, a HELLO and an OPEN sent in one sendmsg without the
  * library.  Measured after the "hotmap" row, when the run has one
@@ -45,6 +46,14 @@ static const struct contender db_extra[] = {
 		.name = "hotmap-fallback",
 		.label = "libhotmap's defaults with HOTMAP_FALLBACK=local: connect and open wait for "
 			 "no answer of hotmapd (read here until the answers are in)",
+		.flags = CF_HOTMAP,
+		.workloads = W_DBPROCS,
+		.direct = DIRECT_DEFAULT,
+	},
+	{
+		.name = "fallback-no-table",
+		.label = "hotmap-fallback with HOTMAP_TABLE=0: connect and open tell hotmapd "
+			 "(HELLO, OPEN) and wait for nothing, as before the table of granted files",
 		.flags = CF_HOTMAP,
 		.workloads = W_DBPROCS,
 		.direct = DIRECT_DEFAULT,
@@ -266,7 +275,7 @@ dbprocs_run(const struct contender **given, size_t ngiven)
 		       "Per process (median over rounds of each round's percentile): co_* connect + open "
 		       "(pread: open; mmap-new: open + mmap; hotmap: hm_connect_opts + hm_open; issue 29 "
 		       "target for hotmap: p50 <= 0.5 ms; hotmap-fallback: the same with "
-		       "HOTMAP_FALLBACK=local, which waits for no answer; hello-only: hm_connect_opts with no "
+		       "HOTMAP_FALLBACK=local, which waits for no answer and, for a file in hotmapd's table of granted files, tells it nothing; fallback-no-table: the same with HOTMAP_TABLE=0; hello-only: hm_connect_opts with no "
 		       "region and nothing else, one round trip, the floor of a connect that waits; contact: no library, open + fstat + a socket + one sendmsg of HELLO and OPEN, the floor of a connect + open that waits for nothing), conn_p50 its connect alone (hm_connect_opts), "
 		       "co_cpu_ms and co_minflt the process's own CPU time (p50) and faults in connect + open, "
 		       "start_p50 fork to main (exec, loader), "
@@ -297,6 +306,8 @@ dbprocs_run(const struct contender **given, size_t ngiven)
 				/* hmproc's mode: the contender's name says the two
 				 * that only this workload has */
 				argv[1] = strcmp(c->name, "hotmap-fallback") == 0 ? "hotmap-fallback" :
+					  strcmp(c->name, "fallback-no-table") == 0 ?
+					  "hotmap-fallback-no-table" :
 					  strcmp(c->name, "hello-only") == 0 ? "hello" :
 					  strcmp(c->name, "contact") == 0 ? "contact" : "hotmap";
 				snprintf(shm, sizeof shm, "%s", c->shm_size != NULL ? c->shm_size : "-1");

@@ -12,7 +12,9 @@
  * hm_disconnect; SHM_SIZE -1 and DIRECT -1 are the library's defaults),
  * hotmap-fallback (the same with HOTMAP_FALLBACK=local, whose connect and
  * open wait for nothing: the file's size from stat(2), since hm_stat
- * would wait for hotmapd's answers), hello (hm_connect_opts alone, no
+ * would wait for hotmapd's answers; a file in hotmapd's table of granted
+ * files is read with no contact at all), hotmap-fallback-no-table (the
+ * same with HOTMAP_TABLE=0: HELLO and OPEN sent, nothing awaited), hello (hm_connect_opts alone, no
  * region, no direct tier, then hm_disconnect: one round trip to hotmapd
  * and nothing else, the floor of any connect that waits), contact (no
  * libhotmap: open + fstat as pread does, then a socket connected to
@@ -163,7 +165,8 @@ main(int argc, char **argv)
 	int fd;
 
 	if (argc != 6 && argc != 8) {
-		fprintf(stderr, "usage: hmproc pread|mmap|contact|hotmap|hotmap-fallback|hello SOCKET PATH READS "
+		fprintf(stderr, "usage: hmproc pread|mmap|contact|hotmap|hotmap-fallback|"
+			"hotmap-fallback-no-table|hello SOCKET PATH READS "
 			"SEED [SHM_SIZE DIRECT]\n");
 		return 2;
 	}
@@ -185,7 +188,8 @@ main(int argc, char **argv)
 		t_connect = t_open = t_reads = now();
 		usage_now(&cpu1, &flt1);
 		hm_disconnect(c);
-	} else if (strcmp(mode, "hotmap") == 0 || strcmp(mode, "hotmap-fallback") == 0) {
+	} else if (strcmp(mode, "hotmap") == 0 || strcmp(mode, "hotmap-fallback") == 0 ||
+		   strcmp(mode, "hotmap-fallback-no-table") == 0) {
 		struct hm_options o = HM_OPTIONS_INIT;
 		struct hm_stat hs;
 		hm_client *c;
@@ -197,6 +201,8 @@ main(int argc, char **argv)
 		}
 		if (mode[6] == '-')
 			o.fallback = HM_FALLBACK_LOCAL;
+		if (strcmp(mode, "hotmap-fallback-no-table") == 0)
+			setenv("HOTMAP_TABLE", "0", 1);	/* tells hotmapd, as before */
 		c = hm_connect_opts(sock, &o);
 		if (c == NULL)
 			return fail("hm_connect_opts");

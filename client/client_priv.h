@@ -244,7 +244,7 @@ struct hm_client {
 	size_t shm_threshold;
 	/* Read from the environment at hm_connect, for every reconnect too. */
 	size_t shm_size;	/* HOTMAP_SHM_SIZE */
-	bool poll_wanted;	/* HOTMAP_POLL */
+	int poll_wanted;	/* HOTMAP_POLL; -1: auto, decided at HELLO */
 	bool takes_copies;	/* HOTMAP_NETWORK_COPY: Hello.takes_copies */
 	/* Direct reads (direct_unix.c): HOTMAP_DIRECT asks for slots; a granted
 	 * file is mapped after direct_after reads through the daemon. */

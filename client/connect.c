@@ -61,17 +61,19 @@ env_uint(const char *name, unsigned dflt, unsigned max)
 	return (unsigned)n;
 }
 
-/* HOTMAP_POLL: 1/yes/on, 0/no/off, or unset (auto: enough cores). */
-static bool
+/* HOTMAP_POLL: 1/yes/on, 0/no/off, or unset (-1: auto, enough cores,
+ * counted at the first HELLO: a client that never connects, reading
+ * through the table of granted files, never counts them). */
+static int
 env_poll_wanted(void)
 {
 	const char *v = getenv("HOTMAP_POLL");
 
 	if (v != NULL && (!strcmp(v, "1") || !strcmp(v, "yes") || !strcmp(v, "on")))
-		return true;
+		return 1;
 	if (v != NULL && (!strcmp(v, "0") || !strcmp(v, "no") || !strcmp(v, "off")))
-		return false;
-	return os_cpu_count() >= CLIENT_POLL_MIN_CPUS;
+		return 0;
+	return -1;
 }
 
 /*
@@ -171,7 +173,9 @@ client_hello_send(hm_client *c, const char *socket_path, struct wire_wait *w,
 				     r->nslots : HM_DIRECT_SLOTS_LEGACY;
 		hello.region_huge = r->huge;
 	}
-	if (hs->region != NULL && hs->region->size >= 2 * HM_RING_BYTES && c->poll_wanted) {
+	if (c->poll_wanted < 0)
+		c->poll_wanted = os_cpu_count() >= CLIENT_POLL_MIN_CPUS;
+	if (hs->region != NULL && hs->region->size >= 2 * HM_RING_BYTES && c->poll_wanted == 1) {
 		_Static_assert(HM_RING_BYTES == REGION_BLOCK, "the rings take block 0");
 		region_mark(hs->region, 0, 1, true);
 		hello.ring_entries = HM_RING_ENTRIES;
@@ -319,7 +323,7 @@ client_options(hm_client *c, const struct hm_options *in)
 			   env_size("HOTMAP_SHM_THRESHOLD", CLIENT_SHM_THRESHOLD);
 	c->shm_size = o->shm_size >= 0 ? (size_t)o->shm_size :
 		      env_size("HOTMAP_SHM_SIZE", CLIENT_SHM_SIZE);
-	c->poll_wanted = o->poll >= 0 ? o->poll == 1 : env_poll_wanted();
+	c->poll_wanted = o->poll >= 0 ? o->poll == 1 : env_poll_wanted();	/* -1: auto */
 #ifdef _WIN32
 	c->takes_copies = false;	/* no copies of network files there */
 #else

@@ -113,12 +113,16 @@ table_attach(const char *socket_path)
 {
 	char path[PATH_MAX];
 	struct hm_table *t = NULL;
+	size_t n = socket_path != NULL ? strlen(socket_path) : 0;
 	struct stat st;
 	int fd;
 
-	if (socket_path == NULL || socket_path[0] == '\0' ||
-	    (size_t)snprintf(path, sizeof path, "%s%s", socket_path, HM_TABLE_SUFFIX) >= sizeof path)
+	/* memcpy, not snprintf: printf's code is page faults a short-lived
+	 * process pays for in its first call */
+	if (n == 0 || n + sizeof HM_TABLE_SUFFIX > sizeof path)
 		return NULL;
+	memcpy(path, socket_path, n);
+	memcpy(path + n, HM_TABLE_SUFFIX, sizeof HM_TABLE_SUFFIX);
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
 	if (fd < 0)
 		return NULL;
