@@ -469,6 +469,20 @@ harness_connect_direct(const struct harness *h, int after, const char *policy)
 	return c;
 }
 
+hm_client *
+harness_connect_local(const struct harness *h, int direct)
+{
+	struct hm_options o = HM_OPTIONS_INIT;
+	hm_client *c;
+
+	o.fallback = HM_FALLBACK_LOCAL;
+	o.direct = direct;
+	c = hm_connect_opts(h->sock, &o);
+	if (c == NULL)
+		fail_msg("hm_connect_opts(%s, fallback local): %s", h->sock, strerror(errno));
+	return c;
+}
+
 void
 harness_path(const struct harness *h, const char *name, char *out)
 {

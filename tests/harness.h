@@ -76,6 +76,10 @@ hm_client *harness_connect(const struct harness *h);
  * after `after` reads, with the copy policy's knobs (HOTMAP_COPY_POLICY's
  * grammar; NULL: the defaults).  Fails the test when it cannot connect. */
 hm_client *harness_connect_direct(const struct harness *h, int after, const char *policy);
+/* A client with the fallback (HOTMAP_FALLBACK=local's hm_options.fallback),
+ * direct reads on (1), off (0) or as the environment says (HM_DEFAULT).  Fails the test when
+ * hm_connect_opts does. */
+hm_client *harness_connect_local(const struct harness *h, int direct);
 /* "DIR/name" into out (PATH_MAX bytes). */
 void harness_path(const struct harness *h, const char *name, char *out);
 

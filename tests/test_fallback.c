@@ -75,21 +75,6 @@ teardown(void **state)
 	return 0;
 }
 
-/* A client with the fallback on (and, direct 0, no direct reads). */
-static hm_client *
-connect_local(const struct harness *h, int direct)
-{
-	struct hm_options o = HM_OPTIONS_INIT;
-	hm_client *c;
-
-	o.fallback = HM_FALLBACK_LOCAL;
-	o.direct = direct;
-	c = hm_connect_opts(h->sock, &o);
-	if (c == NULL)
-		fail_msg("hm_connect_opts(fallback local): %s", strerror(errno));
-	return c;
-}
-
 static bool
 is_local(hm_file *f)
 {
@@ -202,7 +187,7 @@ test_no_daemon(void **state)
 	fdb = open(pb, O_RDONLY | O_CLOEXEC);
 	assert_true(fda >= 0 && fdb >= 0);
 
-	c = connect_local(h, HM_DEFAULT);
+	c = harness_connect_local(h, HM_DEFAULT);
 	a = hm_open(c, pa, 0);
 	assert_non_null(a);
 	b = hm_open_fd(c, fdb, HM_O_WARM);
@@ -364,7 +349,7 @@ test_daemon_starts(void **state)
 	harness_write_file(pb, SIZE_B, 2);
 	fda = open(pa, O_RDONLY | O_CLOEXEC);
 	fdb = open(pb, O_RDONLY | O_CLOEXEC);
-	c = connect_local(h, HM_DEFAULT);
+	c = harness_connect_local(h, HM_DEFAULT);
 	a = hm_open(c, pa, 0);
 	b = hm_open_fd(c, fdb, 0);
 	assert_true(a != NULL && b != NULL);
@@ -452,7 +437,7 @@ kill_while_reading(struct harness *h, int direct)
 	harness_path(h, "a", pa);
 	harness_write_file(pa, SIZE_A, 7);
 	fd = open(pa, O_RDONLY | O_CLOEXEC);
-	c = connect_local(h, direct);
+	c = harness_connect_local(h, direct);
 	f = hm_open(c, pa, 0);
 	assert_non_null(f);
 	assert_false(is_local(f));
@@ -625,7 +610,7 @@ test_fork(void **state)
 	harness_write_file(pb, SIZE_B, 2);
 	fda = open(pa, O_RDONLY | O_CLOEXEC);
 	fdb = open(pb, O_RDONLY | O_CLOEXEC);
-	c = connect_local(h, HM_DEFAULT);
+	c = harness_connect_local(h, HM_DEFAULT);
 	a = hm_open(c, pa, 0);
 	b = hm_open_fd(c, fdb, 0);
 	assert_true(a != NULL && b != NULL);

@@ -22,6 +22,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <stdatomic.h>
 #include <stdarg.h>
@@ -129,6 +130,7 @@ struct torn {
 	uint8_t *t;
 	uint32_t k;
 	atomic_int stop;
+	atomic_ulong published;	/* A's publications so far */
 };
 
 #define FILE_A_SIZE	1111u
@@ -152,6 +154,8 @@ torn_writer(void *arg)
 		__atomic_store_n(&e->mtime_ns, a ? 5 : 6, __ATOMIC_RELAXED);
 		__atomic_store_n(&e->gen, gen + 1, __ATOMIC_RELEASE);	/* even */
 		gen += 2;
+		if (a)
+			atomic_fetch_add(&w->published, 1);
 		for (volatile unsigned spin = 0; spin < 300; spin++)
 			;	/* published a while, as entries are */
 	}
@@ -172,8 +176,13 @@ test_lookup_under_writer(void **state)
 	/* both files hash somewhere: put them where A's lookup starts */
 	w.k = hm_table_hash(7, 100, 64);
 	atomic_init(&w.stop, 0);
+	atomic_init(&w.published, 0);
 	assert_int_equal(pthread_create(&th, NULL, torn_writer, &w), 0);
-	for (i = 0; i < 2000000; i++) {
+	/* until the writer has published a while, however it is scheduled
+	 * (no clock: a count of its publications) */
+	while (atomic_load(&w.published) < 1000)
+		sched_yield();
+	for (i = 0; i < 2000000 || (found == 0 && atomic_load(&w.published) < 100000000); i++) {
 		if (hm_table_find(w.t, 64, 7, 100, &gen, &size, &mt) != NULL) {
 			found++;
 			assert_int_equal(gen % 2, 0);
@@ -235,22 +244,6 @@ teardown(void **state)
 	return 0;
 }
 
-/* A client with the fallback and direct reads: the table's user. */
-static hm_client *
-connect_local(const struct harness *h)
-{
-	struct hm_options o = HM_OPTIONS_INIT;
-	hm_client *c;
-
-	o.fallback = HM_FALLBACK_LOCAL;
-	o.direct = 1;
-	o.direct_after = 0;
-	c = hm_connect_opts(h->sock, &o);
-	if (c == NULL)
-		fail_msg("hm_connect_opts(fallback local): %s", strerror(errno));
-	return c;
-}
-
 /* A file of size bytes at DIR/name, with mode. */
 static void
 make_file(const struct harness *h, const char *name, uint64_t size, mode_t mode, char *path)
@@ -304,72 +297,106 @@ check_reads(hm_file *f, int fd, uint64_t size)
 	harness_check_read(f, fd, size + 4096, 10);	/* 0 past it */
 }
 
+/*
+ * What most tests start from: DIR/a (SIZE_A bytes, anyone may read it)
+ * granted to a direct client a, which publishes it (publish); then a
+ * client b with the fallback that opened it from the table
+ * (open_published); fd the test's own descriptor of it.
+ */
+struct scene {
+	hm_client *a, *b;
+	hm_file *fa, *fb;
+	char path[PATH_MAX];
+	int fd;
+};
+
+static void
+publish(const struct harness *h, struct scene *s)
+{
+	memset(s, 0, sizeof *s);
+	s->a = harness_connect_direct(h, 0, NULL);
+	make_file(h, "a", SIZE_A, 0644, s->path);
+	s->fa = grant(s->a, s->path);
+	s->fd = open(s->path, O_RDONLY);
+	assert_true(s->fd >= 0);
+}
+
+static void
+open_published(const struct harness *h, struct scene *s)
+{
+	s->b = harness_connect_local(h, 1);
+	s->fb = hm_open(s->b, s->path, 0);
+	assert_non_null(s->fb);
+	assert_true(from_table(s->fb));
+}
+
+/* What is still open goes (a NULL client or file was let go already). */
+static void
+scene_end(struct scene *s)
+{
+	if (s->fb != NULL)
+		assert_int_equal(hm_close(s->fb), 0);
+	hm_disconnect(s->b);
+	if (s->fa != NULL)
+		(void)hm_close(s->fa);	/* its daemon may be gone: tests say so */
+	hm_disconnect(s->a);
+	close(s->fd);
+}
+
 static void
 test_read_without_contact(void **state)
 {
 	struct harness *h = *state;
-	char path[PATH_MAX], other[PATH_MAX];
-	hm_client *a = harness_connect_direct(h, 0, NULL), *b;
-	hm_file *fa = NULL, *fb, *fo;
+	struct scene s;
+	char other[PATH_MAX];
+	hm_file *fo;
 	uint64_t clients;
 	struct hm_io io;
 	uint8_t buf[4096];
-	int fd;
 
-	make_file(h, "a", SIZE_A, 0644, path);
+	publish(h, &s);
 	make_file(h, "other", 100000, 0644, other);
-	fa = grant(a, path);
-	assert_int_equal(harness_stat(a, "direct_table_files"), 1);
-	assert_int_equal(harness_stat(a, "direct_table_published"), 1);
-	clients = harness_stat(a, "clients_total");
-	fd = open(path, O_RDONLY);
-	assert_true(fd >= 0);
-
-	b = connect_local(h);
-	fb = hm_open(b, path, 0);
-	assert_non_null(fb);
-	assert_true(from_table(fb));
-	check_reads(fb, fd, SIZE_A);
-	io = (struct hm_io){ .file = fb, .offset = 12345, .len = sizeof buf, .buf = buf };
-	assert_int_equal(hm_read_batch(b, &io, 1), 0);
+	assert_int_equal(harness_stat(s.a, "direct_table_files"), 1);
+	assert_int_equal(harness_stat(s.a, "direct_table_published"), 1);
+	clients = harness_stat(s.a, "clients_total");
+	open_published(h, &s);
+	check_reads(s.fb, s.fd, SIZE_A);
+	io = (struct hm_io){ .file = s.fb, .offset = 12345, .len = sizeof buf, .buf = buf };
+	assert_int_equal(hm_read_batch(s.b, &io, 1), 0);
 	assert_int_equal(io.result, sizeof buf);
-	harness_check_read(fb, fd, 777777, 5000);
+	harness_check_read(s.fb, s.fd, 777777, 5000);
 	/* read from b's own mapping: warmed (populated), copied, viewed */
-	assert_int_equal(hm_warm(fb, 0, SIZE_A), SIZE_A);
-	harness_check_read(fb, fd, 2 * MiB + 100, 4096);
+	assert_int_equal(hm_warm(s.fb, 0, SIZE_A), SIZE_A);
+	harness_check_read(s.fb, s.fd, 2 * MiB + 100, 4096);
 	{
 		struct hm_read_stats rs = { .size = sizeof rs };
 		struct hm_view v;
 		uint8_t want[5000];
 
-		assert_int_equal(hm_view_range(fb, 4 * MiB + 1, sizeof want, &v), 0);
+		assert_int_equal(hm_view_range(s.fb, 4 * MiB + 1, sizeof want, &v), 0);
 		assert_int_equal(v.len, sizeof want);
-		assert_int_equal(pread(fd, want, sizeof want, 4 * MiB + 1), sizeof want);
+		assert_int_equal(pread(s.fd, want, sizeof want, 4 * MiB + 1), sizeof want);
 		assert_memory_equal(v.data, want, sizeof want);
 		hm_view_release(&v);
-		assert_int_equal(hm_read_stats(fb, &rs), 0);
+		assert_int_equal(hm_read_stats(s.fb, &rs), 0);
 		assert_int_equal(rs.daemon_reads, 0);
 		assert_true(rs.populates > 0);
 		assert_true(rs.copy_reads > 0);
 		assert_true(rs.view_reads > 0);
 	}
 	/* hotmapd never heard of b */
-	assert_int_equal(harness_stat(a, "clients_total"), clients);
+	assert_int_equal(harness_stat(s.a, "clients_total"), clients);
 
 	/* a file not in the table: b asks hotmapd now */
-	fo = hm_open(b, other, 0);
+	fo = hm_open(s.b, other, 0);
 	assert_non_null(fo);
 	assert_false(from_table(fo));
-	harness_wait_stat(a, "clients_total", clients + 1);
+	harness_wait_stat(s.a, "clients_total", clients + 1);
 	/* the table's file stays b's own */
-	check_reads(fb, fd, SIZE_A);
-	assert_true(from_table(fb));
+	check_reads(s.fb, s.fd, SIZE_A);
+	assert_true(from_table(s.fb));
 	assert_int_equal(hm_close(fo), 0);
-	assert_int_equal(hm_close(fb), 0);
-	hm_disconnect(b);
-	close(fd);
-	assert_int_equal(hm_close(fa), 0);
-	hm_disconnect(a);
+	scene_end(&s);
 }
 
 /* hm_ping needs hotmapd: a deferred client connects for it. */
@@ -377,26 +404,18 @@ static void
 test_daemon_call_connects(void **state)
 {
 	struct harness *h = *state;
-	char path[PATH_MAX];
-	hm_client *a = harness_connect_direct(h, 0, NULL), *b;
-	hm_file *fa, *fb;
+	struct hm_ping p;
+	struct scene s;
 	uint64_t clients;
 
-	make_file(h, "a", SIZE_A, 0644, path);
-	fa = grant(a, path);
-	clients = harness_stat(a, "clients_total");
-	b = connect_local(h);
-	fb = hm_open(b, path, 0);
-	assert_non_null(fb);
-	assert_true(from_table(fb));
-	assert_int_equal(harness_stat(a, "clients_total"), clients);
-	{ struct hm_ping p; assert_int_equal(hm_ping(b, &p), 0); }
-	assert_int_equal(harness_stat(a, "clients_total"), clients + 1);
-	assert_true(from_table(fb));
-	hm_close(fb);
-	hm_disconnect(b);
-	hm_close(fa);
-	hm_disconnect(a);
+	publish(h, &s);
+	clients = harness_stat(s.a, "clients_total");
+	open_published(h, &s);
+	assert_int_equal(harness_stat(s.a, "clients_total"), clients);
+	assert_int_equal(hm_ping(s.b, &p), 0);
+	assert_int_equal(harness_stat(s.a, "clients_total"), clients + 1);
+	assert_true(from_table(s.fb));
+	scene_end(&s);
 }
 
 /* A writer revokes the entry (the lease breaks): the reader then sees the
@@ -405,48 +424,32 @@ static void
 test_writer_revokes(void **state)
 {
 	struct harness *h = *state;
-	char path[PATH_MAX];
-	hm_client *a = harness_connect_direct(h, 0, NULL), *b;
-	hm_file *fa, *fb;
+	struct hm_stat st;
+	struct scene s;
 	uint64_t revoked;
-	int fd, wfd;
+	int wfd;
 
-	make_file(h, "a", SIZE_A, 0644, path);
-	fa = grant(a, path);
-	assert_int_equal(hm_close(fa), 0);	/* the table's lease lingers on */
-	hm_disconnect(a);
-	b = connect_local(h);
-	fb = hm_open(b, path, 0);
-	assert_non_null(fb);
-	assert_true(from_table(fb));
-	fd = open(path, O_RDONLY);
-	assert_true(fd >= 0);
-	check_reads(fb, fd, SIZE_A);
-
-	a = harness_connect(h);
-	revoked = harness_stat(a, "direct_table_revoked");
+	publish(h, &s);
+	assert_int_equal(hm_close(s.fa), 0);	/* the table's lease lingers on */
+	s.fa = NULL;
+	open_published(h, &s);
+	check_reads(s.fb, s.fd, SIZE_A);
+	revoked = harness_stat(s.a, "direct_table_revoked");
 	/* blocks until hotmapd let the lease go, after the entry went odd */
-	wfd = open(path, O_WRONLY | O_TRUNC);
+	wfd = open(s.path, O_WRONLY | O_TRUNC);
 	assert_true(wfd >= 0);
-	assert_int_equal(harness_stat(a, "direct_table_revoked"), revoked + 1);
+	assert_int_equal(harness_stat(s.a, "direct_table_revoked"), revoked + 1);
 	assert_int_equal(ftruncate(wfd, 3 * MiB + 5), 0);
 	assert_int_equal(pwrite(wfd, "changed!", 8, 4096), 8);
 	close(wfd);
-	check_reads(fb, fd, 3 * MiB + 5);
-	{
-		struct hm_stat st;
-
-		assert_int_equal(hm_stat(fb, &st), 0);
-		assert_int_equal(st.direct, HM_DIRECT_NO);
-		assert_int_equal(st.size, 3 * MiB + 5);
-		assert_non_null(strstr(st.direct_text, "revoked"));
-	}
-	harness_check_read(fb, fd, 4090, 20);
-	harness_wait_stat(a, "direct_table_files", 0);	/* the sweep gave it back */
-	hm_close(fb);
-	hm_disconnect(b);
-	hm_disconnect(a);
-	close(fd);
+	check_reads(s.fb, s.fd, 3 * MiB + 5);
+	harness_check_read(s.fb, s.fd, 4090, 20);
+	assert_int_equal(hm_stat(s.fb, &st), 0);
+	assert_int_equal(st.direct, HM_DIRECT_NO);
+	assert_int_equal(st.size, 3 * MiB + 5);
+	assert_non_null(strstr(st.direct_text, "revoked"));
+	harness_wait_stat(s.a, "direct_table_files", 0);	/* the sweep gave it back */
+	scene_end(&s);
 }
 
 /* Only files every user may read are published. */
@@ -463,7 +466,7 @@ test_private_file_not_published(void **state)
 	fa = grant(a, path);
 	assert_int_equal(harness_stat(a, "direct_grants"), 1);
 	assert_int_equal(harness_stat(a, "direct_table_files"), 0);
-	b = connect_local(h);
+	b = harness_connect_local(h, 1);
 	fb = hm_open(b, path, 0);
 	assert_non_null(fb);
 	assert_false(from_table(fb));
@@ -476,41 +479,41 @@ test_private_file_not_published(void **state)
 	hm_disconnect(a);
 }
 
+/* A file opened by a client b that must not take the table: not from it,
+ * and b connects (hotmapd counts one client more). */
+static void
+expect_connects(const struct harness *h, struct scene *s, uint64_t clients)
+{
+	hm_client *b = harness_connect_local(h, 1);
+	hm_file *fb = hm_open(b, s->path, 0);
+
+	assert_non_null(fb);
+	assert_false(from_table(fb));
+	harness_wait_stat(s->a, "clients_total", clients);
+	check_reads(fb, s->fd, SIZE_A);
+	hm_close(fb);
+	hm_disconnect(b);
+}
+
 /* A table others may write is not trusted; nor, with HOTMAP_TABLE=0, any. */
 static void
 test_untrusted_table(void **state)
 {
 	struct harness *h = *state;
-	char path[PATH_MAX], table[PATH_MAX + 8];
-	hm_client *a = harness_connect_direct(h, 0, NULL), *b;
-	hm_file *fa, *fb;
+	char table[PATH_MAX + 8];
+	struct scene s;
 	uint64_t clients;
 
-	make_file(h, "a", SIZE_A, 0644, path);
-	fa = grant(a, path);
-	clients = harness_stat(a, "clients_total");
+	publish(h, &s);
+	clients = harness_stat(s.a, "clients_total");
 	snprintf(table, sizeof table, "%s%s", h->sock, HM_TABLE_SUFFIX);
 	assert_int_equal(chmod(table, 0666), 0);
-	b = connect_local(h);
-	fb = hm_open(b, path, 0);
-	assert_non_null(fb);
-	assert_false(from_table(fb));
-	harness_wait_stat(a, "clients_total", clients + 1);
-	hm_close(fb);
-	hm_disconnect(b);
-
+	expect_connects(h, &s, clients + 1);
 	assert_int_equal(chmod(table, 0644), 0);
 	setenv("HOTMAP_TABLE", "0", 1);
-	b = connect_local(h);
+	expect_connects(h, &s, clients + 2);
 	unsetenv("HOTMAP_TABLE");
-	fb = hm_open(b, path, 0);
-	assert_non_null(fb);
-	assert_false(from_table(fb));
-	harness_wait_stat(a, "clients_total", clients + 2);
-	hm_close(fb);
-	hm_disconnect(b);
-	hm_close(fa);
-	hm_disconnect(a);
+	scene_end(&s);
 }
 
 /* A table no live hotmapd holds (it was killed) is not trusted: the
@@ -519,26 +522,21 @@ static void
 test_dead_daemon_table(void **state)
 {
 	struct harness *h = *state;
-	char path[PATH_MAX], table[PATH_MAX + 8];
-	hm_client *a = harness_connect_direct(h, 0, NULL), *b;
+	char table[PATH_MAX + 8];
+	struct scene s;
 	hm_file *fb;
-	int fd;
 
-	make_file(h, "a", SIZE_A, 0644, path);
-	(void)grant(a, path);
+	publish(h, &s);
 	harness_kill(h);
-	hm_disconnect(a);
 	snprintf(table, sizeof table, "%s%s", h->sock, HM_TABLE_SUFFIX);
 	assert_int_equal(access(table, F_OK), 0);	/* left behind */
-	b = connect_local(h);
-	fb = hm_open(b, path, 0);
+	s.b = harness_connect_local(h, 1);
+	fb = hm_open(s.b, s.path, 0);
 	assert_non_null(fb);
 	assert_false(from_table(fb));
-	fd = open(path, O_RDONLY);
-	check_reads(fb, fd, SIZE_A);
-	close(fd);
+	check_reads(fb, s.fd, SIZE_A);
 	hm_close(fb);
-	hm_disconnect(b);
+	scene_end(&s);
 }
 
 /* hotmapd killed, then started again: the new daemon revokes the old
@@ -548,33 +546,23 @@ static void
 test_restart_revokes_old_table(void **state)
 {
 	struct harness *h = *state;
-	char path[PATH_MAX];
-	hm_client *a = harness_connect_direct(h, 0, NULL), *b;
-	hm_file *fb, *fb2;
 	struct hm_stat st;
-	int fd;
+	struct scene s;
+	hm_file *fb2;
 
-	make_file(h, "a", SIZE_A, 0644, path);
-	(void)grant(a, path);
-	b = connect_local(h);
-	fb = hm_open(b, path, 0);
-	assert_non_null(fb);
-	assert_true(from_table(fb));
-	fd = open(path, O_RDONLY);
+	publish(h, &s);
+	open_published(h, &s);
 	harness_kill(h);
-	hm_disconnect(a);
 	harness_restart(h);
-	assert_int_equal(hm_stat(fb, &st), 0);
+	assert_int_equal(hm_stat(s.fb, &st), 0);
 	assert_int_equal(st.direct, HM_DIRECT_NO);
-	check_reads(fb, fd, SIZE_A);
-	fb2 = hm_open(b, path, 0);	/* the old table: no lock holder now */
+	check_reads(s.fb, s.fd, SIZE_A);
+	fb2 = hm_open(s.b, s.path, 0);	/* the old table: no lock holder now */
 	assert_non_null(fb2);
 	assert_false(from_table(fb2));
-	check_reads(fb2, fd, SIZE_A);
-	close(fd);
+	check_reads(fb2, s.fd, SIZE_A);
 	hm_close(fb2);
-	hm_close(fb);
-	hm_disconnect(b);
+	scene_end(&s);
 }
 
 /* A child forked after the open reads right, and so does the parent. */
@@ -582,39 +570,28 @@ static void
 test_fork(void **state)
 {
 	struct harness *h = *state;
-	char path[PATH_MAX];
-	hm_client *a = harness_connect_direct(h, 0, NULL), *b;
-	hm_file *fa, *fb;
+	struct scene s;
 	pid_t pid;
-	int fd, status;
+	int status;
 
-	make_file(h, "a", SIZE_A, 0644, path);
-	fa = grant(a, path);
-	b = connect_local(h);
-	fb = hm_open(b, path, 0);
-	assert_non_null(fb);
-	assert_true(from_table(fb));
-	fd = open(path, O_RDONLY);
-	harness_check_read(fb, fd, 100, 5000);
+	publish(h, &s);
+	open_published(h, &s);
+	harness_check_read(s.fb, s.fd, 100, 5000);
 	pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
 		static uint8_t got[300000 + HARNESS_SLACK], ref[300000 + HARNESS_SLACK];
 		char why[256];
-		int bad = harness_compare_read(fb, fd, 1 * MiB + 7, 300000, got, ref, NULL, why,
+		int bad = harness_compare_read(s.fb, s.fd, 1 * MiB + 7, 300000, got, ref, NULL, why,
 					       sizeof why) != 0 ||
-			  harness_compare_read(fb, fd, SIZE_A - 5, 50, got, ref, NULL, why,
+			  harness_compare_read(s.fb, s.fd, SIZE_A - 5, 50, got, ref, NULL, why,
 					       sizeof why) != 0;
 		_exit(bad);
 	}
 	assert_int_equal(waitpid(pid, &status, 0), pid);
 	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-	check_reads(fb, fd, SIZE_A);
-	close(fd);
-	hm_close(fb);
-	hm_disconnect(b);
-	hm_close(fa);
-	hm_disconnect(a);
+	check_reads(s.fb, s.fd, SIZE_A);
+	scene_end(&s);
 }
 
 /* An entry is given back (and its lease let go) once it lingered. */
@@ -622,25 +599,21 @@ static void
 test_linger(void **state)
 {
 	struct harness *h = *state;
-	char path[PATH_MAX];
-	hm_client *a = harness_connect_direct(h, 0, NULL);
-	hm_file *fa;
+	struct scene s;
+	int wfd;
 
-	make_file(h, "a", SIZE_A, 0644, path);
-	fa = grant(a, path);
-	assert_int_equal(harness_stat(a, "direct_table_files"), 1);
-	hm_close(fa);
-	harness_wait_stat(a, "direct_table_files", 0);
+	publish(h, &s);
+	assert_int_equal(harness_stat(s.a, "direct_table_files"), 1);
+	assert_int_equal(hm_close(s.fa), 0);
+	s.fa = NULL;
+	harness_wait_stat(s.a, "direct_table_files", 0);
 	/* given back by the linger, not by a writer; and its lease with it:
 	 * a writer that may not wait is not refused */
-	assert_int_equal(harness_stat(a, "direct_table_revoked"), 0);
-	{
-		int wfd = open(path, O_WRONLY | O_NONBLOCK);
-
-		assert_true(wfd >= 0);
-		close(wfd);
-	}
-	hm_disconnect(a);
+	assert_int_equal(harness_stat(s.a, "direct_table_revoked"), 0);
+	wfd = open(s.path, O_WRONLY | O_NONBLOCK);
+	assert_true(wfd >= 0);
+	close(wfd);
+	scene_end(&s);
 }
 
 /* direct-table 0: no table at all. */
@@ -648,17 +621,14 @@ static void
 test_off(void **state)
 {
 	struct harness *h = *state;
-	char path[PATH_MAX], table[PATH_MAX + 8];
-	hm_client *a = harness_connect_direct(h, 0, NULL);
-	hm_file *fa;
+	char table[PATH_MAX + 8];
+	struct scene s;
 
 	snprintf(table, sizeof table, "%s%s", h->sock, HM_TABLE_SUFFIX);
 	assert_int_equal(access(table, F_OK), -1);
-	make_file(h, "a", SIZE_A, 0644, path);
-	fa = grant(a, path);
-	assert_int_equal(harness_stat(a, "direct_table_files"), 0);
-	hm_close(fa);
-	hm_disconnect(a);
+	publish(h, &s);
+	assert_int_equal(harness_stat(s.a, "direct_table_files"), 0);
+	scene_end(&s);
 }
 
 /* hotmapd removes its table when it stops. */
