@@ -363,6 +363,7 @@ hm_connect_opts(const char *socket_path, const struct hm_options *opts)
 	c->pend_hs.shm_fd = HM_OSFILE_NONE;
 	c->pend_tail = &c->pend_opens;
 	c->next_id = 1;
+	fork_watch();	/* first: its write makes the page fork_pid reads */
 	c->pid = fork_pid();
 	rc = client_options(c, opts);
 	if (rc < 0) {
@@ -381,7 +382,6 @@ hm_connect_opts(const char *socket_path, const struct hm_options *opts)
 		errno = ENOMEM;
 		return NULL;
 	}
-	fork_watch();
 	if (c->fallback && c->table_wanted && c->direct_slots > 0 &&
 	    (c->table = table_beside(socket_path)) != NULL) {
 		/* hotmapd publishes a table of granted files: nothing is

@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
@@ -103,8 +104,15 @@ atfork_parent(void)
  * its client's, and getpid(2) is a system call (1.1 us each where this
  * was measured, 3% of a round trip to the daemon).  0 until the handlers
  * are installed, or when they could not be: then each call asks getpid.
+ * Beside it, whether the handlers are installed (fork_watch): one word
+ * of the same line, written before either is read, so that a new
+ * process's first call makes their page once, by a write, where a read
+ * then a write took two page faults.
  */
-static pid_t self_pid;
+static struct {
+	pid_t pid;
+	int atfork;	/* 0: not yet; 1: being installed; 2: done */
+} fork_self;
 
 static void
 atfork_child(void)
@@ -117,8 +125,8 @@ atfork_child(void)
 		pthread_mutex_unlock(&r->lock);
 	}
 	pthread_mutex_unlock(&regions_lock);
-	if (self_pid != 0)
-		self_pid = getpid();
+	if (fork_self.pid != 0)
+		fork_self.pid = getpid();
 	/* the clients connect afresh at their first call (client_enter) */
 	for (c = clients; c != NULL; c = c->next_live) {
 		pthread_mutex_unlock(&c->files_lock);
@@ -137,27 +145,38 @@ atfork_child(void)
 	pthread_mutex_unlock(&clients_lock);
 }
 
-static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
-
 static void
 atfork_register(void)
 {
 	/* On failure (ENOMEM) the pid check still gives a child its own
 	 * connection; only its inherited views are unprotected. */
 	if (pthread_atfork(atfork_prepare, atfork_parent, atfork_child) == 0)
-		self_pid = getpid();
+		fork_self.pid = getpid();
 }
 
 pid_t
 fork_pid(void)
 {
-	return self_pid != 0 ? self_pid : getpid();
+	return fork_self.pid != 0 ? fork_self.pid : getpid();
 }
 
-/* Installs the fork handlers, once per process. */
+/* Installs the fork handlers, once per process.  A compare-and-swap, not
+ * pthread_once: its first access to the word is a write (above); a
+ * thread that finds another installing them waits until it is done. */
 void
 fork_watch(void)
 {
-	pthread_once(&atfork_once, atfork_register);
+	int was = 0;
+
+	if (__atomic_compare_exchange_n(&fork_self.atfork, &was, 1, false, __ATOMIC_ACQ_REL,
+					__ATOMIC_ACQUIRE)) {
+		atfork_register();
+		__atomic_store_n(&fork_self.atfork, 2, __ATOMIC_RELEASE);
+		return;
+	}
+	while (was != 2) {
+		sched_yield();
+		was = __atomic_load_n(&fork_self.atfork, __ATOMIC_ACQUIRE);
+	}
 }
 

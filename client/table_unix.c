@@ -69,9 +69,19 @@ table_locked(int fd)
 static struct hm_table *
 table_map(int fd, const struct stat *st)
 {
+	struct hm_table_head head;
 	struct hm_table *t;
+	uint32_t n;
 	void *base;
 
+	/* the head read, not touched through the mapping: a page fault costs
+	 * a new process more than a pread, and the entry an open looks for
+	 * is most likely on another page */
+	if (pread(fd, &head, sizeof head, 0) != (ssize_t)sizeof head ||
+	    (n = hm_table_entries(&head, (uint64_t)st->st_size)) == 0) {
+		close(fd);
+		return NULL;
+	}
 	pthread_mutex_lock(&tables_lock);
 	for (t = tables; t != NULL; t = t->next)
 		if (t->dev == (uint64_t)st->st_dev && t->ino == (uint64_t)st->st_ino)
@@ -91,14 +101,7 @@ table_map(int fd, const struct stat *st)
 	}
 	t->base = base;
 	t->len = (size_t)st->st_size;
-	t->n = hm_table_entries(base, t->len);
-	if (t->n == 0) {
-		pthread_mutex_unlock(&tables_lock);
-		munmap(base, t->len);
-		free(t);
-		close(fd);
-		return NULL;
-	}
+	t->n = n;	/* hotmapd never changes the head of a table it made */
 	t->fd = fd;
 	t->dev = (uint64_t)st->st_dev;
 	t->ino = (uint64_t)st->st_ino;
