@@ -47,6 +47,7 @@
 #define WAIT_MS		20000	/* a bound on a wait, never a verdict on speed */
 
 static const struct harness_opts opts_default = { .backend = NULL };
+static const struct harness_opts opts_root = { .with_root = true };
 static const struct harness_opts opts_linger1 = {
 	.extra = { "--direct-table", "1", NULL },
 };
@@ -495,6 +496,37 @@ expect_connects(const struct harness *h, struct scene *s, uint64_t clients)
 	hm_disconnect(b);
 }
 
+/* A deferred client's open by path (HM_O_PATH): only hotmapd opens beneath
+ * its roots, so the client connects for it, and the file reads right. */
+static void
+test_path_open_connects(void **state)
+{
+	struct harness *h = *state;
+	char rpath[PATH_MAX];
+	struct scene s;
+	uint64_t clients;
+	hm_file *fp;
+	int fd;
+
+	publish(h, &s);
+	clients = harness_stat(s.a, "clients_total");
+	open_published(h, &s);
+	harness_path(h, "root/p", rpath);
+	harness_write_file(rpath, 100000, 7);
+	fp = hm_open(s.b, rpath, HM_O_PATH);
+	assert_non_null(fp);
+	assert_int_equal(harness_stat(s.a, "clients_total"), clients + 1);
+	fd = open(rpath, O_RDONLY);
+	assert_true(fd >= 0);
+	harness_check_read(fp, fd, 0, 4096);
+	harness_check_read(fp, fd, 99990, 100);	/* short at the end */
+	close(fd);
+	assert_true(from_table(s.fb));	/* the table's file stays b's own */
+	check_reads(s.fb, s.fd, SIZE_A);
+	assert_int_equal(hm_close(fp), 0);
+	scene_end(&s);
+}
+
 /* A table others may write is not trusted; nor, with HOTMAP_TABLE=0, any. */
 static void
 test_untrusted_table(void **state)
@@ -657,6 +689,8 @@ main(void)
 						(void *)&opts_default),
 		cmocka_unit_test_prestate_setup_teardown(test_daemon_call_connects, setup, teardown,
 						(void *)&opts_default),
+		cmocka_unit_test_prestate_setup_teardown(test_path_open_connects, setup, teardown,
+						(void *)&opts_root),
 		cmocka_unit_test_prestate_setup_teardown(test_writer_revokes, setup, teardown,
 						(void *)&opts_default),
 		cmocka_unit_test_prestate_setup_teardown(test_private_file_not_published, setup, teardown,
