@@ -115,7 +115,6 @@ struct hm_table *
 table_attach(const char *socket_path)
 {
 	char path[PATH_MAX];
-	struct hm_table *t = NULL;
 	size_t n = socket_path != NULL ? strlen(socket_path) : 0;
 	struct stat st;
 	int fd;
@@ -134,7 +133,7 @@ table_attach(const char *socket_path)
 	    client_trust_owner((unsigned)st.st_uid) == 0 && table_locked(fd))
 		return table_map(fd, &st);
 	close(fd);
-	return t;
+	return NULL;
 }
 
 int

@@ -376,7 +376,8 @@ grant_fold(struct direct_registry *reg, struct direct_grant *g, uint64_t now)
 
 int
 direct_grant(struct direct_registry *reg, struct direct_grant *g, struct storage_handle *h,
-	     struct hm_direct_slot *slot, uint64_t handle, uint32_t uid, uint64_t *gen)
+	     struct hm_direct_slot *slot, uint64_t handle, uint32_t uid, uint64_t *gen,
+	     struct storage_stat *st_out)
 {
 	struct direct_file *f = NULL;
 	struct storage_stat st;
@@ -449,6 +450,8 @@ direct_grant(struct direct_registry *reg, struct direct_grant *g, struct storage
 	f->n++;
 	reg->granted += uid != DIRECT_UID_TABLE;
 	*gen = next;
+	if (st_out != NULL)
+		*st_out = st;
 	return 0;
 }
 

@@ -115,12 +115,14 @@ void direct_registry_fini(struct direct_registry *reg);
 /*
  * Grants direct reads of h (the handle number `handle` of a client of uid)
  * in slot: takes a share of the file's lease, writes the slot and links
- * the grant.  0, with *gen the slot's even generation; -EDQUOT when uid
- * holds max_per_uid grants already; -ENOMEM; or -errno from storage_lease
- * (the slot is left free).
+ * the grant.  0, with *gen the slot's even generation and, if st is not
+ * NULL, *st the file as the lease holds it; -EDQUOT when uid holds
+ * max_per_uid grants already; -ENOMEM; or -errno from storage_lease (the
+ * slot is left free).
  */
 int direct_grant(struct direct_registry *reg, struct direct_grant *g, struct storage_handle *h,
-		 struct hm_direct_slot *slot, uint64_t handle, uint32_t uid, uint64_t *gen);
+		 struct hm_direct_slot *slot, uint64_t handle, uint32_t uid, uint64_t *gen,
+		 struct storage_stat *st);
 /* Folds in what the client read and forgets the grant (its handle
  * closes): the slot is marked free (odd) first. */
 void direct_release(struct direct_registry *reg, struct direct_grant *g);

@@ -23,8 +23,6 @@ struct direct_table_entry {
 	 * while it holds, NULL once revoked (direct.c) */
 	struct direct_grant g;
 	struct storage_handle h;	/* a job's handle: listings do not count it */
-	bool used;			/* g and h hold a file */
-	uint32_t uid;			/* whose grant published it */
 	uint64_t dev, ino;
 	uint64_t until_ms;		/* given back then, unless granted again */
 };
@@ -131,7 +129,8 @@ direct_table_open(struct direct_table *t, const char *socket_path, unsigned mode
 	t->n = DIRECT_TABLE_ENTRIES;
 	t->most = table_most(t->n);
 	t->ents = calloc(t->n, sizeof *t->ents);
-	if (t->ents == NULL) {
+	t->owners = malloc(t->n * sizeof *t->owners);
+	if (t->ents == NULL || t->owners == NULL) {
 		e = ENOMEM;
 		snprintf(err, errlen, "out of memory");
 		goto fail;
@@ -162,6 +161,8 @@ direct_table_open(struct direct_table *t, const char *socket_path, unsigned mode
 		goto fail;
 	}
 	revoke_all(t->base, t->n);	/* every entry free: odd */
+	for (uint32_t i = 0; i < t->n; i++)
+		t->owners[i] = DIRECT_TABLE_FREE;
 	head = (struct hm_table_head *)t->base;
 	head->version = HM_TABLE_VERSION;
 	head->entries = t->n;
@@ -187,6 +188,7 @@ fail:
 		close(t->fd);
 	free(t->path);
 	free(t->ents);
+	free(t->owners);
 	memset(t, 0, sizeof *t);
 	t->fd = -1;
 	return -e;
@@ -198,56 +200,61 @@ direct_table_set_linger(struct direct_table *t, unsigned linger)
 	t->linger_s = linger;
 }
 
-/* e's file given back: its share of the lease (unless revoked) and its
- * handle. */
+/* Entry i's file given back: its share of the lease (unless revoked) and
+ * its handle. */
 static void
 entry_drop(struct direct_table *t, struct direct_registry *reg, struct file_cache *cache,
-	   struct direct_table_entry *e)
+	   uint32_t i)
 {
+	struct direct_table_entry *e = &t->ents[i];
+
 	if (e->g.slot != NULL)
 		direct_release(reg, &e->g);	/* odd first, then the lease */
 	file_cache_close(cache, &e->h);
-	e->used = false;
+	t->owners[i] = DIRECT_TABLE_FREE;
 	t->used--;
 	t->dropped++;
 }
 
-/* Which entry to take, of two: a free one, else a revoked one, else the
- * one whose linger ends first. */
+/* Which entry to take, of i and the one picked so far (UINT32_MAX: none):
+ * a free one, else a revoked one, else the one whose linger ends first. */
 static bool
-better_pick(const struct direct_table_entry *a, const struct direct_table_entry *b)
+better_pick(const struct direct_table *t, uint32_t i, uint32_t pick)
 {
-	if (b == NULL)
+	const struct direct_table_entry *a = &t->ents[i], *b = &t->ents[pick];
+	bool a_used = t->owners[i] != DIRECT_TABLE_FREE;
+
+	if (pick == UINT32_MAX)
 		return true;
-	if (a->used != b->used)
-		return !a->used;
-	if (!a->used)
+	if (a_used != (t->owners[pick] != DIRECT_TABLE_FREE))
+		return !a_used;
+	if (!a_used)
 		return false;
 	if ((a->g.slot == NULL) != (b->g.slot == NULL))
 		return a->g.slot == NULL;
 	return a->until_ms < b->until_ms;
 }
 
-/* The entries uid's grants published. */
+/* The entries uid's grants published (a scan of 16 KiB, made only when a
+ * file is published anew). */
 static unsigned
 uid_entries(const struct direct_table *t, uint32_t uid)
 {
 	unsigned n = 0;
 	uint32_t i;
 
-	for (i = 0; i < t->n && n < DIRECT_TABLE_PER_UID; i++)
-		n += t->ents[i].used && t->ents[i].uid == uid;
+	for (i = 0; i < t->n; i++)
+		n += t->owners[i] == uid;
 	return n;
 }
 
 void
 direct_table_offer(struct direct_table *t, struct direct_registry *reg,
-		   struct file_cache *cache, struct storage_handle *h, uint32_t uid,
-		   uint64_t now_ms)
+		   struct file_cache *cache, struct storage_handle *h,
+		   const struct storage_stat *st, uint32_t uid, uint64_t now_ms)
 {
-	struct direct_table_entry *e, *pick = NULL;
-	struct storage_stat st;
-	uint32_t i, k, at = 0;
+	struct direct_table_entry *e;
+	uint32_t i, k, pick = UINT32_MAX;
 	uint64_t gen;
 
 	if (t->base == NULL || t->linger_s == 0)
@@ -255,43 +262,42 @@ direct_table_offer(struct direct_table *t, struct direct_registry *reg,
 	/* only what anyone may read (the table tells its readers of it), and
 	 * only what the cache keeps (a file past max-open-files goes with
 	 * its last handle, not 60 s after) */
-	if (!storage_kept(h) || storage_stat(h, &st) < 0 || (st.mode & S_IROTH) == 0 ||
-	    st.size == 0)
+	if ((st->mode & S_IROTH) == 0 || st->size == 0 || !storage_kept(h))
 		return;
-	k = hm_table_hash(st.dev, st.ino, t->n);
+	k = hm_table_hash(st->dev, st->ino, t->n);
 	for (i = 0; i < HM_TABLE_PROBES; i++) {
 		uint32_t j = (k + i) & (t->n - 1);
+		bool live = t->owners[j] != DIRECT_TABLE_FREE && t->ents[j].g.slot != NULL;
 
 		e = &t->ents[j];
-		if (e->used && e->g.slot != NULL && e->dev == st.dev && e->ino == st.ino) {
+		if (live && e->dev == st->dev && e->ino == st->ino) {
 			e->until_ms = now_ms + (uint64_t)t->linger_s * 1000u;
 			return;	/* published already */
 		}
 		/* another user's live entry is never given back for this */
-		if (e->used && e->g.slot != NULL && e->uid != uid)
+		if (live && t->owners[j] != uid)
 			continue;
-		if (better_pick(e, pick)) {
-			pick = e;
-			at = j;
-		}
+		if (better_pick(t, j, pick))
+			pick = j;
 	}
-	if (pick == NULL)
+	if (pick == UINT32_MAX)
 		return;	/* its probes hold other users' files */
-	if (!pick->used && (t->used >= t->most || uid_entries(t, uid) >= DIRECT_TABLE_PER_UID))
+	if (t->owners[pick] == DIRECT_TABLE_FREE &&
+	    (t->used >= t->most || uid_entries(t, uid) >= DIRECT_TABLE_PER_UID))
 		return;	/* full, or this user's share is */
-	if (pick->used)
+	if (t->owners[pick] != DIRECT_TABLE_FREE)
 		entry_drop(t, reg, cache, pick);
-	storage_handle_dup(h, &pick->h);
-	if (direct_grant(reg, &pick->g, &pick->h, hm_table_entry(t->base, at), 0,
-			 DIRECT_UID_TABLE, &gen) < 0) {
-		file_cache_close(cache, &pick->h);
+	e = &t->ents[pick];
+	storage_handle_dup(h, &e->h);
+	if (direct_grant(reg, &e->g, &e->h, hm_table_entry(t->base, pick), 0, DIRECT_UID_TABLE,
+			 &gen, NULL) < 0) {
+		file_cache_close(cache, &e->h);
 		return;
 	}
-	pick->used = true;
-	pick->uid = uid;
-	pick->dev = st.dev;
-	pick->ino = st.ino;
-	pick->until_ms = now_ms + (uint64_t)t->linger_s * 1000u;
+	t->owners[pick] = uid;
+	e->dev = st->dev;
+	e->ino = st->ino;
+	e->until_ms = now_ms + (uint64_t)t->linger_s * 1000u;
 	t->used++;
 	t->published++;
 }
@@ -307,14 +313,14 @@ direct_table_sweep(struct direct_table *t, struct direct_registry *reg,
 	for (i = 0; i < t->n; i++) {
 		struct direct_table_entry *e = &t->ents[i];
 
-		if (!e->used)
+		if (t->owners[i] == DIRECT_TABLE_FREE)
 			continue;
 		/* a client's grant holds it still: the linger starts after */
 		if (e->g.slot != NULL && t->linger_s > 0 && now_ms >= e->until_ms &&
 		    direct_file_grants(&e->g) > 1)
 			e->until_ms = now_ms + (uint64_t)t->linger_s * 1000u;
 		if (e->g.slot == NULL || now_ms >= e->until_ms || t->linger_s == 0)
-			entry_drop(t, reg, cache, e);
+			entry_drop(t, reg, cache, i);
 	}
 }
 
@@ -327,8 +333,8 @@ direct_table_close(struct direct_table *t, struct direct_registry *reg,
 	if (t->base == NULL)
 		return;
 	for (i = 0; i < t->n; i++)
-		if (t->ents[i].used)
-			entry_drop(t, reg, cache, &t->ents[i]);
+		if (t->owners[i] != DIRECT_TABLE_FREE)
+			entry_drop(t, reg, cache, i);
 	revoke_all(t->base, t->n);
 	/* another daemon may have taken the name since: only ours goes */
 	{
@@ -342,6 +348,7 @@ direct_table_close(struct direct_table *t, struct direct_registry *reg,
 	close(t->fd);
 	free(t->path);
 	free(t->ents);
+	free(t->owners);
 	memset(t, 0, sizeof *t);
 	t->fd = -1;
 }

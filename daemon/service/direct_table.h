@@ -38,6 +38,8 @@
 /* The entries one user's grants may publish at once: the others' share is
  * theirs (an entry holds a descriptor and a mapping for its linger). */
 #define DIRECT_TABLE_PER_UID	1024u
+/* An entry that holds no file (no uid is (uid_t)-1). */
+#define DIRECT_TABLE_FREE	UINT32_MAX
 
 struct direct_table_entry;
 
@@ -56,10 +58,10 @@ direct_table_set_linger(struct direct_table *t, unsigned linger)
 }
 static inline void
 direct_table_offer(struct direct_table *t, struct direct_registry *reg,
-		   struct file_cache *cache, struct storage_handle *h, uint32_t uid,
-		   uint64_t now_ms)
+		   struct file_cache *cache, struct storage_handle *h,
+		   const struct storage_stat *st, uint32_t uid, uint64_t now_ms)
 {
-	(void)t, (void)reg, (void)cache, (void)h, (void)uid, (void)now_ms;
+	(void)t, (void)reg, (void)cache, (void)h, (void)st, (void)uid, (void)now_ms;
 }
 static inline void
 direct_table_sweep(struct direct_table *t, struct direct_registry *reg,
@@ -84,6 +86,8 @@ struct direct_table {
 	unsigned most;			/* entries held at once, at most */
 	unsigned linger_s;		/* direct-table; 0: nothing published */
 	struct direct_table_entry *ents;
+	uint32_t *owners;		/* per entry: the uid whose grant
+					 * published it, or DIRECT_TABLE_FREE */
 	unsigned used;			/* entries holding a file */
 	/* stats: files published, entries given back (linger, revoked,
 	 * made room for) */
@@ -102,12 +106,12 @@ int direct_table_open(struct direct_table *t, const char *socket_path, unsigned 
 /* A reload's direct-table (0 stops publishing; what is published lingers
  * out). */
 void direct_table_set_linger(struct direct_table *t, unsigned linger);
-/* A client of uid was granted h's file (direct.c): publishes it, or renews
- * its entry's linger.  Never gives back another user's live entry, and
+/* A client of uid was granted h's file, of st as its grant's lease holds it
+ * (direct_grant): publishes it, or renews its entry's linger.  Never gives back another user's live entry, and
  * publishes no more than DIRECT_TABLE_PER_UID for one user. */
 void direct_table_offer(struct direct_table *t, struct direct_registry *reg,
-			struct file_cache *cache, struct storage_handle *h, uint32_t uid,
-			uint64_t now_ms);
+			struct file_cache *cache, struct storage_handle *h,
+			const struct storage_stat *st, uint32_t uid, uint64_t now_ms);
 /* Closes what revoked entries held, and gives back the entries whose
  * linger is over (each second). */
 void direct_table_sweep(struct direct_table *t, struct direct_registry *reg,

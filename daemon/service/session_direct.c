@@ -115,6 +115,7 @@ session_direct_open(struct session *s, struct session_handle *sh, uint64_t handl
 		    size_t textlen)
 {
 	struct session_grant *sg;
+	struct storage_stat st;
 	uint32_t i;
 	int rc;
 
@@ -162,7 +163,7 @@ session_direct_open(struct session *s, struct session_handle *sh, uint64_t handl
 	i = sg == s->direct_free ? sg->slot : s->direct_fresh;
 	rc = direct_grant(&s->srv->direct, &sg->g, &sh->h,
 			  hm_direct_slot(s->shm, s->shm_map_size, s->direct_slots, i), handle,
-			  (uint32_t)peer_uid(s->peer), gen);
+			  (uint32_t)peer_uid(s->peer), gen, &st);
 	if (rc < 0) {
 		if (sg != s->direct_free)
 			free(sg);
@@ -183,9 +184,9 @@ session_direct_open(struct session *s, struct session_handle *sh, uint64_t handl
 	sh->grant = sg;
 	*direct = 1;
 	*slot = i;
-	*size = sg->g.slot->size;
+	*size = sg->g.size;	/* ours, not the slot the client may write */
 	/* processes that come later may read it without asking */
-	direct_table_offer(&s->srv->table, &s->srv->direct, s->srv->cache, &sh->h,
+	direct_table_offer(&s->srv->table, &s->srv->direct, s->srv->cache, &sh->h, &st,
 			   (uint32_t)peer_uid(s->peer), file_cache_clock_ms());
 }
 
