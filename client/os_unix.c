@@ -134,15 +134,14 @@ os_file_willneed(hm_osfile f, uint64_t offset, uint64_t len)
 	(void)posix_fadvise(f, (off_t)offset, len > INT64_MAX ? 0 : (off_t)len, POSIX_FADV_WILLNEED);
 }
 
-/* The daemon's working directory is not ours, and a reconnect reopens the
- * same file whatever chdir(2) happened since. */
-char *
-absolute_path(const char *path)
+/* path beneath the working directory; out of line, so that an absolute
+ * path's open does not carry cwd's 4 KiB on the stack (the calls below it
+ * would touch a page a new process has not, a fault) */
+static __attribute__((noinline)) char *
+relative_path(const char *path)
 {
 	char cwd[PATH_MAX], *abs;
 
-	if (path[0] == '/')
-		return strdup(path);
 	if (getcwd(cwd, sizeof cwd) == NULL)
 		return NULL;
 	if (asprintf(&abs, "%s/%s", cwd, path) < 0)
@@ -153,6 +152,14 @@ absolute_path(const char *path)
 		return NULL;
 	}
 	return abs;
+}
+
+/* The daemon's working directory is not ours, and a reconnect reopens the
+ * same file whatever chdir(2) happened since. */
+char *
+absolute_path(const char *path)
+{
+	return path[0] == '/' ? strdup(path) : relative_path(path);
 }
 
 const char *

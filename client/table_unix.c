@@ -36,6 +36,7 @@
 #include "client/direct_priv.h"
 #include "client/trust.h"
 #include "proto/direct.h"
+#include "proto/endpoint.h"
 
 /* The largest table taken (a daemon's is 512 KiB). */
 #define TABLE_BYTES_MAX	((uint64_t)HM_TABLE_HEAD_BYTES + \
@@ -114,7 +115,10 @@ table_map(int fd, const struct stat *st)
 struct hm_table *
 table_attach(const char *socket_path)
 {
-	char path[PATH_MAX];
+	/* a socket's path fits sun_path (ENDPOINT_MAX), so the table's fits
+	 * this: no PATH_MAX on the stack, whose 4 KiB would push the calls
+	 * below it onto a page a new process has not touched (a fault) */
+	char path[ENDPOINT_MAX + sizeof HM_TABLE_SUFFIX];
 	size_t n = socket_path != NULL ? strlen(socket_path) : 0;
 	struct stat st;
 	int fd;
