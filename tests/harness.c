@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -162,6 +163,12 @@ exec_daemon(const struct harness *h, const char *prog, const struct harness_opts
 	/* A test that crashes must not leave its daemon running. */
 	if (prctl(PR_SET_PDEATHSIG, SIGTERM) < 0 || getppid() != parent)
 		_exit(125);
+	if (opts->nofile != 0) {
+		struct rlimit rl = { .rlim_cur = opts->nofile, .rlim_max = opts->nofile };
+
+		if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+			_exit(124);
+	}
 
 	if (opts->run_as != 0) {
 		static char uid[32], gid[32];
@@ -373,6 +380,15 @@ harness_start(const struct harness_opts *opts)
 	}
 	run_daemon(h, prog, true);
 	return h;
+}
+
+bool
+harness_can_nofile(unsigned long n)
+{
+	struct rlimit rl;
+
+	return geteuid() == 0 ||
+	       (getrlimit(RLIMIT_NOFILE, &rl) == 0 && (rl.rlim_max == RLIM_INFINITY || rl.rlim_max >= n));
 }
 
 bool

@@ -37,10 +37,17 @@ struct harness_opts {
 	 * gives it), through setpriv(1); the directory becomes that uid's.
 	 * Needs root and setpriv: harness_can_run_as says. */
 	uid_t run_as;
+	/* Not 0: hotmapd's RLIMIT_NOFILE, soft and hard, set before its
+	 * exec (it raises the soft limit to the hard one at start).
+	 * harness_can_nofile says whether it can be had. */
+	unsigned long nofile;
 };
 
 /* Whether harness_opts.run_as can be honoured here (root, setpriv). */
 bool harness_can_run_as(void);
+/* Whether harness_opts.nofile = n can be honoured here: n within this
+ * process's hard limit, or root. */
+bool harness_can_nofile(unsigned long n);
 
 struct harness {
 	char dir[PATH_MAX];	/* mkdtemp directory, removed at the end */

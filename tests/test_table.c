@@ -15,7 +15,10 @@
  * pread(2) does; files not every user may read are never published; a
  * table that others may write, or that no live hotmapd holds, is not
  * trusted; a forked child reads right; the linger gives entries back;
- * hotmapd removes the table when it stops.
+ * the table holds no more than a quarter of hotmapd's descriptors, nor
+ * more than one user's share of entries for one user's grants, and the
+ * files past either bound are read as any other; hotmapd removes the
+ * table when it stops.
  */
 #include "config.h"
 
@@ -54,6 +57,14 @@ static const struct harness_opts opts_linger1 = {
 static const struct harness_opts opts_off = {
 	.extra = { "--direct-table", "0", NULL },
 };
+/* hotmapd's descriptors: a quarter of them (BOUND_ENTRIES) is as many
+ * entries as its table may hold */
+#define BOUND_NOFILE	160u
+#define BOUND_ENTRIES	(BOUND_NOFILE / 4u)
+static const struct harness_opts opts_bound = { .nofile = BOUND_NOFILE };
+/* descriptors for more than one user's share of the table */
+#define SHARE		1024u	/* daemon/service/direct_table.h: DIRECT_TABLE_PER_UID */
+static const struct harness_opts opts_share = { .nofile = 8192 };
 
 /* --- the lookup, on tables made here ------------------------------------ */
 
@@ -232,6 +243,20 @@ setup(void **state)
 	unsetenv("HOTMAP_TABLE");
 	*state = harness_start(*state);
 	return 0;
+}
+
+/* setup, or none (the test skips) where hotmapd's descriptor limit cannot
+ * be had */
+static int
+setup_nofile(void **state)
+{
+	const struct harness_opts *o = *state;
+
+	if (!harness_can_nofile(o->nofile)) {
+		*state = NULL;
+		return 0;
+	}
+	return setup(state);
 }
 
 static int
@@ -648,6 +673,90 @@ test_linger(void **state)
 	scene_end(&s);
 }
 
+/* Files f0 .. f(n-1) of 4 KiB and more, that anyone may read, each granted
+ * to the direct client a, read and closed: published, then lingering. */
+static void
+publish_many(const struct harness *h, hm_client *a, unsigned n)
+{
+	char path[PATH_MAX], name[32];
+	unsigned i;
+
+	for (i = 0; i < n; i++) {
+		snprintf(name, sizeof name, "f%u", i);
+		make_file(h, name, 4096 + i, 0644, path);
+		assert_int_equal(hm_close(grant(a, path)), 0);
+	}
+}
+
+/* How many of f0 .. f(n-1) a new client with the fallback opens from the
+ * table (one client a file: an open not in the table connects it); every
+ * file read byte for byte either way. */
+static unsigned
+count_from_table(const struct harness *h, unsigned n)
+{
+	char path[PATH_MAX], name[32];
+	unsigned i, got = 0;
+
+	for (i = 0; i < n; i++) {
+		hm_client *b = harness_connect_local(h, 1);
+		hm_file *f;
+		int fd;
+
+		snprintf(name, sizeof name, "f%u", i);
+		harness_path(h, name, path);
+		fd = open(path, O_RDONLY);
+		assert_true(fd >= 0);
+		f = hm_open(b, path, 0);
+		assert_non_null(f);
+		harness_check_read(f, fd, 0, 4096 + i);
+		got += from_table(f);
+		assert_int_equal(hm_close(f), 0);
+		hm_disconnect(b);
+		close(fd);
+	}
+	return got;
+}
+
+/* Each entry holds a descriptor of hotmapd's: the table holds no more than
+ * a quarter of its limit, and the files past it are read as any other. */
+static void
+test_descriptor_bound(void **state)
+{
+	struct harness *h = *state;
+	hm_client *a;
+
+	if (h == NULL) {
+		skip();
+		return;
+	}
+	a = harness_connect_direct(h, 0, NULL);
+	publish_many(h, a, BOUND_ENTRIES + 8);
+	assert_int_equal(harness_stat(a, "direct_table_files"), BOUND_ENTRIES);
+	assert_int_equal(harness_stat(a, "direct_table_published"), BOUND_ENTRIES);
+	assert_int_equal(count_from_table(h, BOUND_ENTRIES + 8), BOUND_ENTRIES);
+	hm_disconnect(a);
+}
+
+/* One user's grants publish no more than its share of the table, and the
+ * files past it are read as any other. */
+static void
+test_per_uid_share(void **state)
+{
+	struct harness *h = *state;
+	hm_client *a;
+
+	if (h == NULL) {
+		skip();
+		return;
+	}
+	a = harness_connect_direct(h, 0, NULL);
+	publish_many(h, a, SHARE + 6);
+	assert_int_equal(harness_stat(a, "direct_table_files"), SHARE);
+	assert_int_equal(harness_stat(a, "direct_table_published"), SHARE);
+	assert_int_equal(count_from_table(h, SHARE + 6), SHARE);
+	hm_disconnect(a);
+}
+
 /* direct-table 0: no table at all. */
 static void
 test_off(void **state)
@@ -704,6 +813,10 @@ main(void)
 		cmocka_unit_test_prestate_setup_teardown(test_fork, setup, teardown, (void *)&opts_default),
 		cmocka_unit_test_prestate_setup_teardown(test_linger, setup, teardown, (void *)&opts_linger1),
 		cmocka_unit_test_prestate_setup_teardown(test_off, setup, teardown, (void *)&opts_off),
+		cmocka_unit_test_prestate_setup_teardown(test_descriptor_bound, setup_nofile, teardown,
+							 (void *)&opts_bound),
+		cmocka_unit_test_prestate_setup_teardown(test_per_uid_share, setup_nofile, teardown,
+							 (void *)&opts_share),
 		cmocka_unit_test_prestate_setup_teardown(test_removed_at_stop, setup, teardown,
 						(void *)&opts_default),
 	};
