@@ -452,7 +452,7 @@ extern bool bench_is_child;
  * it ran first: pread ran right after hotmap in 14 of 15 rounds, and
  * whatever a process leaves behind (a mapping of hundreds of populated
  * blocks to tear down) was charged to pread alone: pread-again, the A/A
- * pair, read 15-40% faster than pread in those runs (docs/performance.md).
+ * pair, read 15-40% faster than pread in those runs (docs/performance-history.md).
  */
 static inline size_t
 bench_order(size_t k, size_t r, size_t nc)
