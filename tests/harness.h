@@ -46,7 +46,7 @@ struct harness_opts {
 /* Whether harness_opts.run_as can be honoured here (root, setpriv). */
 bool harness_can_run_as(void);
 /* Whether harness_opts.nofile = n can be honoured here: n within this
- * process's hard limit, or root. */
+ * process's hard limit, or one it may raise (CAP_SYS_RESOURCE). */
 bool harness_can_nofile(unsigned long n);
 
 struct harness {

@@ -752,7 +752,9 @@ test_per_uid_share(void **state)
 	a = harness_connect_direct(h, 0, NULL);
 	publish_many(h, a, SHARE + 6);
 	assert_int_equal(harness_stat(a, "direct_table_files"), SHARE);
-	assert_int_equal(harness_stat(a, "direct_table_published"), SHARE);
+	/* more, when a file's probes all held this user's live entries and
+	 * one was given back for it (its own: never another user's) */
+	assert_true(harness_stat(a, "direct_table_published") >= SHARE);
 	assert_int_equal(count_from_table(h, SHARE + 6), SHARE);
 	hm_disconnect(a);
 }
