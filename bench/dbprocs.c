@@ -254,7 +254,8 @@ dbprocs_run(const struct contender **given, size_t ngiven)
 	unsigned np = bench.o.db_procs, r, i;
 	struct db_proc ps[DB_MAX_PROCS];
 	double co[DB_MAX_PROCS], start[DB_MAX_PROCS], reads[DB_MAX_PROCS], clos[DB_MAX_PROCS],
-	       life[DB_MAX_PROCS], cpu[DB_MAX_PROCS], conn[DB_MAX_PROCS], cocpu[DB_MAX_PROCS];
+	       life[DB_MAX_PROCS], cpu[DB_MAX_PROCS], conn[DB_MAX_PROCS], cocpu[DB_MAX_PROCS],
+	       setup[DB_MAX_PROCS], comain[DB_MAX_PROCS];
 	cpu_set_t cpus;
 	int ncpu = db_cpus(&cpus, bench.o.db_cpus);
 	hm_client *pub;
@@ -274,13 +275,15 @@ dbprocs_run(const struct contender **given, size_t ngiven)
 		       "a new set per contender and round, so none inherits another's mappings.\n"
 		       "  wall_ms: first fork to last exit (lower is better; x pread = pread's / this). "
 		       "Per process (median over rounds of each round's percentile): co_* connect + open, "
-		       "clocked once the process is set up as a database is when it opens its file "
-		       "(arguments parsed, its buffer allocated: malloc's first use is no contender's) "
+		       "clocked once the process is set up as a program is when it opens its file "
+		       "(arguments parsed, malloc in use: its first use is no contender's) "
 		       "(pread: open; mmap-new: open + mmap; hotmap: hm_connect_opts + hm_open; issue 29 "
 		       "target for hotmap: p50 <= 0.5 ms; hotmap-fallback: the same with "
 		       "HOTMAP_FALLBACK=local, which waits for no answer and, for a file in hotmapd's table of granted files, tells it nothing; fallback-no-table: the same with HOTMAP_TABLE=0; hello-only: hm_connect_opts with no "
 		       "region and nothing else, one round trip, the floor of a connect that waits; contact: no library, open + fstat + a socket + one sendmsg of HELLO and OPEN, the floor of a connect + open that waits for nothing), conn_p50 its connect alone (hm_connect_opts), "
 		       "co_cpu_ms and co_minflt the process's own CPU time (p50) and faults in connect + open, "
+		       "setup_p50 main to the clock's start (arguments, malloc's first use), co_main_p50 "
+		       "connect + open with that setup in it (the clock from main, as before these columns), "
 		       "start_p50 fork to main (exec, loader), "
 		       "reads_p50 the lookups, close_p50, cpu_ms user + system, minflt (wait4).",
 		       np, ncpu, (unsigned long long)(bench.o.file_size >> 20), bench.o.db_reads);
@@ -348,6 +351,8 @@ dbprocs_run(const struct contender **given, size_t ngiven)
 				}
 				start[i - bad] = (p->t[0] - p->t_fork) * 1e3;
 				co[i - bad] = (p->t[1] - p->t[5]) * 1e3;
+				setup[i - bad] = (p->t[5] - p->t[0]) * 1e3;
+				comain[i - bad] = (p->t[1] - p->t[0]) * 1e3;
 				conn[i - bad] = (p->t[4] - p->t[5]) * 1e3;
 				cocpu[i - bad] = p->co_cpu * 1e3;
 				coflt += (double)p->co_flt;
@@ -365,6 +370,8 @@ dbprocs_run(const struct contender **given, size_t ngiven)
 			row_add(row, "co_p50_ms", "ms", pct(co, np, 50));
 			row_add(row, "co_p95_ms", "ms", pct(co, np, 95));
 			row_add(row, "conn_p50_ms", "ms", pct(conn, np, 50));
+			row_add(row, "setup_p50_ms", "ms", pct(setup, np, 50));
+			row_add(row, "co_main_p50_ms", "ms", pct(comain, np, 50));
 			row_add(row, "co_cpu_ms", "ms", pct(cocpu, np, 50));
 			row_add(row, "co_minflt", "faults/proc", coflt / np);
 			row_add(row, "start_p50_ms", "ms", pct(start, np, 50));
