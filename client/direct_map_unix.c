@@ -305,10 +305,27 @@ direct_promote(hm_file *f)
 /* direct_promote, mapping fd, which f need not keep (client_open: a
  * descriptor the process cannot spare is mapped and closed without ever
  * being f->own_fd, which readers load without the lock). */
+/* m, new, made f's mapping of fd for size bytes, its copy policy told
+ * the daemon's prior (reads, low: cp_prior); one reference.  0, or
+ * -errno (m as it was). */
+static int
+map_fill(struct direct_map *m, hm_file *f, int fd, uint64_t size, uint32_t reads, uint32_t low)
+{
+	m->map = mapping_get(f, fd, (size_t)size);
+	if (m->map == NULL)
+		return -errno;
+	cp_prior(&m->map->cost, &f->c->copy_knobs, reads, low);
+	m->base = m->map->base;
+	m->maplen = (size_t)size;
+	m->refs = 1;
+	return 0;
+}
+
 int
 direct_promote_fd(hm_file *f, int fd)
 {
 	struct direct_map *m;
+	int rc;
 
 	if (f->dm != NULL)
 		return 0;
@@ -319,19 +336,13 @@ direct_promote_fd(hm_file *f, int fd)
 	m = calloc(1, sizeof *m);
 	if (m == NULL)
 		return -ENOMEM;
-	m->map = mapping_get(f, fd, (size_t)f->dsize);
-	if (m->map == NULL) {
-		int err = errno;
-
+	/* what the processes before read of each block: the newest word */
+	rc = map_fill(m, f, fd, f->dsize, f->block_reads, f->block_reads_low);
+	if (rc < 0) {
 		free(m);
 		f->direct_ok = false;
-		return -err;
+		return rc;
 	}
-	/* what the processes before read of each block: the newest word */
-	cp_prior(&m->map->cost, &f->c->copy_knobs, f->block_reads, f->block_reads_low);
-	m->base = m->map->base;
-	m->maplen = (size_t)f->dsize;
-	m->refs = 1;
 	m->slot = grant_slot(f);
 	m->genp = &m->slot->gen;
 	m->gen = f->dgen;
@@ -347,6 +358,7 @@ int
 direct_promote_table(hm_file *f, int fd, const uint64_t *genp, uint64_t gen, uint64_t size)
 {
 	struct direct_map *m;
+	int rc;
 
 	if (f->dm != NULL || fd < 0)
 		return -EBUSY;
@@ -357,19 +369,13 @@ direct_promote_table(hm_file *f, int fd, const uint64_t *genp, uint64_t gen, uin
 		free(m);
 		return -ENOMEM;
 	}
-	m->map = mapping_get(f, fd, (size_t)size);
-	if (m->map == NULL) {
-		int err = errno;
-
+	/* no daemon's prior: nobody said how often its blocks are read */
+	rc = map_fill(m, f, fd, size, 0, 0);
+	if (rc < 0) {
 		free(m->slot);
 		free(m);
-		return -err;
+		return rc;
 	}
-	/* no daemon's prior: nobody said how often its blocks are read */
-	cp_prior(&m->map->cost, &f->c->copy_knobs, 0, 0);
-	m->base = m->map->base;
-	m->maplen = (size_t)size;
-	m->refs = 1;
 	m->genp = genp;
 	m->gen = gen;
 	m->region = NULL;

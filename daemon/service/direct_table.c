@@ -93,6 +93,21 @@ table_mode(unsigned socket_mode)
 	       (socket_mode & S_IWOTH ? S_IROTH : 0);
 }
 
+/* What t holds let go (a mapping, the descriptor, its arrays): none. */
+static void
+table_release(struct direct_table *t)
+{
+	if (t->base != NULL)
+		munmap(t->base, t->len);
+	if (t->fd >= 0)
+		close(t->fd);
+	free(t->path);
+	free(t->ents);
+	free(t->owners);
+	memset(t, 0, sizeof *t);
+	t->fd = -1;
+}
+
 int
 direct_table_open(struct direct_table *t, const char *socket_path, unsigned mode,
 		  gid_t group, unsigned linger, char *err, size_t errlen)
@@ -182,15 +197,7 @@ fail:
 			unlink(tmp);
 		free(tmp);
 	}
-	if (t->base != NULL)
-		munmap(t->base, t->len);
-	if (t->fd >= 0)
-		close(t->fd);
-	free(t->path);
-	free(t->ents);
-	free(t->owners);
-	memset(t, 0, sizeof *t);
-	t->fd = -1;
+	table_release(t);
 	return -e;
 }
 
@@ -344,11 +351,5 @@ direct_table_close(struct direct_table *t, struct direct_registry *reg,
 		    a.st_ino == b.st_ino && unlink(t->path) < 0 && errno != ENOENT)
 			log_info("cannot remove %s: %s", t->path, strerror(errno));
 	}
-	munmap(t->base, t->len);
-	close(t->fd);
-	free(t->path);
-	free(t->ents);
-	free(t->owners);
-	memset(t, 0, sizeof *t);
-	t->fd = -1;
+	table_release(t);
 }
