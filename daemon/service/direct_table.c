@@ -289,8 +289,10 @@ direct_table_offer(struct direct_table *t, struct direct_registry *reg,
 	}
 	if (pick == UINT32_MAX)
 		return;	/* its probes hold other users' files */
-	if (t->owners[pick] == DIRECT_TABLE_FREE &&
-	    (t->used >= t->most || uid_entries(t, uid) >= DIRECT_TABLE_PER_UID))
+	/* a free entry is one more in the table; any entry not this user's
+	 * already (free, or another's revoked one) one more of its share */
+	if ((t->owners[pick] == DIRECT_TABLE_FREE && t->used >= t->most) ||
+	    (t->owners[pick] != uid && uid_entries(t, uid) >= DIRECT_TABLE_PER_UID))
 		return;	/* full, or this user's share is */
 	if (t->owners[pick] != DIRECT_TABLE_FREE)
 		entry_drop(t, reg, cache, pick);
