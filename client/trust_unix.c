@@ -68,23 +68,39 @@ user_uid(const char *user, uid_t *uid)
 	return -rc;
 }
 
+/*
+ * The rule: whether uid is root's, this process's effective uid (which
+ * descriptors are opened with) or the daemon user's: 0, -EPERM, or the
+ * -errno of looking that user up.  *user is the daemon user (empty: none
+ * set), *lookup what looking it up gave (0: *daemon_uid is its uid).
+ */
+static int
+trust_uid(unsigned uid, const char **user, uid_t *daemon_uid, int *lookup)
+{
+	/* secure_getenv: a set-user-ID program must not be talked into
+	 * trusting its caller's daemon */
+	*user = secure_getenv("HOTMAP_DAEMON_USER");
+	if (*user == NULL)
+		*user = HOTMAP_DAEMON_USER;
+	*lookup = 0;
+	if (uid == 0 || uid == (unsigned)geteuid())
+		return 0;
+	if ((*user)[0] == '\0')
+		return -EPERM;
+	*lookup = user_uid(*user, daemon_uid);
+	if (*lookup < 0)
+		return *lookup;
+	return *daemon_uid == (uid_t)uid ? 0 : -EPERM;
+}
+
 int
 client_trust_owner(unsigned uid)
 {
-	const char *user = secure_getenv("HOTMAP_DAEMON_USER");
+	const char *user;
 	uid_t daemon_uid;
-	int rc;
+	int lookup;
 
-	if (uid == 0 || uid == (unsigned)geteuid())
-		return 0;
-	if (user == NULL)
-		user = HOTMAP_DAEMON_USER;
-	if (user[0] == '\0')
-		return -EPERM;
-	rc = user_uid(user, &daemon_uid);
-	if (rc < 0)
-		return rc;
-	return daemon_uid == (uid_t)uid ? 0 : -EPERM;
+	return trust_uid(uid, &user, &daemon_uid, &lookup);
 }
 
 int
@@ -92,12 +108,10 @@ client_trust_daemon(hm_conn fd, const char *path, char *why, size_t whylen)
 {
 	struct ucred cred;
 	socklen_t len = sizeof cred;
-	/* secure_getenv: a set-user-ID program must not be talked into
-	 * trusting its caller's daemon */
-	const char *user = secure_getenv("HOTMAP_DAEMON_USER");
+	const char *user;
 	uid_t me = geteuid(), daemon_uid = 0;
 	char known[64];
-	int rc;
+	int rc, lookup;
 
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
 		rc = errno;
@@ -105,11 +119,8 @@ client_trust_daemon(hm_conn fd, const char *path, char *why, size_t whylen)
 			 "refusing to pass it descriptors", path, strerror(rc));
 		return -rc;
 	}
-	/* The effective uid, not the real one: descriptors are opened with it. */
-	if (cred.uid == 0 || cred.uid == me)
+	if (trust_uid((unsigned)cred.uid, &user, &daemon_uid, &lookup) == 0)
 		return 0;
-	if (user == NULL)
-		user = HOTMAP_DAEMON_USER;
 	if (user[0] == '\0') {
 		snprintf(why, whylen, "%s: the daemon runs as uid %u (pid %ld), neither root nor you "
 			 "(uid %u), and no daemon user is set: refusing to pass it descriptors "
@@ -117,14 +128,11 @@ client_trust_daemon(hm_conn fd, const char *path, char *why, size_t whylen)
 			 path, (unsigned)cred.uid, (long)cred.pid, (unsigned)me);
 		return -EPERM;
 	}
-	rc = user_uid(user, &daemon_uid);
-	if (rc == 0 && daemon_uid == cred.uid)
-		return 0;
-	if (rc == 0)
+	if (lookup == 0)
 		snprintf(known, sizeof known, "uid %u", (unsigned)daemon_uid);
 	else
-		snprintf(known, sizeof known, "%s", rc == -ENOENT ? "no such user now" :
-			 rc == -EINVAL ? "not a user name or uid" : strerror(-rc));
+		snprintf(known, sizeof known, "%s", lookup == -ENOENT ? "no such user now" :
+			 lookup == -EINVAL ? "not a user name or uid" : strerror(-lookup));
 	snprintf(why, whylen, "%s: the daemon runs as uid %u (pid %ld), not root, you (uid %u) nor "
 		 "the daemon user '%s' (%s): refusing to pass it descriptors "
 		 "(HOTMAP_DAEMON_USER names the daemon's user)",
